@@ -1,0 +1,45 @@
+"""MHA Explorer's engine: multi-head attention in pure NumPy, every intermediate kept.
+
+Glossary of shapes, used in every shape comment of this package:
+
+    T    number of tokens (Tq queries, Tk keys and values when they differ)
+    C    model width, d_model (C_q, C_k, C_v, C_out when the widths differ)
+    nh   number of heads
+    hs   head size of queries and keys, d_k = nh*hs / nh
+    hv   head size of values, d_v
+
+Conventions: row vectors, ``y = x @ w + b``; heads are contiguous column blocks of the
+fused projection (head i owns columns i*hs:(i+1)*hs), as in torch; a boolean mask is
+True where a query may attend to a key. This package never imports streamlit, plotly or
+pandas: it knows nothing of screens.
+"""
+
+from mha_core.attention import (
+    AttentionTrace,
+    AttentionWeights,
+    merge_heads,
+    multi_head_attention,
+    scaled_dot_product_attention,
+    softmax,
+    split_heads,
+)
+from mha_core.config import LIMITS, MHAConfig, RunResult, run
+from mha_core.masks import causal_mask, combine_masks, padding_mask, window_mask
+
+__all__ = [
+    "LIMITS",
+    "AttentionTrace",
+    "AttentionWeights",
+    "MHAConfig",
+    "RunResult",
+    "causal_mask",
+    "combine_masks",
+    "merge_heads",
+    "multi_head_attention",
+    "padding_mask",
+    "run",
+    "scaled_dot_product_attention",
+    "softmax",
+    "split_heads",
+    "window_mask",
+]

@@ -1,0 +1,278 @@
+"""Multi-head attention, one function per step of the maths.
+
+Every step returns its result instead of printing it; ``multi_head_attention`` collects all
+of them in a frozen ``AttentionTrace`` so that a page can show any intermediate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class AttentionWeights:
+    """The learned parameters of one multi-head attention layer (row convention, ``x @ w + b``).
+
+    Parameters
+    ----------
+    w_q : ndarray, shape (C_q, nh*hs)
+    w_k : ndarray, shape (C_k, nh*hs)
+    w_v : ndarray, shape (C_v, nh*hv)
+    w_o : ndarray, shape (nh*hv, C_out), or None for no output projection (output = concat)
+    b_q, b_k, b_v, b_o : ndarray, shape (nh*hs,), (nh*hs,), (nh*hv,), (C_out,), or None
+    """
+
+    w_q: np.ndarray
+    w_k: np.ndarray
+    w_v: np.ndarray
+    w_o: np.ndarray | None = None
+    b_q: np.ndarray | None = None
+    b_k: np.ndarray | None = None
+    b_v: np.ndarray | None = None
+    b_o: np.ndarray | None = None
+
+    def arrays(self) -> list[np.ndarray]:
+        """Every parameter that is set, in field order."""
+        fields = (self.w_q, self.w_k, self.w_v, self.w_o, self.b_q, self.b_k, self.b_v, self.b_o)
+        return [np.asarray(a) for a in fields if a is not None]
+
+
+@dataclass(frozen=True)
+class AttentionTrace:
+    """Every intermediate of one multi-head attention call; arrays are read-only.
+
+    Fields: ``q (nh,Tq,hs)``, ``k (nh,Tk,hs)``, ``v (nh,Tk,hv)``, ``scores (nh,Tq,Tk)`` = raw q.k,
+    ``logits (nh,Tq,Tk)`` = scores * scale with masked entries exactly -inf,
+    ``weights (nh,Tq,Tk)`` = softmax of logits over keys, ``heads (nh,Tq,hv)`` = weights @ v,
+    ``concat (Tq, nh*hv)``, ``output (Tq, C_out)``, ``fully_masked (nh,Tq)`` = rows with no key
+    to attend to (their weights and head outputs are 0), ``scale`` = the factor applied to scores.
+    """
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    scores: np.ndarray
+    logits: np.ndarray
+    weights: np.ndarray
+    heads: np.ndarray
+    concat: np.ndarray
+    output: np.ndarray
+    fully_masked: np.ndarray
+    scale: float
+
+    def __post_init__(self) -> None:
+        for value in self.__dict__.values():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+
+    @property
+    def n_heads(self) -> int:
+        return self.q.shape[0]
+
+
+def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Softmax along ``axis``, safe for any finite logits and for -inf (masked) entries.
+
+    The maximum is subtracted first, so no finite input overflows. Each slice sums to 1,
+    except a slice whose entries are all -inf: it comes out as all zeros, with no NaN and
+    no RuntimeWarning.
+    """
+    logits = np.asarray(logits)
+    peak = logits.max(axis=axis, keepdims=True)
+    peak[~np.isfinite(peak)] = 0  # an all -inf slice: exp(-inf - 0) = 0 everywhere
+    out = np.subtract(logits, peak)
+    np.exp(out, out=out)
+    total = out.sum(axis=axis, keepdims=True)
+    np.divide(out, total, out=out, where=total > 0)  # where total == 0, out is already 0
+    return out
+
+
+def split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
+    """(T, nh*hs) -> (nh, T, hs): head i is the column block i*hs:(i+1)*hs."""
+    t, width = x.shape
+    return x.reshape(t, n_heads, width // n_heads).transpose(1, 0, 2)  # (nh, T, hs)
+
+
+def merge_heads(x: np.ndarray) -> np.ndarray:
+    """(nh, T, hs) -> (T, nh*hs), the inverse of ``split_heads``."""
+    n_heads, t, size = x.shape
+    return x.transpose(1, 0, 2).reshape(t, n_heads * size)  # (T, nh*hs)
+
+
+def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """Linear map in row convention: (T, C_in) @ (C_in, C_out) + (C_out,) -> (T, C_out)."""
+    y = x @ w  # (T, C_out)
+    if b is not None:
+        y += b
+    return y
+
+
+def attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Raw dot products of every query with every key: (nh,Tq,hs), (nh,Tk,hs) -> (nh,Tq,Tk)."""
+    return q @ k.transpose(0, 2, 1)  # (nh, Tq, Tk)
+
+
+def scale_and_mask(scores: np.ndarray, scale, mask: np.ndarray | None) -> np.ndarray:
+    """Multiply by ``scale`` and set entries where ``mask`` is False to exactly -inf."""
+    logits = scores * scale  # (nh, Tq, Tk); scale has the scores' dtype, so no promotion
+    if mask is not None:
+        np.copyto(logits, -np.inf, where=~mask)
+    return logits
+
+
+def scaled_dot_product_attention(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    mask: np.ndarray | None = None,
+    scale: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """softmax(q k^T * scale, masked) @ v for every head at once.
+
+    Parameters
+    ----------
+    q : ndarray, shape (nh, Tq, hs)
+    k : ndarray, shape (nh, Tk, hs)
+    v : ndarray, shape (nh, Tk, hv)
+    mask : bool ndarray broadcastable to (nh, Tq, Tk), True = may attend; None = all keys
+    scale : float, default 1/sqrt(hs)
+
+    Returns
+    -------
+    scores, logits, weights : ndarray, shape (nh, Tq, Tk)
+        Raw q.k, scaled and masked (-inf where masked), softmax over keys (rows sum to 1,
+        except rows with every key masked, which are 0).
+    heads : ndarray, shape (nh, Tq, hv)
+    """
+    dtype = q.dtype
+    if scale is None:
+        scale = 1.0 / np.sqrt(q.shape[-1])
+    scale = dtype.type(scale)  # a float64 scalar would promote float32 arrays
+    scores = attention_scores(q, k)  # (nh, Tq, Tk)
+    logits = scale_and_mask(scores, scale, mask)  # (nh, Tq, Tk)
+    weights = softmax(logits, axis=-1)  # (nh, Tq, Tk)
+    heads = weights @ v  # (nh, Tq, hv)
+    return scores, logits, weights, heads
+
+
+def compute_dtype(*arrays: np.ndarray) -> np.dtype:
+    """float32 stays float32, float64 stays float64, integers and booleans compute in float64."""
+    dtype = np.result_type(*arrays)
+    if not np.issubdtype(dtype, np.floating):
+        return np.dtype(np.float64)
+    if dtype.itemsize < 4:
+        return np.dtype(np.float32)
+    return dtype
+
+
+def _check_shapes(x_q, x_k, x_v, weights: AttentionWeights, n_heads: int) -> None:
+    """Raise ValueError, naming the shapes, when the inputs and parameters do not fit together."""
+    if isinstance(n_heads, bool) or not isinstance(n_heads, int | np.integer) or n_heads < 1:
+        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+    for name, x in (("x_q", x_q), ("x_k", x_k), ("x_v", x_v)):
+        if x.ndim != 2:
+            raise ValueError(f"{name} must be a (tokens, features) matrix, got shape {x.shape}")
+    if x_k.shape[0] != x_v.shape[0]:
+        raise ValueError(f"x_k has {x_k.shape[0]} tokens but x_v has {x_v.shape[0]}: keys and values pair up")
+    for name, x, w in (("q", x_q, weights.w_q), ("k", x_k, weights.w_k), ("v", x_v, weights.w_v)):
+        if w.ndim != 2 or w.shape[0] != x.shape[1]:
+            raise ValueError(f"w_{name} has shape {w.shape} but x_{name} has {x.shape[1]} features")
+    if weights.w_q.shape[1] != weights.w_k.shape[1]:
+        raise ValueError(f"w_q {weights.w_q.shape} and w_k {weights.w_k.shape} must have as many columns")
+    for name in ("q", "v"):
+        width = getattr(weights, f"w_{name}").shape[1]
+        if width % n_heads:
+            raise ValueError(f"w_{name} has {width} columns, not divisible by {n_heads} heads")
+    if weights.w_o is not None and weights.w_o.shape[0] != weights.w_v.shape[1]:
+        raise ValueError(f"w_o has {weights.w_o.shape[0]} rows but the heads concatenate to {weights.w_v.shape[1]}")
+    if weights.w_o is None and weights.b_o is not None:
+        raise ValueError("b_o is set but w_o is None: an output bias needs an output projection")
+    for name in ("q", "k", "v", "o"):
+        b, w = getattr(weights, f"b_{name}"), getattr(weights, f"w_{name}")
+        if b is not None and b.shape != (w.shape[1],):
+            raise ValueError(f"b_{name} has shape {b.shape}, expected ({w.shape[1]},)")
+
+
+def _broadcast_mask(mask, n_heads: int, tq: int, tk: int) -> np.ndarray | None:
+    """A boolean mask as shape (nh, Tq, Tk), or a ValueError that says what was wrong."""
+    if mask is None:
+        return None
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+    try:
+        return np.broadcast_to(mask, (n_heads, tq, tk))  # (nh, Tq, Tk)
+    except ValueError:
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to (heads, queries, keys) = {(n_heads, tq, tk)}") from None
+
+
+def multi_head_attention(
+    x_q: np.ndarray,
+    weights: AttentionWeights,
+    n_heads: int,
+    *,
+    x_k: np.ndarray | None = None,
+    x_v: np.ndarray | None = None,
+    mask: np.ndarray | None = None,
+    scale: float | None = None,
+) -> AttentionTrace:
+    """Multi-head attention with every intermediate returned.
+
+    Parameters
+    ----------
+    x_q : ndarray, shape (Tq, C_q)
+        The tokens that ask (queries).
+    weights : AttentionWeights
+    n_heads : int
+        nh; the projections' widths must be divisible by it.
+    x_k : ndarray, shape (Tk, C_k), default x_q (self-attention)
+    x_v : ndarray, shape (Tk, C_v), default x_k
+    mask : bool ndarray broadcastable to (nh, Tq, Tk), optional
+        **True = may attend.** torch's ``nn.MultiheadAttention`` uses the opposite sense for a
+        boolean ``attn_mask`` (True = blocked); ``F.scaled_dot_product_attention`` uses ours.
+    scale : float, default 1/sqrt(hs)
+
+    Returns
+    -------
+    AttentionTrace
+        A query row whose keys are all masked gets weights 0 and head output 0 and is flagged
+        in ``fully_masked``; no NaN, no warning. Rows otherwise sum to 1.
+
+    dtype: float32 in, float32 throughout and out; float64 in, float64 out; integer inputs
+    compute in float64.
+    """
+    x_k = x_q if x_k is None else x_k
+    x_v = x_k if x_v is None else x_v
+    dtype = compute_dtype(x_q, x_k, x_v, *weights.arrays())
+    x_q, x_k, x_v = (np.asarray(x, dtype=dtype) for x in (x_q, x_k, x_v))
+    cast = {name: None if a is None else np.asarray(a, dtype=dtype) for name, a in weights.__dict__.items()}
+    weights = AttentionWeights(**cast)
+    _check_shapes(x_q, x_k, x_v, weights, n_heads)
+    mask = _broadcast_mask(mask, n_heads, x_q.shape[0], x_k.shape[0])  # (nh, Tq, Tk)
+
+    q = split_heads(project(x_q, weights.w_q, weights.b_q), n_heads)  # (nh, Tq, hs)
+    k = split_heads(project(x_k, weights.w_k, weights.b_k), n_heads)  # (nh, Tk, hs)
+    v = split_heads(project(x_v, weights.w_v, weights.b_v), n_heads)  # (nh, Tk, hv)
+    scores, logits, attn, heads = scaled_dot_product_attention(q, k, v, mask, scale)
+    concat = merge_heads(heads)  # (Tq, nh*hv)
+    output = concat if weights.w_o is None else project(concat, weights.w_o, weights.b_o)  # (Tq, C_out)
+    if mask is None:
+        fully_masked = np.zeros(attn.shape[:2], dtype=bool)  # (nh, Tq)
+    else:
+        fully_masked = ~mask.any(axis=-1)  # (nh, Tq)
+    used_scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    return AttentionTrace(
+        q=np.ascontiguousarray(q),
+        k=np.ascontiguousarray(k),
+        v=np.ascontiguousarray(v),
+        scores=scores,
+        logits=logits,
+        weights=attn,
+        heads=heads,
+        concat=concat,
+        output=output.copy() if output is concat else output,
+        fully_masked=fully_masked,
+        scale=float(used_scale),
+    )
