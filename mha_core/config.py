@@ -106,12 +106,11 @@ class MHAConfig:
         _check_choice("embedding", self.embedding, EMBEDDINGS)
         if self.embedding == "custom":
             self._check_custom_embedding()
-        if self.init in PRESET_INITS:
-            if self.head_size < 2 or self.d_model < 4:
-                raise ValueError(
-                    f"hand-built heads need d_model >= 4 and a head size of at least 2 "
-                    f"(d_model {self.d_model} / {self.n_heads} heads = {self.head_size}): use fewer heads"
-                )
+        if self.init in PRESET_INITS and (self.head_size < 2 or self.d_model < 4):
+            raise ValueError(
+                f"hand-built heads need d_model >= 4 and a head size of at least 2 "
+                f"(d_model {self.d_model} / {self.n_heads} heads = {self.head_size}): use fewer heads"
+            )
 
     def _check_custom_mask(self, tq: int, tk: int) -> None:
         if self.custom_mask is None:
