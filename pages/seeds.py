@@ -1,0 +1,5 @@
+"""Placeholder: being written."""
+
+import streamlit as st
+
+st.info("This page is being written.")
