@@ -16,14 +16,16 @@ def _row_mean(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.divide(totals, counts, out=np.full(totals.shape, np.nan), where=counts > 0)
 
 
-def normalized_entropy(weights: np.ndarray, fully_masked: np.ndarray) -> np.ndarray:
+def normalized_entropy(weights: np.ndarray, fully_masked: np.ndarray, allowed: np.ndarray | None = None) -> np.ndarray:
     """Per head: row entropy / log(number of keys the row may attend to), averaged. 0 = one key, 1 = even. Shape (nh,).
 
-    Rows with a single allowed key have no choice to make and are left out.
+    ``allowed (nh, Tq, Tk)`` marks the keys each row may attend to (``np.isfinite(trace.logits)``);
+    None means every key. Rows with a single allowed key have no choice to make and are left out.
     """
-    allowed = weights > 0  # (nh, Tq, Tk); a key with weight exactly 0 is masked (or underflowed)
+    if allowed is None:
+        allowed = np.ones(weights.shape, dtype=bool)  # (nh, Tq, Tk)
     n_keys = allowed.sum(axis=-1)  # (nh, Tq)
-    safe = np.where(allowed, weights, 1.0)
+    safe = np.where(weights > 0, weights, 1.0)  # 0 * log 0 counts as 0
     entropy = -(weights * np.log(safe)).sum(axis=-1)  # (nh, Tq)
     norm = np.log(np.maximum(n_keys, 2))  # (nh, Tq)
     return _row_mean(entropy / norm, (n_keys > 1) & ~fully_masked)
@@ -53,10 +55,10 @@ def first_token_mass(weights: np.ndarray, fully_masked: np.ndarray) -> np.ndarra
     return _row_mean(weights[:, :, 0], ~fully_masked)
 
 
-def head_summary(weights: np.ndarray, fully_masked: np.ndarray) -> dict[str, np.ndarray]:
-    """All per-head diagnostics by name, each of shape (nh,)."""
+def head_summary(weights: np.ndarray, fully_masked: np.ndarray, allowed: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """All per-head diagnostics by name, each of shape (nh,); ``allowed`` as in ``normalized_entropy``."""
     return {
-        "entropy": normalized_entropy(weights, fully_masked),
+        "entropy": normalized_entropy(weights, fully_masked, allowed),
         "max_weight": max_weight(weights, fully_masked),
         "diagonal": diagonal_mass(weights, fully_masked, 0),
         "previous": diagonal_mass(weights, fully_masked, 1),
@@ -65,9 +67,10 @@ def head_summary(weights: np.ndarray, fully_masked: np.ndarray) -> dict[str, np.
 
 
 def head_similarity(weights: np.ndarray) -> np.ndarray:
-    """Cosine similarity of every pair of heads' weight matrices, flattened. Shape (nh, nh), 1 on the diagonal.
+    """Cosine similarity of every pair of heads' weight matrices, flattened. Shape (nh, nh).
 
-    A head whose weights are all zero (every row masked) has similarity 0 to the others.
+    1 on the diagonal, except for a head whose weights are all zero (every row masked): it has
+    similarity 0 to every head, itself included.
     """
     flat = weights.reshape(weights.shape[0], -1)  # (nh, Tq*Tk)
     norms = np.linalg.norm(flat, axis=1)  # (nh,)

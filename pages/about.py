@@ -1,5 +1,103 @@
-"""Placeholder: being written."""
+"""About: what the app computes and why, the shapes, the conventions, the engine's own source."""
 
+import inspect
+
+import pandas as pd
 import streamlit as st
 
-st.info("This page is being written.")
+import mha_core
+from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
+from mha_core.config import LIMITS
+from ui.controls import sidebar
+from ui.steps import FULLY_MASKED_POLICY, glossary_rows
+
+LIMIT_MEANINGS = {
+    "max_tokens": "tokens per sentence (queries, and keys/values in cross-attention)",
+    "max_d_model": "model width d_model",
+    "max_heads": "number of heads",
+    "max_seed": "largest seed",
+    "max_temperature": "largest temperature",
+}
+
+STEPS = [
+    ("Embeddings E", "words become vectors, one row of d_model numbers per token."),
+    ("+ positional encoding", "attention alone cannot tell word order; a position signal makes 'the' at 0 differ "
+     "from 'the' at 4."),
+    ("Q, K, V = X W_Q, X W_K, X W_V", "three learned views of each token: what it looks for, what it can be found "
+     "by, what it hands over."),
+    ("split into heads", "the columns are cut into nh blocks so that several small attentions run side by side, "
+     "each free to look for something different."),
+    ("scores Q Kᵀ", "one dot product per (query, key) pair: how well they match."),
+    ("scale", "dot products grow with the head size; dividing by √d_k keeps the softmax from saturating."),
+    ("mask", "some pairs are forbidden (the future in a decoder, padding): their logit becomes −∞."),
+    ("softmax", "each row becomes weights ≥ 0 that sum to 1."),
+    ("A · V", "each query receives the weighted average of the values."),
+    ("concat", "the heads' outputs are put side by side again."),
+    ("W_O", "the output projection mixes the heads; without it each output column belongs to one head."),
+]
+
+CONVENTIONS = """
+- **Row vectors**: a token is a row, a layer is `y = x @ W + b`; `W_Q` has shape (C, nh·hs).
+- **Heads are contiguous column blocks**: head *h* owns columns *h·hs* to *(h+1)·hs − 1* of Q, K and V (as in
+  torch); splitting is a reshape, not a copy.
+- **Mask True = may attend.** torch's `nn.MultiheadAttention` takes a boolean `attn_mask` in the opposite sense
+  (True = blocked); `torch.nn.functional.scaled_dot_product_attention` uses ours.
+- **Scale** 1/√d_k by default, with d_k = hs the head size (other rules in the sidebar).
+- **Token labels carry their position** (`0:the`, `4:the`), so repeated words stay separate.
+- Everything is computed in float64 with NumPy; randomness only from `np.random.default_rng(seed)`.
+"""
+
+PAGE_LINKS = [
+    ("pages/heads.py", "Heads: every head's attention at once", "🟪"),
+    ("pages/step_by_step.py", "Step by step: one head from embeddings to output, and a drill-down", "🪜"),
+    ("pages/lessons.py", "Lessons: six classic confusions, one link each", "🎓"),
+    ("pages/seeds.py", "Seed notebooks: the five seed documents, recomputed", "📓"),
+    ("pages/real_model.py", "Real model: attention in a small pretrained model", "🤖"),
+]
+
+
+def limit_text(value) -> str:
+    """64 -> '64', 4294967295 -> '4,294,967,295', 1000.0 -> '1,000'."""
+    return f"{value:,}" if isinstance(value, int) else f"{value:,g}"
+
+
+sidebar()
+st.title("About MHA Explorer")
+st.markdown(
+    "MHA Explorer runs **one multi-head attention layer** on a sentence you type, with small random (or "
+    "hand-built) weights, and shows every number on the way: the embeddings, the queries, keys and values, "
+    "each head's scores, logits and weights, the heads' outputs, their concatenation and the output projection. "
+    "It is a toy: no training, one layer, no feed-forward block, but exactly the maths of a transformer's "
+    "attention."
+)
+
+st.header("Pages")
+for path, label, icon in PAGE_LINKS:
+    st.page_link(path, label=label, icon=icon)
+
+st.header("Why each step exists")
+st.table(pd.DataFrame(STEPS, columns=["step", "why"]).set_index("step"))
+
+st.header("Glossary of shapes")
+st.table(pd.DataFrame(glossary_rows(mha_core.__doc__ or ""), columns=["symbol", "meaning"]).set_index("symbol"))
+
+st.header("Conventions")
+st.markdown(CONVENTIONS)
+
+st.header("Rows with every key masked")
+st.markdown(FULLY_MASKED_POLICY)
+
+st.header("Limits")
+st.markdown("So that one request cannot exhaust a small public host, the inputs are capped:")
+limits = pd.DataFrame(
+    [(LIMIT_MEANINGS.get(name, name), limit_text(value)) for name, value in LIMITS.items()], columns=["what", "at most"]
+).set_index("what")
+st.table(limits)
+
+st.header("The engine's source")
+st.markdown("This is the code that computes every matrix in the app (`mha_core/attention.py`), shown live:")
+functions = [multi_head_attention, scaled_dot_product_attention, softmax]
+for tab, function in zip(st.tabs([f.__name__ for f in functions]), functions, strict=True):
+    with tab:
+        st.code(inspect.getsource(function), language="python", line_numbers=True, height=520)
+

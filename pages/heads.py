@@ -1,14 +1,283 @@
-"""Heads: every head's attention at once."""
+"""Heads: every head's attention at once, what each head does, and what comes out after W_O.
 
+In presentation mode (toggle ``w_present``) the page shows one head large at a time, with
+previous / next buttons, for a projector.
+"""
+
+import numpy as np
 import streamlit as st
 
+from ui import export, figures, tables
 from ui.compute import compute
-from ui.controls import sidebar
-from ui.figures import attention_grid
+from ui.controls import KEEP, presenting, sidebar
 
-config = sidebar()
-st.title("Heads")
-result = compute(config)
-if result is not None:
+VIEW_LABELS = {"scores": "raw scores q·k", "logits": "scaled + masked logits", "weights": "weights (softmax)"}
+VIEW_CAPTIONS = {
+    "weights": "Colour = attention weight: how much of each key's value goes into the query's output. "
+    "Each row sums to 1. A bright cell is a large weight, not an 'important word'.",
+    "logits": "Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
+    "Grey cells are masked (−∞): the softmax gives them weight 0.",
+    "scores": "Colour = the raw dot product q·k before any scaling or mask, centred on 0. "
+    "Its size grows with the head size d_k — that is why it gets scaled.",
+}
+
+
+def shown_matrices(trace, view: str) -> np.ndarray:
+    """The (nh, Tq, Tk) matrices the view switch asks for."""
+    return {"weights": trace.weights, "logits": trace.logits, "scores": trace.scores}[view]
+
+
+def view_toolbar(average_help: str) -> tuple[str, bool]:
+    """The matrix switch (w_view) and the average toggle (w_avg), side by side."""
+    left, right = st.columns([3, 2], vertical_alignment="bottom")
+    view = left.segmented_control(
+        "Show", list(VIEW_LABELS), key="w_view", persist_state=KEEP, format_func=VIEW_LABELS.get, required=True
+    )
+    average = right.toggle("Add the average of the heads", key="w_avg", persist_state=KEEP, help=average_help)
+    return view, average
+
+
+def fully_masked_note(result) -> None:
+    """Say which query rows have no key to attend to, and what our policy gives them."""
+    rows = tables.fully_masked_queries(result.trace, result.query_labels)
+    if rows:
+        st.info(
+            f"Fully masked rows: {', '.join(rows)}. Every key is masked for these queries, so there is "
+            "nothing to share the weight between: by our policy their weights and outputs are 0 (not NaN)."
+        )
+
+
+def download_csv(label: str, frame, file_name: str, key: str) -> None:
+    """A download button for one table as CSV, built only when clicked."""
+    st.download_button(
+        label,
+        data=lambda: export.csv_bytes(frame),
+        file_name=file_name,
+        mime="text/csv",
+        key=key,
+        on_click="ignore",
+        icon=":material/download:",
+    )
+
+
+def heads_section(result, view: str, average: bool) -> None:
+    """All heads in one figure (plus the average panel), its caption and its CSV."""
+    trace, config = result.trace, result.config
+    matrices = shown_matrices(trace, view)
+    titles = [f"head {h}" for h in range(trace.n_heads)]
+    if average:
+        matrices, titles = figures.with_average(matrices, titles)
+    cols = min(len(titles), 4)
+    panel_px = int(np.clip(700 / cols, 200, 360))  # about square panels in a ~800 px wide main area
+    st.caption(VIEW_CAPTIONS[view])
+    fig = figures.attention_grid(
+        matrices, result.query_labels, result.key_labels, kind=view, titles=titles, max_cols=cols, panel_px=panel_px
+    )
+    st.plotly_chart(fig, key="heads_grid")
+    st.caption(
+        f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
+        f"{config.n_heads} heads of size d_k = {config.head_size}; hover a cell for its numbers."
+    )
+    frame = tables.stacked_frame(matrices, titles, result.query_labels, result.key_labels)
+    download_csv(f"{VIEW_LABELS[view]} (CSV)", frame, f"{view}.csv", "dl_grid")
+
+
+def diagnostics_section(result) -> None:
+    """Per-head numbers (entropy, max weight, diagonal / previous / first mass) and head similarity."""
+    st.subheader("What each head does")
     trace = result.trace
-    st.plotly_chart(attention_grid(trace.weights, result.query_labels, result.key_labels), key="heads_grid")
+    left, right = st.columns([3, 2])
+    with left:
+        summary = tables.head_summary_frame(trace)
+        config = {
+            label: st.column_config.NumberColumn(label, help=meaning, format="%.3f")
+            for label, meaning in tables.DIAGNOSTIC_COLUMNS.values()
+        }
+        st.dataframe(summary, column_config=config, key="head_table")
+        st.caption("Averages over the query rows (fully masked rows left out). Entropy 0 = sharp, 1 = even.")
+        download_csv("Head diagnostics (CSV)", summary, "head_diagnostics.csv", "dl_summary")
+    with right:
+        similarity = tables.similarity_frame(trace)
+        st.plotly_chart(figures.similarity_heatmap(similarity.to_numpy()), key="similarity")
+        st.caption("Cosine similarity of two heads' weight matrices: 1 = the same pattern.")
+        download_csv("Head similarity (CSV)", similarity, "head_similarity.csv", "dl_similarity")
+
+
+def outputs_section(result) -> None:
+    """The concatenated head outputs with head boundaries, then the output after W_O (or a note)."""
+    st.subheader("After the heads: concatenate, then W_O")
+    trace, config = result.trace, result.config
+    columns = tables.concat_columns(trace.concat.shape[1], trace.n_heads)
+    st.plotly_chart(figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat")
+    st.caption(
+        f"Each head's output (weights × V) is {trace.heads.shape[-1]} numbers per token; the heads are laid "
+        f"side by side (black lines) into {trace.concat.shape[1]} columns. Nothing mixes the heads yet."
+    )
+    download_csv(
+        "Concatenation (CSV)",
+        tables.matrix_frame(trace.concat, result.query_labels, columns),
+        "concat.csv",
+        "dl_concat",
+    )
+    if config.output_projection:
+        out_cols = [str(c) for c in range(trace.output.shape[1])]
+        st.plotly_chart(
+            figures.matrix_heatmap(
+                trace.output,
+                result.query_labels,
+                out_cols,
+                title="Output = concat · W_O",
+                value_name="output",
+                row_name="query",
+                col_name="feature",
+            ),
+            key="output",
+        )
+        st.caption(
+            "W_O is the only step that mixes the heads: each output feature is a weighted sum of every head's columns."
+        )
+        download_csv(
+            "Output after W_O (CSV)",
+            tables.matrix_frame(trace.output, result.query_labels, out_cols),
+            "output.csv",
+            "dl_output",
+        )
+    else:
+        st.info("W_O is off (sidebar): the layer's output is the concatenation above, so the heads are never mixed.")
+
+
+def export_section(result) -> None:
+    """Every intermediate at once, as .npz and as .json."""
+    st.subheader("Download everything")
+    left, right = st.columns(2)
+    left.download_button(
+        "All intermediates (.npz)",
+        data=lambda: export.npz_bytes(result),
+        file_name="mha_trace.npz",
+        mime="application/octet-stream",
+        key="dl_npz",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+    right.download_button(
+        "All intermediates (.json)",
+        data=lambda: export.json_bytes(result),
+        file_name="mha_trace.json",
+        mime="application/json",
+        key="dl_json",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+    st.caption(
+        "Inputs, W_Q/W_K/W_V/W_O, mask, Q, K, V, scores, logits, weights, head outputs, concat, output. "
+        "In the JSON, masked logits (−∞) are written as null (its README key says so)."
+    )
+
+
+def step_head(delta: int, n_heads: int) -> None:
+    """Button callback: move the shown head by ``delta``, wrapping around."""
+    st.session_state.w_head = (int(st.session_state.get("w_head", 0)) + delta) % n_heads
+
+
+SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}
+
+
+def presentation_toolbar(n_heads: int) -> tuple[int, str, bool]:
+    """One row: previous / head (``w_head``) / next, the matrix switch and the average toggle."""
+    row = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    row.button("◀ Previous", key="head_prev", on_click=step_head, args=(-1, n_heads))
+    name = lambda h: f"head {h}"  # noqa: E731
+    if n_heads <= 4:
+        head = row.segmented_control(
+            "Head",
+            list(range(n_heads)),
+            key="w_head",
+            persist_state=KEEP,
+            required=True,
+            format_func=name,
+            label_visibility="collapsed",
+        )
+    else:
+        head = row.selectbox(
+            "Head",
+            list(range(n_heads)),
+            key="w_head",
+            persist_state=KEEP,
+            format_func=name,
+            width=140,
+            label_visibility="collapsed",
+        )
+    row.button("Next ▶", key="head_next", on_click=step_head, args=(1, n_heads))
+    row.space("medium")
+    view = row.segmented_control(
+        "Show",
+        list(VIEW_LABELS),
+        key="w_view",
+        persist_state=KEEP,
+        format_func=SHORT_VIEW_LABELS.get,
+        required=True,
+        label_visibility="collapsed",
+    )
+    average = row.toggle(
+        "+ average of heads",
+        key="w_avg",
+        persist_state=KEEP,
+        help="The mean of all heads beside this one, same colours.",
+    )
+    return int(head), view, average
+
+
+def presentation(result) -> None:
+    """One head large with square cells, its numbers and the caption beside it; the average beside it when asked."""
+    trace = result.trace
+    head, view, average = presentation_toolbar(trace.n_heads)
+    matrices = shown_matrices(trace, view)[head : head + 1]
+    titles = [f"head {head} of {trace.n_heads}"]
+    if average:
+        matrices = np.concatenate([matrices, figures.head_average(shown_matrices(trace, view))[None]])
+        titles.append("average of all heads")
+    n_tokens = max(len(result.query_labels), len(result.key_labels))
+    fig = figures.attention_grid(
+        matrices,
+        result.query_labels,
+        result.key_labels,
+        kind=view,
+        titles=titles,
+        max_cols=2,
+        panel_px=400,
+        font_size=18 if n_tokens <= 24 else 15,
+        square=True,
+    )
+    row = st.container(horizontal=True, gap="large")
+    row.plotly_chart(fig, key="heads_grid", width="content")
+    with row.container(width="stretch"):
+        summary = tables.head_summary_frame(trace).iloc[head]
+        for label, meaning in list(tables.DIAGNOSTIC_COLUMNS.values())[:2]:
+            st.metric(label, "—" if np.isnan(summary[label]) else f"{summary[label]:.2f}", help=meaning)
+        st.markdown(VIEW_CAPTIONS[view])  # body text, not a grey caption: it must read from the back row
+        fully_masked_note(result)
+
+
+def main() -> None:
+    config = sidebar()
+    result = compute(config)
+    if presenting():
+        if result is not None:
+            presentation(result)
+        return
+    st.title("Heads")
+    st.caption("Every head of one attention layer, side by side: which keys each query takes its information from.")
+    if result is None:
+        return
+    fully_masked_note(result)
+    view, average = view_toolbar(
+        "One extra panel: the mean of the heads on the same colour scale. "
+        "The model never uses it — each head's output is kept separate."
+    )
+    heads_section(result, view, average)
+    diagnostics_section(result)
+    outputs_section(result)
+    export_section(result)
+
+
+main()

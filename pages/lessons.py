@@ -1,5 +1,164 @@
-"""Placeholder: being written."""
+"""Lessons: one short lesson per known learner confusion, and the hand-built head presets.
+
+``?lesson=<key>`` opens a lesson directly, so a teacher can put one link per lesson on a slide.
+This page has its own configurations and does not draw the sidebar controls.
+"""
 
 import streamlit as st
 
-st.info("This page is being written.")
+from mha_core.presets import PRESET_DESCRIPTIONS
+from ui.controls import open_config
+from ui.figures import attention_grid, matrix_heatmap
+from ui.lessons import (
+    LESSONS,
+    PRESET_NAMES,
+    PRESETS,
+    Grid,
+    Lesson,
+    app_root,
+    explorer_query,
+    lesson_label,
+    lesson_query,
+    preset_grid,
+)
+
+OVERVIEW = "overview"
+PAGE_PATH = "lessons"  # this page's URL path (from its file name)
+
+
+def full_link(query: str, page: str = "") -> str:
+    """An absolute link when the browser's URL is known, else the query string alone."""
+    root = app_root(st.context.url, PAGE_PATH)
+    return f"{root}/{page}{query}" if root else f"{page}{query}"
+
+
+def pick(key: str) -> None:
+    st.session_state.lesson_pick = key
+
+
+FONT_SIZE = 15  # readable from the back of a classroom
+
+
+def draw_grid(grid: Grid, chart_key: str) -> None:
+    rows = -(-grid.matrices.shape[0] // grid.max_cols)
+    panel_px = 340 if grid.max_cols <= 2 else 240 if rows == 1 else 190
+    figure = attention_grid(
+        grid.matrices, grid.row_labels, grid.col_labels, kind=grid.kind, titles=grid.titles,
+        max_cols=grid.max_cols, panel_px=panel_px, font_size=FONT_SIZE, square=grid.max_cols <= 2,
+    )
+    st.plotly_chart(figure, key=chart_key)
+
+
+def draw_figures(lesson: Lesson, figures) -> None:
+    heatmaps = [f for f in figures if not isinstance(f, Grid)]
+    for i, grid in enumerate(f for f in figures if isinstance(f, Grid)):
+        draw_grid(grid, f"lesson_{lesson.key}_grid_{i}")
+    if heatmaps:
+        for i, (column, heat) in enumerate(zip(st.columns(len(heatmaps)), heatmaps, strict=True)):
+            figure = matrix_heatmap(
+                heat.matrix, heat.row_labels, heat.col_labels, title=heat.title, value_name=heat.value_name,
+                signed=False, zmin=0.0, zmax=1.0, height=320, font_size=FONT_SIZE,
+                row_name=heat.row_name, col_name=heat.col_name,
+            )
+            column.plotly_chart(figure, key=f"lesson_{lesson.key}_heatmap_{i}")
+
+
+def open_button(label: str, config, view, key: str) -> None:
+    if st.button(label, key=key, on_click=open_config, args=(config, dict(view)), icon=":material/open_in_new:"):
+        st.switch_page("pages/heads.py")
+
+
+def render_lesson(lesson: Lesson) -> None:
+    keys = list(LESSONS)
+    position = keys.index(lesson.key)
+    st.header(f"{position + 1}. {lesson.title}")
+    source = f"[{lesson.source}]({lesson.source_url})" if lesson.source_url else lesson.source
+    st.markdown(f"*“{lesson.question}”* — {source}")
+    findings = lesson.findings(lesson.panels)
+    draw_figures(lesson, findings.figures)
+    if findings.note:
+        st.caption(findings.note)
+    st.markdown("\n".join(f"- {'✅' if c.holds else '❌'} {c.text}" for c in findings.claims))
+    st.info(lesson.explanation, icon="💡")
+    for caption, table in findings.tables:
+        st.caption(caption)
+        st.dataframe(table, hide_index=True, column_config=three_decimals(table))
+    st.subheader("Open in the explorer")
+    for i, panel in enumerate(lesson.panels):
+        left, right = st.columns([2, 3], vertical_alignment="center")
+        with left:
+            open_button(panel.caption, panel.config, panel.view, f"lesson_open_{lesson.key}_{i}")
+        with right:
+            st.code(full_link(explorer_query(panel.config, panel.view)), language=None, wrap_lines=True)
+    st.caption("Link to this lesson, for a slide:")
+    st.code(full_link(lesson_query(lesson.key), PAGE_PATH), language=None, wrap_lines=True)
+    back, _, forward = st.columns([1, 2, 1])
+    if position > 0:
+        back.button("← previous lesson", key="lesson_prev", on_click=pick, args=(keys[position - 1],))
+    if position < len(keys) - 1:
+        forward.button("next lesson →", key="lesson_next", on_click=pick, args=(keys[position + 1],))
+
+
+def three_decimals(table) -> dict:
+    return {
+        c: st.column_config.NumberColumn(c, format="%.3f")
+        for c in table.columns
+        if table[c].dtype.kind == "f"
+    }
+
+
+def render_overview() -> None:
+    st.write(
+        "Six short lessons, one for each confusion learners keep reporting about multi-head attention. "
+        "Each shows a configuration that makes the point, the numbers behind it, and a link for your slides."
+    )
+    for key, lesson in LESSONS.items():
+        left, right = st.columns(2, vertical_alignment="center")
+        with left:
+            st.markdown(f"**{lesson.title}**  \n*“{lesson.question}”* ({lesson.source})")
+        with right:
+            st.button("Show this lesson", key=f"lesson_show_{key}", on_click=pick, args=(key,))
+            st.code(full_link(lesson_query(key), PAGE_PATH), language=None, wrap_lines=True)
+    render_presets()
+
+
+def render_presets() -> None:
+    st.header("Hand-built heads")
+    st.write(
+        "These heads' weights are constructed, not drawn at random, so you know the pattern before you look: "
+        "a good first picture before random weights. Shown here: head 0 of each, on the sentence "
+        f"'{' '.join(next(iter(PRESETS.values())).tokens)}'."
+    )
+    draw_grid(preset_grid(), "preset_grid")
+    for init, config in PRESETS.items():
+        left, right = st.columns(2, vertical_alignment="center")
+        with left:
+            st.markdown(f"**{PRESET_NAMES[init]}** — {PRESET_DESCRIPTIONS[init]}")
+            open_button(f"Open the {PRESET_NAMES[init]} head", config, {}, f"preset_open_{init}")
+        with right:
+            st.code(full_link(explorer_query(config)), language=None, wrap_lines=True)
+
+
+requested = st.query_params.get("lesson")
+if requested is not None and requested not in LESSONS:
+    st.warning(f"There is no lesson called '{requested}'. Choose one of: {', '.join(LESSONS)}.")
+    requested = None
+top = st.container()  # the overview's title goes above the picker
+if "lesson_pick" not in st.session_state:
+    st.session_state.lesson_pick = requested or OVERVIEW
+choice = st.pills(
+    "Lesson",
+    [OVERVIEW, *LESSONS],
+    key="lesson_pick",
+    required=True,
+    format_func=lambda k: "All lessons" if k == OVERVIEW else lesson_label(k),
+    label_visibility="collapsed",
+)
+if choice == OVERVIEW:
+    if "lesson" in st.query_params:
+        del st.query_params["lesson"]
+    top.title("Lessons")
+    render_overview()
+else:
+    st.query_params["lesson"] = choice
+    render_lesson(LESSONS[choice])

@@ -1,5 +1,80 @@
-"""Placeholder: being written."""
+"""Seed notebooks: the five documents the project grew from, recomputed by our engine."""
 
 import streamlit as st
 
-st.info("This page is being written.")
+from mha_core.examples import SEED_EXAMPLES, SeedExample, compare
+from ui.controls import open_config
+from ui.seeds import check_lines, conventions_table, embedding_csv, explorer_summary, match_mark, side_by_side
+
+
+def number_columns(frame, decimals: int) -> dict:
+    return {c: st.column_config.NumberColumn(c, format=f"%.{decimals}f") for c in frame.columns}
+
+
+def render_case(case) -> None:
+    comparison = compare(case)
+    st.markdown(f"#### {case.name}")
+    st.caption(case.description)
+    st.markdown(f"**{match_mark(case, comparison)}**")
+    for name in comparison.printed or {}:
+        printed, ours, _ = side_by_side(comparison, name)
+        left, right = st.columns(2)
+        with left:
+            st.caption(f"`{name}` as the seed printed it ({case.decimals} decimals)")
+            st.dataframe(printed, column_config=number_columns(printed, case.decimals), hide_index=True)
+        with right:
+            st.caption(f"`{name}` from our engine (2 more decimals) · max |Δ| = {comparison.max_abs_diff[name]:.2g}")
+            st.dataframe(ours, column_config=number_columns(ours, min(case.decimals + 2, 10)), hide_index=True)
+    passed = sum(comparison.checks.values())
+    with st.expander(f"Structural checks: {passed} of {len(comparison.checks)} pass", expanded=comparison.matches is None):
+        st.markdown("\n".join(f"- {line}" for line in check_lines(comparison.checks)))
+
+
+def render_explorer_button(example: SeedExample) -> None:
+    config = example.explorer
+    if config is None:
+        st.info("The explorer cannot express this seed's layer, so there is nothing to load.")
+        return
+    st.markdown(f"**In the explorer:** {explorer_summary(config)}.")
+    if st.button("Load these settings into the explorer", key=f"seed_load_{example.key}", on_click=open_config, args=(config,)):
+        st.switch_page("pages/heads.py")
+    csv = embedding_csv(config)
+    if csv is not None:
+        st.info(
+            "The button cannot carry the seed's input matrix. To use it, download it here, then in the sidebar choose "
+            "Embeddings → uploaded matrix and upload the file."
+        )
+        st.download_button(
+            "Download the seed's input matrix (CSV)",
+            csv,
+            file_name=f"seed{example.key}_inputs.csv",
+            mime="text/csv",
+            key=f"seed_csv_{example.key}",
+            on_click="ignore",
+        )
+
+
+def render_example(example: SeedExample) -> None:
+    st.subheader(example.title)
+    st.caption(f"Source: `{example.source_file}`")
+    st.write(example.summary)
+    st.table(conventions_table(example), hide_index=True)
+    if example.reproducible:
+        st.success(example.note, icon="🎯")
+    else:
+        st.warning("**Unseeded randomness.** " + example.note, icon="🎲")
+    for case in example.cases:
+        render_case(case)
+    st.divider()
+    render_explorer_button(example)
+
+
+st.title("Seed notebooks")
+st.write(
+    "Five documents wrote multi-head attention their own way. Each is rebuilt here from its own conventions and run "
+    "through our engine; where the seed printed numbers from fixed or seeded inputs, ours sit beside them."
+)
+tabs = st.tabs([f"Seed {key}" for key in SEED_EXAMPLES])
+for tab, example in zip(tabs, SEED_EXAMPLES.values(), strict=True):
+    with tab:
+        render_example(example)

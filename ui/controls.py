@@ -20,6 +20,9 @@ from mha_core.presets import PRESET_DESCRIPTIONS, PRESET_INITS
 from ui.urlstate import VIEW_DEFAULTS, config_from_params, params_from_config, repair, view_from_params, view_params
 
 MAX_UPLOAD_BYTES = 1_000_000
+# Widgets keep their values across page switches and while hidden (Streamlit >= 1.5x); without it
+# a page that does not draw a widget drops its value. keep_widget_state is the older belt to it.
+KEEP = "session"
 
 INIT_LABELS = {
     "xavier": "Xavier / Glorot normal (default)",
@@ -101,12 +104,15 @@ def _startup() -> None:
 
 
 def _sentence(key: str, label: str, help_text: str) -> tuple[str, ...] | None:
-    tokens = tokenize(st.text_input(label, key=key, help=help_text))
+    tokens = tokenize(st.text_input(label, key=key, help=help_text, persist_state=KEEP))
     if not tokens:
         st.error(f"{label} is empty: type at least one word. Using the example 'the cat sat on the mat'.")
         return ("the", "cat", "sat", "on", "the", "mat")
     if len(tokens) > LIMITS["max_tokens"]:
-        st.warning(f"{len(tokens)} tokens: the limit is {LIMITS['max_tokens']}, so only the first {LIMITS['max_tokens']} are used.")
+        st.warning(
+            f"{len(tokens)} tokens: the limit is {LIMITS['max_tokens']}, "
+            f"so only the first {LIMITS['max_tokens']} are used."
+        )
         return tokens[: LIMITS["max_tokens"]]
     return tokens
 
@@ -125,6 +131,7 @@ def _custom_grid(tokens, key_tokens, start: MHAConfig) -> tuple[tuple[bool, ...]
         "Start the grid from",
         ["none", "causal", "padding", "window"],
         key="w_grid_start",
+        persist_state=KEEP,
         format_func=MASK_LABELS.get,
     )
     if st.button("Reset the grid to it", key="w_grid_reset"):
@@ -191,46 +198,148 @@ def parse_matrix(name: str, data: bytes) -> np.ndarray:
     return table
 
 
+def presenting() -> bool:
+    """True while presentation mode (toggle ``w_present``, ``present=1`` in the URL) is on."""
+    return bool(st.session_state.get("w_present", False))
+
+
+def summary_line(config: MHAConfig) -> str:
+    """The settings in one line of Markdown, for the compact bar of presentation mode."""
+    sentence = " ".join(config.tokens)
+    parts = [f"**{sentence}**"]
+    if config.kv_tokens is not None:
+        parts.append(f"→ **{' '.join(config.kv_tokens)}**")
+    parts += [
+        f"{config.n_heads} heads",
+        f"d_model {config.d_model}",
+        f"mask: {MASK_LABELS[config.mask].split(' (')[0]}",
+    ]
+    if config.init != "xavier":
+        parts.append(f"weights: {INIT_LABELS[config.init].split('  ')[0]}")
+    if config.scale_rule != "sqrt_dk":
+        parts.append(f"scale: {SCALE_LABELS[config.scale_rule].split('  ')[0]}")
+    if not config.output_projection:
+        parts.append("no W_O")
+    return " · ".join(parts)
+
+
+# Presentation mode: bigger text, no sidebar (its controls move behind the compact bar).
+# Injected only while the mode is on, so it never touches the normal layout.
+PRESENTATION_CSS = """
+<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {
+  display: none !important;
+}
+[data-testid="stMainBlockContainer"] { padding: 3.6rem 2rem 1rem 2rem; max-width: 100%; }
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] li { font-size: 1.3rem; line-height: 1.4; }
+[data-testid="stMain"] [data-testid="stCaptionContainer"] p { font-size: 1.15rem; }
+[data-testid="stMain"] h1 { font-size: 2.2rem; padding: 0.2rem 0; }
+[data-testid="stMain"] [data-testid="stWidgetLabel"] p { font-size: 1.15rem; }
+[data-testid="stMain"] button p { font-size: 1.2rem; }
+[data-testid="stMain"] [data-testid="stMetricValue"] { font-size: 2.2rem; }
+[data-testid="stMain"] [data-testid="stMetricLabel"] p { font-size: 1.1rem; }
+</style>
+"""
+
+
+def _presentation_bar():
+    """The compact bar of presentation mode: a summary slot, a "Show controls" popover, the mode toggle."""
+    st.html(PRESENTATION_CSS)
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="medium", key="present_bar")
+    summary = bar.empty()
+    controls = bar.popover("Show controls", icon=":material/tune:")
+    bar.toggle(
+        "Presentation mode", key="w_present", persist_state=KEEP, help="Off: the controls go back to the sidebar."
+    )
+    return summary, controls
+
+
 def sidebar() -> MHAConfig:
-    """Draw the controls, keep the URL in step, and return the configuration they describe."""
+    """Draw the controls, keep the URL in step, and return the configuration they describe.
+
+    Normally the controls are in the sidebar, under a "Presentation mode" toggle. In
+    presentation mode the sidebar is hidden and the same controls sit in a "Show controls"
+    expander under a one-line summary of the settings at the top of the page.
+    """
     _startup()
     ss = st.session_state
-    with st.sidebar:
+    summary = None
+    if presenting():
+        summary, box = _presentation_bar()
         for message in ss.get("url_messages", []):
             st.warning(f"Link: {message}")
+    else:
+        box = st.sidebar
+        box.toggle(
+            "Presentation mode",
+            key="w_present",
+            persist_state=KEEP,
+            help="For a projector: big text, one head at a time, controls folded away.",
+        )
+        for message in ss.get("url_messages", []):
+            box.warning(f"Link: {message}")
+    with box:
         st.header("Model")
         tokens = _sentence("w_tokens", "Sentence", "Words separated by spaces; repeated words stay separate tokens.")
-        cross = st.toggle("Cross-attention (keys/values from a second sentence)", key="w_cross")
+        cross = st.toggle("Cross-attention (keys/values from a second sentence)", key="w_cross", persist_state=KEEP)
         kv_tokens = None
         if cross:
             kv_tokens = _sentence("w_kv_tokens", "Key/value sentence", "The tokens the queries look at.")
         d_model = st.number_input(
-            "d_model (model width)", min_value=1, max_value=LIMITS["max_d_model"], step=1, key="w_d_model"
+            "d_model (model width)",
+            min_value=1,
+            max_value=LIMITS["max_d_model"],
+            step=1,
+            key="w_d_model",
+            persist_state=KEEP,
         )
         choices = valid_head_counts(int(d_model))
         if ss.get("w_heads") not in choices:
             ss.w_heads = max(h for h in choices if h <= max(ss.get("w_heads") or 1, 1))
-        heads = st.selectbox("Heads (only those dividing d_model)", choices, key="w_heads")
-        st.caption(f"Head size d_k = {int(d_model) // heads}. Limits: {LIMITS['max_tokens']} tokens, d_model ≤ {LIMITS['max_d_model']}, {LIMITS['max_heads']} heads.")
-        seed = st.number_input("Seed", min_value=0, max_value=LIMITS["max_seed"], step=1, key="w_seed")
-        init = st.selectbox("Weights", list(INIT_LABELS), key="w_init", format_func=INIT_LABELS.get)
+        heads = st.selectbox("Heads (only those dividing d_model)", choices, key="w_heads", persist_state=KEEP)
+        st.caption(
+            f"Head size d_k = {int(d_model) // heads}. Limits: {LIMITS['max_tokens']} tokens, "
+            f"d_model ≤ {LIMITS['max_d_model']}, {LIMITS['max_heads']} heads."
+        )
+        seed = st.number_input(
+            "Seed", min_value=0, max_value=LIMITS["max_seed"], step=1, key="w_seed", persist_state=KEEP
+        )
+        init = st.selectbox("Weights", list(INIT_LABELS), key="w_init", persist_state=KEEP, format_func=INIT_LABELS.get)
         if init in PRESET_INITS:
-            st.caption(PRESET_DESCRIPTIONS[init] + " Inputs are hand-built too: position in dims 0-1, word in dims 2-3.")
-        bias = st.toggle("Biases", key="w_bias", disabled=init in PRESET_INITS)
-        output_projection = st.toggle("Output projection W_O", key="w_wo")
+            st.caption(
+                PRESET_DESCRIPTIONS[init] + " Inputs are hand-built too: position in dims 0-1, word in dims 2-3."
+            )
+        bias = st.toggle("Biases", key="w_bias", persist_state=KEEP, disabled=init in PRESET_INITS)
+        output_projection = st.toggle("Output projection W_O", key="w_wo", persist_state=KEEP)
 
         st.header("Inputs")
-        embedding = st.selectbox("Embeddings", list(EMBEDDING_LABELS), key="w_embedding", format_func=EMBEDDING_LABELS.get)
-        pe = st.toggle("Add sinusoidal positional encoding", key="w_pe", disabled=init in PRESET_INITS)
+        embedding = st.selectbox(
+            "Embeddings",
+            list(EMBEDDING_LABELS),
+            key="w_embedding",
+            persist_state=KEEP,
+            format_func=EMBEDDING_LABELS.get,
+        )
+        pe = st.toggle(
+            "Add sinusoidal positional encoding", key="w_pe", persist_state=KEEP, disabled=init in PRESET_INITS
+        )
 
         st.header("Scores")
-        scale = st.selectbox("Scale", list(SCALE_LABELS), key="w_scale", format_func=SCALE_LABELS.get)
+        scale = st.selectbox(
+            "Scale", list(SCALE_LABELS), key="w_scale", persist_state=KEEP, format_func=SCALE_LABELS.get
+        )
         temperature = float(ss.get("w_temperature", 1.0))
         if scale == "temperature":
             temperature = st.number_input(
-                "Temperature", min_value=0.01, max_value=LIMITS["max_temperature"], step=0.1, key="w_temperature"
+                "Temperature",
+                min_value=0.01,
+                max_value=LIMITS["max_temperature"],
+                step=0.1,
+                key="w_temperature",
+                persist_state=KEEP,
             )
-        mask = st.selectbox("Mask", list(MASK_LABELS), key="w_mask", format_func=MASK_LABELS.get)
+        mask = st.selectbox("Mask", list(MASK_LABELS), key="w_mask", persist_state=KEEP, format_func=MASK_LABELS.get)
         key_tokens = kv_tokens or tokens
         config = MHAConfig(
             tokens=tokens,
@@ -248,10 +357,14 @@ def sidebar() -> MHAConfig:
         )
         if mask == "padding":
             ss.w_valid_len = min(int(ss.get("w_valid_len", len(key_tokens))), len(key_tokens))
-            valid = st.slider("Valid length (keys that are real)", 0, len(key_tokens), key="w_valid_len")
+            valid = st.slider(
+                "Valid length (keys that are real)", 0, len(key_tokens), key="w_valid_len", persist_state=KEEP
+            )
             config = replace(config, valid_len=int(valid))
         if mask == "window":
-            window = st.slider("Window radius |i − j| ≤", 0, max(len(key_tokens) - 1, 1), key="w_window")
+            window = st.slider(
+                "Window radius |i − j| ≤", 0, max(len(key_tokens) - 1, 1), key="w_window", persist_state=KEEP
+            )
             config = replace(config, window=int(window))
         if mask == "custom":
             config = replace(config, custom_mask=_custom_grid(tokens, key_tokens, config))
@@ -271,6 +384,8 @@ def sidebar() -> MHAConfig:
         config = repair(config, repairs)
         for message in repairs:
             st.warning(message)
+    if summary is not None:
+        summary.markdown(summary_line(config))
     _clamp_view(config)
     _write_url(config)
     ss.config = config

@@ -2,18 +2,28 @@
 
 Token labels carry their position ("0:the", "4:the") because plotly merges repeated
 category labels. Matrices are sent as float32 (half the bytes of float64, the same picture).
-Masked logits (-inf) are sent as NaN, which plotly leaves blank.
+Masked logits (-inf) are sent as NaN, which plotly leaves blank; the plot background behind
+them is grey so that a blank cell cannot be mistaken for a value near 0.
+
+The figures are written as plain plotly dictionaries and wrapped without plotly's per-property
+validation (``_validate=False``): validating a 16-panel grid costs ~0.3 s per rerun, building
+the dictionary ~1 ms. tests/test_figures.py validates every builder's output in full instead.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+from plotly.colors import make_colorscale
 
 # Colour scales that survive colour blindness: sequential for weights, diverging for signed values.
-WEIGHT_SCALE = "Viridis"
-SIGNED_SCALE = "RdBu_r"
+# Written out as [position, colour] lists: plotly.js knows no "_r" names, and unvalidated figures
+# (see ``figure``) would otherwise reach the browser with a name it ignores.
+WEIGHT_SCALE = make_colorscale(plotly.colors.sequential.Viridis)
+SIGNED_SCALE = make_colorscale(plotly.colors.diverging.RdBu_r)
+# What a blank (masked, -inf) cell shows: a mid grey, readable on light and dark themes.
+MASKED_COLOUR = "rgba(128, 128, 128, 0.45)"
 
 KIND_LABELS = {"weights": "weight", "logits": "scaled, masked logit", "scores": "raw score q·k"}
 
@@ -31,9 +41,71 @@ def signed_range(matrix: np.ndarray) -> float:
     return float(max(np.abs(finite).max(), 1e-9)) if finite.size else 1.0
 
 
+def head_average(matrices: np.ndarray) -> np.ndarray:
+    """Mean over the head axis: (nh, Tq, Tk) -> (Tq, Tk). A cell masked (-inf) in any head stays -inf."""
+    return np.asarray(matrices, dtype=np.float64).mean(axis=0)  # (Tq, Tk)
+
+
+def with_average(matrices: np.ndarray, titles: list[str] | None = None) -> tuple[np.ndarray, list[str]]:
+    """The heads plus one extra panel, their average: (nh, Tq, Tk) -> (nh + 1, Tq, Tk), with titles."""
+    titles = titles or [f"head {h}" for h in range(matrices.shape[0])]
+    stacked = np.concatenate([matrices, head_average(matrices)[None]], axis=0)  # (nh+1, Tq, Tk)
+    return stacked, [*titles, "average of heads"]
+
+
+def figure(data: list[dict], layout: dict) -> go.Figure:
+    """Wrap plain plotly dictionaries in a Figure without per-property validation (see module docstring)."""
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
+
+
 def _grid_shape(n_panels: int, max_cols: int) -> tuple[int, int]:
     cols = min(n_panels, max_cols)
     return -(-n_panels // cols), cols
+
+
+def _domains(n: int, gap: float) -> list[tuple[float, float]]:
+    """``n`` equal intervals of [0, 1] separated by ``gap``, in order."""
+    size = (1.0 - gap * (n - 1)) / n
+    return [(i * (size + gap), i * (size + gap) + size) for i in range(n)]
+
+
+def _tick_step(n_labels: int, axis_px: float, font_size: int) -> int:
+    """Show every k-th token label so that labels about one line apart do not overlap."""
+    per_label = axis_px / max(n_labels, 1)
+    return max(1, int(np.ceil(1.5 * font_size / max(per_label, 1e-9))))
+
+
+def _category_axis(labels: list[str], axis_px: float, font_size: int, **extra) -> dict:
+    """A category axis that keeps every cell but prints only every k-th label when they would overlap."""
+    shown = list(labels[:: _tick_step(len(labels), axis_px, font_size)])
+    return dict(
+        type="category",
+        tickmode="array",
+        tickvals=shown,
+        ticktext=shown,
+        showgrid=False,
+        zeroline=False,
+        automargin=True,
+        tickfont=dict(size=font_size),
+        **extra,
+    )
+
+
+def _colour_axis(kind: str, matrices: np.ndarray, font_size: int, height_px: int) -> dict:
+    """A shared colour axis: 0..1 sequential for weights, symmetric diverging for signed values."""
+    colorbar = dict(
+        title=dict(text=KIND_LABELS.get(kind, kind), side="right"),
+        thickness=12 + font_size // 2,
+        tickfont=dict(size=font_size),
+        lenmode="pixels",
+        len=min(height_px, 320),
+        y=1.0,
+        yanchor="top",
+    )
+    if kind == "weights":
+        return dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=1.0, colorbar=colorbar)
+    bound = signed_range(matrices)
+    return dict(colorscale=SIGNED_SCALE, cmin=-bound, cmax=bound, cmid=0.0, colorbar=colorbar)
 
 
 def attention_grid(
@@ -45,43 +117,97 @@ def attention_grid(
     titles: list[str] | None = None,
     max_cols: int = 4,
     panel_px: int = 260,
+    font_size: int = 12,
+    square: bool = False,
 ) -> go.Figure:
     """One heatmap per head, all on one shared colour axis. ``matrices`` has shape (nh, Tq, Tk).
 
     kind = "weights": fixed 0..1 sequential scale so heads are comparable; "logits"/"scores":
-    a diverging scale centred on 0 over all heads, masked cells blank.
+    a diverging scale centred on 0 over all heads, masked cells blank (grey background).
+    Hover shows the query token, the key token and the number. Query labels are printed on
+    the first panel of each row only (the panels of a row share them). ``font_size`` scales
+    every text (presentation mode uses ~18). ``square`` keeps the cells square (each panel
+    shrinks to fit and prints its own query labels), for a few large panels.
     """
     n = matrices.shape[0]
     rows, cols = _grid_shape(n, max_cols)
     titles = titles or [f"head {h}" for h in range(n)]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.04, vertical_spacing=0.1 / rows + 0.04)
+    tick_font = max(font_size - 2, 9)
+    title_px = 2 * font_size + 8
+    label_px = int(0.55 * tick_font * max(map(len, key_labels))) + 12  # x labels at -45 degrees
+    plot_px = rows * panel_px + (rows - 1) * (title_px + label_px)  # the domain [0, 1] in pixels
+    col_domains = _domains(cols, 0.025 if cols > 1 else 0.0)
+    row_domains = _domains(rows, (title_px + label_px) / plot_px)[::-1]  # first row on top
     z_all = for_plotly(matrices)
     what = KIND_LABELS.get(kind, kind)
+    data, annotations = [], []
+    layout: dict = {}
     for h in range(n):
-        fig.add_trace(
-            go.Heatmap(
+        r, c = divmod(h, cols)
+        suffix = "" if h == 0 else str(h + 1)
+        row_anchor = "y" if r == 0 else f"y{r * cols + 1}"  # the first panel of this row owns the y labels
+        data.append(
+            dict(
+                type="heatmap",
                 z=z_all[h],
                 x=key_labels,
                 y=query_labels,
                 coloraxis="coloraxis",
+                xaxis=f"x{suffix}",
+                yaxis=f"y{suffix}",
+                hoverongaps=False,
                 hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{what} %{{z:.4f}}<extra>{titles[h]}</extra>",
-            ),
-            row=h // cols + 1,
-            col=h % cols + 1,
+            )
         )
-    if kind == "weights":
-        coloraxis = dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=what)))
-    else:
-        bound = signed_range(matrices)
-        coloraxis = dict(colorscale=SIGNED_SCALE, cmin=-bound, cmax=bound, cmid=0.0, colorbar=dict(title=dict(text=what)))
-    fig.update_layout(
-        coloraxis=coloraxis,
-        height=rows * panel_px + 60,
-        margin=dict(l=10, r=10, t=40, b=10),
+        layout[f"xaxis{suffix}"] = _category_axis(
+            key_labels,
+            panel_px * 0.9,
+            tick_font,
+            domain=col_domains[c],
+            anchor=f"y{suffix}",
+            tickangle=-45,
+            range=[-0.5, len(key_labels) - 0.5],
+            constrain="domain",
+        )
+        if square:
+            shared = {"scaleanchor": f"x{suffix}", "scaleratio": 1, "constrain": "domain", "showticklabels": c == 0}
+        else:
+            shared = {"showticklabels": c == 0, **({} if c == 0 else {"matches": row_anchor})}
+        layout[f"yaxis{suffix}"] = _category_axis(
+            query_labels,
+            panel_px,
+            tick_font,
+            domain=row_domains[r],
+            anchor=f"x{suffix}",
+            range=[len(query_labels) - 0.5, -0.5],
+            **shared,  # reversed: query 0 on top
+        )
+        annotations.append(
+            dict(
+                text=titles[h],
+                showarrow=False,
+                xref="paper",
+                yref="paper",
+                xanchor="center",
+                yanchor="bottom",
+                x=sum(col_domains[c]) / 2,
+                y=row_domains[r][1],
+                font=dict(size=font_size + 2),
+            )
+        )
+    if square:  # a natural width, so the page can set text beside the figure
+        label_w = int(0.6 * tick_font * max(map(len, query_labels))) + 20
+        panel_w = panel_px * len(key_labels) / len(query_labels)
+        layout["width"] = int(cols * panel_w / (1 - 0.025 * (cols - 1)) + label_w + 120)
+    layout.update(
+        coloraxis=_colour_axis(kind, matrices, tick_font, plot_px),
+        annotations=annotations,
+        height=plot_px + title_px + label_px,
+        margin=dict(l=10, r=10, t=title_px, b=label_px, pad=0),
+        font=dict(size=font_size),
+        plot_bgcolor=MASKED_COLOUR,
     )
-    fig.update_yaxes(autorange="reversed", type="category", title_text=None)
-    fig.update_xaxes(type="category", tickangle=-45, title_text=None)
-    return fig
+    return figure(data, layout)
 
 
 def matrix_heatmap(
@@ -95,30 +221,114 @@ def matrix_heatmap(
     zmin: float | None = None,
     zmax: float | None = None,
     height: int | None = None,
+    font_size: int = 12,
+    row_name: str = "row",
+    col_name: str = "column",
 ) -> go.Figure:
-    """A single labelled heatmap of a (R, C) matrix; diverging and centred on 0 when ``signed``."""
-    z = for_plotly(matrix)
+    """A single labelled heatmap of a (R, C) matrix; diverging and centred on 0 when ``signed``.
+
+    Hover reads "<row_name> <row label> / <col_name> <col label> / <value_name> <number>".
+    """
     if signed:
         bound = signed_range(matrix)
         zmin, zmax, scale = -bound, bound, SIGNED_SCALE
     else:
         scale = WEIGHT_SCALE
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=col_labels,
-            y=row_labels,
-            zmin=zmin,
-            zmax=zmax,
-            colorscale=scale,
-            hovertemplate=f"row %{{y}}<br>column %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+    tick_font = max(font_size - 2, 9)
+    height = height or int(np.clip(22 * len(row_labels) + 110, 220, 560))
+    row_part = f"{row_name} %{{y}}" if row_name else "%{y}"
+    trace = dict(
+        type="heatmap",
+        z=for_plotly(matrix),
+        x=col_labels,
+        y=row_labels,
+        zmin=zmin,
+        zmax=zmax,
+        colorscale=scale,
+        colorbar=dict(title=dict(text=value_name, side="right"), tickfont=dict(size=tick_font)),
+        hoverongaps=False,
+        hovertemplate=f"{row_part}<br>{col_name} %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+    )
+    layout = dict(
+        height=height,
+        margin=dict(l=10, r=10, t=30 + 2 * font_size if title else 10, b=10, pad=0),
+        font=dict(size=font_size),
+        plot_bgcolor=MASKED_COLOUR,
+        xaxis=_category_axis(col_labels, 700, tick_font, tickangle=-45, range=[-0.5, len(col_labels) - 0.5]),
+        yaxis=_category_axis(row_labels, height - 100, tick_font, range=[len(row_labels) - 0.5, -0.5]),
+    )
+    if title:
+        layout["title"] = dict(text=title, font=dict(size=font_size + 2))
+    return figure([trace], layout)
+
+
+def concat_heatmap(
+    concat: np.ndarray,
+    query_labels: list[str],
+    n_heads: int,
+    *,
+    title: str = "Concatenated head outputs",
+    font_size: int = 12,
+) -> go.Figure:
+    """The (Tq, nh*hv) concatenation with a line at every head boundary and the head's name above its block."""
+    width = concat.shape[1]
+    hv = width // n_heads
+    columns = [f"h{c // hv}·{c % hv}" for c in range(width)]  # head h, its column j
+    fig = matrix_heatmap(
+        concat,
+        query_labels,
+        columns,
+        title=title,
+        value_name="value",
+        font_size=font_size,
+        row_name="query",
+        col_name="column",
+    )
+    lines = [
+        dict(
+            type="line",
+            xref="x",
+            yref="paper",
+            x0=h * hv - 0.5,
+            x1=h * hv - 0.5,
+            y0=0,
+            y1=1,
+            line=dict(color="black", width=3),
         )
-    )
-    fig.update_layout(
-        title=dict(text=title),
-        height=height or max(220, 28 * len(row_labels) + 120),
-        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-    )
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-45)
+        for h in range(1, n_heads)
+    ]
+    step = max(1, -(-n_heads * 7 * font_size // 900))  # name every k-th head when the blocks are narrow
+    names = [
+        dict(
+            x=h * hv + (hv - 1) / 2,
+            xref="x",
+            y=1.0,
+            yref="paper",
+            yanchor="bottom",
+            text=f"head {h}",
+            showarrow=False,
+            font=dict(size=font_size),
+        )
+        for h in range(0, n_heads, step)
+    ]
+    fig.update_layout(shapes=lines, annotations=names, margin=dict(t=50 + 2 * font_size, pad=0))
     return fig
+
+
+def similarity_heatmap(similarity: np.ndarray, *, font_size: int = 12) -> go.Figure:
+    """Cosine similarity of the heads' weight matrices, (nh, nh), on a fixed 0..1 scale."""
+    names = [f"head {h}" for h in range(similarity.shape[0])]
+    height = int(np.clip(28 * len(names) + 140, 240, 520))
+    return matrix_heatmap(
+        similarity,
+        names,
+        names,
+        value_name="cosine",
+        signed=False,
+        zmin=0.0,
+        zmax=1.0,
+        font_size=font_size,
+        row_name="",
+        col_name="and",
+        height=height,
+    )

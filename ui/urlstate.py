@@ -65,7 +65,10 @@ def _tokens(params, name: str, default, messages: list[str]):
             messages.append(f"`{name}` is empty: using '{' '.join(default)}'.")
         return default
     if len(tokens) > LIMITS["max_tokens"]:
-        messages.append(f"`{name}` has {len(tokens)} tokens; the limit is {LIMITS['max_tokens']}: keeping the first {LIMITS['max_tokens']}.")
+        messages.append(
+            f"`{name}` has {len(tokens)} tokens; the limit is {LIMITS['max_tokens']}: "
+            f"keeping the first {LIMITS['max_tokens']}."
+        )
         tokens = tokens[: LIMITS["max_tokens"]]
     return tokens
 
@@ -93,7 +96,9 @@ def config_from_params(params: Mapping[str, str]) -> tuple[MHAConfig, list[str]]
     if d_model % heads:
         fitting = valid_head_counts(d_model)
         new = max(h for h in fitting if h <= heads)
-        msgs.append(f"`heads={heads}` does not divide d_model {d_model} (choose {', '.join(map(str, fitting))}): using {new}.")
+        msgs.append(
+            f"`heads={heads}` does not divide d_model {d_model} (choose {', '.join(map(str, fitting))}): using {new}."
+        )
         heads = new
     config = MHAConfig(
         tokens=tokens,

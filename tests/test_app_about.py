@@ -1,0 +1,70 @@
+"""AppTest of the About page: it renders the engine's own source, the glossary, the limits and the links."""
+
+import inspect
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
+from mha_core.config import LIMITS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def open_page(page: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    at.switch_page(page).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def test_about_shows_the_engines_current_source():
+    at = open_page("pages/about.py")
+    shown = [code.value.strip() for code in at.code]
+    for function in (multi_head_attention, scaled_dot_product_attention, softmax):
+        assert inspect.getsource(function).strip() in shown
+
+
+def test_about_has_the_glossary_the_conventions_the_policy_and_the_limits():
+    at = open_page("pages/about.py")
+    tables = [t.value for t in at.table]
+    glossary = next(t for t in tables if t.index.name == "symbol")
+    assert {"T", "C", "nh", "hs"} <= set(glossary.index)
+    limits = next(t for t in tables if t.index.name == "what")
+    assert f"{LIMITS['max_tokens']:,}" in limits["at most"].tolist()
+    assert f"{LIMITS['max_d_model']:,}" in limits["at most"].tolist()
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Mask True = may attend" in text and "nn.MultiheadAttention" in text
+    assert "NaN" in text and "flagged" in text
+
+
+def test_about_links_to_every_other_page():
+    at = open_page("pages/about.py")
+    assert len(at.get("page_link")) == 5
+
+
+def test_about_draws_the_same_sidebar_controls():
+    at = open_page("pages/about.py")
+    assert at.number_input(key="w_d_model").value == 16
+    at.number_input(key="w_d_model").set_value(32).run()
+    assert not at.exception
+    assert at.query_params["d_model"] == "32"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "AppTest quirk, not the browser: with page files in a folder named pages/, AppTest resets "
+        "PagesManager.uses_pages_directory before each run, so reruns execute the page file directly and skip "
+        "app.py (and keep_widget_state). In a real browser the value survives (checked with Playwright). "
+        "Passes once the page folder is renamed (e.g. app_pages/); then drop this marker."
+    ),
+)
+def test_switching_pages_and_back_keeps_the_controls():
+    at = open_page("pages/step_by_step.py")
+    at.number_input(key="w_d_model").set_value(32).run()
+    at.switch_page("pages/about.py").run()
+    assert at.number_input(key="w_d_model").value == 32
+    at.switch_page("pages/step_by_step.py").run()
+    assert at.number_input(key="w_d_model").value == 32

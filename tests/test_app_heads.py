@@ -1,0 +1,360 @@
+"""The Heads page in AppTest: figures follow the controls, the URL round-trips, bad input gives a message.
+
+A plotly chart has no typed accessor: ``proto.spec`` is the figure JSON as the browser gets it,
+numpy arrays encoded as {dtype, bdata (base64), shape} (plotly 7).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from mha_core.config import LIMITS, MHAConfig, run
+from ui.urlstate import encode_mask, params_from_config
+
+ROOT = Path(__file__).resolve().parents[1]
+TWO_MB = 2 * 1024 * 1024
+
+
+def app(params: dict[str, str] | None = None) -> AppTest:
+    """The app on its default page (Heads), opened with ``params`` as the link's query parameters, run once."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for name, value in (params or {}).items():
+        at.query_params[name] = value
+    return at.run()
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    """Every plotly figure on the page by its widget key (the end of the element id)."""
+    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
+def decode(z) -> np.ndarray:
+    """A plotly typed array back to numpy."""
+    shape = tuple(int(n) for n in str(z["shape"]).split(","))
+    return np.frombuffer(base64.b64decode(z["bdata"]), z["dtype"]).reshape(shape)
+
+
+def grid_matrices(at: AppTest) -> list[np.ndarray]:
+    """The matrices of the heads figure, one per panel."""
+    return [decode(trace["z"]) for trace in charts(at)["heads_grid"]["data"]]
+
+
+def messages(at: AppTest) -> str:
+    """All error, warning and info texts on the page, sidebar included."""
+    return "\n".join(str(m.value) for m in [*at.error, *at.warning, *at.info])
+
+
+def assert_page_ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert "heads_grid" in charts(at), "the heads figure is missing"
+
+
+@pytest.fixture(scope="module")
+def default_app() -> AppTest:
+    return app()
+
+
+# ---- the figure -----------------------------------------------------------------------------
+
+
+def test_the_default_page_renders_every_section(default_app):
+    assert_page_ok(default_app)
+    assert set(charts(default_app)) == {"heads_grid", "similarity", "concat", "output"}
+    assert default_app.title[0].value == "Heads"
+    assert len(default_app.dataframe) == 1  # the head diagnostics
+    table = default_app.dataframe[0].value
+    assert list(table.index) == ["head 0", "head 1", "head 2", "head 3"]
+    assert "entropy" in table.columns
+
+
+def test_the_heads_figure_holds_the_engines_weights(default_app):
+    expected = run(MHAConfig()).trace.weights
+    got = grid_matrices(default_app)
+    assert len(got) == 4
+    for h, z in enumerate(got):
+        np.testing.assert_allclose(z, expected[h], atol=1e-7)  # float32 of the float64 weights
+
+
+@pytest.mark.parametrize("heads", [1, 2, 8, 16])
+def test_changing_heads_changes_the_number_of_heatmaps(heads):
+    at = app()
+    at.selectbox(key="w_heads").set_value(heads).run()
+    assert_page_ok(at)
+    assert len(charts(at)["heads_grid"]["data"]) == heads
+    assert len(charts(at)["concat"]["layout"]["shapes"]) == heads - 1  # head boundaries
+
+
+def test_a_causal_mask_gives_a_zero_upper_triangle():
+    at = app()
+    at.selectbox(key="w_mask").set_value("causal").run()
+    assert_page_ok(at)
+    for z in grid_matrices(at):
+        assert np.all(z[np.triu_indices(6, k=1)] == 0.0)
+        assert np.all(z[np.tril_indices(6)] > 0.0)
+        np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-6)
+
+
+def test_the_view_switch_shows_logits_with_masked_cells_blank():
+    at = app({"mask": "causal"})
+    at.button_group(key="w_view").set_value("logits").run()
+    assert_page_ok(at)
+    figure = charts(at)["heads_grid"]
+    assert figure["layout"]["coloraxis"]["cmid"] == 0.0
+    for z in grid_matrices(at):
+        assert np.all(np.isnan(z[np.triu_indices(6, k=1)]))
+    assert "Grey cells are masked" in " ".join(c.value for c in at.caption)
+
+
+def test_the_average_adds_one_panel_on_the_same_colour_axis():
+    at = app({"heads": "2"})
+    at.toggle(key="w_avg").set_value(True).run()
+    figure = charts(at)["heads_grid"]
+    assert [a["text"] for a in figure["layout"]["annotations"]] == ["head 0", "head 1", "average of heads"]
+    assert {t["coloraxis"] for t in figure["data"]} == {"coloraxis"}
+    z = grid_matrices(at)
+    np.testing.assert_allclose(z[2], (z[0].astype(np.float64) + z[1]) / 2, atol=1e-6)
+
+
+def test_without_w_o_the_output_is_replaced_by_a_note():
+    at = app({"wo": "0"})
+    assert_page_ok(at)
+    assert "output" not in charts(at)
+    assert "W_O is off" in messages(at)
+
+
+def test_fully_masked_rows_are_named_and_their_policy_stated():
+    at = app({"tokens": "the cat sat", "mask": "custom", "cmask": "000.100.110"})
+    assert_page_ok(at)
+    text = messages(at)
+    assert "Fully masked rows: 0:the" in text and "0 (not NaN)" in text
+    assert np.all(grid_matrices(at)[0][0] == 0.0)
+
+
+def test_each_matrix_shown_has_a_download_button(default_app):
+    labels = [b.proto.label for b in default_app.get("download_button")]
+    assert labels[0].startswith("weights")
+    for expected in (
+        "Head diagnostics (CSV)",
+        "Head similarity (CSV)",
+        "Concatenation (CSV)",
+        "Output after W_O (CSV)",
+        "All intermediates (.npz)",
+        "All intermediates (.json)",
+    ):
+        assert expected in labels
+
+
+# ---- the URL --------------------------------------------------------------------------------
+
+DEEP_LINK = MHAConfig(
+    tokens=("the", "dog", "saw", "the", "cat"),
+    kv_tokens=("a", "cat", "ran"),
+    d_model=24,
+    n_heads=3,
+    seed=42,
+    init="he",
+    bias=True,
+    positional_encoding=True,
+    scale_rule="temperature",
+    temperature=2.5,
+    mask="window",
+    window=1,
+    output_projection=False,
+)
+
+
+def test_a_deep_link_restores_widgets_and_config():
+    params = {**params_from_config(DEEP_LINK), "view": "scores", "avg": "1"}
+    at = app(params)
+    assert_page_ok(at)
+    assert at.session_state["config"] == DEEP_LINK
+    assert at.text_input(key="w_tokens").value == "the dog saw the cat"
+    assert at.text_input(key="w_kv_tokens").value == "a cat ran"
+    assert at.number_input(key="w_d_model").value == 24
+    assert at.selectbox(key="w_heads").value == 3
+    assert at.selectbox(key="w_init").value == "he"
+    assert at.slider(key="w_window").value == 1
+    assert at.button_group(key="w_view").value == "scores"
+    assert at.toggle(key="w_avg").value is True
+    assert _query(at) == params  # the app wrote back exactly what it was opened with
+
+
+def _query(at: AppTest) -> dict[str, str]:
+    return {k: (v[-1] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+
+
+def test_changing_widgets_updates_the_url():
+    at = app()
+    at.text_input(key="w_tokens").set_value("a b c d").run()
+    at.selectbox(key="w_mask").set_value("padding").run()
+    at.slider(key="w_valid_len").set_value(2).run()
+    at.button_group(key="w_view").set_value("logits").run()
+    query = _query(at)
+    assert query["tokens"] == "a b c d" and query["mask"] == "padding" and query["valid_len"] == "2"
+    assert query["view"] == "logits"
+    assert "avg" not in query  # defaults stay out of the link
+    # and the link opens the same page again
+    again = app(query)
+    assert again.session_state["config"] == at.session_state["config"]
+    assert again.button_group(key="w_view").value == "logits"
+
+
+def test_a_custom_mask_travels_in_the_url():
+    grid = ((True, False, False), (True, True, False), (False, True, True))
+    at = app({"tokens": "x y z", "mask": "custom", "cmask": encode_mask(grid)})
+    assert_page_ok(at)
+    assert at.session_state["config"].custom_mask == grid
+    assert _query(at)["cmask"] == "100.110.011"
+    z = grid_matrices(at)[0]
+    np.testing.assert_array_equal(z == 0.0, ~np.array(grid))
+
+
+def test_presentation_mode_travels_in_the_url():
+    at = app({"present": "1", "head": "2"})
+    assert at.toggle(key="w_present").value is True
+    assert _query(at)["present"] == "1" and _query(at)["head"] == "2"
+    at.toggle(key="w_present").set_value(False).run()
+    assert "present" not in _query(at)
+
+
+# ---- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"d_model": "12", "heads": "5"}, "does not divide"),
+        ({"seed": "banana"}, "not a whole number"),
+        ({"d_model": "-8"}, "outside"),
+        ({"init": "zeros"}, "not one of"),
+        ({"mask": "diagonal"}, "not one of"),
+        ({"mask": "custom", "cmask": "1x1"}, "cmask"),
+        ({"tokens": " ".join(["w"] * 100)}, "limit"),
+        ({"tokens": ""}, "empty"),
+        ({"temperature": "-1", "scale": "temperature"}, "above 0"),
+        ({"head": "99"}, "outside"),
+    ],
+)
+def test_a_bad_link_gives_a_message_and_still_a_figure(params, expected):
+    at = app(params)
+    assert_page_ok(at)
+    assert expected in messages(at)
+
+
+def test_an_empty_sentence_gives_an_error_and_the_example_sentence():
+    at = app()
+    at.text_input(key="w_tokens").set_value("   ").run()
+    assert_page_ok(at)
+    assert "empty" in " ".join(e.value for e in at.error)
+    assert len(grid_matrices(at)[0]) == 6
+
+
+def test_too_many_tokens_typed_are_cut_at_the_limit():
+    at = app()
+    at.text_input(key="w_tokens").set_value(" ".join(f"w{i}" for i in range(80))).run()
+    assert_page_ok(at)
+    assert "limit is 64" in " ".join(w.value for w in at.warning)
+    assert grid_matrices(at)[0].shape == (LIMITS["max_tokens"], LIMITS["max_tokens"])
+
+
+def test_d_model_without_the_chosen_head_count_offers_a_valid_one():
+    at = app({"heads": "4"})
+    at.number_input(key="w_d_model").set_value(9).run()
+    assert_page_ok(at)
+    assert at.selectbox(key="w_heads").value in (1, 3, 9)
+    assert at.selectbox(key="w_heads").options == ["1", "3", "9"]
+
+
+def _upload(at: AppTest, name: str, data: bytes) -> AppTest:
+    at.selectbox(key="w_embedding").set_value("custom").run()
+    at.get("file_uploader")[0].set_value((name, data, "application/octet-stream"))
+    return at.run()
+
+
+def _npy(array) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=True)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "expected"),
+    [
+        ("words.csv", b"the,cat\nsat,on\n", "not a CSV of numbers"),
+        ("nan.csv", b"1,nan\n", "NaN"),
+        ("cube.npy", _npy(np.zeros((2, 2, 2))), "2-D"),
+        ("objects.npy", _npy(np.array([{"a": 1}], dtype=object)), "not a valid .npy"),
+        ("shape.csv", b"1,2,3\n4,5,6\n", "has shape (2, 3)"),
+    ],
+)
+def test_a_malformed_upload_gives_an_error_and_random_embeddings(name, data, expected):
+    at = _upload(app(), name, data)
+    assert_page_ok(at)
+    assert expected in " ".join(e.value for e in at.error)
+    assert at.session_state["config"].embedding == "random"
+
+
+def test_a_good_upload_is_used():
+    table = np.random.default_rng(3).standard_normal((6, 16))
+    at = _upload(app(), "emb.npy", _npy(table))
+    assert_page_ok(at)
+    config = at.session_state["config"]
+    assert config.embedding == "custom"
+    np.testing.assert_array_equal(np.array(config.custom_embedding), table)
+
+
+# ---- presentation mode and size -------------------------------------------------------------
+
+
+def test_presentation_mode_shows_one_head_and_steps_through_them():
+    at = app({"present": "1", "heads": "4", "mask": "causal"})
+    assert_page_ok(at)
+    assert set(charts(at)) == {"heads_grid"}  # one large figure, nothing else
+    figure = charts(at)["heads_grid"]
+    assert len(figure["data"]) == 1 and figure["layout"]["font"]["size"] >= 18
+    assert figure["layout"]["annotations"][0]["text"] == "head 0 of 4"
+    at.button(key="head_next").click().run()
+    assert charts(at)["heads_grid"]["layout"]["annotations"][0]["text"] == "head 1 of 4"
+    expected = run(MHAConfig(n_heads=4, mask="causal")).trace.weights[1]
+    np.testing.assert_allclose(grid_matrices(at)[0], expected, atol=1e-7)
+    at.button(key="head_prev").click().run()
+    at.button(key="head_prev").click().run()
+    assert at.session_state["w_head"] == 3  # wraps around
+    at.toggle(key="w_avg").set_value(True).run()
+    assert len(charts(at)["heads_grid"]["data"]) == 2
+
+
+def test_presentation_mode_moves_the_controls_out_of_the_sidebar():
+    at = app({"present": "1"})
+    assert not any(w.key == "w_tokens" for w in at.sidebar.text_input)
+    assert at.text_input(key="w_tokens").value == "the cat sat on the mat"  # in the 'Show controls' popover
+    assert "mask: none" in " ".join(m.value for m in at.markdown)
+    normal = app()
+    assert any(w.key == "w_tokens" for w in normal.sidebar.text_input)
+
+
+def test_the_figures_at_the_caps_stay_under_2_mb_per_rerun():
+    tokens = " ".join(f"w{i % 20}" for i in range(LIMITS["max_tokens"]))
+    sizes = {}
+    for view in ("weights", "logits", "scores"):
+        at = app(
+            {
+                "tokens": tokens,
+                "d_model": str(LIMITS["max_d_model"]),
+                "heads": str(LIMITS["max_heads"]),
+                "mask": "causal",
+                "avg": "1",
+                "view": view,
+            }
+        )
+        assert_page_ok(at)
+        sizes[view] = sum(len(c.proto.spec) for c in at.get("plotly_chart"))
+    print(f"figure JSON per rerun at the caps: {sizes}")
+    assert max(sizes.values()) <= TWO_MB

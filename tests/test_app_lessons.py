@@ -1,0 +1,157 @@
+"""AppTest for the Lessons page: every lesson opens by URL, shows its figures and claims, and opens in the explorer."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from mha_core.config import run
+from ui.lessons import LESSONS, explorer_query
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURE_TOL = 1e-6  # figures carry float32
+
+
+def lessons_page(lesson: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    at.switch_page("pages/lessons.py")
+    if lesson is not None:
+        at.query_params["lesson"] = lesson
+    return at.run()
+
+
+def chart(at: AppTest, key: str) -> dict:
+    """The figure JSON of the chart drawn with ``key``."""
+    for element in at.get("plotly_chart"):
+        if element.proto.id.endswith("-" + key):
+            return json.loads(element.proto.spec)
+    raise AssertionError(f"no chart with key {key}")
+
+
+def panels(figure: dict) -> list[np.ndarray]:
+    """Every heatmap's z as a float array (plotly 7 sends numpy arrays as base64)."""
+    out = []
+    for trace in figure["data"]:
+        z = trace["z"]
+        shape = tuple(int(n) for n in str(z["shape"]).split(","))  # plotly writes e.g. "6, 6"
+        out.append(np.frombuffer(base64.b64decode(z["bdata"]), z["dtype"]).reshape(shape).astype(np.float64))
+    return out
+
+
+def param(at: AppTest, name: str) -> str | None:
+    """A query parameter's value as one string (AppTest may hold it as a one-element list)."""
+    value = at.query_params.get(name)
+    return value[0] if isinstance(value, list) else value
+
+
+def claim_lines(at: AppTest) -> list[str]:
+    return [line for m in at.markdown for line in m.value.splitlines() if line.startswith("- ✅") or line.startswith("- ❌")]
+
+
+@pytest.mark.parametrize("key", list(LESSONS))
+def test_each_lesson_opens_from_its_url_with_every_claim_marked_true(key):
+    at = lessons_page(key)
+    assert not at.exception
+    assert not at.warning
+    assert at.header[0].value.endswith(LESSONS[key].title)
+    lines = claim_lines(at)
+    assert len(lines) == len(LESSONS[key].findings(LESSONS[key].panels).claims)
+    assert all(line.startswith("- ✅") for line in lines), lines
+    assert param(at, "lesson") == key
+    codes = [c.value for c in at.code]
+    assert codes[-1].endswith(f"?lesson={key}")
+    for panel in LESSONS[key].panels:
+        assert any(c.endswith(explorer_query(panel.config, panel.view)) for c in codes)
+    assert len(at.info) >= 1 and LESSONS[key].explanation in at.info[0].value
+
+
+def test_causal_lesson_figure_has_a_zero_upper_triangle_and_rows_summing_to_one():
+    at = lessons_page("causal")
+    free, causal = panels(chart(at, "lesson_causal_grid_0"))
+    t = causal.shape[0]
+    assert np.all(causal[np.triu_indices(t, k=1)] == 0)
+    np.testing.assert_allclose(causal.sum(axis=1), 1.0, atol=FIGURE_TOL)
+    assert np.all(free[np.triu_indices(t, k=1)] > 0), "without the mask every key gets some weight"
+
+
+def test_saturation_lesson_figure_uniform_heads_are_sharper_than_xavier_heads():
+    at = lessons_page("saturation")
+    matrices = panels(chart(at, "lesson_saturation_grid_0"))
+    n_heads = LESSONS["saturation"].panels[0].config.n_heads
+    xavier, uniform = matrices[:n_heads], matrices[n_heads:]
+    row_max = {name: np.mean([m.max(axis=1).mean() for m in group]) for name, group in (("x", xavier), ("u", uniform))}
+    assert row_max["u"] > row_max["x"]
+    table = at.dataframe[0].value
+    assert (table["mean row max, uniform [0,1)"] > table["mean row max, Xavier"]).all()
+
+
+def test_average_lesson_last_panel_is_the_mean_of_the_heads_on_the_same_scale():
+    at = lessons_page("average")
+    figure = chart(at, "lesson_average_grid_0")
+    *heads, average = panels(figure)
+    np.testing.assert_allclose(average, np.mean(heads, axis=0), atol=FIGURE_TOL)
+    assert {t["coloraxis"] for t in figure["data"]} == {"coloraxis"}
+    assert (figure["layout"]["coloraxis"]["cmin"], figure["layout"]["coloraxis"]["cmax"]) == (0, 1)
+
+
+def test_wo_lesson_shares_are_one_hot_without_w_o_and_mixed_with_it():
+    at = lessons_page("wo")
+    (without,) = panels(chart(at, "lesson_wo_heatmap_0"))
+    (with_wo,) = panels(chart(at, "lesson_wo_heatmap_1"))
+    assert np.all((without == 0) | (without == 1)) and np.all(without.sum(axis=0) == 1)
+    assert np.all(with_wo > 0.01)
+
+
+def test_sqrt_dk_lesson_scaled_panel_is_flatter():
+    at = lessons_page("sqrt_dk")
+    raw, scaled = panels(chart(at, "lesson_sqrt_dk_grid_0"))
+    assert raw.max(axis=1).mean() > scaled.max(axis=1).mean()
+
+
+def test_overview_lists_every_lesson_link_and_the_presets():
+    at = lessons_page()
+    assert not at.exception and not at.warning
+    codes = [c.value for c in at.code]
+    for key in LESSONS:
+        assert any(c.endswith(f"lessons?lesson={key}") for c in codes)
+    assert len(panels(chart(at, "preset_grid"))) == 5
+
+
+def test_unknown_lesson_warns_and_falls_back_to_the_list():
+    at = lessons_page("attention-is-magic")
+    assert not at.exception
+    assert "attention-is-magic" in at.warning[0].value
+    assert any(c.value.endswith("lessons?lesson=causal") for c in at.code)
+    assert "lesson" not in at.query_params
+
+
+def test_show_next_and_previous_buttons_move_between_lessons_and_the_url_follows():
+    at = lessons_page()
+    at.button(key="lesson_show_causal").click().run()
+    assert param(at, "lesson") == "causal"
+    at.button(key="lesson_next").click().run()
+    assert param(at, "lesson") == "colours"
+    at.button(key="lesson_prev").click().run()
+    at.button(key="lesson_prev").click().run()
+    assert param(at, "lesson") == "wo"
+    assert not at.exception
+
+
+@pytest.mark.parametrize("key", list(LESSONS))
+def test_open_in_the_explorer_loads_the_lessons_configuration_into_the_sidebar(key):
+    panel = LESSONS[key].panels[-1]
+    at = lessons_page(key)
+    at.button(key=f"lesson_open_{key}_{len(LESSONS[key].panels) - 1}").click().run()
+    assert not at.exception
+    assert at.session_state["config"] == panel.config
+    for name, value in panel.view.items():
+        assert at.session_state[f"w_{name}"] == value
+    assert param(at, "d_model") == str(panel.config.d_model)
+    # the explorer computes the same weights the lesson showed
+    shown = run(panel.config).trace.weights
+    np.testing.assert_array_equal(run(at.session_state["config"]).trace.weights, shown)

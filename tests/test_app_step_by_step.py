@@ -1,0 +1,161 @@
+"""AppTest of the Step-by-step page: it renders, follows the settings, and its numbers are the engine's."""
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from mha_core.config import MHAConfig, run
+from ui.steps import SUM_ROW
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = "pages/step_by_step.py"
+EXACT = 1e-12
+N_STEPS = 11
+
+
+def open_page(**params) -> AppTest:
+    """The app opened on the Step-by-step page, with ``params`` as the link's query parameters."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    for name, value in params.items():
+        at.query_params[name] = str(value)
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    """Every plotly figure on the page, by its title."""
+    figures = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return {f["layout"]["title"]["text"]: f for f in figures}
+
+
+def z_of(figure: dict) -> np.ndarray:
+    z = figure["data"][0]["z"]
+    if isinstance(z, dict):  # plotly 7 sends numpy arrays as base64
+        shape = tuple(int(n) for n in str(z["shape"]).split(","))  # "6, 6"
+        return np.frombuffer(base64.b64decode(z["bdata"]), z["dtype"]).reshape(shape).astype(float)
+    return np.array(z, dtype=float)
+
+
+def table_with_index(at: AppTest, label: str, column: str | None = None):
+    """The first dataframe on the page whose index contains ``label`` (and that has ``column``)."""
+    for frame in at.dataframe:
+        if label in frame.value.index and (column is None or column in frame.value.columns):
+            return frame.value
+    raise AssertionError(f"no table with a row {label!r} and a column {column!r}")
+
+
+def markdown_text(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_default_settings_render_every_step_with_its_formula_shapes_and_matrix():
+    at = open_page()
+    config = MHAConfig()
+    titles = [s.value for s in at.subheader]
+    assert len(titles) == N_STEPS and titles[0].startswith("1.") and titles[-1].startswith(f"{N_STEPS}.")
+    assert len(at.latex) >= N_STEPS
+    t, c = len(config.tokens), config.d_model
+    assert f"Q: ({t}, {c}) @ ({c}, {c}) -> ({t}, {c})" in markdown_text(at)
+    figures = charts(at)
+    assert {"W_Q", "W_K", "W_V", "W_O", "Q (queries)", "Y: output"} <= set(figures)
+    assert "Positional encoding is off" in markdown_text(at)
+
+
+def test_the_weights_heatmap_is_the_engines_for_the_chosen_head():
+    at = open_page()
+    at.selectbox(key="w_head").select(2).run()
+    figures = charts(at)
+    weights = z_of(figures["A_2 = softmax(L_2) (attention weights)"])
+    np.testing.assert_allclose(weights, run(MHAConfig()).trace.weights[2], atol=1e-6)  # sent as float32
+    assert "head 2 takes columns 8..11" in markdown_text(at)
+
+
+def test_positional_encoding_on_shows_p_and_x():
+    figures = charts(open_page(pe=1))
+    assert {"P: positional encoding", "X = E + P"} <= set(figures)
+
+
+def test_cross_attention_labels_rows_by_queries_and_columns_by_keys():
+    at = open_page(tokens="the cat sat", kv_tokens="a big dog ran")
+    figures = charts(at)
+    scores = figures["S_0 = Q_0 K_0ᵀ (raw scores)"]
+    assert list(scores["data"][0]["y"]) == ["0:the", "1:cat", "2:sat"]
+    assert list(scores["data"][0]["x"]) == ["0:a", "1:big", "2:dog", "3:ran"]
+    assert list(figures["K (keys)"]["data"][0]["y"]) == ["0:a", "1:big", "2:dog", "3:ran"]
+    assert {"E_q: query sentence", "E_kv: key/value sentence"} <= set(figures)
+
+
+def test_causal_mask_blanks_the_logits_and_the_drill_down_on_a_masked_cell_says_so():
+    at = open_page(mask="causal", qi=1, kj=3)
+    logits = z_of(charts(at)["L_0: logits, masked cells blank"])
+    upper = np.triu(np.ones_like(logits, dtype=bool), k=1)
+    assert np.all(np.isnan(logits[upper])) and not np.any(np.isnan(logits[~upper]))
+    assert "Mask: **masked**" in markdown_text(at)
+    softmax_row = table_with_index(at, "3:on", "weight")
+    assert softmax_row.loc["3:on", "weight"] == 0.0
+    assert np.isneginf(table_with_index(at, SUM_ROW).loc["logit after the mask", "value"])
+
+
+def test_without_w_o_the_output_step_says_so_and_draws_no_w_o():
+    at = open_page(wo=0)
+    assert "W_O is off" in markdown_text(at)
+    assert "W_O" not in charts(at)
+
+
+@pytest.mark.parametrize("head,i,j", [(2, 4, 1), (3, 0, 5)])
+def test_drill_down_sum_equals_the_engines_score(head, i, j):
+    at = open_page(seed=3)
+    at.selectbox(key="w_head").select(head).run()
+    at.selectbox(key="w_qi").select(i).run()
+    at.selectbox(key="w_kj").select(j).run()
+    shown = table_with_index(at, SUM_ROW).loc[SUM_ROW, "value"]
+    expected = run(MHAConfig(seed=3)).trace.scores[head, i, j]
+    assert abs(shown - expected) <= EXACT
+    assert any(f"S_{{{i},{j}}}" in latex.value for latex in at.latex)
+
+
+def test_numbers_instead_of_heatmaps_shows_tables_with_the_engines_values():
+    at = open_page()
+    at.toggle(key="w_sbs_table").set_value(True).run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 0
+    scores = run(MHAConfig()).trace.scores[0]
+    shown = [f.value for f in at.dataframe if f.value.shape == scores.shape]
+    assert any(np.allclose(frame.to_numpy(dtype=float), scores, atol=EXACT) for frame in shown)
+
+
+def test_predict_then_reveal_hides_the_weights_until_revealed_and_judges_the_guess():
+    at = open_page(mask="causal")
+    weights = run(MHAConfig(mask="causal")).trace.weights[0]
+    title = "A_0 = softmax(L_0) (attention weights)"
+    at.toggle(key="w_sbs_predict").set_value(True).run()
+    assert title not in charts(at)
+    assert any("Hidden until you press" in i.value for i in at.info)
+
+    row = 4
+    best = int(np.argmax(weights[row]))
+    wrong = (best + 1) % weights.shape[1]
+    at.selectbox(key="w_guess_q").select(row).run()
+    at.selectbox(key="w_guess_k").select(best).run()
+    at.button(key="sbs_reveal").click().run()
+    assert title in charts(at)
+    assert at.success and at.success[0].value.startswith("**Right!**")
+
+    at.selectbox(key="w_guess_k").select(wrong).run()  # a new guess hides the answer again
+    assert title not in charts(at)
+    at.button(key="sbs_reveal").click().run()
+    message = at.warning[0].value
+    labels = MHAConfig().tokens
+    assert message.startswith("**Not this time.**") and f"`{best}:{labels[best]}`" in message
+
+
+def test_a_fully_masked_row_is_flagged_with_the_policy():
+    at = open_page(mask="padding", valid_len=0)
+    assert any("all masked" in w.value or "every key masked" in w.value for w in at.warning)
+    sums = table_with_index(at, "0:the", "all masked")
+    assert sums["all masked"].all() and (sums["sum"] == 0).all()

@@ -1,0 +1,109 @@
+"""ui.controls without a running app: parsing uploaded matrices and the presentation-mode summary line."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from mha_core.config import MHAConfig
+from ui.controls import MAX_UPLOAD_BYTES, parse_matrix, summary_line
+
+
+def npy_bytes(array) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=True)
+    return buffer.getvalue()
+
+
+def test_a_csv_of_numbers_parses_to_the_same_matrix():
+    expected = np.array([[0.5, -1.25, 3.0], [1e-3, 2.0, -7.5]])
+    text = "\n".join(",".join(repr(float(v)) for v in row) for row in expected)
+    assert np.array_equal(parse_matrix("emb.csv", text.encode()), expected)
+
+
+def test_a_single_row_csv_is_still_a_matrix():
+    assert parse_matrix("one.csv", b"1,2,3\n").shape == (1, 3)
+
+
+def test_a_float_npy_parses_exactly():
+    expected = np.random.default_rng(0).standard_normal((4, 6))
+    got = parse_matrix("emb.NPY", npy_bytes(expected))
+    assert got.dtype == np.float64 and np.array_equal(got, expected)
+
+
+def test_an_integer_npy_becomes_float():
+    got = parse_matrix("ints.npy", npy_bytes(np.arange(6).reshape(2, 3)))
+    assert got.dtype == np.float64 and got[1, 2] == 5.0
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("words.csv", b"the,cat\nsat,on\n", "not a CSV of numbers"),
+        ("ragged.csv", b"1,2,3\n4,5\n", "not a CSV of numbers"),
+        ("header.csv", b"a,b\n1,2\n", "not a CSV of numbers"),
+        ("latin1.csv", "1,2\n3,\xe9".encode("latin-1"), "not a CSV of numbers"),
+        ("nan.csv", b"1,2\nnan,4\n", "NaN or infinite"),
+        ("inf.csv", b"1,inf\n3,4\n", "NaN or infinite"),
+        ("garbage.npy", b"\x93NUMPY but not really", "not a valid .npy"),
+        ("empty.npy", b"", "not a valid .npy"),
+    ],
+)
+def test_a_malformed_file_is_refused_with_the_reason(name, data, reason):
+    with pytest.raises(ValueError, match=reason):
+        parse_matrix(name, data)
+
+
+def test_a_pickled_npy_is_refused_and_never_unpickled(tmp_path):
+    marker = tmp_path / "unpickled"
+
+    class Tripwire:
+        def __reduce__(self):
+            return (marker.touch, ())
+
+    objects = np.empty(2, dtype=object)
+    objects[0], objects[1] = Tripwire(), Tripwire()
+    data = npy_bytes(objects)
+    assert b"'descr': '|O'" in data  # an object array: its payload is a pickle
+    with pytest.raises(ValueError, match="not a valid .npy"):
+        parse_matrix("evil.npy", data)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("array", "reason"),
+    [
+        (np.zeros((2, 3, 4)), "2-D"),
+        (np.zeros(5), "2-D"),
+        (np.array([[1.0, np.nan]]), "NaN or infinite"),
+        (np.array([["a", "b"]]), "2-D matrix of numbers"),
+        (np.array([[True, False]]), "2-D matrix of numbers"),
+    ],
+)
+def test_an_npy_of_the_wrong_kind_is_refused(array, reason):
+    with pytest.raises(ValueError, match=reason):
+        parse_matrix("bad.npy", npy_bytes(array))
+
+
+def test_a_file_over_the_size_limit_is_refused_before_parsing():
+    data = b"1," * (MAX_UPLOAD_BYTES // 2) + b"1\n"
+    assert len(data) > MAX_UPLOAD_BYTES
+    with pytest.raises(ValueError, match="limit"):
+        parse_matrix("big.csv", data)
+
+
+def test_the_summary_line_names_sentence_heads_width_and_mask():
+    line = summary_line(replace(MHAConfig(), mask="causal", n_heads=2))
+    assert "the cat sat on the mat" in line
+    assert "2 heads" in line and "d_model 16" in line and "mask: causal" in line
+    assert "W_O" not in line
+
+
+def test_the_summary_line_mentions_what_differs_from_the_standard_layer():
+    config = MHAConfig(kv_tokens=("a", "dog"), init="previous", scale_rule="none", output_projection=False)
+    line = summary_line(config)
+    assert "→ **a dog**" in line
+    assert "previous-token" in line and "scale: none" in line and "no W_O" in line

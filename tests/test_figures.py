@@ -1,0 +1,188 @@
+"""ui.figures: pure builders. Every figure must pass plotly's full validation, carry float32
+data, keep repeated tokens apart, and put all heads on one colour axis."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from mha_core.config import MHAConfig, run
+from ui import figures
+
+LABELS = ["0:the", "1:cat", "2:sat", "3:on", "4:the", "5:mat"]
+
+
+def spec(fig: go.Figure) -> dict:
+    """The figure JSON exactly as Streamlit sends it."""
+    return json.loads(pio.to_json(fig, validate=False))
+
+
+def decode(z) -> np.ndarray:
+    """A plotly typed array ({dtype, bdata, shape}) back to numpy."""
+    shape = tuple(int(n) for n in str(z["shape"]).split(","))
+    return np.frombuffer(base64.b64decode(z["bdata"]), z["dtype"]).reshape(shape)
+
+
+def validated(fig: go.Figure) -> go.Figure:
+    """Rebuild with plotly's full property validation: raises on any invalid key or value."""
+    return go.Figure(fig.to_dict())
+
+
+@pytest.fixture(scope="module")
+def causal_run():
+    return run(MHAConfig(n_heads=4, mask="causal"))
+
+
+def test_for_plotly_is_float32_and_blanks_infinities():
+    out = figures.for_plotly(np.array([[1.0, -np.inf], [np.inf, 2.5]]))
+    assert out.dtype == np.float32
+    assert np.isnan(out[0, 1]) and np.isnan(out[1, 0]) and out[1, 1] == 2.5
+
+
+def test_signed_range_covers_the_largest_finite_magnitude():
+    assert figures.signed_range(np.array([-3.0, 2.0, -np.inf])) == 3.0
+    assert figures.signed_range(np.array([-np.inf])) == 1.0
+    assert figures.signed_range(np.zeros(3)) == pytest.approx(1e-9)
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 3, 4, 5, 8, 16])
+def test_one_heatmap_per_head_each_on_its_own_axes(n_heads):
+    mats = np.random.default_rng(n_heads).random((n_heads, 6, 6))
+    data = spec(figures.attention_grid(mats, LABELS, LABELS))["data"]
+    assert len(data) == n_heads
+    assert all(t["type"] == "heatmap" and t["coloraxis"] == "coloraxis" for t in data)
+    assert len({(t["xaxis"], t["yaxis"]) for t in data}) == n_heads
+
+
+def test_weights_use_a_fixed_0_to_1_colour_scale_and_float32_data(causal_run):
+    s = spec(figures.attention_grid(causal_run.trace.weights, causal_run.query_labels, causal_run.key_labels))
+    axis = s["layout"]["coloraxis"]
+    assert (axis["cmin"], axis["cmax"]) == (0.0, 1.0)
+    assert axis["colorscale"][0][1] == "#440154" and axis["colorscale"][-1][1] == "#fde725"  # viridis ends
+    for h, trace in enumerate(s["data"]):
+        z = decode(trace["z"])
+        assert z.dtype == np.float32
+        np.testing.assert_allclose(z, causal_run.trace.weights[h], atol=1e-7)
+        assert np.all(z[np.triu_indices(6, k=1)] == 0.0)  # causal: nothing above the diagonal
+
+
+def test_masked_logits_are_blank_and_the_scale_is_diverging_around_zero(causal_run):
+    logits = causal_run.trace.logits
+    s = spec(figures.attention_grid(logits, LABELS, LABELS, kind="logits"))
+    axis = s["layout"]["coloraxis"]
+    assert axis["cmid"] == 0.0 and axis["cmin"] == -axis["cmax"]
+    assert axis["cmax"] == pytest.approx(np.abs(logits[np.isfinite(logits)]).max(), rel=1e-6)
+    assert axis["colorscale"][len(axis["colorscale"]) // 2][1] == "rgb(247,247,247)"  # RdBu's white middle
+    z = decode(s["data"][0]["z"])
+    assert np.all(np.isnan(z[np.triu_indices(6, k=1)]))
+    assert not np.any(np.isnan(z[np.tril_indices(6)]))
+    assert s["layout"]["plot_bgcolor"] == figures.MASKED_COLOUR  # what a blank cell shows
+
+
+def test_repeated_tokens_keep_their_own_rows_and_columns():
+    s = spec(figures.attention_grid(np.eye(6)[None], LABELS, LABELS))
+    trace = s["data"][0]
+    assert trace["x"] == LABELS and trace["y"] == LABELS
+    assert len(set(trace["x"])) == 6  # '0:the' and '4:the' stay apart
+    assert s["layout"]["xaxis"]["type"] == "category"
+
+
+def test_hover_names_the_query_the_key_and_the_number():
+    template = spec(figures.attention_grid(np.eye(6)[None], LABELS, LABELS))["data"][0]["hovertemplate"]
+    assert "query %{y}" in template and "key %{x}" in template and "%{z:.4f}" in template
+
+
+def test_query_rows_run_top_down():
+    layout = spec(figures.attention_grid(np.eye(6)[None], LABELS, LABELS))["layout"]
+    low, high = layout["yaxis"]["range"]
+    assert low > high  # reversed: query 0 at the top
+
+
+def test_long_sentences_print_every_kth_label_but_keep_every_cell():
+    labels = [f"{i}:w{i}" for i in range(64)]
+    s = spec(figures.attention_grid(np.zeros((2, 64, 64)), labels, labels, panel_px=200))
+    xaxis = s["layout"]["xaxis"]
+    assert 4 <= len(xaxis["tickvals"]) < 64
+    assert xaxis["tickvals"][0] == "0:w0"
+    assert s["data"][0]["x"] == labels
+
+
+def test_the_average_panel_is_the_mean_of_the_heads_on_the_same_axis():
+    mats = np.random.default_rng(1).random((3, 4, 4))
+    stacked, titles = figures.with_average(mats)
+    assert stacked.shape == (4, 4, 4) and titles[-1] == "average of heads"
+    np.testing.assert_allclose(stacked[-1], (mats[0] + mats[1] + mats[2]) / 3, atol=1e-15)
+    data = spec(figures.attention_grid(stacked, LABELS[:4], LABELS[:4], titles=titles))["data"]
+    assert len(data) == 4 and {t["coloraxis"] for t in data} == {"coloraxis"}
+
+
+def test_the_average_of_masked_logits_stays_masked(causal_run):
+    average = figures.head_average(causal_run.trace.logits)
+    assert np.all(np.isneginf(average[np.triu_indices(6, k=1)]))
+
+
+def test_subplot_titles_name_each_panel():
+    layout = spec(figures.attention_grid(np.zeros((3, 2, 2)), ["0:a", "1:b"], ["0:a", "1:b"]))["layout"]
+    assert [a["text"] for a in layout["annotations"]] == ["head 0", "head 1", "head 2"]
+
+
+def test_square_panels_anchor_y_to_x_and_declare_a_width():
+    layout = spec(figures.attention_grid(np.zeros((2, 6, 6)), LABELS, LABELS, square=True, panel_px=400))["layout"]
+    assert layout["yaxis"]["scaleanchor"] == "x" and layout["yaxis2"]["scaleanchor"] == "x2"
+    assert 800 <= layout["width"] <= 1280
+
+
+def test_font_size_reaches_titles_and_ticks():
+    layout = spec(figures.attention_grid(np.zeros((1, 6, 6)), LABELS, LABELS, font_size=20))["layout"]
+    assert layout["font"]["size"] == 20
+    assert layout["annotations"][0]["font"]["size"] == 22
+    assert layout["xaxis"]["tickfont"]["size"] == 18
+
+
+def test_concat_marks_every_head_boundary():
+    concat = np.arange(6 * 8, dtype=float).reshape(6, 8)
+    s = spec(figures.concat_heatmap(concat, LABELS, n_heads=4))
+    lines = [shape["x0"] for shape in s["layout"]["shapes"]]
+    assert lines == [1.5, 3.5, 5.5]  # between columns 1|2, 3|4, 5|6
+    assert [a["text"] for a in s["layout"]["annotations"]] == ["head 0", "head 1", "head 2", "head 3"]
+    assert s["data"][0]["x"][2] == "h1·0"
+    np.testing.assert_array_equal(decode(s["data"][0]["z"]), concat.astype(np.float32))
+
+
+def test_similarity_heatmap_is_fixed_to_0_1():
+    trace = spec(figures.similarity_heatmap(np.eye(3)))["data"][0]
+    assert (trace["zmin"], trace["zmax"]) == (0.0, 1.0)
+    assert trace["y"] == ["head 0", "head 1", "head 2"]
+
+
+def test_matrix_heatmap_centres_signed_values_on_zero():
+    trace = spec(figures.matrix_heatmap(np.array([[-2.0, 1.0]]), ["0:a"], ["x", "y"]))["data"][0]
+    assert (trace["zmin"], trace["zmax"]) == (-2.0, 2.0)
+
+
+def test_every_builder_passes_full_plotly_validation(causal_run):
+    t = causal_run.trace
+    with_average, titles = figures.with_average(t.scores)
+    built = [
+        figures.attention_grid(t.weights, LABELS, LABELS),
+        figures.attention_grid(t.logits, LABELS, LABELS, kind="logits", square=True, font_size=18),
+        figures.attention_grid(with_average, LABELS, LABELS, kind="scores", titles=titles, max_cols=2),
+        figures.matrix_heatmap(t.output, LABELS, [str(c) for c in range(16)], title="out"),
+        figures.matrix_heatmap(t.weights[0], LABELS, LABELS, signed=False, zmin=0, zmax=1),
+        figures.concat_heatmap(t.concat, LABELS, 4),
+        figures.similarity_heatmap(np.eye(4)),
+    ]
+    for fig in built:
+        validated(fig)  # raises ValueError on anything plotly does not know
+
+
+def test_the_heads_figure_at_the_caps_is_well_under_2_mb():
+    labels = [f"{i}:w{i % 20}" for i in range(64)]
+    mats = np.random.default_rng(0).random((17, 64, 64))  # 16 heads + the average panel
+    size = len(pio.to_json(figures.attention_grid(mats, labels, labels), validate=False))
+    assert size < 600_000  # float32: 17 * 64 * 64 * 4 bytes = 279 kB before base64

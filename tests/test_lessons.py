@@ -1,0 +1,232 @@
+"""The lessons' data: every claim holds, and each one is re-derived here by a separate computation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from urllib.parse import parse_qsl, urlsplit
+
+import numpy as np
+import pytest
+
+from mha_core.config import MHAConfig, run
+from mha_core.presets import PRESET_INITS
+from ui.lessons import (
+    LESSONS,
+    PRESETS,
+    SENTENCE,
+    Grid,
+    app_root,
+    explorer_query,
+    head_output_shares,
+    lesson_query,
+    renormalised_rows,
+    saturation_stats,
+    short_params,
+)
+from ui.urlstate import VIEW_DEFAULTS, config_from_params, view_from_params
+
+ROW_SUM_TOL = 1e-12  # float64 rows of a softmax sum to 1 within this
+
+
+def query_dict(query: str) -> dict[str, str]:
+    return dict(parse_qsl(urlsplit(query).query, keep_blank_values=True))
+
+
+@pytest.fixture(scope="module")
+def findings():
+    """Each lesson's findings, computed once for the module."""
+    return {key: lesson.findings(lesson.panels) for key, lesson in LESSONS.items()}
+
+
+def test_the_six_confusions_of_issue_6_each_have_a_lesson():
+    assert list(LESSONS) == ["wo", "causal", "colours", "average", "saturation", "sqrt_dk"]
+    for lesson in LESSONS.values():
+        assert lesson.title and lesson.question and lesson.source
+        sentences = [s for s in lesson.explanation.replace("..", "").split(". ") if s.strip()]
+        assert 2 <= len(sentences) <= 5, f"{lesson.key}: explanation should be a few sentences, got {len(sentences)}"
+        assert 1 <= len(lesson.panels) <= 2
+
+
+@pytest.mark.parametrize("key", list(LESSONS))
+def test_every_claim_of_every_lesson_holds(findings, key):
+    claims = findings[key].claims
+    assert claims, f"{key} states no claim"
+    failing = [c.text for c in claims if not c.holds]
+    assert not failing, failing
+
+
+@pytest.mark.parametrize("key", list(LESSONS))
+def test_every_figure_holds_weights_or_shares_between_0_and_1(findings, key):
+    for figure in findings[key].figures:
+        data = figure.matrices if isinstance(figure, Grid) else figure.matrix
+        assert np.all((data >= 0) & (data <= 1 + 1e-12))
+        if isinstance(figure, Grid):
+            assert len(figure.titles) == data.shape[0]
+            assert data.shape[1:] == (len(figure.row_labels), len(figure.col_labels))
+
+
+@pytest.mark.parametrize("key", list(LESSONS))
+def test_each_panel_link_restores_exactly_its_configuration_and_view(key):
+    for panel in LESSONS[key].panels:
+        params = query_dict(explorer_query(panel.config, panel.view))
+        config, messages = config_from_params(params)
+        assert messages == []
+        assert config == panel.config
+        view, view_messages = view_from_params(params, config)
+        assert view_messages == []
+        assert view == {**VIEW_DEFAULTS, **panel.view}
+
+
+def test_short_links_leave_out_defaults_but_keep_every_change():
+    assert short_params(MHAConfig()) == {}
+    assert short_params(MHAConfig(init="identity")) == {"init": "identity"}
+    assert short_params(MHAConfig(output_projection=False), {"avg": True}) == {"wo": "0", "avg": "1"}
+    assert lesson_query("causal") == "?lesson=causal"
+
+
+def test_app_root_strips_this_pages_path_only():
+    assert app_root("http://127.0.0.1:8612/lessons", "lessons") == "http://127.0.0.1:8612"
+    assert app_root("https://x.streamlit.app/sub/lessons/", "lessons") == "https://x.streamlit.app/sub"
+    assert app_root("http://127.0.0.1:8612/", "lessons") == "http://127.0.0.1:8612"
+    assert app_root(None, "lessons") == ""
+
+
+# --- Lesson 1: W_O -------------------------------------------------------------------------
+
+
+def _output_with_head_removed(config: MHAConfig, head: int) -> tuple[np.ndarray, np.ndarray]:
+    """(output, output with head ``head``'s block of the concatenation zeroed), rebuilt by hand."""
+    result = run(config)
+    concat = np.array(result.trace.concat)  # (T, nh*hv)
+    hv = concat.shape[1] // config.n_heads
+    removed = concat.copy()
+    removed[:, head * hv : (head + 1) * hv] = 0
+    w_o = result.weights.w_o
+    if w_o is None:
+        return concat, removed
+    return concat @ w_o, removed @ w_o
+
+
+def test_wo_lesson_without_w_o_removing_a_head_changes_only_its_own_columns():
+    without, with_wo = (p.config for p in LESSONS["wo"].panels)
+    assert not without.output_projection and with_wo.output_projection
+    hv = without.d_model // without.n_heads
+    for head in range(without.n_heads):
+        full, removed = _output_with_head_removed(without, head)
+        changed = np.flatnonzero(np.any(full != removed, axis=0))
+        assert set(changed) <= set(range(head * hv, (head + 1) * hv))
+        full, removed = _output_with_head_removed(with_wo, head)
+        assert np.all(np.any(np.abs(full - removed) > 1e-9, axis=0)), "with W_O a head reaches every column"
+
+
+def test_wo_lesson_share_tables_agree_with_the_columns_a_head_reaches():
+    without, with_wo = (p.config for p in LESSONS["wo"].panels)
+    shares = head_output_shares(without)
+    hv = without.d_model // without.n_heads
+    expected = np.kron(np.eye(without.n_heads), np.ones((1, hv)))  # (nh, C): block h owns columns h*hv..
+    np.testing.assert_array_equal(shares, expected)
+    np.testing.assert_allclose(head_output_shares(with_wo).sum(axis=0), 1.0, atol=1e-12)
+
+
+# --- Lesson 2: causal --------------------------------------------------------------------------
+
+
+def test_causal_lesson_upper_triangle_is_zero_and_rows_sum_to_one():
+    free, causal = (p.config for p in LESSONS["causal"].panels)
+    assert free.mask == "none" and causal.mask == "causal"
+    weights = run(causal).trace.weights[0]
+    t = len(causal.tokens)
+    assert np.all(weights[np.triu_indices(t, k=1)] == 0)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=ROW_SUM_TOL)
+
+
+def test_causal_rows_are_the_unmasked_rows_renormalised_over_keys_0_to_i():
+    free, causal = (p.config for p in LESSONS["causal"].panels)
+    w_free, w_causal = run(free).trace.weights[0], run(causal).trace.weights[0]
+    for i in range(len(free.tokens)):
+        kept = w_free[i, : i + 1]
+        np.testing.assert_allclose(w_causal[i, : i + 1], kept / kept.sum(), atol=1e-14)
+    tri = np.tril(np.ones_like(w_free, dtype=bool))
+    np.testing.assert_allclose(renormalised_rows(w_free, tri), w_causal, atol=1e-14)
+
+
+# --- Lesson 3: colours ---------------------------------------------------------------------------
+
+
+def test_colours_lesson_brightest_head_is_not_the_one_that_moves_the_output_most():
+    config = LESSONS["colours"].panels[0].config
+    result = run(config)
+    weights = result.trace.weights
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=ROW_SUM_TOL)
+    brightest = int(np.argmax(weights.max(axis=-1).mean(axis=-1)))
+    sizes = []
+    for head in range(config.n_heads):
+        full, removed = _output_with_head_removed(config, head)
+        sizes.append(np.linalg.norm(full - removed))  # size of that head's contribution to the output
+    assert brightest != int(np.argmax(sizes))
+
+
+# --- Lesson 4: average --------------------------------------------------------------------------
+
+
+def test_average_lesson_average_is_flatter_than_every_head():
+    panel = LESSONS["average"].panels[0]
+    assert panel.view.get("avg") is True
+    weights = run(panel.config).trace.weights
+    average = weights.mean(axis=0)
+    np.testing.assert_allclose(average.sum(axis=-1), 1.0, atol=ROW_SUM_TOL)
+    assert average.max(axis=-1).mean() < min(weights[h].max(axis=-1).mean() for h in range(panel.config.n_heads))
+
+
+# --- Lesson 5: saturation -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d_model", [16, 64, 128])
+def test_uniform_init_rows_are_sharper_than_xavier_at_each_width(d_model):
+    seeds = range(5)
+    row_max = {}
+    for init in ("xavier", "uniform"):
+        weights = [run(MHAConfig(tokens=SENTENCE, d_model=d_model, n_heads=4, seed=s, init=init)).trace.weights for s in seeds]
+        row_max[init] = float(np.mean([w.max(axis=-1).mean() for w in weights]))
+    assert row_max["uniform"] > row_max["xavier"] + 0.2
+    assert row_max["xavier"] < 0.6, "Xavier rows should stay far from one-hot"
+    measured, _ = saturation_stats("uniform", d_model, 4, seeds=seeds)
+    assert measured == pytest.approx(row_max["uniform"], abs=1e-12)
+
+
+def test_saturation_lesson_panels_differ_only_in_the_init():
+    xavier, uniform = (p.config for p in LESSONS["saturation"].panels)
+    assert (xavier.init, uniform.init) == ("xavier", "uniform")
+    assert replace(uniform, init="xavier") == xavier
+    assert len(set(xavier.tokens)) == len(xavier.tokens), "repeated words would split the weight and blur the numbers"
+
+
+# --- Lesson 6: sqrt(d_k) --------------------------------------------------------------------------
+
+
+def test_raw_score_spread_grows_with_d_k_and_the_scaled_spread_does_not():
+    spread_raw, spread_scaled = [], []
+    for d_k in (4, 64):
+        trace = run(MHAConfig(tokens=SENTENCE, d_model=d_k, n_heads=1, seed=3)).trace
+        raw = trace.q[0] @ trace.k[0].T  # (T, T), rebuilt from q and k
+        spread_raw.append(raw.std())
+        spread_scaled.append((raw / np.sqrt(d_k)).std())
+    assert spread_raw[1] / spread_raw[0] > 2.5  # sqrt(64 / 4) = 4 expected, with sampling noise
+    assert 0.5 < spread_scaled[1] / spread_scaled[0] < 2
+
+
+def test_sqrt_dk_lesson_panels_differ_only_in_the_scale():
+    raw, scaled = (p.config for p in LESSONS["sqrt_dk"].panels)
+    assert (raw.scale_rule, scaled.scale_rule) == ("none", "sqrt_dk")
+    assert replace(raw, scale_rule="sqrt_dk") == scaled
+
+
+# --- Presets -------------------------------------------------------------------------------------
+
+
+def test_every_preset_has_a_configuration_and_a_short_link():
+    assert list(PRESETS) == list(PRESET_INITS)
+    for init, config in PRESETS.items():
+        assert explorer_query(config) == f"?init={init}"
+        assert config_from_params({"init": init}) == (config, [])
+

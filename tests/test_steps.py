@@ -1,0 +1,331 @@
+"""The Step-by-step page's pure builders: steps, drill-down, predict-then-reveal, About helpers."""
+
+import re
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import mha_core
+from mha_core.config import MHAConfig, run
+from ui.steps import (
+    MAX_LATEX_TERMS,
+    SUM_ROW,
+    Panel,
+    build_steps,
+    cell_text,
+    check_prediction,
+    dim_labels,
+    dot_product_latex,
+    drill_down,
+    glossary_rows,
+    head_block,
+    highlight_key,
+    logit_latex,
+    matmul_shapes,
+    panel_figure,
+    panel_table,
+    prediction_message,
+    products_table,
+    row_sums_table,
+    scale_latex,
+    score_table,
+    shape_text,
+    softmax_latex,
+    softmax_row_table,
+)
+
+EXACT = 1e-12  # float64 sums of a handful of terms, recomputed in another order
+SLUGS = ["input", "positional", "qkv", "split", "scores", "scale", "mask", "softmax", "mix", "concat", "output"]
+
+
+def steps_by_slug(result, head=0, cell=None):
+    return {step.slug: step for step in build_steps(result, head, cell)}
+
+
+def panel(step, title_start):
+    matches = [p for p in step.panels if p.title.startswith(title_start)]
+    assert len(matches) == 1, [p.title for p in step.panels]
+    return matches[0]
+
+
+# ---- shapes and labels ---------------------------------------------------------------------
+
+
+def test_shape_text_and_matmul_shapes_name_the_operands_and_the_product():
+    a, b = np.zeros((6, 16)), np.zeros((16, 8))
+    assert shape_text(a) == "(6, 16)"
+    assert matmul_shapes(a, b) == "(6, 16) @ (16, 8) -> (6, 8)"
+    assert matmul_shapes(np.zeros((3, 5, 2)), np.zeros((2, 7))) == "(3, 5, 2) @ (2, 7) -> (3, 5, 7)"
+
+
+def test_head_block_and_dim_labels_number_columns_as_in_the_full_matrix():
+    assert head_block(2, 4) == (8, 12)
+    assert dim_labels(3, 8) == ["d8", "d9", "d10"]
+
+
+# ---- the steps -----------------------------------------------------------------------------
+
+
+def test_steps_come_in_the_order_of_the_maths():
+    assert [s.slug for s in build_steps(run(MHAConfig()), 0)] == SLUGS
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        MHAConfig(),
+        MHAConfig(kv_tokens=("a", "dog", "ran"), positional_encoding=True, bias=True),
+        MHAConfig(d_model=12, n_heads=3, mask="causal", output_projection=False),
+    ],
+    ids=["default", "cross+pe+bias", "causal-no-wo"],
+)
+def test_every_panel_has_one_label_per_row_and_column_and_a_formula(config):
+    for step in build_steps(run(config), head=config.n_heads - 1):
+        assert step.formula and step.shapes and step.why
+        for p in step.panels:
+            assert p.matrix.shape == (len(p.row_labels), len(p.col_labels)), (step.slug, p.title)
+
+
+def test_split_panels_are_the_chosen_heads_column_block_of_x_times_w():
+    config = MHAConfig(d_model=12, n_heads=3, seed=5)
+    result = run(config)
+    head, hs = 1, 4
+    steps = steps_by_slug(result, head)
+    q_full = result.x_q @ result.weights.w_q  # (T, C) computed here, not by the engine
+    np.testing.assert_allclose(panel(steps["split"], "Q_1").matrix, q_full[:, hs * head : hs * (head + 1)], atol=EXACT)
+    assert "columns 4..7" in steps["split"].shapes
+    assert panel(steps["qkv"], "W_Q").block == (4, 8)
+
+
+def test_cross_attention_labels_queries_and_keys_from_their_own_sentences():
+    config = MHAConfig(tokens=("the", "cat", "sat"), kv_tokens=("a", "big", "dog", "ran"))
+    result = run(config)
+    steps = steps_by_slug(result)
+    assert len(steps["input"].panels) == 2
+    assert panel(steps["qkv"], "Q").row_labels == ["0:the", "1:cat", "2:sat"]
+    assert panel(steps["qkv"], "K").row_labels == ["0:a", "1:big", "2:dog", "3:ran"]
+    scores = panel(steps["scores"], "S_0")
+    assert (scores.row_labels, scores.col_labels) == (result.query_labels, result.key_labels)
+    assert scores.matrix.shape == (3, 4)
+    assert matmul_shapes(np.zeros((3, 4)), np.zeros((4, 4))).split(" -> ")[1] in steps["scores"].shapes
+
+
+def test_positional_step_shows_p_and_x_when_on_and_only_a_line_when_off():
+    off = steps_by_slug(run(MHAConfig()))["positional"]
+    assert off.panels == () and "off" in off.note
+    result = run(MHAConfig(positional_encoding=True))
+    on = steps_by_slug(result)["positional"]
+    p, x = panel(on, "P"), panel(on, "X")
+    np.testing.assert_allclose(x.matrix, result.embeddings + p.matrix, atol=EXACT)
+
+
+def test_mask_step_blanks_exactly_the_masked_cells():
+    assert steps_by_slug(run(MHAConfig()))["mask"].panels == ()
+    result = run(MHAConfig(mask="causal"))
+    mask_step = steps_by_slug(result)["mask"]
+    grid, logits = panel(mask_step, "M"), panel(mask_step, "L_0")
+    upper = np.triu(np.ones((6, 6), dtype=bool), k=1)  # causal: key after query
+    np.testing.assert_array_equal(grid.matrix == 0, upper)
+    assert np.all(np.isneginf(logits.matrix[upper])) and np.all(np.isfinite(logits.matrix[~upper]))
+    assert "15 of 36" in mask_step.note  # 6*5/2 masked cells
+
+
+def test_softmax_panel_is_on_the_fixed_0_to_1_scale_and_row_sums_follow_the_policy():
+    result = run(MHAConfig(mask="padding", valid_len=0))  # every key masked
+    step = steps_by_slug(result)["softmax"]
+    assert step.panels[0].kind == "weights"
+    sums = row_sums_table(result, 0)
+    assert sums["all masked"].all() and np.all(sums["sum"] == 0)
+    sums = row_sums_table(run(MHAConfig(mask="causal")), 2)
+    assert not sums["all masked"].any()
+    np.testing.assert_allclose(sums["sum"], 1.0, atol=EXACT)
+
+
+def test_output_step_is_concat_times_w_o_or_a_line_when_w_o_is_off():
+    result = run(MHAConfig())
+    step = steps_by_slug(result, head=3)["output"]
+    y, w_o = panel(step, "Y"), panel(step, "W_O")
+    np.testing.assert_allclose(y.matrix, result.trace.concat @ w_o.matrix, atol=EXACT)
+    assert w_o.row_block == (12, 16)
+    off = steps_by_slug(run(MHAConfig(output_projection=False)))["output"]
+    assert off.panels == () and "W_O is off" in off.note
+
+
+def test_scale_latex_puts_the_numbers_in():
+    assert scale_latex(run(MHAConfig(d_model=16, n_heads=4))).endswith(r"\frac{1}{\sqrt{4}} = 0.5000")
+    assert r"\sqrt{6}" in scale_latex(run(MHAConfig(scale_rule="sqrt_t")))
+    assert scale_latex(run(MHAConfig(scale_rule="temperature", temperature=2.0))).endswith("= 0.5000")
+    assert scale_latex(run(MHAConfig(scale_rule="none"))) == "1"
+
+
+def test_build_steps_rejects_a_head_that_does_not_exist():
+    with pytest.raises(ValueError, match="choose 0 to 3"):
+        build_steps(run(MHAConfig()), 4)
+
+
+# ---- figures and tables of a panel ---------------------------------------------------------
+
+
+def test_panel_figure_outlines_the_head_block_and_the_chosen_cell():
+    matrix = np.arange(24, dtype=float).reshape(3, 8)
+    fig = panel_figure(Panel("t", matrix, ["a", "b", "c"], dim_labels(8), block=(4, 8), cell=(1, 2)))
+    rects = [(s.x0, s.x1, s.y0, s.y1) for s in fig.layout.shapes]
+    assert (3.5, 7.5, -0.5, 2.5) in rects  # columns 4..7, every row
+    assert (1.5, 2.5, 0.5, 1.5) in rects  # the cell (row 1, column 2)
+    assert fig.data[0].text[2][7] == "23.00"
+
+
+def test_weights_panels_use_0_to_1_and_large_panels_carry_no_cell_text():
+    weights = np.full((3, 3), 1 / 3)
+    fig = panel_figure(Panel("A", weights, list("abc"), list("xyz"), kind="weights"))
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0.0, 1.0)
+    big = panel_figure(Panel("W", np.ones((32, 32)), dim_labels(32), dim_labels(32)))
+    assert big.data[0].text is None
+
+
+def test_masked_logits_are_blank_in_the_figure_and_in_the_cell_text():
+    logits = np.array([[0.5, -np.inf], [1.0, 2.0]])
+    fig = panel_figure(Panel("L", logits, ["q0", "q1"], ["k0", "k1"]))
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert np.isnan(z[0, 1]) and z[1, 1] == 2.0
+    assert cell_text(logits) == [["0.50", ""], ["1.00", "2.00"]]
+    assert cell_text(np.array([[1.0, 0.0]]), kind="mask") == [["✓", "✗"]]
+
+
+def test_panel_table_keeps_labels_and_mask_as_booleans():
+    table = panel_table(Panel("M", np.array([[1.0, 0.0]]), ["q0"], ["k0", "k1"], kind="mask"))
+    assert table.loc["q0", "k0"] and not table.loc["q0", "k1"]
+
+
+# ---- the drill-down ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("head,i,j", [(0, 0, 0), (2, 4, 1), (3, 5, 5)])
+def test_drill_down_sum_equals_the_engines_score_and_its_row_equals_the_engines_weights(head, i, j):
+    result = run(MHAConfig(seed=11))
+    drill = drill_down(result, head, i, j)
+    assert abs(drill.score - result.trace.scores[head, i, j]) <= EXACT
+    assert abs(drill.score - float(np.dot(result.trace.q[head, i], result.trace.k[head, j]))) <= EXACT
+    np.testing.assert_allclose(drill.row_weights, result.trace.weights[head, i], atol=EXACT)
+    assert abs(products_table(drill)["q_i × k_j"].sum() - score_table(drill).loc[SUM_ROW, "value"]) <= EXACT
+
+
+def test_drill_down_on_a_masked_cell_says_masked_and_weighs_zero():
+    result = run(MHAConfig(mask="causal"))
+    drill = drill_down(result, 1, 1, 3)
+    assert not drill.allowed and drill.weight == 0.0 and np.isneginf(drill.logit)
+    assert "masked" in logit_latex(drill) and r"-\infty" in logit_latex(drill)
+    np.testing.assert_allclose(softmax_row_table(drill)["weight"].sum(), 1.0, atol=EXACT)
+
+
+def test_drill_down_on_a_fully_masked_row_gives_zeros_by_policy():
+    result = run(MHAConfig(mask="padding", valid_len=0))
+    drill = drill_down(result, 0, 2, 1)
+    assert drill.fully_masked and np.all(drill.row_weights == 0)
+    assert "policy" in softmax_latex(drill)
+
+
+def test_drill_down_softmax_does_not_overflow_on_huge_logits():
+    config = MHAConfig(init="uniform", scale_rule="temperature", temperature=0.01, d_model=64, n_heads=2)
+    result = run(config)
+    assert np.abs(result.trace.logits).max() > 700  # exp would overflow without the max subtracted
+    with np.errstate(over="raise", invalid="raise"):  # underflow to 0 is the right answer
+        drill = drill_down(result, 1, 3, 0)
+    np.testing.assert_allclose(drill.row_weights, result.trace.weights[1, 3], atol=EXACT)
+
+
+def test_drill_down_rejects_indices_outside_the_matrices():
+    with pytest.raises(ValueError, match="key 9 does not exist"):
+        drill_down(run(MHAConfig()), 0, 0, 9)
+
+
+def test_softmax_row_table_marks_the_chosen_key_and_the_styler_shades_it():
+    drill = drill_down(run(MHAConfig()), 0, 2, 4)
+    table = softmax_row_table(drill)
+    assert table["chosen"].tolist().index("◀ key j") == 4
+    css = highlight_key(table, drill.key_label).to_html().split("</style>")[0]
+    assert "background-color" in css
+    assert set(re.findall(r"row(\d+)_col(\d+)", css)) == {("4", str(c)) for c in range(table.shape[1])}
+
+
+def test_dot_product_latex_shows_every_term_for_small_heads_and_abbreviates_wide_ones():
+    drill = drill_down(run(MHAConfig()), 0, 1, 2)  # hs = 4
+    text = dot_product_latex(drill)
+    assert text.count(r"\times") == 4 and f"{drill.score:.4f}" in text
+    wide = drill_down(run(MHAConfig(d_model=64, n_heads=2)), 0, 1, 2)  # hs = 32
+    text = dot_product_latex(wide)
+    assert text.count(r"\times") == MAX_LATEX_TERMS and f"{32 - MAX_LATEX_TERMS}" in text
+
+
+def test_softmax_latex_puts_the_cells_numbers_in():
+    drill = drill_down(run(MHAConfig()), 1, 3, 2)
+    text = softmax_latex(drill)
+    assert f"{drill.row_exp.sum():.4f}" in text and text.endswith(f"{drill.weight:.4f}")
+
+
+# ---- predict, then reveal ------------------------------------------------------------------
+
+
+def test_check_prediction_right_wrong_and_ties():
+    row = np.array([0.1, 0.7, 0.2])
+    assert check_prediction(row, 1).correct
+    wrong = check_prediction(row, 0)
+    assert not wrong.correct and wrong.best == (1,) and wrong.best_weight == 0.7
+    tie = check_prediction(np.array([0.5, 0.5, 0.0]), 1)
+    assert tie.correct and tie.best == (0, 1)
+
+
+def test_check_prediction_on_a_fully_masked_row_has_no_right_answer():
+    check = check_prediction(np.zeros(4), 2, fully_masked=True)
+    assert not check.correct and check.best == ()
+    assert "every key masked" in prediction_message(check, "0:the", ["a", "b", "c", "d"])
+
+
+def test_check_prediction_rejects_a_guess_outside_the_row():
+    with pytest.raises(ValueError, match="choose 0 to 2"):
+        check_prediction(np.array([0.2, 0.3, 0.5]), 3)
+
+
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), st.data())
+def test_check_prediction_is_right_exactly_for_the_row_maximum(values, data):
+    row = np.array(values)
+    guess = data.draw(st.integers(0, len(values) - 1))
+    check = check_prediction(row, guess)
+    if row.max() == 0:
+        assert check.best == ()
+    else:
+        assert int(np.argmax(row)) in check.best
+        assert check.correct == (row[guess] >= row.max() - 1e-9)
+
+
+def test_prediction_message_names_the_right_answer():
+    labels = ["0:the", "1:cat", "2:sat"]
+    right = prediction_message(check_prediction(np.array([0.2, 0.5, 0.3]), 1), "2:sat", labels)
+    wrong = prediction_message(check_prediction(np.array([0.2, 0.5, 0.3]), 2), "2:sat", labels)
+    assert right.startswith("**Right!**") and "`1:cat`" in right
+    assert wrong.startswith("**Not this time.**") and "`2:sat`" in wrong and "goes to `1:cat`" in wrong
+
+
+def test_predicting_on_a_real_row_agrees_with_the_engines_argmax():
+    result = run(replace(MHAConfig(), seed=7, mask="window", window=1))
+    weights = result.trace.weights[2, 3]
+    best = int(np.argmax(weights))
+    assert check_prediction(weights, best).correct
+    assert not check_prediction(weights, 0 if best else 1).correct
+
+
+# ---- the About page ------------------------------------------------------------------------
+
+
+def test_glossary_rows_read_the_engines_docstring():
+    symbols = dict(glossary_rows(mha_core.__doc__))
+    assert {"T", "C", "nh", "hs"} <= set(symbols)
+    assert "heads" in symbols["nh"]
+
+
+def test_glossary_rows_stop_at_the_end_of_the_block():
+    doc = "Title\n\nGlossary:\n\n    T    tokens\n    C    width\n\nConventions:   rows  are  tokens\n"
+    assert glossary_rows(doc) == [("T", "tokens"), ("C", "width")]

@@ -1,0 +1,679 @@
+"""The Lessons page's content as data: one lesson per known learner confusion, plus the presets.
+
+A ``Lesson`` names the confusion it answers and where learners raised it, the configurations
+that show the point (each opens in the explorer and has a link), two or three sentences of
+explanation, and a pure function that computes what the lesson shows: figure data on one shared
+colour scale, tables, and its claims as numbers. ``pages/lessons.py`` renders a lesson without
+knowing which one it is; ``tests/test_lessons.py`` checks every claim against its own computation.
+No streamlit in here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlencode
+
+import numpy as np
+import pandas as pd
+
+from mha_core.attention import softmax
+from mha_core.config import MHAConfig, run
+from mha_core.presets import PRESET_INITS
+from ui.urlstate import params_from_config, view_params
+
+# A sentence without repeated words: repeated words share one embedding, so they split the
+# weight between their copies, which would blur the row-maximum numbers of several lessons.
+SENTENCE = ("the", "cat", "sat", "on", "a", "mat")
+BASE = MHAConfig(tokens=SENTENCE, d_model=16, n_heads=4, seed=0)
+MEASURE_SEEDS = range(10)  # seeds averaged over in the measured tables
+SATURATION_WIDTHS = (16, 32, 64, 128)  # d_model values of the saturation table
+HEAD_SIZES = (4, 16, 64, 256)  # d_k values of the sqrt(d_k) table (one head, d_model = d_k)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One configuration a lesson shows, and the explorer view it opens with."""
+
+    caption: str
+    config: MHAConfig
+    view: Mapping[str, object] = field(default_factory=dict)  # keys of urlstate.VIEW_DEFAULTS
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Data for one ``attention_grid`` figure: every panel on one shared colour scale."""
+
+    matrices: np.ndarray  # (n, Tq, Tk)
+    row_labels: list[str]
+    col_labels: list[str]
+    titles: list[str]
+    kind: str = "weights"
+    max_cols: int = 4
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """Data for one ``matrix_heatmap``; a lesson's heatmaps are drawn side by side, same 0..1 range."""
+
+    matrix: np.ndarray  # (R, C)
+    row_labels: list[str]
+    col_labels: list[str]
+    title: str
+    value_name: str
+    row_name: str = "row"  # what a row is, for the hover text
+    col_name: str = "column"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The lesson's point as a sentence with live numbers, and whether the numbers bear it out."""
+
+    text: str
+    holds: bool
+
+
+@dataclass(frozen=True)
+class Findings:
+    """Everything a lesson shows besides its text."""
+
+    figures: tuple[Grid | Heatmap, ...]
+    claims: tuple[Claim, ...]
+    tables: tuple[tuple[str, pd.DataFrame], ...] = ()  # (caption, table)
+    note: str = ""  # how to read the figures
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One confusion, the configurations that answer it, and the numbers that prove the answer."""
+
+    key: str  # the value of ?lesson=
+    title: str
+    question: str  # the confusion, as a learner asks it
+    source: str  # where the confusion shows up, as a phrase: 'asked in llm-viz #13'
+    source_url: str
+    panels: tuple[Panel, ...]
+    explanation: str
+    findings: Callable[[tuple[Panel, ...]], Findings]
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers shared by several lessons
+# ---------------------------------------------------------------------------------------------
+
+
+def mean_row_max(weights: np.ndarray) -> np.ndarray:
+    """Mean over query rows of each row's largest weight: (..., Tq, Tk) -> (...). 1/Tk = flat, 1 = one-hot."""
+    return weights.max(axis=-1).mean(axis=-1)
+
+
+def head_output_shares(config: MHAConfig) -> np.ndarray:
+    """Share of each output column that comes from each head, shape (nh, C_out); columns sum to 1.
+
+    Head h's contribution to the output is its head output times its own rows of W_O (or, with
+    no W_O, its own columns of the concatenation). The share is the size (norm over tokens) of
+    that contribution in a column, divided by the sum over heads.
+    """
+    result = run(config)
+    trace = result.trace
+    n_heads, _, hv = trace.heads.shape
+    w_o = result.weights.w_o
+    if w_o is None:
+        w_o = np.eye(n_heads * hv)  # (nh*hv, nh*hv): output = concat
+    blocks = w_o.reshape(n_heads, hv, w_o.shape[1])  # (nh, hv, C_out), head h's rows of W_O
+    contributions = trace.heads @ blocks  # (nh, Tq, C_out); they sum over heads to the output
+    size = np.linalg.norm(contributions, axis=1)  # (nh, C_out)
+    total = size.sum(axis=0, keepdims=True)  # (1, C_out)
+    return np.divide(size, total, out=np.zeros_like(size), where=total > 0)  # (nh, C_out)
+
+
+def head_share_of_output(config: MHAConfig) -> np.ndarray:
+    """Each head's share of the whole output (norm of its contribution over all tokens and columns), shape (nh,)."""
+    result = run(config)
+    trace = result.trace
+    n_heads, _, hv = trace.heads.shape
+    w_o = result.weights.w_o if result.weights.w_o is not None else np.eye(n_heads * hv)
+    contributions = trace.heads @ w_o.reshape(n_heads, hv, w_o.shape[1])  # (nh, Tq, C_out)
+    size = np.linalg.norm(contributions.reshape(n_heads, -1), axis=1)  # (nh,)
+    return size / size.sum()
+
+
+def _tiny(x: float) -> str:
+    """A rounding-error-sized number: '0' when exactly zero, else one significant digit ('1e-16')."""
+    return "0" if x == 0 else f"{x:.0e}"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _head_titles(prefix: str, n_heads: int) -> list[str]:
+    return [f"{prefix}head {h}" for h in range(n_heads)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. W_O after the concatenation
+# ---------------------------------------------------------------------------------------------
+
+
+def wo_findings(panels: tuple[Panel, ...]) -> Findings:
+    """Without W_O each output column belongs to one head; with W_O every column mixes all heads."""
+    without, with_wo = (p.config for p in panels)
+    run_without, run_with = run(without), run(with_wo)
+    shares_without = head_output_shares(without)  # (nh, C)
+    shares_with = head_output_shares(with_wo)  # (nh, C)
+    n_heads = without.n_heads
+    heads = [f"head {h}" for h in range(n_heads)]
+    columns = [str(c) for c in range(without.d_model)]
+    concat_gap = float(np.max(np.abs(run_without.trace.output - run_without.trace.concat)))
+    weights_gap = float(np.max(np.abs(run_with.trace.weights - run_without.trace.weights)))
+    sources_without = (shares_without > 0).sum(axis=0)  # (C,) heads feeding each column
+    claims = (
+        Claim(
+            f"Without W_O the output is the concatenation itself (max |Δ| = {_tiny(concat_gap)}) and every output "
+            f"column comes from exactly one head.",
+            concat_gap == 0 and bool(np.all(sources_without == 1)),
+        ),
+        Claim(
+            f"With W_O every output column mixes all {n_heads} heads: each head supplies "
+            f"{_pct(shares_with.min())} to {_pct(shares_with.max())} of every column.",
+            bool(np.all(shares_with > 0.01)),
+        ),
+        Claim(
+            f"W_O comes after the softmax: the attention weights are identical with and without it "
+            f"(max |Δ| = {_tiny(weights_gap)}).",
+            weights_gap == 0,
+        ),
+    )
+    figures = (
+        Heatmap(shares_without, heads, columns, "Without W_O: output = concat", "share", "", "output column"),
+        Heatmap(shares_with, heads, columns, "With W_O: output = concat · W_O", "share", "", "output column"),
+    )
+    note = (
+        f"Rows: the {n_heads} heads. Columns: the {without.d_model} output columns. Colour: the share of that "
+        "output column that comes from that head (each column sums to 1)."
+    )
+    return Findings(figures, claims, note=note)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Causal mask: rows renormalise, outputs "shift"
+# ---------------------------------------------------------------------------------------------
+
+CAUSAL_ROW = 3  # the query row whose renormalisation the lesson spells out
+
+
+def renormalised_rows(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Unmasked weights restricted to the allowed keys and divided by their sum: (Tq, Tk) -> (Tq, Tk)."""
+    kept = np.where(mask, weights, 0.0)  # (Tq, Tk)
+    return kept / kept.sum(axis=-1, keepdims=True)  # (Tq, Tk)
+
+
+def causal_findings(panels: tuple[Panel, ...]) -> Findings:
+    """The causal weights are the unmasked weights renormalised over keys 0..i."""
+    free, causal = (run(p.config) for p in panels)
+    w_free, w_causal = free.trace.weights[0], causal.trace.weights[0]  # (T, T) each
+    expected = renormalised_rows(w_free, causal.mask)  # (T, T)
+    gap = float(np.max(np.abs(expected - w_causal)))
+    upper = w_causal[np.triu_indices_from(w_causal, k=1)]
+    row_sums = w_causal.sum(axis=-1)  # (T,)
+    tokens = causal.config.tokens
+    labels = free.key_labels
+    i = CAUSAL_ROW
+    kept_mass = float(w_free[i, : i + 1].sum())
+    row_table = pd.DataFrame(
+        {
+            "key": labels,
+            "may attend": ["yes" if m else "no (masked)" for m in causal.mask[i]],
+            "weight without mask": w_free[i],
+            "÷ kept mass": expected[i],
+            "weight with causal mask": w_causal[i],
+        }
+    )
+    shift_table = pd.DataFrame(
+        {
+            "position": labels,
+            "its output mixes": [" ".join(tokens[: t + 1]) for t in range(len(tokens))],
+            "a language model uses it to predict": [*tokens[1:], "(the word after the sentence)"],
+        }
+    )
+    claims = (
+        Claim(
+            f"Every weight above the diagonal is 0 (largest: {_tiny(upper.max())}) and every row still sums to 1 "
+            f"(max |sum − 1| = {_tiny(np.abs(row_sums - 1).max())}).",
+            bool(np.all(upper == 0) and np.all(np.abs(row_sums - 1) <= 1e-12)),
+        ),
+        Claim(
+            f"Each causal row is the unmasked row cut to keys 0..i and divided by what is left: row {labels[i]} "
+            f"keeps {kept_mass:.3f} of its weight and every kept weight is divided by it (max |Δ| = {_tiny(gap)}).",
+            gap <= 1e-12,
+        ),
+    )
+    figures = (
+        Grid(
+            np.stack([w_free, w_causal]),  # (2, T, T)
+            free.query_labels,
+            labels,
+            ["no mask", "causal mask"],
+            max_cols=2,
+        ),
+    )
+    tables = (
+        (f"Row {labels[i]}, step by step: the masked keys' weight is shared out again in proportion.", row_table),
+        ("The 'shift': position i only sees tokens 0..i, so it is trained to predict token i+1.", shift_table),
+    )
+    return Findings(figures, claims, tables)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Colours are weights, not importance
+# ---------------------------------------------------------------------------------------------
+
+
+def colour_findings(panels: tuple[Panel, ...]) -> Findings:
+    """Bright and faint rows all sum to 1; the brightest head is not the one that moves the output most."""
+    config = panels[0].config
+    result = run(config)
+    weights = result.trace.weights  # (nh, T, T)
+    brightness = mean_row_max(weights)  # (nh,)
+    shares = head_share_of_output(config)  # (nh,)
+    row_sums = weights.sum(axis=-1)  # (nh, T)
+    brightest, strongest = int(np.argmax(brightness)), int(np.argmax(shares))
+    table = pd.DataFrame(
+        {
+            "head": [f"head {h}" for h in range(config.n_heads)],
+            "brightest cell": weights.max(axis=(1, 2)),
+            "mean row maximum": brightness,
+            "every row sums to": row_sums.mean(axis=1),
+            "share of the output": [_pct(s) for s in shares],
+        }
+    )
+    claims = (
+        Claim(
+            f"Every row of every head sums to 1 (max |sum − 1| = {_tiny(np.abs(row_sums - 1).max())}), "
+            "whether it looks bright or faint.",
+            bool(np.all(np.abs(row_sums - 1) <= 1e-12)),
+        ),
+        Claim(
+            f"The brightest head (head {brightest}, mean row maximum {brightness[brightest]:.2f}) supplies "
+            f"{_pct(shares[brightest])} of the output; head {strongest} supplies the most ({_pct(shares[strongest])}).",
+            brightest != strongest,
+        ),
+    )
+    figures = (Grid(weights, result.query_labels, result.key_labels, _head_titles("", config.n_heads)),)
+    return Findings(figures, claims, (("Brightness is not importance.", table),))
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Averaging heads vs keeping them separate
+# ---------------------------------------------------------------------------------------------
+
+
+def average_findings(panels: tuple[Panel, ...]) -> Findings:
+    """The average over heads is flatter than every head and often points elsewhere."""
+    config = panels[0].config
+    result = run(config)
+    weights = result.trace.weights  # (nh, T, T)
+    average = weights.mean(axis=0)  # (T, T)
+    per_head = mean_row_max(weights)  # (nh,)
+    of_average = float(mean_row_max(average))
+    agree = (weights.argmax(axis=-1) == average.argmax(axis=-1)).sum(axis=-1)  # (nh,) rows
+    n_rows = len(config.tokens)
+    table = pd.DataFrame(
+        {
+            "panel": [*(f"head {h}" for h in range(config.n_heads)), "average"],
+            "mean row maximum": [*per_head, of_average],
+            "rows whose strongest key matches the average's": [*(f"{a} of {n_rows}" for a in agree), "—"],
+        }
+    )
+    claims = (
+        Claim(
+            f"The average's mean row maximum is {of_average:.2f}, lower than every single head's "
+            f"({per_head.min():.2f} to {per_head.max():.2f}): averaging blurs.",
+            bool(of_average < per_head.min()),
+        ),
+        Claim(
+            f"The average's strongest key matches a head's in only {agree.min()} to {agree.max()} of "
+            f"{n_rows} rows: it shows a pattern no single head computes.",
+            bool(agree.min() < n_rows),
+        ),
+    )
+    titles = [*_head_titles("", config.n_heads), "average of the heads"]
+    figures = (
+        Grid(
+            np.concatenate([weights, average[None]]),  # (nh + 1, T, T)
+            result.query_labels,
+            result.key_labels,
+            titles,
+            max_cols=config.n_heads + 1,
+        ),
+    )
+    return Findings(figures, claims, (("Each head against the average.", table),))
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Unscaled random weights saturate the softmax
+# ---------------------------------------------------------------------------------------------
+
+
+def saturation_stats(init: str, d_model: int, n_heads: int, tokens=SENTENCE, seeds=MEASURE_SEEDS) -> tuple[float, float]:
+    """(mean row maximum, share of rows where every head picks the same key), averaged over ``seeds``."""
+    maxima, same = [], []
+    for seed in seeds:
+        weights = run(MHAConfig(tokens=tokens, d_model=d_model, n_heads=n_heads, seed=seed, init=init)).trace.weights
+        maxima.append(mean_row_max(weights).mean())
+        choice = weights.argmax(axis=-1)  # (nh, T)
+        same.append(np.all(choice == choice[0], axis=0).mean())
+    return float(np.mean(maxima)), float(np.mean(same))
+
+
+def saturation_table(n_heads: int = 4, widths=SATURATION_WIDTHS, tokens=SENTENCE, seeds=MEASURE_SEEDS) -> pd.DataFrame:
+    """Mean row maximum and head agreement, Xavier vs uniform [0, 1), at several d_model."""
+    rows = []
+    for d_model in widths:
+        xavier_max, xavier_same = saturation_stats("xavier", d_model, n_heads, tokens, seeds)
+        uniform_max, uniform_same = saturation_stats("uniform", d_model, n_heads, tokens, seeds)
+        rows.append(
+            {
+                "d_model": d_model,
+                "mean row max, Xavier": xavier_max,
+                "mean row max, uniform [0,1)": uniform_max,
+                "rows where all heads agree, Xavier": _pct(xavier_same),
+                "rows where all heads agree, uniform": _pct(uniform_same),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def saturation_findings(panels: tuple[Panel, ...]) -> Findings:
+    """Uniform [0, 1) weights give nearly one-hot rows at every width; Xavier keeps them spread."""
+    xavier, uniform = (run(p.config) for p in panels)
+    n_heads = xavier.config.n_heads
+    table = saturation_table(n_heads)
+    x_col, u_col = table["mean row max, Xavier"], table["mean row max, uniform [0,1)"]
+    flat = 1 / len(SENTENCE)
+    claims = (
+        Claim(
+            f"At every d_model from {SATURATION_WIDTHS[0]} to {SATURATION_WIDTHS[-1]}, uniform [0, 1) weights give "
+            f"a mean row maximum of {u_col.min():.2f} to {u_col.max():.2f}; Xavier gives {x_col.min():.2f} to "
+            f"{x_col.max():.2f} (a flat row would give {flat:.2f}).",
+            bool(np.all(u_col.to_numpy() > x_col.to_numpy())),
+        ),
+    )
+    weights = np.concatenate([xavier.trace.weights, uniform.trace.weights])  # (2 nh, T, T)
+    titles = [*_head_titles("Xavier · ", n_heads), *_head_titles("uniform [0,1) · ", n_heads)]
+    figures = (Grid(weights, xavier.query_labels, xavier.key_labels, titles, max_cols=n_heads),)
+    caption = (
+        f"Measured live: {len(SENTENCE)} distinct tokens, {n_heads} heads, standard-normal embeddings, averaged over "
+        f"seeds {MEASURE_SEEDS.start}-{MEASURE_SEEDS.stop - 1}. Issue 6 quotes 0.91-0.99 (unscaled) and 0.32-0.38 "
+        "(Xavier) for d_model 16-128."
+    )
+    return Findings(figures, claims, ((caption, table),))
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Why divide by sqrt(d_k)
+# ---------------------------------------------------------------------------------------------
+
+
+def score_spread(d_k: int, tokens=SENTENCE, seeds=MEASURE_SEEDS) -> dict[str, float]:
+    """Spread of a row's scores (std over keys) and mean row maximum, unscaled and divided by sqrt(d_k).
+
+    One head of size d_k (d_model = d_k), averaged over ``seeds``. Both versions come from the same
+    raw scores q·k, so the only difference is the scale.
+    """
+    numbers: dict[str, list[float]] = {"raw spread": [], "scaled spread": [], "raw max": [], "scaled max": []}
+    for seed in seeds:
+        trace = run(MHAConfig(tokens=tokens, d_model=d_k, n_heads=1, seed=seed)).trace
+        scaled = trace.scores * trace.scale  # (1, T, T); no mask, so these are the logits
+        numbers["raw spread"].append(trace.scores.std(axis=-1).mean())
+        numbers["scaled spread"].append(scaled.std(axis=-1).mean())
+        numbers["raw max"].append(mean_row_max(softmax(trace.scores)).mean())
+        numbers["scaled max"].append(mean_row_max(softmax(scaled)).mean())
+    return {name: float(np.mean(values)) for name, values in numbers.items()}
+
+
+def scaling_table(head_sizes=HEAD_SIZES, tokens=SENTENCE, seeds=MEASURE_SEEDS) -> pd.DataFrame:
+    """Spread of the scores and mean row maximum, with and without 1/sqrt(d_k), as d_k grows."""
+    rows = []
+    for d_k in head_sizes:
+        numbers = score_spread(d_k, tokens, seeds)
+        rows.append(
+            {
+                "d_k": d_k,
+                "√d_k": float(np.sqrt(d_k)),
+                "score spread, unscaled": numbers["raw spread"],
+                "score spread, ÷√d_k": numbers["scaled spread"],
+                "mean row max, unscaled": numbers["raw max"],
+                "mean row max, ÷√d_k": numbers["scaled max"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def scaling_findings(panels: tuple[Panel, ...]) -> Findings:
+    """Unscaled score spread grows like sqrt(d_k); scaled it stays near 1."""
+    raw, scaled = (run(p.config) for p in panels)
+    table = scaling_table()
+    raw_col, scaled_col = table["score spread, unscaled"], table["score spread, ÷√d_k"]
+    growth = raw_col.iloc[-1] / raw_col.iloc[0]
+    root_ratio = np.sqrt(HEAD_SIZES[-1] / HEAD_SIZES[0])
+    claims = (
+        Claim(
+            f"From d_k = {HEAD_SIZES[0]} to {HEAD_SIZES[-1]} the unscaled scores spread {growth:.1f} times wider "
+            f"(√{HEAD_SIZES[-1] // HEAD_SIZES[0]} = {root_ratio:.0f}); divided by √d_k they stay between "
+            f"{scaled_col.min():.2f} and {scaled_col.max():.2f}.",
+            bool(growth > root_ratio / 2 and scaled_col.max() / scaled_col.min() < 1.5),
+        ),
+        Claim(
+            f"Unscaled, rows sharpen as d_k grows (mean row maximum {table['mean row max, unscaled'].iloc[0]:.2f} → "
+            f"{table['mean row max, unscaled'].iloc[-1]:.2f}); scaled they stay near "
+            f"{table['mean row max, ÷√d_k'].mean():.2f}.",
+            bool(table["mean row max, unscaled"].iloc[-1] > table["mean row max, ÷√d_k"].iloc[-1]),
+        ),
+    )
+    d_k = raw.config.head_size
+    weights = np.concatenate([raw.trace.weights, scaled.trace.weights])  # (2, T, T)
+    figures = (
+        Grid(weights, raw.query_labels, raw.key_labels, [f"d_k = {d_k}, no scaling", f"d_k = {d_k}, ÷ √{d_k}"], max_cols=2),
+    )
+    caption = (
+        f"Measured live: one head with d_model = d_k, {len(SENTENCE)} tokens, Xavier weights, averaged over seeds "
+        f"{MEASURE_SEEDS.start}-{MEASURE_SEEDS.stop - 1}. Spread = standard deviation of a row's scores."
+    )
+    return Findings(figures, claims, ((caption, table),))
+
+
+# ---------------------------------------------------------------------------------------------
+# The table of lessons
+# ---------------------------------------------------------------------------------------------
+
+LESSONS: dict[str, Lesson] = {
+    lesson.key: lesson
+    for lesson in (
+        Lesson(
+            key="wo",
+            title="W_O: the step after the concatenation",
+            question="The heads are concatenated... and then? Where is W_O, and what does it do?",
+            source="asked in Transformer Explainer #71 (and minGPT #118, transformers #8814)",
+            source_url="https://github.com/poloclub/transformer-explainer/issues/71",
+            panels=(
+                Panel("Without W_O (output = concat)", replace(BASE, output_projection=False)),
+                Panel("With W_O", BASE),
+            ),
+            explanation=(
+                "Each head writes its result into its own block of columns, and concatenating only lays those "
+                "blocks side by side: without W_O, every output column still belongs to a single head. W_O is one "
+                "more learned matrix, applied after the concatenation, that mixes all heads into every output column. "
+                "It acts after the softmax, so it never changes the attention heatmaps, which is why tools that draw "
+                "only attention leave it out (GPT-2 and minGPT call it c_proj)."
+            ),
+            findings=wo_findings,
+        ),
+        Lesson(
+            key="causal",
+            title="Causal mask: rows renormalise, outputs 'shift'",
+            question="With a causal mask, what happens to each row, and why does the output look shifted by one?",
+            source="asked in llm-viz #13",
+            source_url="https://github.com/bbycroft/llm-viz/issues/13",
+            panels=(
+                Panel("No mask", replace(BASE, n_heads=1)),
+                Panel("Causal mask", replace(BASE, n_heads=1, mask="causal")),
+            ),
+            explanation=(
+                "The mask sets the scores of later tokens to −∞ before the softmax, so they get weight exactly 0 and "
+                "the softmax hands the whole weight to the keys the row may see: the surviving weights are the "
+                "unmasked ones divided by their sum. Row i therefore mixes only tokens 0..i. A language model uses "
+                "the output at position i to predict token i+1, so each prediction lands one position later than "
+                "the token it was computed at: that is the 'shift'."
+            ),
+            findings=causal_findings,
+        ),
+        Lesson(
+            key="colours",
+            title="Colour is a weight within one row, not a head's importance",
+            question="Does a brighter colour mean a more important head, or a stronger connection?",
+            source="asked in BertViz #61",
+            source_url="https://github.com/jessevig/bertviz/issues/61",
+            panels=(Panel("Four heads on one 0..1 colour scale", replace(BASE, seed=1)),),
+            explanation=(
+                "In BertViz's head view a colour marks which head a line belongs to and its shade marks the weight, so "
+                "several colours on one word are several heads drawn on top of each other. Here every head has its own "
+                "panel and colour means one thing only: the share of that query row's attention given to that key, on "
+                "a fixed 0 to 1 scale. Every row hands out exactly 1, bright or faint; how much a head moves the output "
+                "depends on its values and on W_O, which no attention heatmap shows."
+            ),
+            findings=colour_findings,
+        ),
+        Lesson(
+            key="average",
+            title="Averaging heads hides what each head does",
+            question="Should I look at the average over heads, or at each head separately?",
+            source="asked in BertViz #111 and pytorch #47583",
+            source_url="https://github.com/jessevig/bertviz/issues/111",
+            panels=(
+                Panel(
+                    "Four sharp heads and their average (standard-normal weights, as in seed 003)",
+                    replace(BASE, init="normal"),
+                    {"avg": True},
+                ),
+            ),
+            explanation=(
+                "Each head computes its own weights and its own output, and the layer concatenates them: it never "
+                "averages. The average is a summary for the eye only: it is flatter than every head, and where the "
+                "heads disagree it shows a blend that no head computes. torch's nn.MultiheadAttention returns this "
+                "average unless you pass average_attn_weights=False."
+            ),
+            findings=average_findings,
+        ),
+        Lesson(
+            key="saturation",
+            title="Unscaled random weights saturate the softmax",
+            question="Why does every head look the same, with one bright cell per row?",
+            source="seen in seed 000, which draws its weights with np.random.rand",
+            source_url="",
+            panels=(
+                Panel("Xavier weights", replace(BASE, d_model=64)),
+                Panel("Uniform [0, 1) weights", replace(BASE, d_model=64, init="uniform")),
+            ),
+            explanation=(
+                "Weights drawn uniformly from [0, 1) are all positive with mean 0.5, so queries and keys come out "
+                "large and pointing the same way: the scores spread over tens of units and the softmax gives nearly "
+                "all the weight to one key, often the same key in every head. Xavier scaling (standard deviation "
+                "1/√d_model here) keeps the scaled scores near unit size, so rows stay spread and heads differ. The "
+                "inputs are the app's standard-normal embeddings, which share no common offset, so the difference "
+                "comes from the weights alone."
+            ),
+            findings=saturation_findings,
+        ),
+        Lesson(
+            key="sqrt_dk",
+            title="Why divide the scores by √d_k",
+            question="Why scale the scores by 1/√d_k at all?",
+            source="answered in Vaswani et al. 2017, section 3.2.1",
+            source_url="https://arxiv.org/abs/1706.03762",
+            panels=(
+                Panel("d_k = 64, no scaling", replace(BASE, d_model=64, n_heads=1, scale_rule="none"), {"view": "logits"}),
+                Panel("d_k = 64, divided by √64 = 8", replace(BASE, d_model=64, n_heads=1), {"view": "logits"}),
+            ),
+            explanation=(
+                "A score is a sum of d_k products, so when queries and keys have entries of unit size its spread grows "
+                "like √d_k. Dividing by √d_k brings the spread back to about 1 whatever the head size, so the softmax "
+                "keeps the same character when you change d_model or the number of heads. Without it, bigger heads give "
+                "sharper, nearly one-hot rows, and in training the softmax's gradients all but vanish."
+            ),
+            findings=scaling_findings,
+        ),
+    )
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-built presets
+# ---------------------------------------------------------------------------------------------
+
+# The default sentence repeats "the", so the same-token preset has something to find.
+PRESETS: dict[str, MHAConfig] = {init: MHAConfig(init=init) for init in PRESET_INITS}
+PRESET_NAMES = {
+    "identity": "identity",
+    "previous": "previous token",
+    "first": "first token (sink)",
+    "same": "same token",
+    "uniform_head": "uniform",
+}
+
+
+def preset_grid() -> Grid:
+    """Head 0 of every preset, side by side on one 0..1 scale."""
+    results = [run(config) for config in PRESETS.values()]
+    weights = np.stack([r.trace.weights[0] for r in results])  # (n_presets, T, T)
+    titles = [PRESET_NAMES[init] for init in PRESETS]
+    return Grid(weights, results[0].query_labels, results[0].key_labels, titles, max_cols=len(PRESETS))
+
+
+# ---------------------------------------------------------------------------------------------
+# Links
+# ---------------------------------------------------------------------------------------------
+
+DEFAULT_PARAMS = params_from_config(MHAConfig())
+
+
+def short_params(config: MHAConfig, view: Mapping[str, object] | None = None) -> dict[str, str]:
+    """Query parameters that restore ``config`` and ``view``, leaving out those equal to the defaults."""
+    params = {k: v for k, v in params_from_config(config).items() if DEFAULT_PARAMS.get(k) != v}
+    params.update(view_params(view or {}))
+    return params
+
+
+def explorer_query(config: MHAConfig, view: Mapping[str, object] | None = None) -> str:
+    """'?tokens=...&mask=causal': the query string of a Heads-page link."""
+    return "?" + urlencode(short_params(config, view))
+
+
+def lesson_query(key: str) -> str:
+    """'?lesson=causal': the query string of a Lessons-page link."""
+    return "?" + urlencode({"lesson": key})
+
+
+def app_root(page_url: str | None, page_path: str) -> str:
+    """The app's root URL from the URL of a page served at ``page_path`` ('' when unknown)."""
+    if not page_url:
+        return ""
+    url = page_url.rstrip("/")
+    suffix = "/" + page_path
+    return url[: -len(suffix)] if url.endswith(suffix) else url
+
+
+def lesson_label(key: str) -> str:
+    """Short label for the lesson picker: its number and a few words."""
+    return f"{list(LESSONS).index(key) + 1}. {SHORT_TITLES[key]}"
+
+
+SHORT_TITLES = {
+    "wo": "W_O",
+    "causal": "Causal mask",
+    "colours": "Colours",
+    "average": "Average of heads",
+    "saturation": "Saturation",
+    "sqrt_dk": "÷ √d_k",
+}

@@ -1,0 +1,86 @@
+"""What the Seed notebooks page shows, as pure functions: match marks, side-by-side tables, downloads.
+
+Every number comes from ``mha_core.examples.compare``, the same function the tests call, so the
+page and the tests cannot disagree about whether a seed is reproduced. No streamlit in here.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+
+from mha_core.config import MHAConfig
+from mha_core.examples import CaseComparison, SeedCase, SeedExample
+
+MATCH = "✅"
+MISMATCH = "❌"
+NOT_REPRODUCIBLE = "🔶"
+
+
+def largest_difference(comparison: CaseComparison) -> float:
+    """The largest |ours − printed| over every printed array of the case (0 when nothing was printed)."""
+    return max(comparison.max_abs_diff.values(), default=0.0)
+
+
+def match_mark(case: SeedCase, comparison: CaseComparison) -> str:
+    """One line that says whether our numbers equal the seed's at its printed precision."""
+    if comparison.matches is None:
+        return f"{NOT_REPRODUCIBLE} not reproducible (the seed's draws were unseeded): structural checks below instead"
+    worst = largest_difference(comparison)
+    if comparison.matches:
+        return f"{MATCH} matches to {case.decimals} decimals (max |Δ| = {worst:.2g})"
+    return (
+        f"{MISMATCH} does not match: max |Δ| = {worst:.2g}, more than half a unit of the "
+        f"{case.decimals}th decimal ({comparison.tolerance:.1g})"
+    )
+
+
+def check_lines(checks: dict[str, bool]) -> list[str]:
+    """'✅ every weight row sums to 1', one line per structural check."""
+    return [f"{MATCH if passed else MISMATCH} {text}" for text, passed in checks.items()]
+
+
+def as_table(values: np.ndarray) -> pd.DataFrame:
+    """A 0-, 1- or 2-D array as a table: rows and columns numbered from 0 (1-D arrays become one row)."""
+    matrix = np.atleast_2d(np.asarray(values, dtype=np.float64))  # (R, C)
+    if matrix.ndim != 2:
+        matrix = matrix.reshape(matrix.shape[0], -1)  # (R, rest)
+    return pd.DataFrame(matrix, columns=[str(c) for c in range(matrix.shape[1])])
+
+
+def side_by_side(comparison: CaseComparison, name: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(printed, ours, |ours − printed|) tables for one printed array of a case."""
+    printed = np.asarray(comparison.printed[name], dtype=np.float64)
+    ours = np.asarray(comparison.ours[name], dtype=np.float64)
+    return as_table(printed), as_table(ours), as_table(np.abs(ours - printed))
+
+
+def conventions_table(example: SeedExample) -> pd.DataFrame:
+    """The seed's conventions as a two-column table."""
+    return pd.DataFrame({"": list(example.conventions), "in this seed": list(example.conventions.values())})
+
+
+def embedding_csv(config: MHAConfig) -> bytes | None:
+    """The configuration's uploaded embedding as CSV bytes the sidebar's uploader accepts; None without one."""
+    if config.custom_embedding is None:
+        return None
+    buffer = io.StringIO()
+    np.savetxt(buffer, np.asarray(config.custom_embedding, dtype=np.float64), delimiter=",", fmt="%.17g")
+    return buffer.getvalue().encode("utf-8")
+
+
+def explorer_summary(config: MHAConfig) -> str:
+    """What the load button sets, in one line."""
+    parts = [
+        f"{len(config.tokens)} tokens" + (f" attending over {len(config.kv_tokens)}" if config.is_cross else ""),
+        f"d_model {config.d_model}",
+        f"{config.n_heads} head{'s' if config.n_heads > 1 else ''}",
+        f"{config.init} weights",
+        f"scale {config.scale_rule}",
+        f"mask {config.mask}" + (f" (valid length {config.valid_len})" if config.mask == "padding" else ""),
+        "biases" if config.bias else "no biases",
+        "W_O" if config.output_projection else "no W_O",
+    ]
+    return ", ".join(parts)

@@ -1,0 +1,645 @@
+"""Pure builders for the Step-by-step page: the steps, the drill-down, predict-then-reveal.
+
+Everything here takes a ``RunResult`` (and the chosen head, query and key) and returns data:
+``Step`` records with a LaTeX formula, the shapes with the actual numbers and the matrices to
+show; pandas tables for the drill-down; plotly figures built on ``ui.figures.matrix_heatmap``.
+No streamlit in here, so all of it is testable without a server.
+
+Shapes follow the glossary of ``mha_core``: T tokens (Tq queries, Tk keys), C = d_model,
+nh heads, hs head size. Rows are tokens; heads are contiguous column blocks.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from mha_core.attention import merge_heads
+from mha_core.config import RunResult
+from mha_core.presets import PRESET_INITS
+from ui.figures import matrix_heatmap
+
+MAX_TEXT_ROWS = 16  # write the numbers inside the cells of heatmaps up to this size
+MAX_TEXT_COLS = 10
+MAX_LATEX_TERMS = 4  # a dot product with more terms is written a + b + ... + z
+TIE_TOLERANCE = 1e-9  # weights this close to the row maximum count as tied for the largest
+OUTLINE = dict(color="black", width=3)
+
+SCALE_RULE_LATEX = {
+    "sqrt_dk": r"\frac{1}{\sqrt{d_k}}",
+    "sqrt_t": r"\frac{1}{\sqrt{T_k}}",
+    "none": "1",
+    "temperature": r"\frac{1}{\tau}",
+}
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One matrix to show, as a heatmap or as a table of numbers.
+
+    ``kind``: "signed" (diverging scale centred on 0), "weights" (fixed 0..1) or "mask"
+    (1 = may attend, 0 = masked). ``block`` outlines columns [start, stop) (the chosen head's
+    slice), ``row_block`` rows [start, stop); ``cell`` outlines one (row, column) cell (the
+    drill-down's query and key).
+    """
+
+    title: str
+    matrix: np.ndarray  # (R, K)
+    row_labels: list[str]
+    col_labels: list[str]
+    value_name: str = "value"
+    kind: str = "signed"
+    block: tuple[int, int] | None = None
+    row_block: tuple[int, int] | None = None
+    cell: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One section of the page: why the step exists, its formula, its shapes and its matrices."""
+
+    slug: str
+    title: str
+    why: str  # markdown, one or two sentences
+    formula: str  # LaTeX
+    shapes: str  # e.g. "(6, 16) @ (16, 16) -> (6, 16)"
+    panels: tuple[Panel, ...] = ()
+    note: str = ""  # markdown shown under the formula (e.g. "positional encoding is off")
+
+
+# ---- shapes and labels ---------------------------------------------------------------------
+
+
+def shape_text(a: np.ndarray) -> str:
+    """'(6, 16)' for an array of shape (6, 16)."""
+    return "(" + ", ".join(str(n) for n in np.shape(a)) + ")"
+
+
+def matmul_shapes(a: np.ndarray, b: np.ndarray) -> str:
+    """'(6, 16) @ (16, 16) -> (6, 16)', the product's shape worked out from the operands."""
+    out = "(" + ", ".join(str(n) for n in np.shape(a)[:-1] + np.shape(b)[-1:]) + ")"
+    return f"{shape_text(a)} @ {shape_text(b)} -> {out}"
+
+
+def dim_labels(n: int, start: int = 0) -> list[str]:
+    """Feature-column labels 'd0', 'd1', ...; ``start`` keeps a head's slice numbered as in the full matrix."""
+    return [f"d{k}" for k in range(start, start + n)]
+
+
+def head_block(head: int, size: int) -> tuple[int, int]:
+    """Columns [start, stop) that head ``head`` owns in a matrix of heads laid side by side."""
+    return head * size, (head + 1) * size
+
+
+def _num(x: float, digits: int = 4) -> str:
+    """A number for LaTeX: fixed decimals, -inf as -\\infty."""
+    if math.isinf(x):
+        return r"-\infty" if x < 0 else r"\infty"
+    return f"{x:.{digits}f}"
+
+
+def _paren(x: float) -> str:
+    """A number in parentheses when negative, so a product reads (−0.3)(0.5)."""
+    return f"({_num(x)})" if x < 0 else _num(x)
+
+
+# ---- the steps -----------------------------------------------------------------------------
+
+
+def build_steps(result: RunResult, head: int, cell: tuple[int, int] | None = None) -> list[Step]:
+    """Every step from the inputs X to the output Y, for head ``head``; ``cell`` = (query, key) to outline."""
+    if not 0 <= head < result.trace.n_heads:
+        raise ValueError(f"head {head} does not exist: choose 0 to {result.trace.n_heads - 1}")
+    return [
+        _input_step(result),
+        _positional_step(result),
+        _projection_step(result, head),
+        _split_step(result, head),
+        _scores_step(result, head, cell),
+        _scale_step(result, head, cell),
+        _mask_step(result, head, cell),
+        _softmax_step(result, head, cell),
+        _mix_step(result, head),
+        _concat_step(result, head),
+        _output_step(result, head),
+    ]
+
+
+def _input_step(result: RunResult) -> Step:
+    c = result.embeddings.shape[1]
+    why = "Each token starts as a vector of d_model numbers: one row per token."
+    if result.config.is_cross:
+        why = (
+            "Cross-attention: the **queries** come from the first sentence, the **keys and values** from the "
+            "second. Each token is one row of d_model numbers."
+        )
+        panels = (
+            Panel("E_q: query sentence", result.embeddings, result.query_labels, dim_labels(c), "embedding"),
+            Panel("E_kv: key/value sentence", result.key_embeddings, result.key_labels, dim_labels(c), "embedding"),
+        )
+        shapes = f"E_q {shape_text(result.embeddings)}, E_kv {shape_text(result.key_embeddings)}: (tokens, d_model)"
+        formula = r"E_q \in \mathbb{R}^{T_q \times C},\quad E_{kv} \in \mathbb{R}^{T_k \times C}"
+    else:
+        panels = (Panel("E: token embeddings", result.embeddings, result.query_labels, dim_labels(c), "embedding"),)
+        shapes = f"E {shape_text(result.embeddings)}: (T tokens, C = d_model)"
+        formula = r"E \in \mathbb{R}^{T \times C}"
+    return Step("input", "Token embeddings E", why, formula, shapes, panels)
+
+
+def _positional_step(result: RunResult) -> Step:
+    title = "Add positional encoding"
+    why = "Attention itself ignores word order; adding a position signal lets 'the' at 0 differ from 'the' at 4."
+    if result.positional is None:
+        note = "**Positional encoding is off**: X = E (turn it on in the sidebar under *Inputs*)."
+        if result.config.init in PRESET_INITS:
+            note = "**Positional encoding is off**: the hand-built heads write each token's position into dims 0-1 of E."
+        return Step("positional", title, why, r"X = E", shape_text(result.x_q), note=note)
+    c = result.x_q.shape[1]
+    formula = r"X = E + P,\quad P_{t,2i} = \sin\!\big(t / 10000^{2i/C}\big),\ P_{t,2i+1} = \cos\!\big(t / 10000^{2i/C}\big)"
+    panels = [
+        Panel("P: positional encoding", result.positional, result.query_labels, dim_labels(c), "P"),
+        Panel("X = E + P", result.x_q, result.query_labels, dim_labels(c), "x"),
+    ]
+    shapes = f"{shape_text(result.embeddings)} + {shape_text(result.positional)} -> {shape_text(result.x_q)}"
+    if result.config.is_cross:
+        panels.append(Panel("X_kv = E_kv + P", result.x_kv, result.key_labels, dim_labels(c), "x"))
+        shapes += f"; keys/values: {shape_text(result.key_embeddings)} + P -> {shape_text(result.x_kv)}"
+    return Step("positional", title, why, formula, shapes, tuple(panels))
+
+
+def _projection_step(result: RunResult, head: int) -> Step:
+    w, trace, config = result.weights, result.trace, result.config
+    hs = trace.q.shape[-1]
+    block = head_block(head, hs)
+    x_q, x_kv = (r"X_q", r"X_{kv}") if config.is_cross else ("X", "X")
+    b = {name: (f" + b_{name}" if getattr(w, f"b_{name.lower()}") is not None else "") for name in "QKV"}
+    formula = rf"Q = {x_q} W_Q{b['Q']},\quad K = {x_kv} W_K{b['K']},\quad V = {x_kv} W_V{b['V']}"
+    q, k, v = merge_heads(trace.q), merge_heads(trace.k), merge_heads(trace.v)  # (Tq, nh*hs), (Tk, ..), (Tk, ..)
+    rows_in = dim_labels(w.w_q.shape[0])
+    panels = (
+        Panel("W_Q", w.w_q, rows_in, dim_labels(w.w_q.shape[1]), "weight", block=block),
+        Panel("W_K", w.w_k, rows_in, dim_labels(w.w_k.shape[1]), "weight", block=block),
+        Panel("W_V", w.w_v, rows_in, dim_labels(w.w_v.shape[1]), "weight", block=head_block(head, trace.v.shape[-1])),
+        Panel("Q (queries)", q, result.query_labels, dim_labels(q.shape[1]), "q", block=block),
+        Panel("K (keys)", k, result.key_labels, dim_labels(k.shape[1]), "k", block=block),
+        Panel("V (values)", v, result.key_labels, dim_labels(v.shape[1]), "v", block=head_block(head, trace.v.shape[-1])),
+    )
+    shapes = f"Q: {matmul_shapes(result.x_q, w.w_q)};  K, V: {matmul_shapes(result.x_kv, w.w_k)}"
+    why = (
+        "Three learned matrices turn every token into a **query** (what it looks for), a **key** (what it offers "
+        f"to be found by) and a **value** (what it passes on). The outlined columns are head {head}'s."
+    )
+    return Step("qkv", "Project to queries, keys and values", why, formula, shapes, panels)
+
+
+def _split_step(result: RunResult, head: int) -> Step:
+    trace = result.trace
+    nh, tq, hs = trace.q.shape
+    start, stop = head_block(head, hs)
+    panels = (
+        Panel(f"Q_{head}", trace.q[head], result.query_labels, dim_labels(hs, start), "q"),
+        Panel(f"K_{head}", trace.k[head], result.key_labels, dim_labels(hs, start), "k"),
+        Panel(f"V_{head}", trace.v[head], result.key_labels, dim_labels(trace.v.shape[-1], start), "v"),
+    )
+    shapes = (
+        f"{shape_text(merge_heads(trace.q))} -> {shape_text(trace.q)} = (nh, T, hs); "
+        f"head {head} takes columns {start}..{stop - 1}: {shape_text(trace.q[head])}"
+    )
+    formula = rf"Q_{{{head}}} = Q[:,\ {start}{{:}}{stop}],\quad K_{{{head}}} = K[:,\ {start}{{:}}{stop}],\quad V_{{{head}}} = V[:,\ {start}{{:}}{stop}]"
+    why = (
+        f"No new numbers: the {nh} heads are {nh} column blocks of Q, K and V, each hs = {hs} wide. "
+        "Every head then attends on its own."
+    )
+    return Step("split", "Split into heads", why, formula, shapes, panels)
+
+
+def _scores_step(result: RunResult, head: int, cell) -> Step:
+    trace = result.trace
+    panels = (
+        Panel(f"S_{head} = Q_{head} K_{head}ᵀ (raw scores)", trace.scores[head], result.query_labels, result.key_labels,
+              "raw score q·k", cell=cell),
+    )
+    why = "Row i, column j is the dot product of query i with key j: large when the two vectors point the same way."
+    formula = rf"S_{{{head}}} = Q_{{{head}}} K_{{{head}}}^\top,\qquad S_{{ij}} = q_i \cdot k_j = \sum_{{d}} q_{{i,d}}\, k_{{j,d}}"
+    shapes = matmul_shapes(trace.q[head], np.swapaxes(trace.k[head], 0, 1)) + "  (queries × keys)"
+    return Step("scores", "Scores QKᵀ", why, formula, shapes, panels)
+
+
+def scale_latex(result: RunResult) -> str:
+    """The scale rule with the numbers put in, e.g. '\\frac{1}{\\sqrt{d_k}} = \\frac{1}{\\sqrt{4}} = 0.5000'."""
+    config, scale = result.config, result.trace.scale
+    rule = config.scale_rule
+    if rule == "sqrt_dk":
+        put_in = rf"\frac{{1}}{{\sqrt{{{result.trace.q.shape[-1]}}}}}"
+    elif rule == "sqrt_t":
+        put_in = rf"\frac{{1}}{{\sqrt{{{result.trace.k.shape[1]}}}}}"
+    elif rule == "temperature":
+        put_in = rf"\frac{{1}}{{{config.temperature:g}}}"
+    else:
+        return "1"
+    return f"{SCALE_RULE_LATEX[rule]} = {put_in} = {_num(scale)}"
+
+
+def _scale_step(result: RunResult, head: int, cell) -> Step:
+    trace = result.trace
+    scaled = trace.scores[head] * trace.scale  # (Tq, Tk) before the mask
+    why = {
+        "sqrt_dk": "A dot product of d_k random terms grows like √d_k; dividing by √d_k keeps the logits near 1 "
+        "so the softmax does not saturate into one-hot rows.",
+        "sqrt_t": "Scaled by 1/√T (the number of keys), as seed 001 does: not the standard rule.",
+        "none": "No scaling: with larger head sizes the softmax saturates and each row becomes nearly one-hot.",
+        "temperature": "Dividing by a temperature: above 1 flattens the softmax, below 1 sharpens it.",
+    }[result.config.scale_rule]
+    panels = (
+        Panel(f"S_{head} × scale", scaled, result.query_labels, result.key_labels, "scaled score", cell=cell),
+    )
+    formula = rf"L = S \times s,\qquad s = {scale_latex(result)}"
+    shapes = f"{shape_text(scaled)} × scalar -> {shape_text(scaled)}"
+    return Step("scale", "Scale", why, formula, shapes, panels)
+
+
+def _mask_step(result: RunResult, head: int, cell) -> Step:
+    trace = result.trace
+    formula = r"L_{ij} = \begin{cases} S_{ij}\, s & \text{if } M_{ij} \text{ (may attend)} \\ -\infty & \text{otherwise} \end{cases}"
+    if result.mask is None:
+        note = "**No mask**: every query may attend to every key, so the scaled scores go to the softmax unchanged."
+        return Step("mask", "Mask", "A mask forbids some (query, key) pairs.", formula, shape_text(trace.logits[head]), note=note)
+    blocked = int((~result.mask).sum())
+    full = int(trace.fully_masked[head].sum())
+    note = f"{blocked} of {result.mask.size} cells are masked."
+    if full:
+        note += f" **{full} row(s) have every key masked** (see the softmax step)."
+    panels = (
+        Panel("M: mask (1 = may attend)", result.mask.astype(np.float64), result.query_labels, result.key_labels,
+              "may attend", kind="mask", cell=cell),
+        Panel(f"L_{head}: logits, masked cells blank", trace.logits[head], result.query_labels, result.key_labels,
+              "logit", cell=cell),
+    )
+    why = (
+        f"Mask '{result.config.mask}': a masked cell's logit becomes −∞, so after the softmax its weight is exactly 0 "
+        "and the other keys of the row share all the weight."
+    )
+    shapes = f"M {shape_text(result.mask)} (True = may attend) applied to L {shape_text(trace.logits[head])}"
+    return Step("mask", "Mask", why, formula, shapes, panels, note)
+
+
+FULLY_MASKED_POLICY = (
+    "A row whose keys are **all masked** has nothing to attend to. Computed literally, the softmax gives "
+    "exp(−∞ − (−∞)) = NaN, which is what seed 000 does, and the NaN spreads into the output. torch does not agree "
+    "with itself (torch 2.13, CPU): `F.scaled_dot_product_attention` returns zeros for such a row, "
+    "`nn.MultiheadAttention` returns NaN when it also returns the weights and zeros when it does not, and "
+    "`torch.softmax` gives NaN. **Our policy: weights 0 and head output 0, and the row is flagged**, so it is "
+    "visible instead of silently poisoning the numbers."
+)
+
+
+def _softmax_step(result: RunResult, head: int, cell) -> Step:
+    trace = result.trace
+    panels = (
+        Panel(f"A_{head} = softmax(L_{head}) (attention weights)", trace.weights[head], result.query_labels,
+              result.key_labels, "weight", kind="weights", cell=cell),
+    )
+    why = (
+        "Each row is turned into weights that are ≥ 0 and **sum to 1**: how query i shares its attention among "
+        "the keys. Subtracting the row's maximum first changes nothing mathematically and prevents overflow."
+    )
+    formula = r"A_{ij} = \frac{e^{L_{ij} - m_i}}{\sum_{k} e^{L_{ik} - m_i}},\qquad m_i = \max_k L_{ik},\qquad \sum_j A_{ij} = 1"
+    shapes = f"{shape_text(trace.logits[head])} -> {shape_text(trace.weights[head])}, row by row"
+    return Step("softmax", "Softmax, row by row", why, formula, shapes, panels)
+
+
+def row_sums_table(result: RunResult, head: int) -> pd.DataFrame:
+    """One row per query: the sum of its weights (1, or 0 when every key is masked) and the flag."""
+    trace = result.trace
+    return pd.DataFrame(
+        {
+            "sum": trace.weights[head].sum(axis=-1),
+            "all masked": trace.fully_masked[head],
+        },
+        index=pd.Index(result.query_labels, name="query"),
+    )
+
+
+def _mix_step(result: RunResult, head: int) -> Step:
+    trace = result.trace
+    hv = trace.v.shape[-1]
+    panels = (
+        Panel(f"head_{head} = A_{head} V_{head}", trace.heads[head], result.query_labels,
+              dim_labels(hv, head * hv), "head output"),
+    )
+    why = "Each query's output is the weighted average of the value rows, with its attention weights as the weights."
+    formula = rf"\mathrm{{head}}_{{{head}}} = A_{{{head}}} V_{{{head}}},\qquad \mathrm{{head}}_i = \sum_j A_{{ij}}\, v_j"
+    return Step("mix", "Weighted sum of values A·V", why, formula, matmul_shapes(trace.weights[head], trace.v[head]), panels)
+
+
+def _concat_step(result: RunResult, head: int) -> Step:
+    trace = result.trace
+    hv = trace.v.shape[-1]
+    panels = (
+        Panel("concat of all heads", trace.concat, result.query_labels, dim_labels(trace.concat.shape[1]),
+              "concat", block=head_block(head, hv)),
+    )
+    nh = trace.n_heads
+    why = f"The {nh} head outputs are laid side by side again, head 0 first (head {head}'s block is outlined)."
+    formula = r"\mathrm{concat} = [\,\mathrm{head}_0 \mid \mathrm{head}_1 \mid \dots \mid \mathrm{head}_{" + str(nh - 1) + r"}\,]"
+    shapes = f"{shape_text(trace.heads)} = (nh, T, hv) -> {shape_text(trace.concat)}"
+    return Step("concat", "Concatenate the heads", why, formula, shapes, panels)
+
+
+def _output_step(result: RunResult, head: int) -> Step:
+    trace, w = result.trace, result.weights
+    title = "Output projection W_O"
+    if w.w_o is None:
+        note = "**W_O is off**: the output is the concatenation itself, Y = concat, and the heads never mix."
+        return Step("output", title, "W_O mixes the heads.", r"Y = \mathrm{concat}", shape_text(trace.output), note=note)
+    bias = " + b_O" if w.b_o is not None else ""
+    hv = trace.v.shape[-1]
+    panels = (
+        Panel("W_O", w.w_o, dim_labels(w.w_o.shape[0]), dim_labels(w.w_o.shape[1]), "weight",
+              row_block=head_block(head, hv)),
+        Panel("Y: output", trace.output, result.query_labels, dim_labels(trace.output.shape[1]), "output"),
+    )
+    start, stop = head_block(head, hv)
+    why = (
+        "Without W_O each output column would come from one head only. With it, every output column mixes **all** "
+        f"heads: the outlined rows {start}..{stop - 1} of W_O are the ones that read head {head}."
+    )
+    return Step("output", title, why, rf"Y = \mathrm{{concat}}\, W_O{bias}", matmul_shapes(trace.concat, w.w_o), panels)
+
+
+# ---- figures and tables of a panel ---------------------------------------------------------
+
+
+def panel_figure(panel: Panel, *, height: int | None = None) -> go.Figure:
+    """A heatmap of ``panel`` (via ``matrix_heatmap``), with its outlines and, when small, its numbers."""
+    rows, cols = panel.matrix.shape
+    if panel.kind == "signed":
+        fig = matrix_heatmap(panel.matrix, panel.row_labels, panel.col_labels, title=panel.title,
+                             value_name=panel.value_name, signed=True, height=height)
+    else:
+        fig = matrix_heatmap(panel.matrix, panel.row_labels, panel.col_labels, title=panel.title,
+                             value_name=panel.value_name, signed=False, zmin=0.0, zmax=1.0, height=height)
+    if panel.kind == "mask":
+        fig.update_traces(showscale=False)  # two values, written in the cells: no colour bar needed
+    if rows <= MAX_TEXT_ROWS and cols <= MAX_TEXT_COLS:
+        fig.update_traces(text=cell_text(panel.matrix, panel.kind), texttemplate="%{text}", textfont=dict(size=14))
+    fig.update_layout(margin=dict(pad=0))  # the cells meet the axes, no grey frame
+    if panel.block is not None:
+        start, stop = panel.block
+        fig.add_shape(type="rect", x0=start - 0.5, x1=stop - 0.5, y0=-0.5, y1=rows - 0.5, line=OUTLINE)
+    if panel.row_block is not None:
+        start, stop = panel.row_block
+        fig.add_shape(type="rect", x0=-0.5, x1=cols - 0.5, y0=start - 0.5, y1=stop - 0.5, line=OUTLINE)
+    if panel.cell is not None:
+        i, j = panel.cell
+        fig.add_shape(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color="magenta", width=4))
+    return fig
+
+
+def cell_text(matrix: np.ndarray, kind: str = "signed") -> list[list[str]]:
+    """The number to print in each cell: 2 decimals, blank for a masked (-inf) logit, ✓/✗ for a mask."""
+    if kind == "mask":
+        return [["✓" if v else "✗" for v in row] for row in matrix]
+    return [["" if not np.isfinite(v) else f"{v:.2f}" for v in row] for row in matrix]
+
+
+def panel_table(panel: Panel) -> pd.DataFrame:
+    """The panel's numbers with its row and column labels (masked logits stay -inf)."""
+    if panel.kind == "mask":
+        return pd.DataFrame(panel.matrix.astype(bool), index=panel.row_labels, columns=panel.col_labels)
+    return pd.DataFrame(panel.matrix, index=panel.row_labels, columns=panel.col_labels)
+
+
+# ---- the drill-down: one score, one cell ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DrillDown:
+    """How one cell (query i, key j) of one head is computed, recomputed here from q_i and k_j."""
+
+    head: int
+    i: int
+    j: int
+    query_label: str
+    key_label: str
+    key_labels: list[str]
+    dims: list[str]  # the head's feature columns
+    q_i: np.ndarray  # (hs,)
+    k_j: np.ndarray  # (hs,)
+    products: np.ndarray  # (hs,) q_i * k_j
+    score: float  # sum of the products
+    engine_score: float  # trace.scores[head, i, j], for comparison
+    scale: float
+    allowed: bool  # the mask lets query i attend to key j
+    row_logits: np.ndarray  # (Tk,) query i's scaled scores, -inf where masked
+    row_max: float  # max of the allowed logits (0 when the row is fully masked)
+    row_exp: np.ndarray  # (Tk,) exp(logit - max), 0 where masked
+    row_weights: np.ndarray  # (Tk,) softmax of the row (all 0 when fully masked)
+    fully_masked: bool
+
+    @property
+    def logit(self) -> float:
+        return float(self.row_logits[self.j])
+
+    @property
+    def weight(self) -> float:
+        return float(self.row_weights[self.j])
+
+
+def drill_down(result: RunResult, head: int, i: int, j: int) -> DrillDown:
+    """Recompute cell (i, j) of head ``head`` by hand: dot product, scale, mask, softmax of row i."""
+    trace = result.trace
+    nh, tq, hs = trace.q.shape
+    tk = trace.k.shape[1]
+    for name, value, size in (("head", head, nh), ("query", i, tq), ("key", j, tk)):
+        if not 0 <= value < size:
+            raise ValueError(f"{name} {value} does not exist: choose 0 to {size - 1}")
+    q_i = trace.q[head, i]  # (hs,)
+    k_j = trace.k[head, j]  # (hs,)
+    products = q_i * k_j  # (hs,)
+    allowed_row = np.ones(tk, dtype=bool) if result.mask is None else np.asarray(result.mask[i], dtype=bool)  # (Tk,)
+    row_scores = np.array([np.sum(q_i * trace.k[head, s]) for s in range(tk)])  # (Tk,) one dot product per key
+    row_logits = np.where(allowed_row, row_scores * trace.scale, -np.inf)  # (Tk,)
+    fully = not allowed_row.any()
+    row_max = 0.0 if fully else float(row_logits[allowed_row].max())
+    row_exp = np.exp(row_logits - row_max)  # (Tk,) exp(-inf) = 0 where masked
+    total = row_exp.sum()
+    row_weights = row_exp / total if total > 0 else np.zeros(tk)  # (Tk,)
+    start = head * hs
+    return DrillDown(
+        head=head,
+        i=i,
+        j=j,
+        query_label=result.query_labels[i],
+        key_label=result.key_labels[j],
+        key_labels=list(result.key_labels),
+        dims=dim_labels(hs, start),
+        q_i=q_i,
+        k_j=k_j,
+        products=products,
+        score=float(np.sum(products)),
+        engine_score=float(trace.scores[head, i, j]),
+        scale=float(trace.scale),
+        allowed=bool(allowed_row[j]),
+        row_logits=row_logits,
+        row_max=row_max,
+        row_exp=row_exp,
+        row_weights=row_weights,
+        fully_masked=fully,
+    )
+
+
+SUM_ROW = "sum of the products = score"
+
+
+def products_table(drill: DrillDown) -> pd.DataFrame:
+    """q_i, k_j and their elementwise product, one row per dimension of the head."""
+    return pd.DataFrame(
+        {"q_i": drill.q_i, "k_j": drill.k_j, "q_i × k_j": drill.products},
+        index=pd.Index(drill.dims, name="dim"),
+    )
+
+
+def score_table(drill: DrillDown) -> pd.DataFrame:
+    """The numbers from the products to the logit, each on its own row."""
+    values = {
+        SUM_ROW: drill.score,
+        "engine's S[i, j] (should be equal)": drill.engine_score,
+        "scale s": drill.scale,
+        "score × s": drill.score * drill.scale,
+        "logit after the mask": drill.logit,
+    }
+    return pd.DataFrame({"value": list(values.values())}, index=pd.Index(list(values), name="quantity"))
+
+
+def softmax_row_table(drill: DrillDown) -> pd.DataFrame:
+    """Query i's row through the softmax: logit, logit − max, exp, weight; the chosen key marked."""
+    return pd.DataFrame(
+        {
+            "logit": drill.row_logits,
+            "logit − max": drill.row_logits - drill.row_max,
+            "exp(logit − max)": drill.row_exp,
+            "weight": drill.row_weights,
+            "chosen": ["◀ key j" if s == drill.j else "" for s in range(len(drill.key_labels))],
+        },
+        index=pd.Index(drill.key_labels, name="key"),
+    )
+
+
+def highlight_key(frame: pd.DataFrame, label: str, colour: str = "rgba(255, 0, 255, 0.25)"):
+    """A Styler that shades the row ``label`` (the chosen key) of a softmax-row table."""
+    def shade(row: pd.Series) -> list[str]:
+        return [f"background-color: {colour}; font-weight: bold" if row.name == label else "" for _ in row]
+
+    return frame.style.apply(shade, axis=1).format(precision=4)
+
+
+def dot_product_latex(drill: DrillDown) -> str:
+    """S_ij written out term by term with the numbers, two terms a line (abbreviated when the head is wide)."""
+    terms = [f"{_paren(a)} \\times {_paren(b)}" for a, b in zip(drill.q_i, drill.k_j, strict=True)]
+    if len(terms) > MAX_LATEX_TERMS:
+        hidden = len(terms) - MAX_LATEX_TERMS
+        terms = terms[: MAX_LATEX_TERMS - 1] + [rf"\dots\ ({hidden}\text{{ more terms}})", terms[-1]]
+    lines = [" + ".join(terms[k : k + 2]) for k in range(0, len(terms), 2)]
+    ij = f"{drill.i},{drill.j}"
+    body = r" \\ &\quad + ".join(lines)
+    return (
+        rf"\begin{{aligned}} S_{{{ij}}} &= q_{{{drill.i}}} \cdot k_{{{drill.j}}} = \textstyle\sum_d q_{{{drill.i},d}}\, k_{{{drill.j},d}} \\ "
+        rf"&= {body} \\ &= {_num(drill.score)} \end{{aligned}}"
+    )
+
+
+def logit_latex(drill: DrillDown) -> str:
+    """The scaling and the mask with the numbers put in."""
+    ij = f"{drill.i},{drill.j}"
+    scaled = rf"{_num(drill.score)} \times {_num(drill.scale)} = {_num(drill.score * drill.scale)}"
+    if drill.allowed:
+        return rf"L_{{{ij}}} = S_{{{ij}}} \times s = {scaled} \quad (\text{{allowed by the mask}})"
+    return rf"L_{{{ij}}} = -\infty \quad (\text{{masked; without the mask it would be }} {scaled})"
+
+
+def softmax_latex(drill: DrillDown) -> str:
+    """The chosen cell's softmax with the numbers put in."""
+    i, ij = drill.i, f"{drill.i},{drill.j}"
+    if drill.fully_masked:
+        return rf"A_{{{ij}}} = 0 \quad (\text{{row {i} has every key masked: zeros by our policy}})"
+    total = float(drill.row_exp.sum())
+    if not drill.allowed:
+        return rf"A_{{{ij}}} = \frac{{e^{{-\infty}}}}{{{_num(total)}}} = 0"
+    return (
+        rf"A_{{{ij}}} = \frac{{e^{{L_{{{ij}}} - m_{{{i}}}}}}}{{\sum_k e^{{L_{{{i},k}} - m_{{{i}}}}}}}"
+        rf" = \frac{{e^{{{_num(drill.logit)} - {_paren(drill.row_max)}}}}}{{{_num(total)}}}"
+        rf" = \frac{{{_num(float(drill.row_exp[drill.j]))}}}{{{_num(total)}}} = {_num(drill.weight)}"
+    )
+
+
+# ---- predict, then reveal ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PredictionCheck:
+    """The verdict on a guess of the largest weight in one row."""
+
+    correct: bool
+    best: tuple[int, ...]  # every key tied for the largest weight (empty for a fully masked row)
+    guess: int
+    guess_weight: float
+    best_weight: float
+
+
+def check_prediction(weights_row: np.ndarray, guess: int, *, fully_masked: bool = False,
+                     tol: float = TIE_TOLERANCE) -> PredictionCheck:
+    """Was ``guess`` the key with the largest weight in this row? Ties within ``tol`` all count as right.
+
+    A fully masked row has all weights 0 by our policy: no key is largest, so no guess is right.
+    """
+    row = np.asarray(weights_row, dtype=np.float64)  # (Tk,)
+    if row.ndim != 1 or row.size == 0:
+        raise ValueError(f"a row of weights must be a non-empty 1-D array, got shape {row.shape}")
+    if not 0 <= guess < row.size:
+        raise ValueError(f"guess {guess} is not a key of this row: choose 0 to {row.size - 1}")
+    peak = float(row.max())
+    if fully_masked or peak <= 0:
+        return PredictionCheck(False, (), guess, float(row[guess]), peak)
+    best = tuple(int(s) for s in np.flatnonzero(row >= peak - tol))
+    return PredictionCheck(guess in best, best, guess, float(row[guess]), peak)
+
+
+def prediction_message(check: PredictionCheck, query_label: str, key_labels: list[str]) -> str:
+    """One or two sentences saying whether the guess was right and what the right answer was."""
+    guessed = f"`{key_labels[check.guess]}` (weight {check.guess_weight:.4f})"
+    if not check.best:
+        return f"Row `{query_label}` has every key masked: all its weights are 0 by our policy, so no key is largest."
+    names = ", ".join(f"`{key_labels[s]}`" for s in check.best)
+    if check.correct:
+        tie = f" It is tied with {len(check.best) - 1} other key(s): {names}." if len(check.best) > 1 else ""
+        return f"**Right!** In row `{query_label}` the largest weight goes to {guessed}.{tie}"
+    return (
+        f"**Not this time.** You chose {guessed}; the largest weight in row `{query_label}` goes to {names} "
+        f"(weight {check.best_weight:.4f})."
+    )
+
+
+# ---- the About page ------------------------------------------------------------------------
+
+
+def glossary_rows(docstring: str) -> list[tuple[str, str]]:
+    """(symbol, meaning) pairs from the indented 'Glossary of shapes' block of a docstring."""
+    rows = []
+    in_glossary = False
+    for line in docstring.splitlines():
+        if line.lower().startswith("glossary"):
+            in_glossary = True
+            continue
+        if in_glossary:
+            match = re.match(r"^\s{2,}(\S+)\s{2,}(.+)$", line)
+            if match:
+                rows.append((match.group(1), match.group(2).strip()))
+            elif rows and line.strip():
+                break
+    return rows

@@ -1,0 +1,73 @@
+"""Pure table builders: arrays + labels in, a pandas DataFrame (or plain text) out. No streamlit.
+
+Rows and columns are named with position-carrying token labels ("0:the"), the same labels as
+the figures, so a table, a heatmap and a CSV of one matrix line up cell by cell.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mha_core.attention import AttentionTrace
+from mha_core.diagnostics import head_similarity, head_summary
+
+# Column names of the head-diagnostics table, with what each number means (for column help).
+DIAGNOSTIC_COLUMNS = {
+    "entropy": ("entropy", "0 = each row puts all its weight on one key, 1 = spread evenly over the keys it may see"),
+    "max_weight": ("max weight", "the mean of each row's largest weight (1 = one-hot rows)"),
+    "diagonal": ("on itself", "mean weight of token i on key i (the diagonal)"),
+    "previous": ("on previous", "mean weight of token i on key i-1"),
+    "first": ("on first token", "mean weight on key 0 (an attention 'sink')"),
+}
+
+
+def matrix_frame(matrix: np.ndarray, row_labels: list[str], col_labels: list[str]) -> pd.DataFrame:
+    """A (R, C) matrix as a DataFrame indexed by the row labels, with the column labels as columns."""
+    matrix = np.asarray(matrix)
+    if matrix.shape != (len(row_labels), len(col_labels)):
+        raise ValueError(
+            f"matrix of shape {matrix.shape} does not fit {len(row_labels)} row and {len(col_labels)} column labels"
+        )
+    return pd.DataFrame(matrix, index=pd.Index(row_labels, name="row"), columns=list(col_labels))
+
+
+def stacked_frame(
+    matrices: np.ndarray, titles: list[str], row_labels: list[str], col_labels: list[str]
+) -> pd.DataFrame:
+    """(n, R, C) matrices as one long table: index (panel title, row label), one column per key."""
+    matrices = np.asarray(matrices)
+    n, r, c = matrices.shape
+    if (n, r, c) != (len(titles), len(row_labels), len(col_labels)):
+        raise ValueError(
+            f"matrices of shape {matrices.shape} do not fit {len(titles)} titles, "
+            f"{len(row_labels)} rows, {len(col_labels)} columns"
+        )
+    index = pd.MultiIndex.from_product([titles, row_labels], names=["head", "query"])
+    return pd.DataFrame(matrices.reshape(n * r, c), index=index, columns=list(col_labels))
+
+
+def head_summary_frame(trace: AttentionTrace) -> pd.DataFrame:
+    """One row per head: entropy, max weight, diagonal / previous / first-token mass (NaN = no row counted)."""
+    summary = head_summary(trace.weights, trace.fully_masked, np.isfinite(trace.logits))
+    frame = pd.DataFrame({DIAGNOSTIC_COLUMNS[name][0]: values for name, values in summary.items()})
+    frame.index = pd.Index([f"head {h}" for h in range(trace.n_heads)], name="head")
+    return frame
+
+
+def similarity_frame(trace: AttentionTrace) -> pd.DataFrame:
+    """Cosine similarity between every pair of heads' weight matrices, labelled 'head h'."""
+    names = [f"head {h}" for h in range(trace.n_heads)]
+    return matrix_frame(head_similarity(trace.weights), names, names)
+
+
+def fully_masked_queries(trace: AttentionTrace, query_labels: list[str]) -> list[str]:
+    """Labels of the query rows that have no key to attend to in at least one head."""
+    rows = np.asarray(trace.fully_masked).any(axis=0)  # (Tq,)
+    return [label for label, masked in zip(query_labels, rows, strict=True) if masked]
+
+
+def concat_columns(width: int, n_heads: int) -> list[str]:
+    """Column labels of the concatenation: 'h<head>·<column within the head>'."""
+    hv = width // n_heads
+    return [f"h{c // hv}·{c % hv}" for c in range(width)]
