@@ -77,15 +77,17 @@ def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
 
     The maximum is subtracted first, so no finite input overflows. Each slice sums to 1,
     except a slice whose entries are all -inf: it comes out as all zeros, with no NaN and
-    no RuntimeWarning.
+    no RuntimeWarning. The result is the only full-size array allocated; the exponential and
+    the normalisation work in it in place.
     """
     logits = np.asarray(logits)
-    peak = logits.max(axis=axis, keepdims=True)
+    peak = logits.max(axis=axis, keepdims=True)  # logits' shape with size 1 along axis
     peak[~np.isfinite(peak)] = 0  # an all -inf slice: exp(-inf - 0) = 0 everywhere
-    out = np.subtract(logits, peak)
+    out = np.subtract(logits, peak)  # logits' shape
     np.exp(out, out=out)
-    total = out.sum(axis=axis, keepdims=True)
-    np.divide(out, total, out=out, where=total > 0)  # where total == 0, out is already 0
+    total = out.sum(axis=axis, keepdims=True)  # logits' shape with size 1 along axis
+    total[total == 0] = 1  # an all -inf slice is all 0 already; 0 / 1 keeps it so, with no warning
+    out /= total  # a plain divide: one with where= is a masked loop, 2-3x slower
     return out
 
 
@@ -111,11 +113,18 @@ def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
 
 def attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Raw dot products of every query with every key: (nh,Tq,hs), (nh,Tk,hs) -> (nh,Tq,Tk)."""
-    return q @ k.transpose(0, 2, 1)  # (nh, Tq, Tk)
+    k_t = np.ascontiguousarray(k.transpose(0, 2, 1))  # (nh, hs, Tk)
+    # A plain (hs, Tk) operand, not a transposed view: OpenBLAS multiplies by a transposed one
+    # 2-4x slower at these shapes (badly threaded small GEMMs; see bench/bench_engine.py).
+    return q @ k_t  # (nh, Tq, Tk)
 
 
 def scale_and_mask(scores: np.ndarray, scale, mask: np.ndarray | None) -> np.ndarray:
-    """Multiply by ``scale`` and set entries where ``mask`` is False to exactly -inf."""
+    """Multiply by ``scale`` and set entries where ``mask`` is False to exactly -inf.
+
+    ``mask`` may be any shape that broadcasts to the scores'; pass it un-broadcast, so that
+    ``~mask`` stays small: (Tq, Tk) rather than (nh, Tq, Tk).
+    """
     logits = scores * scale  # (nh, Tq, Tk); scale has the scores' dtype, so no promotion
     if mask is not None:
         np.copyto(logits, -np.inf, where=~mask)
@@ -195,17 +204,31 @@ def _check_shapes(x_q, x_k, x_v, weights: AttentionWeights, n_heads: int) -> Non
             raise ValueError(f"b_{name} has shape {b.shape}, expected ({w.shape[1]},)")
 
 
-def _broadcast_mask(mask, n_heads: int, tq: int, tk: int) -> np.ndarray | None:
-    """A boolean mask as shape (nh, Tq, Tk), or a ValueError that says what was wrong."""
+def _checked_mask(mask, n_heads: int, tq: int, tk: int) -> np.ndarray | None:
+    """The boolean mask as given (it broadcasts to (nh, Tq, Tk)), or a ValueError that says what was wrong.
+
+    It is not broadcast here: a (Tq, Tk) mask stays (Tq, Tk), so masking never builds an
+    (nh, Tq, Tk) boolean array.
+    """
     if mask is None:
         return None
     mask = np.asarray(mask)
     if mask.dtype != np.bool_:
         raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
     try:
-        return np.broadcast_to(mask, (n_heads, tq, tk))  # (nh, Tq, Tk)
+        fits = mask.ndim <= 3 and np.broadcast_shapes(mask.shape, (n_heads, tq, tk)) == (n_heads, tq, tk)
     except ValueError:
-        raise ValueError(f"mask of shape {mask.shape} does not broadcast to (heads, queries, keys) = {(n_heads, tq, tk)}") from None
+        fits = False
+    if not fits:
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to (heads, queries, keys) = {(n_heads, tq, tk)}")
+    return mask
+
+
+def _fully_masked_rows(mask: np.ndarray | None, n_heads: int, tq: int) -> np.ndarray:
+    """(nh, Tq) booleans: True where a query may attend to no key at all."""
+    if mask is None:
+        return np.zeros((n_heads, tq), dtype=bool)  # (nh, Tq)
+    return np.broadcast_to(~mask.any(axis=-1), (n_heads, tq)).copy()  # (nh, Tq)
 
 
 def multi_head_attention(
@@ -250,7 +273,7 @@ def multi_head_attention(
     cast = {name: None if a is None else np.asarray(a, dtype=dtype) for name, a in weights.__dict__.items()}
     weights = AttentionWeights(**cast)
     _check_shapes(x_q, x_k, x_v, weights, n_heads)
-    mask = _broadcast_mask(mask, n_heads, x_q.shape[0], x_k.shape[0])  # (nh, Tq, Tk)
+    mask = _checked_mask(mask, n_heads, x_q.shape[0], x_k.shape[0])  # broadcasts to (nh, Tq, Tk)
 
     q = split_heads(project(x_q, weights.w_q, weights.b_q), n_heads)  # (nh, Tq, hs)
     k = split_heads(project(x_k, weights.w_k, weights.b_k), n_heads)  # (nh, Tk, hs)
@@ -258,15 +281,12 @@ def multi_head_attention(
     scores, logits, attn, heads = scaled_dot_product_attention(q, k, v, mask, scale)
     concat = merge_heads(heads)  # (Tq, nh*hv)
     output = concat if weights.w_o is None else project(concat, weights.w_o, weights.b_o)  # (Tq, C_out)
-    if mask is None:
-        fully_masked = np.zeros(attn.shape[:2], dtype=bool)  # (nh, Tq)
-    else:
-        fully_masked = ~mask.any(axis=-1)  # (nh, Tq)
+    fully_masked = _fully_masked_rows(mask, n_heads, x_q.shape[0])  # (nh, Tq)
     used_scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
     return AttentionTrace(
-        q=np.ascontiguousarray(q),
-        k=np.ascontiguousarray(k),
-        v=np.ascontiguousarray(v),
+        q=q,
+        k=k,
+        v=v,
         scores=scores,
         logits=logits,
         weights=attn,

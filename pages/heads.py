@@ -41,10 +41,8 @@ def fully_masked_note(result) -> None:
     """Say which query rows have no key to attend to, and what our policy gives them."""
     rows = tables.fully_masked_queries(result.trace, result.query_labels)
     if rows:
-        st.info(
-            f"Fully masked rows: {', '.join(rows)}. Every key is masked for these queries, so there is "
-            "nothing to share the weight between: by our policy their weights and outputs are 0 (not NaN)."
-        )
+        shown = ", ".join(rows[:8]) + (f" and {len(rows) - 8} more" if len(rows) > 8 else "")
+        st.info(f"Fully masked rows: {shown}. No key to attend to, so by our policy their weights and outputs are 0.")
 
 
 def download_csv(label: str, frame, file_name: str, key: str) -> None:
@@ -179,6 +177,8 @@ def step_head(delta: int, n_heads: int) -> None:
     st.session_state.w_head = (int(st.session_state.get("w_head", 0)) + delta) % n_heads
 
 
+# The presentation figure's height: what a 1280x720 projector leaves under the header and two bars.
+PRESENT_FIGURE_PX = 520
 SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}
 
 
@@ -244,7 +244,7 @@ def presentation(result) -> None:
         kind=view,
         titles=titles,
         max_cols=2,
-        panel_px=400,
+        fit_height=PRESENT_FIGURE_PX,
         font_size=18 if n_tokens <= 24 else 15,
         square=True,
     )

@@ -82,7 +82,7 @@ def render_lesson(lesson: Lesson) -> None:
     st.info(lesson.explanation, icon="💡")
     for caption, table in findings.tables:
         st.caption(caption)
-        st.dataframe(table, hide_index=True, column_config=three_decimals(table))
+        st.dataframe(table, hide_index=True, column_config=number_formats(table))
     st.subheader("Open in the explorer")
     for i, panel in enumerate(lesson.panels):
         left, right = st.columns([2, 3], vertical_alignment="center")
@@ -99,12 +99,13 @@ def render_lesson(lesson: Lesson) -> None:
         forward.button("next lesson →", key="lesson_next", on_click=pick, args=(keys[position + 1],))
 
 
-def three_decimals(table) -> dict:
-    return {
-        c: st.column_config.NumberColumn(c, format="%.3f")
-        for c in table.columns
-        if table[c].dtype.kind == "f"
-    }
+def number_formats(table) -> dict:
+    """Percent columns as whole percents, other decimals to 3 places, integers as they are."""
+    formats = {}
+    for column in table.columns:
+        if table[column].dtype.kind == "f":
+            formats[column] = st.column_config.NumberColumn(column, format="%.0f%%" if column.endswith("(%)") else "%.3f")
+    return formats
 
 
 def render_overview() -> None:

@@ -1,5 +1,316 @@
-"""Placeholder: being written."""
+"""Real model: the heads of all-MiniLM-L6-v2 on your sentence, with the same views as the toy pages.
+
+Read the sentence, layer and head (widgets ``w_rm_*``; the URL's ``rm_text``, ``rm_layer`` and
+``rm_head`` on a session's first visit) -> the model (loaded once per server) and its forward
+pass (cached per sentence) -> render: word pieces, one layer's heads, their diagnostics, the
+patterns worth looking for, all 72 heads at a glance, and one head step by step.
+"""
+
+import os
 
 import streamlit as st
 
-st.info("This page is being written.")
+from mha_core.inputs import token_labels
+from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
+from ui import figures, tables
+from ui import real_model as rm
+from ui.controls import KEEP
+from ui.steps import (
+    Panel,
+    Step,
+    dot_product_latex,
+    drill_down,
+    highlight_key,
+    logit_latex,
+    panel_figure,
+    products_table,
+    score_table,
+    softmax_latex,
+    softmax_row_table,
+)
+
+FORWARD_CACHE_ENTRIES = 8  # a 128-piece run keeps ~20 MB of intermediates; short sentences far less
+NUMBER = "%.3f"
+GRID_PANEL_PX = 170  # about square panels, 4 across the ~820 px main column of a 1280 px screen
+
+
+@st.cache_resource(max_entries=2, show_spinner="Loading all-MiniLM-L6-v2 (90 MB, once per server)…")
+def cached_model(model_dir: str | None) -> MiniLM:
+    """The verified model. ``model_dir`` ($MHA_MINILM_DIR) is only the cache key: load_minilm reads it itself."""
+    return load_minilm()
+
+
+@st.cache_data(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the sentence through 6 layers…")
+def cached_forward(text: str, _model: MiniLM) -> MiniLMRun:
+    """One sentence through the model, every intermediate kept; keyed on the text (the model is one per server)."""
+    return _model.forward(text)
+
+
+def model_or_message() -> MiniLM | None:
+    """The model, or None after showing exactly how to get it (no traceback).
+
+    A failure is remembered for this session, so changing a widget does not retry a download;
+    the "Try again" button forgets it.
+    """
+    model_dir = os.environ.get(ENV_VAR)
+    failed = st.session_state.get("rm_model_error")
+    if failed is None or failed[0] != model_dir:
+        try:
+            return cached_model(model_dir)
+        except RuntimeError as error:  # ModelUnavailableError, ModelIntegrityError: their message says what to do
+            failed = (model_dir, str(error))
+            st.session_state.rm_model_error = failed
+    st.error("The real model's files are not available on this server, so this page cannot run it.")
+    st.code(failed[1], language=None)
+    st.button("Try again", key="rm_retry", on_click=st.session_state.pop, args=("rm_model_error", None))
+    return None
+
+
+def read_link(n_layers: int, n_heads: int) -> None:
+    """First visit of this page in a session: the URL's rm_* parameters fill the widgets (messages kept)."""
+    ss = st.session_state
+    if "rm_link_read" in ss:
+        return
+    view, messages = rm.view_from_params(st.query_params.to_dict(), n_layers, n_heads)
+    ss.w_rm_text, ss.w_rm_layer, ss.w_rm_head = view.text, view.layer, view.head
+    ss.rm_link_messages = messages
+    ss.rm_link_read = True
+
+
+def write_link(view: rm.RealView) -> None:
+    """Keep the address bar in step with the view (only the rm_* parameters; the others are left alone)."""
+    for name, value in rm.params_from_view(view).items():
+        if st.query_params.get(name) != value:
+            st.query_params[name] = value
+
+
+def jump_to(layer: int, head: int) -> None:
+    """Button callback: show this layer and head."""
+    st.session_state.w_rm_layer = layer
+    st.session_state.w_rm_head = head
+
+
+def clamp(key: str, size: int) -> None:
+    """Reset a selector to 0 when its stored choice no longer exists (a shorter sentence)."""
+    if not 0 <= int(st.session_state.get(key, 0)) < size:
+        st.session_state[key] = 0
+
+
+def sentence_input() -> str:
+    """The sentence box; an empty box falls back to the example with a message."""
+    text = st.text_input(
+        "Sentence",
+        key="w_rm_text",
+        persist_state=KEEP,
+        max_chars=rm.MAX_TEXT_CHARS,
+        help="Any English text; the model cuts it into word pieces. Press Enter to run it.",
+    )
+    if not text.strip():
+        st.warning(f"The sentence is empty: showing the example '{rm.DEFAULT_SENTENCE}'.")
+        return rm.DEFAULT_SENTENCE
+    return text
+
+
+def pieces_section(model: MiniLM, run: MiniLMRun) -> None:
+    st.html(rm.piece_chips_html(run.tokens))
+    split = rm.split_words(run.tokens, run.word_ids)
+    note = f"Split words: {'; '.join(f'`{w}`' for w in split)}." if split else "No word is split into pieces."
+    st.caption(
+        f"{run.n_tokens} word pieces of at most {model.max_tokens}. [CLS] (start) and [SEP] (end) are added by the "
+        f"tokenizer; a yellow piece starting with ## continues the word before it. {note}"
+    )
+
+
+def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
+    trace = run.traces[layer]
+    labels = token_labels(run.tokens)
+    st.subheader(f"Layer {layer}: all {trace.n_heads} heads")
+    titles = [f"head {h} ◀ chosen" if h == head else f"head {h}" for h in range(trace.n_heads)]
+    fig = figures.attention_grid(trace.weights, labels, labels, kind="weights", titles=titles, max_cols=4, panel_px=GRID_PANEL_PX)
+    st.plotly_chart(fig, key="rm_grid")
+    st.caption(
+        "Rows = queries (the piece that looks), columns = keys (the pieces looked at); colour = attention weight, "
+        "each row sums to 1. Hover a cell for its numbers. Layers and heads are counted from 0."
+    )
+
+
+def diagnostics_section(run: MiniLMRun, layer: int) -> None:
+    st.subheader(f"What each head of layer {layer} does")
+    trace = run.traces[layer]
+    frame = rm.real_head_frame(trace, run.word_ids)
+    help_texts = dict(tables.DIAGNOSTIC_COLUMNS.values()) | dict(rm.REAL_COLUMNS.values())
+    config = {c: st.column_config.NumberColumn(c, help=help_texts.get(c), format=NUMBER) for c in frame.columns}
+    st.dataframe(frame, column_config=config, height="content", key="rm_head_table")
+    st.caption(
+        "Means over the query rows; hover a column name for its meaning. Key 0 is [CLS], so 'on first token' is "
+        "the weight on [CLS]."
+    )
+    left, right = st.columns([3, 2], vertical_alignment="center")
+    similarity = tables.similarity_frame(trace).to_numpy()
+    left.plotly_chart(figures.similarity_heatmap(similarity), key="rm_similarity")
+    right.markdown(
+        "**Which heads look alike?** Cosine similarity of two heads' weight matrices on this sentence: "
+        "1 = the same pattern, 0 = no overlap. A bright block off the diagonal is a group of heads doing "
+        "much the same job."
+    )
+
+
+def patterns_section(run: MiniLMRun) -> None:
+    st.subheader("Patterns worth looking for")
+    st.markdown(
+        "Trained heads are not random: many do one recognisable job. Each pattern below has a look in the heatmap "
+        "and a number that measures it; the sentence after it is **computed for your sentence** over all "
+        f"{len(run.layers)} layers. Press *Show* to open that head above."
+    )
+    for finding in rm.findings(rm.model_measures(run)):
+        pattern = finding.pattern
+        text, button = st.columns([6, 1], vertical_alignment="center")
+        text.markdown(f"**{pattern.name}**: {pattern.look_for}  \n→ {finding.sentence()}")
+        if finding.layer is not None:
+            button.button(
+                "Show",
+                key=f"rm_show_{pattern.slug}",
+                on_click=jump_to,
+                args=(finding.layer, finding.head),
+                help=f"Open layer {finding.layer}, head {finding.head}",
+            )
+
+
+def overview_section(run: MiniLMRun) -> None:
+    attentions = run.attentions  # (L, nh, T, T)
+    n_layers, n_heads, t, _ = attentions.shape
+    st.subheader(f"All {n_layers} layers × {n_heads} heads at a glance")
+    st.plotly_chart(rm.overview_figure(attentions), key="rm_overview")
+    _, block = rm.max_pool(attentions[:1, :1])
+    shrink = (
+        f" With {t} pieces each small square shows the largest weight of a {block}×{block} block, so sharp lines stay "
+        "visible."
+        if block > 1
+        else ""
+    )
+    st.caption(
+        "Each small square is one head (rows = queries, columns = keys, query 0 at the top), same colours as above."
+        + shrink
+    )
+
+
+def show_panels(panels: tuple[Panel, ...], slug: str) -> None:
+    """Up to three matrices side by side."""
+    per_row = 3 if len(panels) > 2 else max(len(panels), 1)
+    for start in range(0, len(panels), per_row):
+        columns = st.columns([2, 1] if len(panels) == 1 else per_row)
+        for offset, panel in enumerate(panels[start : start + per_row]):
+            columns[offset].plotly_chart(panel_figure(panel), key=f"rm_{slug}_{start + offset}")
+
+
+def show_step(number: int, step: Step) -> None:
+    st.markdown(f"#### {number}. {step.title}")
+    st.markdown(step.why)
+    st.latex(step.formula)
+    st.markdown(f"Shapes: `{step.shapes}`")
+    if step.note:
+        st.markdown(step.note)
+    show_panels(step.panels, step.slug)
+
+
+def steps_section(model: MiniLM, run: MiniLMRun, layer: int, head: int) -> None:
+    st.subheader(f"Step by step: layer {layer}, head {head}")
+    shown = st.toggle(
+        "Show every matrix from this layer's input to its output, and one cell number by number",
+        key="w_rm_steps",
+        persist_state=KEEP,
+        help="The same steps as the Step-by-step page, with the real weights. About 1 MB more to draw.",
+    )
+    if not shown:
+        st.caption("Off: turn it on to follow the chosen head through the maths (the same views as the toy pages).")
+        return
+    result = rm.layer_result(run, layer, model.layers[layer].attention)
+    labels = result.query_labels
+    clamp("w_rm_qi", len(labels))
+    clamp("w_rm_kj", len(labels))
+    cell = (int(st.session_state.get("w_rm_qi", 0)), int(st.session_state.get("w_rm_kj", 0)))
+    for number, step in enumerate(rm.real_steps(run, result, layer, head, cell), start=1):
+        show_step(number, step)
+    drill_section(result, head)
+
+
+def drill_section(result, head: int) -> None:
+    st.markdown("#### Drill-down: one cell, number by number")
+    labels = result.query_labels
+    left, right = st.columns(2)
+    i = left.selectbox("Query i (row)", range(len(labels)), key="w_rm_qi", persist_state=KEEP, format_func=labels.__getitem__)
+    j = right.selectbox("Key j (column)", range(len(labels)), key="w_rm_kj", persist_state=KEEP, format_func=labels.__getitem__)
+    drill = drill_down(result, head, i, j)
+    st.markdown(f"Head **{head}**, query `{drill.query_label}`, key `{drill.key_label}` (outlined in magenta above).")
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**q_i, k_j and their elementwise product**")
+        frame = products_table(drill)
+        st.dataframe(frame, column_config={c: st.column_config.NumberColumn(format="%.4f") for c in frame.columns},
+                     key="rm_drill_products")
+    with right:
+        st.markdown("**From the products to the logit**")
+        st.dataframe(score_table(drill), column_config={"value": st.column_config.NumberColumn(format="%.6f")},
+                     key="rm_drill_score")
+    st.latex(dot_product_latex(drill))
+    st.latex(logit_latex(drill))
+    st.latex(softmax_latex(drill))
+    st.markdown(f"**Softmax of row `{drill.query_label}`** (key j highlighted)")
+    st.dataframe(highlight_key(softmax_row_table(drill), drill.key_label), key="rm_drill_softmax")
+
+
+def main() -> None:
+    st.title("Real model: all-MiniLM-L6-v2")
+    model = model_or_message()
+    if model is None:
+        return
+    config = model.config
+    read_link(config.n_layers, config.n_heads)
+    for message in st.session_state.get("rm_link_messages", []):
+        st.warning(f"Link: {message}")
+    st.caption(
+        f"A real, trained sentence encoder: {config.n_layers} layers of {config.n_heads} heads, d_model "
+        f"{config.d_model}, head size {config.head_size}, run here in NumPy through the same attention function "
+        "as the toy pages. Type a sentence and look at what its heads learned to do."
+    )
+    with st.expander("Where the model comes from"):
+        st.markdown(
+            f"**{HUB_REPO}** (sentence-transformers, licence {MODEL_LICENSE}), loaded from "
+            f"{model.source.describe()}. Its files are checked against known SHA-256 hashes before use; "
+            f"another copy can be named with the environment variable `{ENV_VAR}`."
+        )
+    text = sentence_input()
+    try:
+        run = cached_forward(text, model)
+    except ValueError as error:  # more word pieces than the cap: the message says how much to cut
+        st.error(str(error))
+        write_link(rm.RealView(text, int(st.session_state.w_rm_layer), int(st.session_state.w_rm_head)))
+        return
+    pieces_section(model, run)
+    clamp("w_rm_layer", config.n_layers)
+    clamp("w_rm_head", config.n_heads)
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    layer = left.radio(
+        "Layer",
+        range(config.n_layers),
+        key="w_rm_layer",
+        persist_state=KEEP,
+        horizontal=True,
+        format_func=lambda n: f"layer {n}",
+    )
+    head = right.selectbox(
+        "Head (for the step-by-step)",
+        range(config.n_heads),
+        key="w_rm_head",
+        persist_state=KEEP,
+        format_func=lambda h: f"head {h}",
+    )
+    write_link(rm.RealView(text, int(layer), int(head)))
+    heads_section(run, layer, head)
+    diagnostics_section(run, layer)
+    patterns_section(run)
+    overview_section(run)
+    steps_section(model, run, layer, head)
+
+
+main()

@@ -4,7 +4,15 @@ import streamlit as st
 
 from mha_core.examples import SEED_EXAMPLES, SeedExample, compare
 from ui.controls import open_config
-from ui.seeds import check_lines, conventions_table, embedding_csv, explorer_summary, match_mark, side_by_side
+from ui.seeds import (
+    check_lines,
+    conventions_table,
+    embedding_csv,
+    explorer_summary,
+    match_mark,
+    overview_table,
+    side_by_side,
+)
 
 
 def number_columns(frame, decimals: int) -> dict:
@@ -74,6 +82,7 @@ st.write(
     "Five documents wrote multi-head attention their own way. Each is rebuilt here from its own conventions and run "
     "through our engine; where the seed printed numbers from fixed or seeded inputs, ours sit beside them."
 )
+st.table(overview_table(SEED_EXAMPLES), hide_index=True)
 tabs = st.tabs([f"Seed {key}" for key in SEED_EXAMPLES])
 for tab, example in zip(tabs, SEED_EXAMPLES.values(), strict=True):
     with tab:

@@ -3,10 +3,11 @@ into one cell; and predict-then-reveal for the attention weights."""
 
 from dataclasses import replace
 
+import numpy as np
 import streamlit as st
 
 from ui.compute import compute
-from ui.controls import sidebar
+from ui.controls import KEEP, sidebar
 from ui.steps import (
     FULLY_MASKED_POLICY,
     Panel,
@@ -28,6 +29,10 @@ from ui.steps import (
 )
 
 NUMBER_FORMAT = "%.4f"
+SHORT_NAMES = {  # for the "Jump to" line
+    "input": "E", "positional": "+\u00a0P", "qkv": "Q,\u00a0K,\u00a0V", "split": "heads", "scores": "QKᵀ",
+    "scale": "scale", "mask": "mask", "softmax": "softmax", "mix": "A·V", "concat": "concat", "output": "W\\_O",
+}
 
 
 def clamp(key: str, size: int) -> None:
@@ -52,15 +57,20 @@ def show_panel(panel: Panel, as_table: bool, key: str) -> None:
         st.markdown(f"**{panel.title}**")
         number = {c: st.column_config.NumberColumn(format=NUMBER_FORMAT) for c in frame.columns}
         st.dataframe(frame, column_config=None if panel.kind == "mask" else number, key=key)
+        if np.isneginf(panel.matrix).any():
+            st.caption("Empty (None) cells are masked: their logit is −∞.")
     else:
         st.plotly_chart(panel_figure(panel), key=key)
 
 
 def show_step(number: int, step: Step, as_table: bool, panels: bool = True) -> None:
     st.subheader(f"{number}. {step.title}", anchor=step.slug)
-    st.markdown(step.why)
-    st.latex(step.formula)
-    st.markdown(f"Shapes: `{step.shapes}`")
+    if step.why:
+        st.markdown(step.why)
+    if step.formula:
+        st.latex(step.formula)
+    if step.shapes:
+        st.markdown(f"Shapes: `{step.shapes}`")
     if step.note:
         st.markdown(step.note)
     if panels:
@@ -80,8 +90,8 @@ def predict_then_reveal(result, head: int) -> tuple[int, int] | None:
     st.markdown(f"**Predict, then reveal.** The weights of head {head} are hidden. Looking at the logits above, "
                 "which key will get the **largest weight** in this row?")
     left, middle, right = st.columns([2, 2, 1], vertical_alignment="bottom")
-    row = left.selectbox("Row (query)", range(len(labels_q)), key="w_guess_q", format_func=labels_q.__getitem__)
-    guess = middle.selectbox("Your guess (key)", range(len(labels_k)), key="w_guess_k", format_func=labels_k.__getitem__)
+    row = left.selectbox("Row (query)", range(len(labels_q)), key="w_guess_q", persist_state=KEEP, format_func=labels_q.__getitem__)
+    guess = middle.selectbox("Your guess (key)", range(len(labels_k)), key="w_guess_k", persist_state=KEEP, format_func=labels_k.__getitem__)
     question = (result.config, head, row, guess)
     revealed = st.session_state.get("sbs_revealed") == question
     right.button("Reveal", key="sbs_reveal", type="primary", disabled=revealed, on_click=reveal, args=(question,))
@@ -121,9 +131,9 @@ def show_softmax(number: int, step: Step, result, head: int, as_table: bool, pre
 def show_drill_down(result, head: int, weights_shown: bool) -> None:
     st.header("Drill-down: one cell, number by number", anchor="drill-down")
     left, right = st.columns(2)
-    i = left.selectbox("Query i (row)", range(len(result.query_labels)), key="w_qi",
+    i = left.selectbox("Query i (row)", range(len(result.query_labels)), key="w_qi", persist_state=KEEP,
                        format_func=result.query_labels.__getitem__)
-    j = right.selectbox("Key j (column)", range(len(result.key_labels)), key="w_kj",
+    j = right.selectbox("Key j (column)", range(len(result.key_labels)), key="w_kj", persist_state=KEEP,
                         format_func=result.key_labels.__getitem__)
     drill = drill_down(result, head, i, j)
     st.markdown(f"Head **{head}**, query `{drill.query_label}`, key `{drill.key_label}` "
@@ -161,13 +171,16 @@ if result is not None:
         st.markdown(f"Cross-attention: queries from **{' '.join(config.tokens)}**, keys and values from "
                     f"**{' '.join(config.key_tokens)}**.")
     top = st.columns(3, vertical_alignment="bottom")
-    head = top[0].selectbox("Head to follow", range(config.n_heads), key="w_head", format_func=lambda h: f"head {h}")
-    as_table = top[1].toggle("Numbers instead of heatmaps", key="w_sbs_table")
-    predict = top[2].toggle("Predict, then reveal", key="w_sbs_predict",
+    head = top[0].selectbox("Head to follow", range(config.n_heads), key="w_head", persist_state=KEEP, format_func=lambda h: f"head {h}")
+    as_table = top[1].toggle("Numbers instead of heatmaps", key="w_sbs_table", persist_state=KEEP)
+    predict = top[2].toggle("Predict, then reveal", key="w_sbs_predict", persist_state=KEEP,
                             help="Hide the attention weights and let the class guess the largest cell of a row.")
     cell = (int(st.session_state.get("w_qi", 0)), int(st.session_state.get("w_kj", 0)))
+    steps = build_steps(result, head, cell)
+    jumps = [f"[{number}.\u00a0{SHORT_NAMES[step.slug]}](#{step.slug})" for number, step in enumerate(steps, start=1)]
+    st.markdown("**Jump to:** " + " · ".join(jumps + ["[Drill-down](#drill-down)"]))
     weights_shown = True
-    for number, step in enumerate(build_steps(result, head, cell), start=1):
+    for number, step in enumerate(steps, start=1):
         if step.slug == "softmax":
             weights_shown = show_softmax(number, step, result, head, as_table, predict)
         else:

@@ -87,7 +87,7 @@ def test_saturation_lesson_figure_uniform_heads_are_sharper_than_xavier_heads():
     row_max = {name: np.mean([m.max(axis=1).mean() for m in group]) for name, group in (("x", xavier), ("u", uniform))}
     assert row_max["u"] > row_max["x"]
     table = at.dataframe[0].value
-    assert (table["mean row max, uniform [0,1)"] > table["mean row max, Xavier"]).all()
+    assert (table["row max · uniform"] > table["row max · Xavier"]).all()
 
 
 def test_average_lesson_last_panel_is_the_mean_of_the_heads_on_the_same_scale():

@@ -72,7 +72,10 @@ def test_the_page_renders_every_seed_with_one_mark_per_case(page):
     assert sum(m.startswith(f"**{MATCH} matches") for m in marks) == len(REPRODUCIBLE)
     assert sum(m.startswith(f"**{NOT_REPRODUCIBLE}") for m in marks) == len(UNSEEDED)
     assert not any(MISMATCH in m for m in marks)
-    assert len(page.table) == len(SEED_EXAMPLES)  # one conventions table per seed
+    assert len(page.table) == 1 + len(SEED_EXAMPLES)  # the overview, then one conventions table per seed
+    verdicts = page.table[0].value["our engine"].tolist()
+    for example, line in zip(SEED_EXAMPLES.values(), verdicts, strict=True):
+        assert line.startswith(MATCH if example.reproducible else f"{NOT_REPRODUCIBLE} unseeded: {MATCH}"), line
     unseeded_notes = [w.value for w in page.warning if "Unseeded randomness" in w.value]
     assert len(unseeded_notes) == sum(not ex.reproducible for ex in SEED_EXAMPLES.values())
 

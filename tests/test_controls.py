@@ -98,12 +98,17 @@ def test_a_file_over_the_size_limit_is_refused_before_parsing():
 def test_the_summary_line_names_sentence_heads_width_and_mask():
     line = summary_line(replace(MHAConfig(), mask="causal", n_heads=2))
     assert "the cat sat on the mat" in line
-    assert "2 heads" in line and "d_model 16" in line and "mask: causal" in line
+    assert "2 heads" in line and "mask: causal" in line
     assert "W_O" not in line
+
+
+def test_a_long_sentence_is_cut_in_the_summary_line():
+    line = summary_line(MHAConfig(tokens=tuple(f"w{i}" for i in range(20)), d_model=16))
+    assert "w5" in line and "w6" not in line and "(20 tokens)" in line
 
 
 def test_the_summary_line_mentions_what_differs_from_the_standard_layer():
     config = MHAConfig(kv_tokens=("a", "dog"), init="previous", scale_rule="none", output_projection=False)
     line = summary_line(config)
-    assert "→ **a dog**" in line
+    assert "**the cat sat on the mat** → **a dog**" in line
     assert "previous-token" in line and "scale: none" in line and "no W_O" in line

@@ -203,17 +203,19 @@ def presenting() -> bool:
     return bool(st.session_state.get("w_present", False))
 
 
+def _short(tokens: tuple[str, ...], words: int = 6) -> str:
+    """A sentence cut to its first ``words`` words, saying how long it is when cut (keeps the bar one line)."""
+    if len(tokens) <= words:
+        return " ".join(tokens)
+    return " ".join(tokens[:words]) + f" … ({len(tokens)} tokens)"
+
+
 def summary_line(config: MHAConfig) -> str:
     """The settings in one line of Markdown, for the compact bar of presentation mode."""
-    sentence = " ".join(config.tokens)
-    parts = [f"**{sentence}**"]
+    sentence = f"**{_short(config.tokens)}**"
     if config.kv_tokens is not None:
-        parts.append(f"→ **{' '.join(config.kv_tokens)}**")
-    parts += [
-        f"{config.n_heads} heads",
-        f"d_model {config.d_model}",
-        f"mask: {MASK_LABELS[config.mask].split(' (')[0]}",
-    ]
+        sentence += f" → **{_short(config.kv_tokens)}**"
+    parts = [sentence, f"{config.n_heads} heads", f"mask: {MASK_LABELS[config.mask].split(' (')[0]}"]
     if config.init != "xavier":
         parts.append(f"weights: {INIT_LABELS[config.init].split('  ')[0]}")
     if config.scale_rule != "sqrt_dk":
@@ -237,8 +239,9 @@ PRESENTATION_CSS = """
 [data-testid="stMain"] h1 { font-size: 2.2rem; padding: 0.2rem 0; }
 [data-testid="stMain"] [data-testid="stWidgetLabel"] p { font-size: 1.15rem; }
 [data-testid="stMain"] button p { font-size: 1.2rem; }
-[data-testid="stMain"] [data-testid="stMetricValue"] { font-size: 2.2rem; }
-[data-testid="stMain"] [data-testid="stMetricLabel"] p { font-size: 1.1rem; }
+[data-testid="stMain"] [data-testid="stMetricValue"] p { font-size: 2.6rem; line-height: 1.2; }
+[data-testid="stMain"] [data-testid="stMetricLabel"] p { font-size: 1.15rem; }
+[data-testid="stMain"] [data-testid="stSelectbox"] input { font-size: 1.2rem; }
 </style>
 """
 
@@ -249,9 +252,7 @@ def _presentation_bar():
     bar = st.container(horizontal=True, vertical_alignment="center", gap="medium", key="present_bar")
     summary = bar.empty()
     controls = bar.popover("Show controls", icon=":material/tune:")
-    bar.toggle(
-        "Presentation mode", key="w_present", persist_state=KEEP, help="Off: the controls go back to the sidebar."
-    )
+    bar.toggle("Presenting", key="w_present", persist_state=KEEP, help="Off: the controls go back to the sidebar.")
     return summary, controls
 
 

@@ -119,6 +119,7 @@ def attention_grid(
     panel_px: int = 260,
     font_size: int = 12,
     square: bool = False,
+    fit_height: int | None = None,
 ) -> go.Figure:
     """One heatmap per head, all on one shared colour axis. ``matrices`` has shape (nh, Tq, Tk).
 
@@ -127,7 +128,8 @@ def attention_grid(
     Hover shows the query token, the key token and the number. Query labels are printed on
     the first panel of each row only (the panels of a row share them). ``font_size`` scales
     every text (presentation mode uses ~18). ``square`` keeps the cells square (each panel
-    shrinks to fit and prints its own query labels), for a few large panels.
+    shrinks to fit and prints its own query labels), for a few large panels. ``fit_height``
+    (pixels) sizes the panels so that the whole figure is that tall, labels included.
     """
     n = matrices.shape[0]
     rows, cols = _grid_shape(n, max_cols)
@@ -135,6 +137,10 @@ def attention_grid(
     tick_font = max(font_size - 2, 9)
     title_px = 2 * font_size + 8
     label_px = int(0.55 * tick_font * max(map(len, key_labels))) + 12  # x labels at -45 degrees
+    if square:
+        label_px += font_size + 12  # the axis title under them
+    if fit_height is not None:
+        panel_px = max(120, (fit_height - rows * (title_px + label_px)) // rows)
     plot_px = rows * panel_px + (rows - 1) * (title_px + label_px)  # the domain [0, 1] in pixels
     col_domains = _domains(cols, 0.025 if cols > 1 else 0.0)
     row_domains = _domains(rows, (title_px + label_px) / plot_px)[::-1]  # first row on top
@@ -169,8 +175,11 @@ def attention_grid(
             range=[-0.5, len(key_labels) - 0.5],
             constrain="domain",
         )
-        if square:
+        if square:  # few, large panels: name the axes too
             shared = {"scaleanchor": f"x{suffix}", "scaleratio": 1, "constrain": "domain", "showticklabels": c == 0}
+            layout[f"xaxis{suffix}"]["title"] = dict(text="key (looked at)", font=dict(size=font_size))
+            if c == 0:
+                shared["title"] = dict(text="query (looking)", font=dict(size=font_size))
         else:
             shared = {"showticklabels": c == 0, **({} if c == 0 else {"matches": row_anchor})}
         layout[f"yaxis{suffix}"] = _category_axis(
@@ -196,7 +205,7 @@ def attention_grid(
             )
         )
     if square:  # a natural width, so the page can set text beside the figure
-        label_w = int(0.6 * tick_font * max(map(len, query_labels))) + 20
+        label_w = int(0.6 * tick_font * max(map(len, query_labels))) + 32 + font_size  # labels + axis title
         panel_w = panel_px * len(key_labels) / len(query_labels)
         layout["width"] = int(cols * panel_w / (1 - 0.025 * (cols - 1)) + label_w + 120)
     layout.update(

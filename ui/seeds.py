@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from mha_core.config import MHAConfig
-from mha_core.examples import CaseComparison, SeedCase, SeedExample
+from mha_core.examples import CaseComparison, SeedCase, SeedExample, compare
 
 MATCH = "✅"
 MISMATCH = "❌"
@@ -55,6 +55,30 @@ def side_by_side(comparison: CaseComparison, name: str) -> tuple[pd.DataFrame, p
     printed = np.asarray(comparison.printed[name], dtype=np.float64)
     ours = np.asarray(comparison.ours[name], dtype=np.float64)
     return as_table(printed), as_table(ours), as_table(np.abs(ours - printed))
+
+
+def verdict(example: SeedExample) -> str:
+    """One line for the overview: how many cases match, or that the seed could only be checked for structure."""
+    comparisons = [compare(case) for case in example.cases]
+    n = len(comparisons)
+    if all(c.matches is None for c in comparisons):
+        passed = all(all(c.checks.values()) for c in comparisons)
+        mark = MATCH if passed else MISMATCH
+        return f"{NOT_REPRODUCIBLE} unseeded: {mark} structural checks {'pass' if passed else 'FAIL'} ({n} case{'s' * (n > 1)})"
+    matched = sum(c.matches is True for c in comparisons)
+    cases = f"{matched} of {n} case{'s' * (n > 1)} {'match' if n > 1 else 'matches'}"
+    return f"{MATCH if matched == n else MISMATCH} {cases} the printed numbers"
+
+
+def overview_table(examples: dict[str, SeedExample]) -> pd.DataFrame:
+    """One row per seed: its title and its verdict."""
+    return pd.DataFrame(
+        {
+            "seed": list(examples),
+            "what it is": [ex.title for ex in examples.values()],
+            "our engine": [verdict(ex) for ex in examples.values()],
+        }
+    )
 
 
 def conventions_table(example: SeedExample) -> pd.DataFrame:

@@ -29,6 +29,7 @@ MAX_TEXT_COLS = 10
 MAX_LATEX_TERMS = 4  # a dot product with more terms is written a + b + ... + z
 TIE_TOLERANCE = 1e-9  # weights this close to the row maximum count as tied for the largest
 OUTLINE = dict(color="black", width=3)
+QK_AXES = ("query i", "key j")
 
 SCALE_RULE_LATEX = {
     "sqrt_dk": r"\frac{1}{\sqrt{d_k}}",
@@ -57,6 +58,7 @@ class Panel:
     block: tuple[int, int] | None = None
     row_block: tuple[int, int] | None = None
     cell: tuple[int, int] | None = None
+    axis_titles: tuple[str, str] | None = None  # (rows, columns), e.g. ("query", "key")
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,9 @@ class Step:
 
     slug: str
     title: str
-    why: str  # markdown, one or two sentences
-    formula: str  # LaTeX
-    shapes: str  # e.g. "(6, 16) @ (16, 16) -> (6, 16)"
+    why: str  # markdown, one or two sentences ("" for a step that is switched off)
+    formula: str  # LaTeX ("" when off)
+    shapes: str  # e.g. "(6, 16) @ (16, 16) -> (6, 16)" ("" when off)
     panels: tuple[Panel, ...] = ()
     note: str = ""  # markdown shown under the formula (e.g. "positional encoding is off")
 
@@ -155,10 +157,10 @@ def _positional_step(result: RunResult) -> Step:
     title = "Add positional encoding"
     why = "Attention itself ignores word order; adding a position signal lets 'the' at 0 differ from 'the' at 4."
     if result.positional is None:
-        note = "**Positional encoding is off**: X = E (turn it on in the sidebar under *Inputs*)."
+        note = "**Positional encoding is off**, so X = E (turn it on in the sidebar under *Inputs*)."
         if result.config.init in PRESET_INITS:
             note = "**Positional encoding is off**: the hand-built heads write each token's position into dims 0-1 of E."
-        return Step("positional", title, why, r"X = E", shape_text(result.x_q), note=note)
+        return Step("positional", title, "", "", "", note=note)  # one line, nothing else to show
     c = result.x_q.shape[1]
     formula = r"X = E + P,\quad P_{t,2i} = \sin\!\big(t / 10000^{2i/C}\big),\ P_{t,2i+1} = \cos\!\big(t / 10000^{2i/C}\big)"
     panels = [
@@ -222,7 +224,7 @@ def _scores_step(result: RunResult, head: int, cell) -> Step:
     trace = result.trace
     panels = (
         Panel(f"S_{head} = Q_{head} K_{head}ᵀ (raw scores)", trace.scores[head], result.query_labels, result.key_labels,
-              "raw score q·k", cell=cell),
+              "raw score q·k", cell=cell, axis_titles=QK_AXES),
     )
     why = "Row i, column j is the dot product of query i with key j: large when the two vectors point the same way."
     formula = rf"S_{{{head}}} = Q_{{{head}}} K_{{{head}}}^\top,\qquad S_{{ij}} = q_i \cdot k_j = \sum_{{d}} q_{{i,d}}\, k_{{j,d}}"
@@ -256,7 +258,7 @@ def _scale_step(result: RunResult, head: int, cell) -> Step:
         "temperature": "Dividing by a temperature: above 1 flattens the softmax, below 1 sharpens it.",
     }[result.config.scale_rule]
     panels = (
-        Panel(f"S_{head} × scale", scaled, result.query_labels, result.key_labels, "scaled score", cell=cell),
+        Panel(f"S_{head} × scale", scaled, result.query_labels, result.key_labels, "scaled score", cell=cell, axis_titles=QK_AXES),
     )
     formula = rf"L = S \times s,\qquad s = {scale_latex(result)}"
     shapes = f"{shape_text(scaled)} × scalar -> {shape_text(scaled)}"
@@ -276,9 +278,9 @@ def _mask_step(result: RunResult, head: int, cell) -> Step:
         note += f" **{full} row(s) have every key masked** (see the softmax step)."
     panels = (
         Panel("M: mask (1 = may attend)", result.mask.astype(np.float64), result.query_labels, result.key_labels,
-              "may attend", kind="mask", cell=cell),
+              "may attend", kind="mask", cell=cell, axis_titles=QK_AXES),
         Panel(f"L_{head}: logits, masked cells blank", trace.logits[head], result.query_labels, result.key_labels,
-              "logit", cell=cell),
+              "logit", cell=cell, axis_titles=QK_AXES),
     )
     why = (
         f"Mask '{result.config.mask}': a masked cell's logit becomes −∞, so after the softmax its weight is exactly 0 "
@@ -302,7 +304,7 @@ def _softmax_step(result: RunResult, head: int, cell) -> Step:
     trace = result.trace
     panels = (
         Panel(f"A_{head} = softmax(L_{head}) (attention weights)", trace.weights[head], result.query_labels,
-              result.key_labels, "weight", kind="weights", cell=cell),
+              result.key_labels, "weight", kind="weights", cell=cell, axis_titles=QK_AXES),
     )
     why = (
         "Each row is turned into weights that are ≥ 0 and **sum to 1**: how query i shares its attention among "
@@ -378,6 +380,8 @@ def _output_step(result: RunResult, head: int) -> Step:
 def panel_figure(panel: Panel, *, height: int | None = None) -> go.Figure:
     """A heatmap of ``panel`` (via ``matrix_heatmap``), with its outlines and, when small, its numbers."""
     rows, cols = panel.matrix.shape
+    if height is None and panel.axis_titles is not None:
+        height = max(260, 28 * rows + 160)  # room for the axis titles
     if panel.kind == "signed":
         fig = matrix_heatmap(panel.matrix, panel.row_labels, panel.col_labels, title=panel.title,
                              value_name=panel.value_name, signed=True, height=height)
@@ -389,6 +393,9 @@ def panel_figure(panel: Panel, *, height: int | None = None) -> go.Figure:
     if rows <= MAX_TEXT_ROWS and cols <= MAX_TEXT_COLS:
         fig.update_traces(text=cell_text(panel.matrix, panel.kind), texttemplate="%{text}", textfont=dict(size=14))
     fig.update_layout(margin=dict(pad=0))  # the cells meet the axes, no grey frame
+    if panel.axis_titles is not None:
+        fig.update_yaxes(title_text=panel.axis_titles[0])
+        fig.update_xaxes(title_text=panel.axis_titles[1])
     if panel.block is not None:
         start, stop = panel.block
         fig.add_shape(type="rect", x0=start - 0.5, x1=stop - 0.5, y0=-0.5, y1=rows - 0.5, line=OUTLINE)
@@ -409,10 +416,11 @@ def cell_text(matrix: np.ndarray, kind: str = "signed") -> list[list[str]]:
 
 
 def panel_table(panel: Panel) -> pd.DataFrame:
-    """The panel's numbers with its row and column labels (masked logits stay -inf)."""
+    """The panel's numbers with its row and column labels; masked logits (-inf) become blank (NaN)."""
     if panel.kind == "mask":
         return pd.DataFrame(panel.matrix.astype(bool), index=panel.row_labels, columns=panel.col_labels)
-    return pd.DataFrame(panel.matrix, index=panel.row_labels, columns=panel.col_labels)
+    values = np.where(np.isneginf(panel.matrix), np.nan, panel.matrix)  # (R, K)
+    return pd.DataFrame(values, index=panel.row_labels, columns=panel.col_labels)
 
 
 # ---- the drill-down: one score, one cell ---------------------------------------------------

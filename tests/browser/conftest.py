@@ -168,11 +168,13 @@ def wait_for_charts(page, count: int = 1, timeout: float = 30_000) -> None:
 
 
 def chart_trace_count(page, index: int = 0) -> int:
-    """Number of traces of the ``index``-th live plotly figure on the page."""
-    return page.evaluate(
-        """i => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[i].data.length""",
-        index,
+    """Number of traces of the ``index``-th live plotly figure on the page (waits while a rerun swaps it)."""
+    handle = page.wait_for_function(
+        """i => { const el = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[i];
+                  return el && el.data ? el.data.length : null; }""",
+        arg=index,
     )
+    return handle.json_value()
 
 
 def exceptions_on_page(page) -> list[str]:

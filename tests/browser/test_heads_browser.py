@@ -26,18 +26,35 @@ def wait_for_traces(page, count: int, key: str = "heads_grid", timeout: float = 
     )
 
 
+def live_layout(page, key: str = "heads_grid") -> dict:
+    """The layout of the live figure of widget ``key``, waiting while a rerun swaps the element."""
+    handle = page.wait_for_function(
+        """key => { const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+                    return el && el.layout && el.data ? el.layout : null; }""",
+        arg=key,
+    )
+    return handle.json_value()
+
+
 def panel_titles(page, key: str = "heads_grid") -> list[str]:
     """The subplot titles of the live figure (from its layout, not from the redrawn text nodes)."""
-    return page.evaluate(
-        """key => document.querySelector(`.st-key-${key} .js-plotly-plot`).layout.annotations.map(a => a.text)""",
-        key,
+    return [a["text"] for a in live_layout(page, key)["annotations"]]
+
+
+def wait_for_first_title(page, text: str, key: str = "heads_grid") -> None:
+    """Wait until the live figure's first subplot title reads ``text``."""
+    page.wait_for_function(
+        """([key, text]) => { const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+                             return !!(el && el.layout && el.layout.annotations &&
+                                       el.layout.annotations[0].text === text); }""",
+        arg=[key, text],
     )
 
 
 def choose(page, widget_key: str, option: str) -> None:
     """Pick ``option`` in the selectbox with widget key ``widget_key``."""
-    page.locator(f".st-key-{widget_key} [data-baseweb='select']").click()
-    page.locator("li[role='option']").get_by_text(option, exact=True).click()
+    page.locator(f".st-key-{widget_key} input[role='combobox']").click()
+    page.get_by_role("option", name=option, exact=True).click()
 
 
 def test_the_heads_figure_follows_the_head_count(app_page, app_url):
@@ -73,7 +90,7 @@ def test_every_page_opens_from_the_sidebar_and_settings_survive(app_page, app_ur
 def test_a_deep_link_restores_the_view(app_page, app_url):
     open_app(app_page, app_url, "?tokens=a+b+a+c&heads=2&d_model=8&mask=causal&view=logits&avg=1&seed=7")
     wait_for_traces(app_page, 3)
-    layout = app_page.evaluate("() => document.querySelector('.st-key-heads_grid .js-plotly-plot').layout")
+    layout = live_layout(app_page)
     assert layout["coloraxis"]["cmid"] == 0  # the logits view: diverging around 0
     assert layout["xaxis"]["tickvals"] == ["0:a", "1:b", "2:a", "3:c"]  # repeated 'a' kept apart
     selected = app_page.locator(".st-key-w_view button[aria-checked='true'], .st-key-w_view button[kind*='Active']")
@@ -96,10 +113,7 @@ def _presentation(app_page, app_url, theme: str) -> None:
     assert panel_titles(app_page) == ["head 0 of 4"]
     screenshot(app_page, f"present_{theme}")
     app_page.get_by_role("button", name="Next ▶").click()
-    app_page.wait_for_function(
-        """() => document.querySelector('.st-key-heads_grid .js-plotly-plot').layout.annotations[0].text
-                 === 'head 1 of 4'"""
-    )
+    wait_for_first_title(app_page, "head 1 of 4")
     assert "head=1" in app_page.url
     background = app_page.evaluate(
         "() => getComputedStyle(document.querySelector('[data-testid=\"stApp\"]')).backgroundColor"

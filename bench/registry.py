@@ -1,0 +1,50 @@
+"""The benchmark sections, in the order they run and print.
+
+Each entry names a function ``run(quick: bool) -> list[dict]`` as "module:function"; the
+module is imported only when the section runs, so a section that needs torch or a browser
+costs nothing to the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Section:
+    """One table of ``python -m bench``."""
+
+    name: str  # what --only takes
+    title: str  # the table's heading
+    target: str  # "module:function", the function returning the rows
+
+    def function(self) -> Callable[[bool], list[dict]]:
+        """Import the section's module and return its ``run(quick)`` function."""
+        module_name, function_name = self.target.split(":")
+        return getattr(importlib.import_module(module_name), function_name)
+
+    def notes(self) -> str:
+        """How to read the table: the function's docstring."""
+        return inspect.getdoc(self.function()) or ""
+
+
+SECTIONS = (
+    Section("engine", "Engine vs torch", "bench.bench_engine:run"),
+    Section("seeds", "Engine vs the seeds' loops over heads", "bench.bench_seeds:run"),
+    Section("minilm", "Real model (all-MiniLM-L6-v2) budgets", "bench.bench_minilm:run"),
+)
+
+
+def select(only: str | None) -> list[Section]:
+    """The sections named in a comma-separated list (all of them for None), in registry order."""
+    if not only:
+        return list(SECTIONS)
+    wanted = {name.strip() for name in only.split(",") if name.strip()}
+    known = {section.name for section in SECTIONS}
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise ValueError(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
+    return [section for section in SECTIONS if section.name in wanted]
