@@ -319,8 +319,9 @@ SEED001 = SeedExample(
     reproducible=True,
     note=(
         "Fixed inputs, so every printed number is reproduced to its 8 decimals: the scaled scores, the weights "
-        "and the outputs (which the seed calls attention scores). The explorer loads the seed's 3x4 input and "
-        "its scale rule, but draws its own square weights: a 4x3 hand-written matrix does not fit the explorer."
+        "and the outputs (which the seed calls attention scores). The explorer loads its shape (3 tokens, "
+        "d_model 4, one head) and its scale rule, 1/sqrt(T); the 3x4 input can be uploaded as a CSV (the page offers "
+        "it), and the explorer draws its own square weights: a 4x3 hand-written matrix does not fit."
     ),
     cases=(
         SeedCase(

@@ -56,6 +56,7 @@ __all__ = [
     "HOW_TO_GET_THE_MODEL",
     "HUB_REPO",
     "MAX_TOKENS",
+    "MODEL_LICENSE",
     "EmbeddingWeights",
     "EncoderLayerWeights",
     "LayerNormWeights",

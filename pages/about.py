@@ -21,7 +21,7 @@ LIMIT_MEANINGS = {
 
 STEPS = [
     ("Embeddings E", "words become vectors, one row of d_model numbers per token."),
-    ("+ positional encoding", "attention alone cannot tell word order; a position signal makes 'the' at 0 differ "
+    ("add positional encoding", "attention alone cannot tell word order; a position signal makes 'the' at 0 differ "
      "from 'the' at 4."),
     ("Q, K, V = X W_Q, X W_K, X W_V", "three learned views of each token: what it looks for, what it can be found "
      "by, what it hands over."),

@@ -228,7 +228,8 @@ def presentation_toolbar(n_heads: int) -> tuple[int, str, bool]:
 
 
 def presentation(result) -> None:
-    """One head large with square cells, its numbers and the caption beside it; the average beside it when asked."""
+    """One head large with square cells and its numbers beside it; with the average, both panels and the
+    caption below them (two panels leave no room for text beside them on 1280 pixels)."""
     trace = result.trace
     head, view, average = presentation_toolbar(trace.n_heads)
     matrices = shown_matrices(trace, view)[head : head + 1]
@@ -244,7 +245,7 @@ def presentation(result) -> None:
         kind=view,
         titles=titles,
         max_cols=2,
-        fit_height=PRESENT_FIGURE_PX,
+        fit_height=PRESENT_FIGURE_PX - (80 if average else 0),
         font_size=18 if n_tokens <= 24 else 15,
         square=True,
     )
@@ -254,7 +255,11 @@ def presentation(result) -> None:
         summary = tables.head_summary_frame(trace).iloc[head]
         for label, meaning in list(tables.DIAGNOSTIC_COLUMNS.values())[:2]:
             st.metric(label, "—" if np.isnan(summary[label]) else f"{summary[label]:.2f}", help=meaning)
-        st.markdown(VIEW_CAPTIONS[view])  # body text, not a grey caption: it must read from the back row
+        if not average:
+            st.markdown(VIEW_CAPTIONS[view])  # body text, not a grey caption: it must read from the back row
+            fully_masked_note(result)
+    if average:
+        st.markdown(VIEW_CAPTIONS[view] + " The average is for the eye only: the model keeps every head separate.")
         fully_masked_note(result)
 
 

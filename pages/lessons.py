@@ -24,6 +24,7 @@ from ui.lessons import (
 
 OVERVIEW = "overview"
 PAGE_PATH = "lessons"  # this page's URL path (from its file name)
+FONT_SIZE = 15  # readable from the back of a classroom
 
 
 def full_link(query: str, page: str = "") -> str:
@@ -36,15 +37,19 @@ def pick(key: str) -> None:
     st.session_state.lesson_pick = key
 
 
-FONT_SIZE = 15  # readable from the back of a classroom
-
-
 def draw_grid(grid: Grid, chart_key: str) -> None:
     rows = -(-grid.matrices.shape[0] // grid.max_cols)
     panel_px = 340 if grid.max_cols <= 2 else 240 if rows == 1 else 190
     figure = attention_grid(
-        grid.matrices, grid.row_labels, grid.col_labels, kind=grid.kind, titles=grid.titles,
-        max_cols=grid.max_cols, panel_px=panel_px, font_size=FONT_SIZE, square=grid.max_cols <= 2,
+        grid.matrices,
+        grid.row_labels,
+        grid.col_labels,
+        kind=grid.kind,
+        titles=grid.titles,
+        max_cols=grid.max_cols,
+        panel_px=panel_px,
+        font_size=FONT_SIZE,
+        square=grid.max_cols <= 2,
     )
     st.plotly_chart(figure, key=chart_key)
 
@@ -56,9 +61,18 @@ def draw_figures(lesson: Lesson, figures) -> None:
     if heatmaps:
         for i, (column, heat) in enumerate(zip(st.columns(len(heatmaps)), heatmaps, strict=True)):
             figure = matrix_heatmap(
-                heat.matrix, heat.row_labels, heat.col_labels, title=heat.title, value_name=heat.value_name,
-                signed=False, zmin=0.0, zmax=1.0, height=320, font_size=FONT_SIZE,
-                row_name=heat.row_name, col_name=heat.col_name,
+                heat.matrix,
+                heat.row_labels,
+                heat.col_labels,
+                title=heat.title,
+                value_name=heat.value_name,
+                signed=False,
+                zmin=0.0,
+                zmax=1.0,
+                height=320,
+                font_size=FONT_SIZE,
+                row_name=heat.row_name,
+                col_name=heat.col_name,
             )
             column.plotly_chart(figure, key=f"lesson_{lesson.key}_heatmap_{i}")
 
@@ -104,7 +118,9 @@ def number_formats(table) -> dict:
     formats = {}
     for column in table.columns:
         if table[column].dtype.kind == "f":
-            formats[column] = st.column_config.NumberColumn(column, format="%.0f%%" if column.endswith("(%)") else "%.3f")
+            formats[column] = st.column_config.NumberColumn(
+                column, format="%.0f%%" if column.endswith("(%)") else "%.3f"
+            )
     return formats
 
 

@@ -31,6 +31,7 @@ from ui.steps import (
 
 FORWARD_CACHE_ENTRIES = 8  # a 128-piece run keeps ~20 MB of intermediates; short sentences far less
 NUMBER = "%.3f"
+MAIN_COLUMN_PX = 820  # the main column of a 1280 px screen with the sidebar open
 GRID_PANEL_PX = 170  # about square panels, 4 across the ~820 px main column of a 1280 px screen
 
 
@@ -60,8 +61,11 @@ def model_or_message() -> MiniLM | None:
         except RuntimeError as error:  # ModelUnavailableError, ModelIntegrityError: their message says what to do
             failed = (model_dir, str(error))
             st.session_state.rm_model_error = failed
-    st.error("The real model's files are not available on this server, so this page cannot run it.")
-    st.code(failed[1], language=None)
+    st.error(
+        "The real model's files are not available on this server, so this page cannot run it. "
+        "The other pages do not need them. Here is how to get them:"
+    )
+    st.code(failed[1], language=None, wrap_lines=True)
     st.button("Try again", key="rm_retry", on_click=st.session_state.pop, args=("rm_model_error", None))
     return None
 
@@ -126,7 +130,9 @@ def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
     labels = token_labels(run.tokens)
     st.subheader(f"Layer {layer}: all {trace.n_heads} heads")
     titles = [f"head {h} ◀ chosen" if h == head else f"head {h}" for h in range(trace.n_heads)]
-    fig = figures.attention_grid(trace.weights, labels, labels, kind="weights", titles=titles, max_cols=4, panel_px=GRID_PANEL_PX)
+    fig = figures.attention_grid(
+        trace.weights, labels, labels, kind="weights", titles=titles, max_cols=4, panel_px=GRID_PANEL_PX
+    )
     st.plotly_chart(fig, key="rm_grid")
     st.caption(
         "Rows = queries (the piece that looks), columns = keys (the pieces looked at); colour = attention weight, "
@@ -195,12 +201,15 @@ def overview_section(run: MiniLMRun) -> None:
 
 
 def show_panels(panels: tuple[Panel, ...], slug: str) -> None:
-    """Up to three matrices side by side."""
+    """Up to three matrices side by side; column labels thinned to the width each one gets."""
     per_row = 3 if len(panels) > 2 else max(len(panels), 1)
+    share = 2 / 3 if len(panels) == 1 else 1 / per_row
+    plot_px = MAIN_COLUMN_PX * share - 190  # minus the row labels and the colour bar
     for start in range(0, len(panels), per_row):
         columns = st.columns([2, 1] if len(panels) == 1 else per_row)
         for offset, panel in enumerate(panels[start : start + per_row]):
-            columns[offset].plotly_chart(panel_figure(panel), key=f"rm_{slug}_{start + offset}")
+            fig = rm.thin_x_ticks(panel_figure(panel), panel.col_labels, plot_px)
+            columns[offset].plotly_chart(fig, key=f"rm_{slug}_{start + offset}")
 
 
 def show_step(number: int, step: Step) -> None:
@@ -238,20 +247,30 @@ def drill_section(result, head: int) -> None:
     st.markdown("#### Drill-down: one cell, number by number")
     labels = result.query_labels
     left, right = st.columns(2)
-    i = left.selectbox("Query i (row)", range(len(labels)), key="w_rm_qi", persist_state=KEEP, format_func=labels.__getitem__)
-    j = right.selectbox("Key j (column)", range(len(labels)), key="w_rm_kj", persist_state=KEEP, format_func=labels.__getitem__)
+    i = left.selectbox(
+        "Query i (row)", range(len(labels)), key="w_rm_qi", persist_state=KEEP, format_func=labels.__getitem__
+    )
+    j = right.selectbox(
+        "Key j (column)", range(len(labels)), key="w_rm_kj", persist_state=KEEP, format_func=labels.__getitem__
+    )
     drill = drill_down(result, head, i, j)
     st.markdown(f"Head **{head}**, query `{drill.query_label}`, key `{drill.key_label}` (outlined in magenta above).")
     left, right = st.columns(2)
     with left:
         st.markdown("**q_i, k_j and their elementwise product**")
         frame = products_table(drill)
-        st.dataframe(frame, column_config={c: st.column_config.NumberColumn(format="%.4f") for c in frame.columns},
-                     key="rm_drill_products")
+        st.dataframe(
+            frame,
+            column_config={c: st.column_config.NumberColumn(format="%.4f") for c in frame.columns},
+            key="rm_drill_products",
+        )
     with right:
         st.markdown("**From the products to the logit**")
-        st.dataframe(score_table(drill), column_config={"value": st.column_config.NumberColumn(format="%.6f")},
-                     key="rm_drill_score")
+        st.dataframe(
+            score_table(drill),
+            column_config={"value": st.column_config.NumberColumn(format="%.6f")},
+            key="rm_drill_score",
+        )
     st.latex(dot_product_latex(drill))
     st.latex(logit_latex(drill))
     st.latex(softmax_latex(drill))

@@ -34,7 +34,9 @@ def render_case(case) -> None:
             st.caption(f"`{name}` from our engine (2 more decimals) · max |Δ| = {comparison.max_abs_diff[name]:.2g}")
             st.dataframe(ours, column_config=number_columns(ours, min(case.decimals + 2, 10)), hide_index=True)
     passed = sum(comparison.checks.values())
-    with st.expander(f"Structural checks: {passed} of {len(comparison.checks)} pass", expanded=comparison.matches is None):
+    with st.expander(
+        f"Structural checks: {passed} of {len(comparison.checks)} pass", expanded=comparison.matches is None
+    ):
         st.markdown("\n".join(f"- {line}" for line in check_lines(comparison.checks)))
 
 
@@ -44,7 +46,9 @@ def render_explorer_button(example: SeedExample) -> None:
         st.info("The explorer cannot express this seed's layer, so there is nothing to load.")
         return
     st.markdown(f"**In the explorer:** {explorer_summary(config)}.")
-    if st.button("Load these settings into the explorer", key=f"seed_load_{example.key}", on_click=open_config, args=(config,)):
+    if st.button(
+        "Load these settings into the explorer", key=f"seed_load_{example.key}", on_click=open_config, args=(config,)
+    ):
         st.switch_page("pages/heads.py")
     csv = embedding_csv(config)
     if csv is not None:

@@ -340,6 +340,14 @@ def test_presentation_mode_moves_the_controls_out_of_the_sidebar():
     assert any(w.key == "w_tokens" for w in normal.sidebar.text_input)
 
 
+def test_in_presentation_mode_a_bad_link_is_reported_once():
+    at = app({"present": "1", "seed": "banana"})
+    assert_page_ok(at)
+    assert "not a whole number" in messages(at)
+    at.button(key="head_next").click().run()
+    assert "not a whole number" not in messages(at)  # not on every rerun in front of the class
+
+
 def test_the_figures_at_the_caps_stay_under_2_mb_per_rerun():
     tokens = " ".join(f"w{i % 20}" for i in range(LIMITS["max_tokens"]))
     sizes = {}

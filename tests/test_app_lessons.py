@@ -50,7 +50,9 @@ def param(at: AppTest, name: str) -> str | None:
 
 
 def claim_lines(at: AppTest) -> list[str]:
-    return [line for m in at.markdown for line in m.value.splitlines() if line.startswith("- ✅") or line.startswith("- ❌")]
+    return [
+        line for m in at.markdown for line in m.value.splitlines() if line.startswith("- ✅") or line.startswith("- ❌")
+    ]
 
 
 @pytest.mark.parametrize("key", list(LESSONS))

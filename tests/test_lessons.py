@@ -17,6 +17,7 @@ from ui.lessons import (
     Grid,
     app_root,
     explorer_query,
+    head_contributions,
     head_output_shares,
     lesson_query,
     renormalised_rows,
@@ -119,6 +120,14 @@ def test_wo_lesson_without_w_o_removing_a_head_changes_only_its_own_columns():
         assert np.all(np.any(np.abs(full - removed) > 1e-9, axis=0)), "with W_O a head reaches every column"
 
 
+@pytest.mark.parametrize("output_projection", [True, False])
+def test_head_contributions_add_up_to_the_layers_output(output_projection):
+    config = replace(LESSONS["wo"].panels[1].config, output_projection=output_projection)
+    contributions = head_contributions(config)
+    assert contributions.shape == (config.n_heads, len(config.tokens), config.d_model)
+    np.testing.assert_allclose(contributions.sum(axis=0), run(config).trace.output, atol=1e-12)
+
+
 def test_wo_lesson_share_tables_agree_with_the_columns_a_head_reaches():
     without, with_wo = (p.config for p in LESSONS["wo"].panels)
     shares = head_output_shares(without)
@@ -186,7 +195,9 @@ def test_uniform_init_rows_are_sharper_than_xavier_at_each_width(d_model):
     seeds = range(5)
     row_max = {}
     for init in ("xavier", "uniform"):
-        weights = [run(MHAConfig(tokens=SENTENCE, d_model=d_model, n_heads=4, seed=s, init=init)).trace.weights for s in seeds]
+        weights = [
+            run(MHAConfig(tokens=SENTENCE, d_model=d_model, n_heads=4, seed=s, init=init)).trace.weights for s in seeds
+        ]
         row_max[init] = float(np.mean([w.max(axis=-1).mean() for w in weights]))
     assert row_max["uniform"] > row_max["xavier"] + 0.2
     assert row_max["xavier"] < 0.6, "Xavier rows should stay far from one-hot"
@@ -229,4 +240,3 @@ def test_every_preset_has_a_configuration_and_a_short_link():
     for init, config in PRESETS.items():
         assert explorer_query(config) == f"?init={init}"
         assert config_from_params({"init": init}) == (config, [])
-

@@ -83,7 +83,9 @@ def test_gelu_is_the_erf_form_not_the_tanh_approximation():
 
 def test_gelu_hand_values():
     # gelu(0) = 0, gelu(1) = Phi(1) = 0.8413447..., gelu(-1) = -(1 - Phi(1)) = -0.1586553...
-    np.testing.assert_allclose(gelu(np.array([0.0, 1.0, -1.0], dtype=np.float32)), [0.0, 0.8413447, -0.1586553], atol=1e-7)
+    np.testing.assert_allclose(
+        gelu(np.array([0.0, 1.0, -1.0], dtype=np.float32)), [0.0, 0.8413447, -0.1586553], atol=1e-7
+    )
 
 
 def test_layer_norm_two_token_example():
@@ -238,7 +240,9 @@ def _float64_reference_encoder(tensors: dict, token_ids: list[int]) -> list[np.n
             weights = np.exp(scores - scores.max(axis=1, keepdims=True))
             weights /= weights.sum(axis=1, keepdims=True)
             heads.append(weights @ v[:, cols])
-        x = norm(x + linear(np.concatenate(heads, axis=1), f"{p}.attention.output.dense"), f"{p}.attention.output.LayerNorm")
+        x = norm(
+            x + linear(np.concatenate(heads, axis=1), f"{p}.attention.output.dense"), f"{p}.attention.output.LayerNorm"
+        )
         hidden = linear(x, f"{p}.intermediate.dense")
         hidden = 0.5 * hidden * (1 + erf(hidden / math.sqrt(2)))
         x = norm(x + linear(hidden, f"{p}.output.dense"), f"{p}.output.LayerNorm")

@@ -61,9 +61,7 @@ def fake_model_dir(path: Path, label: str = "fake") -> Path:
 
 
 def small_expected(name: str, content: bytes) -> files.ExpectedFile:
-    return files.ExpectedFile(
-        name, hashlib.sha256(content).hexdigest(), len(content), max_download_bytes=len(content)
-    )
+    return files.ExpectedFile(name, hashlib.sha256(content).hexdigest(), len(content), max_download_bytes=len(content))
 
 
 class FakeHub:

@@ -338,3 +338,16 @@ def test_glossary_rows_read_the_engines_docstring():
 def test_glossary_rows_stop_at_the_end_of_the_block():
     doc = "Title\n\nGlossary:\n\n    T    tokens\n    C    width\n\nConventions:   rows  are  tokens\n"
     assert glossary_rows(doc) == [("T", "tokens"), ("C", "width")]
+
+
+def test_weights_too_large_to_draw_are_shown_as_the_heads_slice():
+    result = run(MHAConfig(d_model=256, n_heads=8))  # 256 x 256 weights, head size 32
+    steps = steps_by_slug(result, head=3)
+    w_q = panel(steps["qkv"], "W_Q")
+    np.testing.assert_array_equal(w_q.matrix, result.weights.w_q[:, 96:128])
+    assert w_q.col_labels[0] == "d96" and len(w_q.row_labels) == 256
+    assert "256×256" in steps["qkv"].note
+    w_o = panel(steps["output"], "W_O")
+    np.testing.assert_array_equal(w_o.matrix, result.weights.w_o[96:128])
+    small = panel(steps_by_slug(run(MHAConfig()), head=1)["qkv"], "W_Q")
+    assert small.matrix.shape == (16, 16) and small.block == (4, 8)

@@ -261,14 +261,15 @@ def sidebar() -> MHAConfig:
 
     Normally the controls are in the sidebar, under a "Presentation mode" toggle. In
     presentation mode the sidebar is hidden and the same controls sit in a "Show controls"
-    expander under a one-line summary of the settings at the top of the page.
+    popover beside a one-line summary of the settings at the top of the page; there a bad
+    link's messages are shown once, not on every rerun in front of the class.
     """
     _startup()
     ss = st.session_state
     summary = None
     if presenting():
         summary, box = _presentation_bar()
-        for message in ss.get("url_messages", []):
+        for message in ss.pop("url_messages", []):
             st.warning(f"Link: {message}")
     else:
         box = st.sidebar

@@ -107,34 +107,33 @@ def mean_row_max(weights: np.ndarray) -> np.ndarray:
     return weights.max(axis=-1).mean(axis=-1)
 
 
+def head_contributions(config: MHAConfig) -> np.ndarray:
+    """What each head adds to the layer's output, shape (nh, Tq, C_out); the sum over heads is the output.
+
+    Head h's output times its own rows of W_O (with no W_O: its own columns of the concatenation).
+    """
+    result = run(config)
+    heads = result.trace.heads  # (nh, Tq, hv)
+    n_heads, _, hv = heads.shape
+    w_o = result.weights.w_o if result.weights.w_o is not None else np.eye(n_heads * hv)  # (nh*hv, C_out)
+    return heads @ w_o.reshape(n_heads, hv, w_o.shape[1])  # (nh, Tq, C_out)
+
+
 def head_output_shares(config: MHAConfig) -> np.ndarray:
     """Share of each output column that comes from each head, shape (nh, C_out); columns sum to 1.
 
-    Head h's contribution to the output is its head output times its own rows of W_O (or, with
-    no W_O, its own columns of the concatenation). The share is the size (norm over tokens) of
-    that contribution in a column, divided by the sum over heads.
+    The share is the size (norm over tokens) of a head's contribution to the column, divided by
+    the sum of those sizes over heads.
     """
-    result = run(config)
-    trace = result.trace
-    n_heads, _, hv = trace.heads.shape
-    w_o = result.weights.w_o
-    if w_o is None:
-        w_o = np.eye(n_heads * hv)  # (nh*hv, nh*hv): output = concat
-    blocks = w_o.reshape(n_heads, hv, w_o.shape[1])  # (nh, hv, C_out), head h's rows of W_O
-    contributions = trace.heads @ blocks  # (nh, Tq, C_out); they sum over heads to the output
-    size = np.linalg.norm(contributions, axis=1)  # (nh, C_out)
+    size = np.linalg.norm(head_contributions(config), axis=1)  # (nh, C_out)
     total = size.sum(axis=0, keepdims=True)  # (1, C_out)
     return np.divide(size, total, out=np.zeros_like(size), where=total > 0)  # (nh, C_out)
 
 
 def head_share_of_output(config: MHAConfig) -> np.ndarray:
     """Each head's share of the whole output (norm of its contribution over all tokens and columns), shape (nh,)."""
-    result = run(config)
-    trace = result.trace
-    n_heads, _, hv = trace.heads.shape
-    w_o = result.weights.w_o if result.weights.w_o is not None else np.eye(n_heads * hv)
-    contributions = trace.heads @ w_o.reshape(n_heads, hv, w_o.shape[1])  # (nh, Tq, C_out)
-    size = np.linalg.norm(contributions.reshape(n_heads, -1), axis=1)  # (nh,)
+    contributions = head_contributions(config)  # (nh, Tq, C_out)
+    size = np.linalg.norm(contributions.reshape(contributions.shape[0], -1), axis=1)  # (nh,)
     return size / size.sum()
 
 
@@ -348,7 +347,9 @@ def average_findings(panels: tuple[Panel, ...]) -> Findings:
             max_cols=config.n_heads + 1,
         ),
     )
-    note = "Weights drawn standard normal (as in seed 003): each head is sharp, so the blur of the average is easy to see."
+    note = (
+        "Weights drawn standard normal (as in seed 003): each head is sharp, so the blur of the average is easy to see."
+    )
     return Findings(figures, claims, (("Each head against the average.", table),), note)
 
 
@@ -357,7 +358,9 @@ def average_findings(panels: tuple[Panel, ...]) -> Findings:
 # ---------------------------------------------------------------------------------------------
 
 
-def saturation_stats(init: str, d_model: int, n_heads: int, tokens=SENTENCE, seeds=MEASURE_SEEDS) -> tuple[float, float]:
+def saturation_stats(
+    init: str, d_model: int, n_heads: int, tokens=SENTENCE, seeds=MEASURE_SEEDS
+) -> tuple[float, float]:
     """(mean row maximum, share of rows where every head picks the same key), averaged over ``seeds``."""
     maxima, same = [], []
     for seed in seeds:
@@ -483,7 +486,13 @@ def scaling_findings(panels: tuple[Panel, ...]) -> Findings:
     d_k = raw.config.head_size
     weights = np.concatenate([raw.trace.weights, scaled.trace.weights])  # (2, T, T)
     figures = (
-        Grid(weights, raw.query_labels, raw.key_labels, [f"d_k = {d_k}, no scaling", f"d_k = {d_k}, ÷ √{d_k}"], max_cols=2),
+        Grid(
+            weights,
+            raw.query_labels,
+            raw.key_labels,
+            [f"d_k = {d_k}, no scaling", f"d_k = {d_k}, ÷ √{d_k}"],
+            max_cols=2,
+        ),
     )
     caption = (
         f"Measured live: one head with d_model = d_k, {len(SENTENCE)} tokens, Xavier weights, averaged over seeds "
@@ -559,9 +568,7 @@ LESSONS: dict[str, Lesson] = {
             question="Should I look at the average over heads, or at each head separately?",
             source="asked in BertViz #111 and pytorch #47583",
             source_url="https://github.com/jessevig/bertviz/issues/111",
-            panels=(
-                Panel("Four heads and their average", replace(BASE, init="normal"), {"avg": True}),
-            ),
+            panels=(Panel("Four heads and their average", replace(BASE, init="normal"), {"avg": True}),),
             explanation=(
                 "Each head computes its own weights and its own output, and the layer concatenates them: it never "
                 "averages. The average is a summary for the eye only: it is flatter than every head, and where the "
@@ -597,7 +604,9 @@ LESSONS: dict[str, Lesson] = {
             source="answered in Vaswani et al. 2017, section 3.2.1",
             source_url="https://arxiv.org/abs/1706.03762",
             panels=(
-                Panel("d_k = 64, no scaling", replace(BASE, d_model=64, n_heads=1, scale_rule="none"), {"view": "logits"}),
+                Panel(
+                    "d_k = 64, no scaling", replace(BASE, d_model=64, n_heads=1, scale_rule="none"), {"view": "logits"}
+                ),
                 Panel("d_k = 64, divided by √64 = 8", replace(BASE, d_model=64, n_heads=1), {"view": "logits"}),
             ),
             explanation=(

@@ -50,7 +50,7 @@ class RealView:
 
 
 def _index(params: Mapping[str, str], name: str, size: int, messages: list[str]) -> int:
-    """A whole number 0..size-1 from ``params[name]``; 0 and a message when it is missing-but-garbled."""
+    """A whole number 0..size-1 from ``params[name]``; 0 when missing, 0 and a message when unusable."""
     raw = params.get(name)
     if raw is None or raw == "":
         return 0
@@ -119,12 +119,13 @@ def piece_chips_html(tokens: list[str] | tuple[str, ...]) -> str:
 
 
 def split_words(tokens, word_ids) -> list[str]:
-    """The words the tokenizer cut into two or more pieces, each written as its pieces: 'un ##bel ##ie'."""
+    """The words the tokenizer cut into two or more pieces, each written as its pieces ('un ##bel ##ie'), once each."""
     groups: dict[int, list[str]] = {}
     for token, word in zip(tokens, word_ids, strict=True):
         if word is not None:
             groups.setdefault(word, []).append(token)
-    return [" ".join(pieces) for pieces in groups.values() if len(pieces) > 1]
+    split = [" ".join(pieces) for pieces in groups.values() if len(pieces) > 1]
+    return list(dict.fromkeys(split))  # a word split twice is listed once
 
 
 # ---- what each head does, over every layer -------------------------------------------------
@@ -310,7 +311,7 @@ def max_pool(attentions: np.ndarray, max_cells: int = OVERVIEW_MAX_CELLS) -> tup
 
 
 def overview_figure(
-    attentions: np.ndarray, *, max_cells: int = OVERVIEW_MAX_CELLS, panel_px: int = 46, font_size: int = 12
+    attentions: np.ndarray, *, max_cells: int = OVERVIEW_MAX_CELLS, panel_px: int = 56, font_size: int = 12
 ) -> go.Figure:
     """Every head of every layer as a small heatmap, layers down and heads across, on one 0..1 colour scale.
 
@@ -412,6 +413,11 @@ def layer_result(run: MiniLMRun, layer: int, weights: AttentionWeights) -> RunRe
 
 
 TOY_ONLY_STEPS = ("input", "positional")  # replaced by the real layer's own input step
+ONE_SENTENCE_MASK = (
+    "**Nothing is masked here.** BERT's only mask hides padding, the filler added when sentences of "
+    "different lengths share a batch. One sentence has no padding, so every piece may attend to every piece, "
+    "in both directions (no causal mask: an encoder reads the whole sentence at once)."
+)
 
 
 def real_steps(run: MiniLMRun, result: RunResult, layer: int, head: int, cell=None) -> list[Step]:
@@ -422,7 +428,11 @@ def real_steps(run: MiniLMRun, result: RunResult, layer: int, head: int, cell=No
     Matrices too large to send are cut to the chosen head's block (``slim_panel``).
     """
     steps = [_input_step(result, layer)]
-    steps += [s for s in build_steps(result, head, cell) if s.slug not in TOY_ONLY_STEPS]
+    for step in build_steps(result, head, cell):
+        if step.slug == "mask":
+            step = replace(step, note=ONE_SENTENCE_MASK)
+        if step.slug not in TOY_ONLY_STEPS:
+            steps.append(step)
     steps.append(_add_norm_step(run, result, layer))
     return [slim_step(s) for s in steps]
 
@@ -510,3 +520,11 @@ def slim_step(step: Step, max_cells: int = MAX_PANEL_CELLS) -> Step:
     left_out = ", ".join(f"{p.title} {shape_text(p.matrix)}" for p in slimmed if p.matrix.size > max_cells)
     note = f"Not drawn for a sentence this long, to keep the page light: {left_out}. Shorten the sentence to see it."
     return replace(step, panels=kept, note=f"{step.note}  \n{note}" if step.note else note)
+
+
+def thin_x_ticks(fig: go.Figure, labels: list[str], width_px: float, font_px: int = 10) -> go.Figure:
+    """Label only every k-th column so that rotated labels about 1.5 font sizes apart fit ``width_px``."""
+    step = max(1, math.ceil(1.5 * font_px * len(labels) / max(width_px, 1.0)))
+    shown = list(labels[::step])
+    fig.update_xaxes(tickvals=shown, ticktext=shown)
+    return fig

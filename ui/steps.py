@@ -26,6 +26,7 @@ from ui.figures import matrix_heatmap
 
 MAX_TEXT_ROWS = 16  # write the numbers inside the cells of heatmaps up to this size
 MAX_TEXT_COLS = 10
+MAX_FULL_CELLS = 128 * 128  # a weight matrix larger than this is drawn as the chosen head's slice only
 MAX_LATEX_TERMS = 4  # a dot product with more terms is written a + b + ... + z
 TIE_TOLERANCE = 1e-9  # weights this close to the row maximum count as tied for the largest
 OUTLINE = dict(color="black", width=3)
@@ -174,6 +175,28 @@ def _positional_step(result: RunResult) -> Step:
     return Step("positional", title, why, formula, shapes, tuple(panels))
 
 
+def weight_panel(name: str, w: np.ndarray, *, columns=None, rows=None) -> Panel:
+    """A weight matrix with the chosen head's columns (or rows) outlined; when it is too large to draw
+    (more than MAX_FULL_CELLS), only that head's slice, so a page at the caps stays light."""
+    labels_in, labels_out = dim_labels(w.shape[0]), dim_labels(w.shape[1])
+    if w.size <= MAX_FULL_CELLS:
+        return Panel(name, w, labels_in, labels_out, "weight", block=columns, row_block=rows)
+    if columns is not None:
+        start, stop = columns
+        title = f"{name}[:, {start}:{stop}] (the head's columns)"
+        return Panel(title, w[:, start:stop], labels_in, labels_out[start:stop], "weight")
+    start, stop = rows
+    title = f"{name}[{start}:{stop}, :] (the head's rows)"
+    return Panel(title, w[start:stop], labels_in[start:stop], labels_out, "weight")
+
+
+def _too_big_note(w: np.ndarray) -> str:
+    """A line saying that only the head's slice of a large weight matrix is drawn (empty when all of it is)."""
+    if w.size <= MAX_FULL_CELLS:
+        return ""
+    return f"The weight matrices are {w.shape[0]}×{w.shape[1]}: too big to draw whole, so only the head's slice is shown."
+
+
 def _projection_step(result: RunResult, head: int) -> Step:
     w, trace, config = result.weights, result.trace, result.config
     hs = trace.q.shape[-1]
@@ -182,21 +205,23 @@ def _projection_step(result: RunResult, head: int) -> Step:
     b = {name: (f" + b_{name}" if getattr(w, f"b_{name.lower()}") is not None else "") for name in "QKV"}
     formula = rf"Q = {x_q} W_Q{b['Q']},\quad K = {x_kv} W_K{b['K']},\quad V = {x_kv} W_V{b['V']}"
     q, k, v = merge_heads(trace.q), merge_heads(trace.k), merge_heads(trace.v)  # (Tq, nh*hs), (Tk, ..), (Tk, ..)
-    rows_in = dim_labels(w.w_q.shape[0])
+    hv_block = head_block(head, trace.v.shape[-1])
     panels = (
-        Panel("W_Q", w.w_q, rows_in, dim_labels(w.w_q.shape[1]), "weight", block=block),
-        Panel("W_K", w.w_k, rows_in, dim_labels(w.w_k.shape[1]), "weight", block=block),
-        Panel("W_V", w.w_v, rows_in, dim_labels(w.w_v.shape[1]), "weight", block=head_block(head, trace.v.shape[-1])),
+        weight_panel("W_Q", w.w_q, columns=block),
+        weight_panel("W_K", w.w_k, columns=block),
+        weight_panel("W_V", w.w_v, columns=hv_block),
         Panel("Q (queries)", q, result.query_labels, dim_labels(q.shape[1]), "q", block=block),
         Panel("K (keys)", k, result.key_labels, dim_labels(k.shape[1]), "k", block=block),
-        Panel("V (values)", v, result.key_labels, dim_labels(v.shape[1]), "v", block=head_block(head, trace.v.shape[-1])),
+        Panel("V (values)", v, result.key_labels, dim_labels(v.shape[1]), "v", block=hv_block),
     )
     shapes = f"Q: {matmul_shapes(result.x_q, w.w_q)};  K, V: {matmul_shapes(result.x_kv, w.w_k)}"
     why = (
         "Three learned matrices turn every token into a **query** (what it looks for), a **key** (what it offers "
         f"to be found by) and a **value** (what it passes on). The outlined columns are head {head}'s."
     )
-    return Step("qkv", "Project to queries, keys and values", why, formula, shapes, panels)
+    if w.w_q.size > MAX_FULL_CELLS:
+        why = why.replace("The outlined columns are", "The weights shown are")
+    return Step("qkv", "Project to queries, keys and values", why, formula, shapes, panels, _too_big_note(w.w_q))
 
 
 def _split_step(result: RunResult, head: int) -> Step:
@@ -362,8 +387,7 @@ def _output_step(result: RunResult, head: int) -> Step:
     bias = " + b_O" if w.b_o is not None else ""
     hv = trace.v.shape[-1]
     panels = (
-        Panel("W_O", w.w_o, dim_labels(w.w_o.shape[0]), dim_labels(w.w_o.shape[1]), "weight",
-              row_block=head_block(head, hv)),
+        weight_panel("W_O", w.w_o, rows=head_block(head, hv)),
         Panel("Y: output", trace.output, result.query_labels, dim_labels(trace.output.shape[1]), "output"),
     )
     start, stop = head_block(head, hv)
@@ -371,7 +395,8 @@ def _output_step(result: RunResult, head: int) -> Step:
         "Without W_O each output column would come from one head only. With it, every output column mixes **all** "
         f"heads: the outlined rows {start}..{stop - 1} of W_O are the ones that read head {head}."
     )
-    return Step("output", title, why, rf"Y = \mathrm{{concat}}\, W_O{bias}", matmul_shapes(trace.concat, w.w_o), panels)
+    formula = rf"Y = \mathrm{{concat}}\, W_O{bias}"
+    return Step("output", title, why, formula, matmul_shapes(trace.concat, w.w_o), panels, _too_big_note(w.w_o))
 
 
 # ---- figures and tables of a panel ---------------------------------------------------------
@@ -381,7 +406,7 @@ def panel_figure(panel: Panel, *, height: int | None = None) -> go.Figure:
     """A heatmap of ``panel`` (via ``matrix_heatmap``), with its outlines and, when small, its numbers."""
     rows, cols = panel.matrix.shape
     if height is None and panel.axis_titles is not None:
-        height = max(260, 28 * rows + 160)  # room for the axis titles
+        height = int(np.clip(22 * rows + 150, 260, 600))  # matrix_heatmap's height plus room for axis titles
     if panel.kind == "signed":
         fig = matrix_heatmap(panel.matrix, panel.row_labels, panel.col_labels, title=panel.title,
                              value_name=panel.value_name, signed=True, height=height)

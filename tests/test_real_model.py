@@ -1,0 +1,242 @@
+"""ui/real_model.py: the Real model page's pure builders, on hand-made arrays and on the real model.
+
+Expected values are worked out by hand in the test or by plain loops; tests that need the model
+files skip, saying how to get them, when none is installed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from mha_core.pretrained import ModelUnavailableError, load_minilm
+from ui import real_model as rm
+from ui.steps import Panel, Step
+
+TWO_MB = 2 * 1024 * 1024
+
+# ---- the link ------------------------------------------------------------------------------
+
+
+def test_a_view_survives_the_round_trip_through_query_parameters():
+    view = rm.RealView(text="Don't panic & carry on?", layer=5, head=11)
+    again, messages = rm.view_from_params(rm.params_from_view(view), n_layers=6, n_heads=12)
+    assert again == view
+    assert messages == []
+
+
+def test_no_parameters_give_the_default_view_without_messages():
+    assert rm.view_from_params({}, 6, 12) == (rm.RealView(), [])
+
+
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"rm_layer": "6"}, "`rm_layer=6` is outside 0..5"),
+        ({"rm_layer": "two"}, "`rm_layer=two` is not a whole number"),
+        ({"rm_head": "-3"}, "`rm_head=-3` is outside 0..11"),
+        ({"rm_head": "1.5"}, "`rm_head=1.5` is not a whole number"),
+        ({"rm_text": ""}, "`rm_text` is empty"),
+    ],
+)
+def test_an_unusable_value_falls_back_with_a_message(params, fragment):
+    view, messages = rm.view_from_params(params, 6, 12)
+    assert (view.layer, view.head, view.text) == (0, 0, rm.DEFAULT_SENTENCE)
+    assert len(messages) == 1 and fragment in messages[0]
+
+
+def test_an_overlong_link_text_is_cut_with_a_message():
+    view, messages = rm.view_from_params({"rm_text": "a" * (rm.MAX_TEXT_CHARS + 5)}, 6, 12)
+    assert len(view.text) == rm.MAX_TEXT_CHARS
+    assert "keeping the first" in messages[0]
+
+
+# ---- word pieces ---------------------------------------------------------------------------
+
+
+def test_chips_show_every_piece_with_its_position_and_escape_html():
+    tokens = ["[CLS]", "<b>", "un", "##bel", "[SEP]"]
+    chips = rm.piece_chips_html(tokens)
+    assert "<b>" not in chips  # the token is text, not markup
+    assert "&lt;b&gt;" in chips
+    for position in range(len(tokens)):
+        assert f">{position}</span>" in chips
+    assert [rm.piece_kind(t) for t in tokens] == ["special", "start", "start", "piece", "special"]
+
+
+def test_split_words_groups_the_pieces_of_each_word():
+    tokens = ["[CLS]", "snow", "##board", "##er", "was", "un", "##real", "[SEP]"]
+    word_ids = [None, 0, 0, 0, 1, 2, 2, None]
+    assert rm.split_words(tokens, word_ids) == ["snow ##board ##er", "un ##real"]
+    assert rm.split_words(["[CLS]", "a", "[SEP]"], [None, 0, None]) == []
+    twice = ["[CLS]", "un", "##real", "and", "un", "##real", "[SEP]"]
+    assert rm.split_words(twice, [None, 0, 0, 1, 2, 2, None]) == ["un ##real"]
+
+
+# ---- pattern measures ----------------------------------------------------------------------
+
+
+def test_key_mass_is_the_mean_weight_on_one_key():
+    weights = np.array([[[0.5, 0.5], [0.2, 0.8]]])  # (1, 2, 2)
+    np.testing.assert_allclose(rm.key_mass(weights, 1), [0.65])
+    np.testing.assert_allclose(rm.key_mass(weights, 0), [0.35])
+
+
+def test_same_word_mass_counts_only_the_other_pieces_of_split_words():
+    # pieces: [CLS], un, ##bel, fast, [SEP]; only rows 1 and 2 belong to a split word
+    word_ids = [None, 0, 0, 1, None]
+    weights = np.full((1, 5, 5), 0.2)  # (1, T, T), rows sum to 1
+    weights[0, 1] = [0.1, 0.2, 0.6, 0.1, 0.0]  # un -> ##bel: 0.6
+    weights[0, 2] = [0.0, 0.3, 0.5, 0.2, 0.0]  # ##bel -> un: 0.3 (its own 0.5 does not count)
+    np.testing.assert_allclose(rm.same_word_mass(weights, word_ids), [(0.6 + 0.3) / 2])
+
+
+def test_same_word_mass_is_nan_without_a_split_word():
+    assert np.isnan(rm.same_word_mass(np.full((2, 3, 3), 1 / 3), [None, 0, None])).all()
+
+
+def test_findings_name_the_largest_head_and_count_the_strong_ones():
+    measures = {slug: np.zeros((2, 3)) for slug in rm.PATTERN_BY_SLUG}
+    measures["previous"] = np.array([[0.1, 0.6, 0.2], [0.9, 0.55, 0.0]])
+    measures["word"] = np.full((2, 3), np.nan)
+    by_slug = {f.pattern.slug: f for f in rm.findings(measures)}
+    previous = by_slug["previous"]
+    assert (previous.layer, previous.head, previous.value, previous.n_strong) == (1, 0, 0.9, 3)
+    assert (
+        previous.sentence() == "Layer 1 head 0 puts 0.90 of its weight on the previous token (3 of 6 heads reach 0.5)."
+    )
+    assert by_slug["word"].layer is None and "split" in by_slug["word"].sentence()
+    assert "no head reaches" in by_slug["cls"].sentence()
+
+
+# ---- the overview --------------------------------------------------------------------------
+
+
+def test_max_pool_keeps_each_blocks_largest_weight():
+    a = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5) / 25  # (1, 1, 5, 5)
+    pooled, block = rm.max_pool(a, max_cells=2)
+    assert block == 3
+    # blocks: rows 0-2 / 3-4, columns 0-2 / 3-4; the largest entry is the bottom-right one of each
+    expected = np.array([[a[0, 0, 2, 2], a[0, 0, 2, 4]], [a[0, 0, 4, 2], a[0, 0, 4, 4]]])
+    np.testing.assert_array_equal(pooled[0, 0], expected)
+
+
+def test_max_pool_leaves_short_sentences_untouched():
+    rng = np.random.default_rng(0)
+    a = rng.random((2, 3, 7, 7)).astype(np.float32)  # (L, nh, T, T)
+    pooled, block = rm.max_pool(a, max_cells=32)
+    assert block == 1
+    np.testing.assert_array_equal(pooled, a)
+
+
+def test_the_overview_has_one_panel_per_head_on_a_fixed_scale_and_a_small_payload():
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(6, 12, 128, 128))  # (L, nh, T, T)
+    attentions = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    fig = rm.overview_figure(attentions.astype(np.float32))
+    go.Figure(fig.to_dict())  # validates every property
+    assert len(fig.data) == 72
+    assert fig.data[13].hovertemplate.startswith("layer 1, head 1")
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
+    assert np.asarray(fig.data[0].z).shape == (32, 32)
+    assert len(fig.to_json()) < 700_000  # 72 x 32 x 32 float32 in base64, plus the layout
+    assert list(fig.layout.yaxis.ticktext) == [f"layer {n}" for n in range(6)]
+
+
+# ---- slimming the step-by-step -------------------------------------------------------------
+
+
+def test_slim_panel_cuts_a_large_matrix_to_the_outlined_block():
+    matrix = np.arange(384 * 384, dtype=np.float32).reshape(384, 384)
+    labels = [f"d{k}" for k in range(384)]
+    panel = Panel("W_Q", matrix, labels, labels, "weight", block=(64, 96))
+    slim = rm.slim_panel(panel)
+    np.testing.assert_array_equal(slim.matrix, matrix[:, 64:96])
+    assert slim.col_labels == labels[64:96] and slim.block is None
+    rows = rm.slim_panel(Panel("W_O", matrix, labels, labels, "weight", row_block=(32, 64)))
+    np.testing.assert_array_equal(rows.matrix, matrix[32:64])
+    small = Panel("S", np.zeros((4, 4)), labels[:4], labels[:4])
+    assert rm.slim_panel(small) is small
+
+
+def test_slim_step_leaves_out_what_is_still_too_large_and_says_so():
+    big = Panel("X", np.zeros((128, 384)), [str(i) for i in range(128)], [f"d{k}" for k in range(384)])
+    small = Panel("S", np.zeros((4, 4)), list("abcd"), list("abcd"))
+    step = rm.slim_step(Step("x", "X", "why", "X", "(128, 384)", (big, small)))
+    assert step.panels == (small,)
+    assert "X (128, 384)" in step.note
+
+
+def test_thin_x_ticks_labels_every_kth_column():
+    labels = [f"d{k}" for k in range(100)]
+    fig = rm.thin_x_ticks(go.Figure(go.Heatmap(z=np.zeros((2, 100)), x=labels)), labels, width_px=150, font_px=10)
+    assert list(fig.layout.xaxis.tickvals) == labels[::10]  # ceil(1.5 * 10 * 100 / 150) = 10
+
+
+# ---- the real model ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model():
+    try:
+        return load_minilm(allow_download=False)
+    except ModelUnavailableError as error:
+        pytest.skip(f"the model files are not installed here: {error}")
+
+
+@pytest.fixture(scope="module")
+def run(model):
+    return model.forward(rm.DEFAULT_SENTENCE)
+
+
+def test_model_measures_agree_with_loops_over_the_real_weights(run):
+    measures = rm.model_measures(run)
+    attentions = run.attentions  # (L, nh, T, T)
+    n_layers, n_heads, t, _ = attentions.shape
+    assert all(m.shape == (n_layers, n_heads) for m in measures.values())
+    words = run.word_ids
+    for layer, head in [(0, 2), (3, 11), (5, 0)]:
+        a = attentions[layer, head].astype(np.float64)
+        assert measures["previous"][layer, head] == pytest.approx(np.mean([a[i, i - 1] for i in range(1, t)]), abs=1e-6)
+        assert measures["next"][layer, head] == pytest.approx(np.mean([a[i, i + 1] for i in range(t - 1)]), abs=1e-6)
+        assert measures["cls"][layer, head] == pytest.approx(a[:, 0].mean(), abs=1e-6)
+        assert measures["sep"][layer, head] == pytest.approx(a[:, -1].mean(), abs=1e-6)
+        siblings = [
+            sum(a[i, j] for j in range(t) if j != i and words[j] == words[i])
+            for i in range(t)
+            if words[i] is not None and sum(w == words[i] for w in words) > 1
+        ]
+        assert measures["word"][layer, head] == pytest.approx(np.mean(siblings), abs=1e-6)
+        entropy = np.mean([-(row * np.log(row)).sum() / math.log(t) for row in a])
+        assert measures["broad"][layer, head] == pytest.approx(entropy, abs=1e-5)
+
+
+def test_a_real_layer_goes_through_the_step_builders(model, run):
+    layer, head = 1, 4
+    result = rm.layer_result(run, layer, model.layers[layer].attention)
+    steps = rm.real_steps(run, result, layer, head, cell=(2, 3))
+    slugs = [s.slug for s in steps]
+    assert slugs[0] == "input" and slugs[-1] == "add_norm"
+    assert "positional" not in slugs and {"qkv", "scores", "softmax", "output"} <= set(slugs)
+    softmax = next(s for s in steps if s.slug == "softmax").panels[0]
+    np.testing.assert_array_equal(softmax.matrix, run.layers[layer].attention.weights[head])
+    assert softmax.cell == (2, 3)
+    scale = next(s for s in steps if s.slug == "scale")
+    assert "0.1768" in scale.formula  # 1 / sqrt(32)
+    assert next(s for s in steps if s.slug == "mask").note == rm.ONE_SENTENCE_MASK
+    assert all(p.matrix.size <= rm.MAX_PANEL_CELLS for s in steps for p in s.panels)
+
+
+def test_layer_result_refuses_a_layer_that_does_not_exist(model, run):
+    with pytest.raises(ValueError, match="choose 0 to 5"):
+        rm.layer_result(run, 6, model.layers[0].attention)
+
+
+def test_the_real_head_table_adds_sep_word_and_next_columns(run):
+    trace = run.layers[0].attention
+    frame = rm.real_head_frame(trace, run.word_ids)
+    assert {"on [SEP]", "on its word", "on next"} <= set(frame.columns)
+    np.testing.assert_allclose(frame["on [SEP]"], trace.weights[:, :, -1].mean(axis=1), atol=1e-7)
