@@ -15,8 +15,8 @@ Whatever is loaded is verified: size and sha256 of ``model.safetensors`` and ``t
 (the issue's values). ``config.json`` has no pinned hash; its content is checked instead
 (``pretrained.MiniLMConfig.from_dict``), and the verified weights must fit it.
 
-Hashing 90 MB costs 0.06 s on this machine (hashlib uses the CPU's SHA extensions; about 0.3 s
-without them), well inside the 1 s load budget, so every process hashes the files itself; a
+Hashing 90 MB costs 0.06 s on this machine (hashlib uses the CPU's SHA extensions; an estimated
+0.25 s without them), well inside the 1 s load budget, so every process hashes the files itself; a
 per-process memo keyed on (path, size, mtime) spares repeated loads within one process.
 No verification result is ever written to disk: nothing outside the process is trusted.
 """

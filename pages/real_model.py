@@ -29,7 +29,7 @@ from ui.steps import (
     softmax_row_table,
 )
 
-FORWARD_CACHE_ENTRIES = 8  # a 128-piece run keeps ~20 MB of intermediates; short sentences far less
+FORWARD_CACHE_ENTRIES = 4  # a run pickles to 29 MB at 128 pieces (3 MB at 21): at most ~115 MB cached
 NUMBER = "%.3f"
 MAIN_COLUMN_PX = 820  # the main column of a 1280 px screen with the sidebar open
 GRID_PANEL_PX = 170  # about square panels, 4 across the ~820 px main column of a 1280 px screen
@@ -41,7 +41,7 @@ def cached_model(model_dir: str | None) -> MiniLM:
     return load_minilm()
 
 
-@st.cache_data(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the sentence through 6 layers…")
+@st.cache_data(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the sentence through the model…")
 def cached_forward(text: str, _model: MiniLM) -> MiniLMRun:
     """One sentence through the model, every intermediate kept; keyed on the text (the model is one per server)."""
     return _model.forward(text)
@@ -62,8 +62,8 @@ def model_or_message() -> MiniLM | None:
             failed = (model_dir, str(error))
             st.session_state.rm_model_error = failed
     st.error(
-        "The real model's files are not available on this server, so this page cannot run it. "
-        "The other pages do not need them. Here is how to get them:"
+        "The real model could not be loaded on this server, so this page cannot run it "
+        "(the other pages do not need it). What to do:"
     )
     st.code(failed[1], language=None, wrap_lines=True)
     st.button("Try again", key="rm_retry", on_click=st.session_state.pop, args=("rm_model_error", None))

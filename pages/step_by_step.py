@@ -87,8 +87,8 @@ def predict_then_reveal(result, head: int) -> tuple[int, int] | None:
     labels_q, labels_k = result.query_labels, result.key_labels
     clamp("w_guess_q", len(labels_q))
     clamp("w_guess_k", len(labels_k))
-    st.markdown(f"**Predict, then reveal.** The weights of head {head} are hidden. Looking at the logits above, "
-                "which key will get the **largest weight** in this row?")
+    st.markdown("**Predict, then reveal.** Looking at the logits above, which key will get the **largest weight** "
+                "in this row?")
     left, middle, right = st.columns([2, 2, 1], vertical_alignment="bottom")
     row = left.selectbox("Row (query)", range(len(labels_q)), key="w_guess_q", persist_state=KEEP, format_func=labels_q.__getitem__)
     guess = middle.selectbox("Your guess (key)", range(len(labels_k)), key="w_guess_k", persist_state=KEEP, format_func=labels_k.__getitem__)
@@ -96,7 +96,8 @@ def predict_then_reveal(result, head: int) -> tuple[int, int] | None:
     revealed = st.session_state.get("sbs_revealed") == question
     right.button("Reveal", key="sbs_reveal", type="primary", disabled=revealed, on_click=reveal, args=(question,))
     if not revealed:
-        st.info("Hidden until you press **Reveal**. Changing the row or the guess hides it again.")
+        st.info(f"The weights of head {head} are hidden until you press **Reveal**. "
+                "Changing the row or the guess hides them again.")
         return None
     trace = result.trace
     check = check_prediction(trace.weights[head, row], guess, fully_masked=bool(trace.fully_masked[head, row]))

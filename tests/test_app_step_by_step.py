@@ -135,7 +135,7 @@ def test_predict_then_reveal_hides_the_weights_until_revealed_and_judges_the_gue
     title = "A_0 = softmax(L_0) (attention weights)"
     at.toggle(key="w_sbs_predict").set_value(True).run()
     assert title not in charts(at)
-    assert any("Hidden until you press" in i.value for i in at.info)
+    assert any("are hidden until you press" in i.value for i in at.info)
 
     row = 4
     best = int(np.argmax(weights[row]))
