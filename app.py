@@ -8,11 +8,11 @@ st.set_page_config(page_title="MHA Explorer", page_icon="🔍", layout="wide")
 keep_widget_state()
 
 pages = [
-    st.Page("pages/heads.py", title="Heads", icon="🟪", default=True),
-    st.Page("pages/step_by_step.py", title="Step by step", icon="🪜"),
-    st.Page("pages/lessons.py", title="Lessons", icon="🎓"),
-    st.Page("pages/seeds.py", title="Seed notebooks", icon="📓"),
-    st.Page("pages/real_model.py", title="Real model", icon="🤖"),
-    st.Page("pages/about.py", title="About", icon="ℹ️"),
+    st.Page("app_pages/heads.py", title="Heads", icon="🟪", default=True),
+    st.Page("app_pages/step_by_step.py", title="Step by step", icon="🪜"),
+    st.Page("app_pages/lessons.py", title="Lessons", icon="🎓"),
+    st.Page("app_pages/seeds.py", title="Seed notebooks", icon="📓"),
+    st.Page("app_pages/real_model.py", title="Real model", icon="🤖"),
+    st.Page("app_pages/about.py", title="About", icon="ℹ️"),
 ]
 st.navigation(pages).run()

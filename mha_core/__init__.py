@@ -5,7 +5,7 @@ Glossary of shapes, used in every shape comment of this package:
     T    number of tokens (Tq queries, Tk keys and values when they differ)
     C    model width, d_model (C_q, C_k, C_v, C_out when the widths differ)
     nh   number of heads
-    hs   head size of queries and keys, d_k = nh*hs / nh
+    hs   head size of queries and keys, also called d_k (= C / nh in the app)
     hv   head size of values, d_v
 
 Conventions: row vectors, ``y = x @ w + b``; heads are contiguous column blocks of the

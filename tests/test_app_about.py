@@ -19,14 +19,14 @@ def open_page(page: str) -> AppTest:
 
 
 def test_about_shows_the_engines_current_source():
-    at = open_page("pages/about.py")
+    at = open_page("app_pages/about.py")
     shown = [code.value.strip() for code in at.code]
     for function in (multi_head_attention, scaled_dot_product_attention, softmax):
         assert inspect.getsource(function).strip() in shown
 
 
 def test_about_has_the_glossary_the_conventions_the_policy_and_the_limits():
-    at = open_page("pages/about.py")
+    at = open_page("app_pages/about.py")
     tables = [t.value for t in at.table]
     glossary = next(t for t in tables if t.index.name == "symbol")
     assert {"T", "C", "nh", "hs"} <= set(glossary.index)
@@ -39,12 +39,12 @@ def test_about_has_the_glossary_the_conventions_the_policy_and_the_limits():
 
 
 def test_about_links_to_every_other_page():
-    at = open_page("pages/about.py")
+    at = open_page("app_pages/about.py")
     assert len(at.get("page_link")) == 5
 
 
 def test_about_draws_the_same_sidebar_controls():
-    at = open_page("pages/about.py")
+    at = open_page("app_pages/about.py")
     assert at.number_input(key="w_d_model").value == 16
     at.number_input(key="w_d_model").set_value(32).run()
     assert not at.exception
@@ -55,12 +55,12 @@ def test_switching_pages_and_back_keeps_the_controls_and_the_view():
     # Under AppTest the heads selector falls back to 1 on the first run after a page switch (the d_model
     # number input reports its minimum for that one run), which resets the chosen head too; in a real
     # browser heads and head survive (checked with Playwright). So only d_model and a toggle are checked.
-    at = open_page("pages/step_by_step.py")
+    at = open_page("app_pages/step_by_step.py")
     at.number_input(key="w_d_model").set_value(32).run()
     at.toggle(key="w_sbs_table").set_value(True).run()
-    at.switch_page("pages/about.py").run()
+    at.switch_page("app_pages/about.py").run()
     assert at.number_input(key="w_d_model").value == 32
-    at.switch_page("pages/step_by_step.py").run()
+    at.switch_page("app_pages/step_by_step.py").run()
     assert not at.exception
     assert at.number_input(key="w_d_model").value == 32
     assert at.toggle(key="w_sbs_table").value

@@ -19,7 +19,7 @@ FIGURE_TOL = 1e-6  # figures carry float32
 
 def lessons_page(lesson: str | None = None) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
-    at.switch_page("pages/lessons.py")
+    at.switch_page("app_pages/lessons.py")
     if lesson is not None:
         at.query_params["lesson"] = lesson
     return at.run()

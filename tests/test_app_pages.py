@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))
+PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "app_pages").glob("*.py"))
 
 
 def start(params: dict[str, str] | None = None) -> AppTest:
@@ -23,7 +23,7 @@ def exceptions(at: AppTest) -> list[str]:
 
 
 def test_every_page_file_is_routed():
-    assert "pages/heads.py" in PAGES and len(PAGES) >= 6
+    assert "app_pages/heads.py" in PAGES and len(PAGES) >= 6
     router = (ROOT / "app.py").read_text()
     for page in PAGES:
         assert f'"{page}"' in router, f"{page} is not in app.py's navigation"
@@ -47,7 +47,7 @@ def test_a_tour_of_every_page_and_back_raises_nothing():
     """(That the settings survive the tour is checked in a real browser: AppTest resends stale
     values for untouched number inputs after ``switch_page``, which a browser never does.)"""
     at = start({"heads": "2", "mask": "causal", "view": "logits"})
-    for page in [*PAGES, "pages/heads.py"]:
+    for page in [*PAGES, "app_pages/heads.py"]:
         at.switch_page(page).run()
         assert not exceptions(at), (page, exceptions(at))
     assert at.get("plotly_chart"), "the Heads page lost its figure"

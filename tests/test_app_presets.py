@@ -98,7 +98,7 @@ def test_presets_keep_their_pattern_on_a_longer_sentence_with_a_word_three_times
 
 def test_lessons_page_preset_grid_shows_each_presets_pattern():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
-    at.switch_page("pages/lessons.py")
+    at.switch_page("app_pages/lessons.py")
     at.run()
     assert not at.exception
     figure = next(json.loads(e.proto.spec) for e in at.get("plotly_chart") if e.proto.id.endswith("-preset_grid"))
@@ -114,7 +114,7 @@ def test_lessons_page_preset_grid_shows_each_presets_pattern():
 @pytest.mark.parametrize("init", PRESET_INITS)
 def test_preset_button_loads_the_preset_into_the_sidebar(init):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
-    at.switch_page("pages/lessons.py")
+    at.switch_page("app_pages/lessons.py")
     at.run()
     at.button(key=f"preset_open_{init}").click().run()
     assert not at.exception

@@ -23,7 +23,7 @@ from mha_core.pretrained import ENV_VAR, ModelUnavailableError, load_minilm
 from ui.real_model import DEFAULT_SENTENCE
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = "pages/real_model.py"
+PAGE = "app_pages/real_model.py"
 TWO_MB = 2 * 1024 * 1024
 ATOL = 1e-6  # the figure is float32, like the model: only the JSON round trip is between them
 
@@ -189,7 +189,7 @@ def test_the_choices_survive_a_visit_to_another_page(model):
     at = page()
     at.text_input(key="w_rm_text").input("Fish swim.").run()
     at.radio(key="w_rm_layer").set_value(5).run()
-    at.switch_page("pages/heads.py").run()
+    at.switch_page("app_pages/heads.py").run()
     assert_ok(at)
     at.switch_page(PAGE).run()
     assert_ok(at)

@@ -21,7 +21,7 @@ UNSEEDED = [(key, case) for key, case in CASES if case.printed is None]
 
 def seeds_page() -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
-    at.switch_page("pages/seeds.py")
+    at.switch_page("app_pages/seeds.py")
     return at.run()
 
 

@@ -12,7 +12,7 @@ from mha_core.config import MHAConfig, run
 from ui.steps import SUM_ROW
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = "pages/step_by_step.py"
+PAGE = "app_pages/step_by_step.py"
 EXACT = 1e-12
 N_STEPS = 11
 

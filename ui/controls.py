@@ -134,7 +134,7 @@ def _custom_grid(tokens, key_tokens, start: MHAConfig) -> tuple[tuple[bool, ...]
         persist_state=KEEP,
         format_func=MASK_LABELS.get,
     )
-    if st.button("Reset the grid to it", key="w_grid_reset"):
+    if st.button("Reset the grid to it", key="grid_reset"):
         mask = build_mask(replace(start, mask=base))
         grid = tuple(tuple(bool(c) for c in row) for row in (np.ones((tq, tk), bool) if mask is None else mask))
         ss.custom_grid = grid
@@ -156,19 +156,25 @@ def _custom_grid(tokens, key_tokens, start: MHAConfig) -> tuple[tuple[bool, ...]
 
 def _uploaded_embedding(n_rows: int, d_model: int):
     """Parse and validate an uploaded CSV / .npy matrix; None (with a message) when unusable."""
-    upload = st.file_uploader("Embedding matrix (.csv or .npy)", type=["csv", "npy"], key="w_upload")
+    ss = st.session_state
+    upload = st.file_uploader("Embedding matrix (.csv or .npy)", type=["csv", "npy"], key="upload_embedding")
     st.caption(f"One row per token ({n_rows}), {d_model} columns (= d_model). Uploads do not travel in links.")
-    if upload is None:
+    if upload is not None:
+        try:
+            ss.uploaded_matrix = (upload.name, parse_matrix(upload.name, upload.getvalue()))
+        except ValueError as err:
+            st.error(f"Could not use {upload.name}: {err} Using seeded random embeddings.")
+            return None
+    elif "uploaded_matrix" in ss:
+        # A file uploader forgets its file on a page switch; the parsed matrix is kept instead.
+        st.caption(f"Using {ss.uploaded_matrix[0]}, uploaded earlier. Upload another file to replace it.")
+    else:
         st.info("No file yet: using seeded random embeddings.")
         return None
-    try:
-        table = parse_matrix(upload.name, upload.getvalue())
-    except ValueError as err:
-        st.error(f"Could not use {upload.name}: {err} Using seeded random embeddings.")
-        return None
+    name, table = ss.uploaded_matrix
     if table.shape != (n_rows, d_model):
         st.error(
-            f"{upload.name} has shape {table.shape}, but {n_rows} tokens with d_model {d_model} need "
+            f"{name} has shape {table.shape}, but {n_rows} tokens with d_model {d_model} need "
             f"({n_rows}, {d_model}). Using seeded random embeddings."
         )
         return None

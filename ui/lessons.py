@@ -3,7 +3,7 @@
 A ``Lesson`` names the confusion it answers and where learners raised it, the configurations
 that show the point (each opens in the explorer and has a link), two or three sentences of
 explanation, and a pure function that computes what the lesson shows: figure data on one shared
-colour scale, tables, and its claims as numbers. ``pages/lessons.py`` renders a lesson without
+colour scale, tables, and its claims as numbers. ``app_pages/lessons.py`` renders a lesson without
 knowing which one it is; ``tests/test_lessons.py`` checks every claim against its own computation.
 No streamlit in here.
 """

@@ -79,7 +79,7 @@ def draw_figures(lesson: Lesson, figures) -> None:
 
 def open_button(label: str, config, view, key: str) -> None:
     if st.button(label, key=key, on_click=open_config, args=(config, dict(view)), icon=":material/open_in_new:"):
-        st.switch_page("pages/heads.py")
+        st.switch_page("app_pages/heads.py")
 
 
 def render_lesson(lesson: Lesson) -> None:

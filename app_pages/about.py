@@ -48,11 +48,11 @@ CONVENTIONS = """
 """
 
 PAGE_LINKS = [
-    ("pages/heads.py", "Heads: every head's attention at once", "🟪"),
-    ("pages/step_by_step.py", "Step by step: one head from embeddings to output, and a drill-down", "🪜"),
-    ("pages/lessons.py", "Lessons: six classic confusions, one link each", "🎓"),
-    ("pages/seeds.py", "Seed notebooks: the five seed documents, recomputed", "📓"),
-    ("pages/real_model.py", "Real model: attention in a small pretrained model", "🤖"),
+    ("app_pages/heads.py", "Heads: every head's attention at once", "🟪"),
+    ("app_pages/step_by_step.py", "Step by step: one head from embeddings to output, and a drill-down", "🪜"),
+    ("app_pages/lessons.py", "Lessons: six classic confusions, one link each", "🎓"),
+    ("app_pages/seeds.py", "Seed notebooks: the five seed documents, recomputed", "📓"),
+    ("app_pages/real_model.py", "Real model: attention in a small pretrained model", "🤖"),
 ]
 
 

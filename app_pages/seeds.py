@@ -49,7 +49,7 @@ def render_explorer_button(example: SeedExample) -> None:
     if st.button(
         "Load these settings into the explorer", key=f"seed_load_{example.key}", on_click=open_config, args=(config,)
     ):
-        st.switch_page("pages/heads.py")
+        st.switch_page("app_pages/heads.py")
     csv = embedding_csv(config)
     if csv is not None:
         st.info(
