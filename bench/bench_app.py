@@ -1,0 +1,260 @@
+"""Section "app": server-side time of a rerun after a control change, per page, and the figure bytes it sends.
+
+How it is measured. Each row is one fresh session in ``streamlit.testing.v1.AppTest`` (the script
+runs in this process, exactly as in a server, minus the websocket): switch to the page, set a
+control to a value never computed before and time ``run()``; ``miss_ms`` is the median over the
+repetitions (a cache miss: the engine or the model runs), ``hit_ms`` the median of reruns that set
+the same control back to a value computed just before (``st.cache_data`` answers). ``cpu_ms`` is
+the process CPU time of the missing reruns (all threads, BLAS included): on a loaded machine the
+wall clock waits for other processes, the CPU time does not. ``switch_ms`` is the page switch
+itself. ``figures_kb`` is the sum over every plotly figure of its JSON as sent to the browser
+(``proto.spec``, 1 KB = 1000 bytes; the largest rerun), ``largest_kb`` the largest single figure.
+
+Controls: the seed (sidebar) on Heads, Step by step and About; the lesson picker on Lessons (the
+page has no cache, every visit computes); a plain rerun on Seed notebooks (it has no control
+that changes what it computes: any click reruns it as it is); the sentence on Real model (one
+word moved, so the forward pass runs again). "caps" is 64 tokens, d_model 512, 16 heads, causal
+mask (Real model: a sentence of 128 word pieces); "caps+" adds the page's heaviest view (Heads:
+logits and the average panel; Real model: the step-by-step matrices switched on).
+Goals (issue 4): a missing rerun <= 100 ms at defaults; <= 1 s and <= 2 MB of figures at the caps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mha_core.config import LIMITS
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+TIMEOUT_S = 120  # AppTest's per-run timeout: a cold first run at the caps takes a few seconds
+GOAL_DEFAULT_MS = 100.0
+GOAL_CAPS_MS = 1000.0
+GOAL_CAPS_FIGURE_BYTES = 2_000_000
+FULL_REPETITIONS = (7, 5)  # (missing reruns, hitting reruns) per row
+QUICK_REPETITIONS = (1, 1)
+
+CAPS = {
+    "tokens": " ".join(f"t{i}" for i in range(LIMITS["max_tokens"])),
+    "d_model": str(LIMITS["max_d_model"]),
+    "heads": str(LIMITS["max_heads"]),
+    "mask": "causal",
+}
+# One-piece words for the real model's sentences: moving one of them along a filler of "word"s
+# gives many different sentences of exactly the same length in word pieces.
+MARKER_WORDS = ("cat", "dog", "sun", "tree", "book", "river", "house", "bird")
+REAL_MODEL_PIECES = 128  # the cap of the Real model page, [CLS] and [SEP] included
+DEFAULT_SENTENCE_WORDS = "The snowboarder was unbelievably fast, so the photographers missed her jump.".split()
+
+# Values never used before in this process: every row starts its values further along, so the
+# shared st.cache_data of one process (AppTest keeps it across sessions) never answers a "miss".
+_fresh_starts = itertools.count(1_000_000, 1000)
+
+
+@dataclass(frozen=True)
+class Control:
+    """The widget whose change triggers the timed rerun, and the i-th value it is set to."""
+
+    name: str  # shown in the table
+    kind: str  # an AppTest accessor: "number_input", "pills", "text_input"; "" = a plain rerun
+    key: str
+    value: Callable[[int], object] = field(default=lambda i: i)
+
+    def apply(self, at, i: int) -> None:
+        """Set the control to its i-th value (or nothing, for a plain rerun); the caller runs."""
+        if self.kind:
+            getattr(at, self.kind)(key=self.key).set_value(self.value(i))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One table row: a page, its settings (URL query parameters) and the control that is changed."""
+
+    page: str  # file name in app_pages/, without .py
+    settings: str  # "defaults", "caps" or "caps+"
+    params: dict
+    control: Control
+    size: str  # what the settings mean in tokens
+
+    @property
+    def at_caps(self) -> bool:
+        return self.settings.startswith("caps")
+
+
+def real_model_sentence(i: int, pieces: int) -> str:
+    """The i-th sentence of ``pieces`` word pieces: one marker word moved along a filler of "word"s."""
+    slots = pieces - 2  # minus [CLS] and [SEP]
+    words = ["word"] * (slots - 1)
+    words.insert(i % slots, MARKER_WORDS[(i // slots) % len(MARKER_WORDS)])
+    return " ".join(words)
+
+
+def default_sentence_variant(i: int) -> str:
+    """The Real model page's example sentence with a marker word inserted: different text, the same size."""
+    words = list(DEFAULT_SENTENCE_WORDS)
+    words.insert(1 + i % (len(words) - 1), MARKER_WORDS[(i // (len(words) - 1)) % len(MARKER_WORDS)])
+    return " ".join(words)
+
+
+def lesson_keys() -> list[str]:
+    """The lesson picker's values: every lesson, then the overview."""
+    from ui.lessons import LESSONS
+
+    return [*LESSONS, "overview"]
+
+
+SEED = Control("seed", "number_input", "w_seed")
+PLAIN = Control("none (plain rerun)", "", "")
+
+
+def cases() -> list[Case]:
+    """Every page at its default settings, then the pages that read the settings at the caps."""
+    lessons = lesson_keys()
+    lesson = Control("lesson", "pills", "lesson_pick", lambda i: lessons[i % len(lessons)])
+    sentence = Control("sentence", "text_input", "w_rm_text", default_sentence_variant)
+    long_sentence = Control(
+        "sentence", "text_input", "w_rm_text", lambda i: real_model_sentence(i, REAL_MODEL_PIECES)
+    )
+    defaults = "6 tokens, d 16, 4 heads"
+    caps = f"{LIMITS['max_tokens']} tokens, d {LIMITS['max_d_model']}, {LIMITS['max_heads']} heads, causal"
+    return [
+        Case("heads", "defaults", {}, SEED, defaults),
+        Case("step_by_step", "defaults", {}, SEED, defaults),
+        Case("lessons", "defaults", {}, lesson, "the lessons' own sizes"),
+        Case("seeds", "defaults", {}, PLAIN, "the seeds' own sizes"),
+        Case("real_model", "defaults", {}, sentence, "~20 word pieces"),
+        Case("about", "defaults", {}, SEED, defaults),
+        Case("heads", "caps", CAPS, SEED, caps),
+        Case("heads", "caps+", CAPS | {"view": "logits", "avg": "1"}, SEED, caps + ", logits + average"),
+        Case("step_by_step", "caps", CAPS, SEED, caps),
+        Case("about", "caps", CAPS, SEED, caps),
+        Case("real_model", "caps", {}, long_sentence, f"{REAL_MODEL_PIECES} word pieces"),
+        Case("real_model", "caps+", {}, long_sentence, f"{REAL_MODEL_PIECES} word pieces, step by step on"),
+    ]
+
+
+def figure_sizes(at) -> list[int]:
+    """Bytes of every plotly figure of the last run, as sent to the browser (its JSON spec)."""
+    return [len(chart.proto.spec.encode()) for chart in at.get("plotly_chart")]
+
+
+def check_page(at, case: Case) -> None:
+    """Stop the row when the page raised or showed an error: its timing would not be the page's."""
+    problems = [str(e.value) for e in at.exception] + [str(e.value) for e in at.error]
+    if problems:
+        raise RuntimeError(f"{case.page} ({case.settings}) shows: {problems[0][:300]}")
+
+
+def open_session(case: Case):
+    """A fresh AppTest session on the case's page and settings; (AppTest, seconds of the page switch)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    for name, value in case.params.items():
+        at.query_params[name] = value
+    at.run()  # the session's first run: the default page (Heads), the URL read into the widgets
+    start = time.perf_counter()
+    at.switch_page(f"app_pages/{case.page}.py").run()
+    switch = time.perf_counter() - start
+    if case.settings == "caps+" and case.page == "real_model" and skip_reason(case, at) is None:
+        at.toggle(key="w_rm_steps").set_value(True).run()
+    return at, switch
+
+
+def timed_rerun(at, case: Case, i: int) -> tuple[float, float, list[int]]:
+    """Set the control to its i-th value and rerun: (wall seconds, CPU seconds, figure sizes)."""
+    case.control.apply(at, i)
+    wall, cpu = time.perf_counter(), time.process_time()
+    at.run()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    check_page(at, case)
+    return wall, cpu, figure_sizes(at)
+
+
+def goal_of(case: Case) -> str:
+    if case.at_caps:
+        return f"<= {GOAL_CAPS_MS:.0f} ms, <= {GOAL_CAPS_FIGURE_BYTES / 1e6:.0f} MB"
+    return f"<= {GOAL_DEFAULT_MS:.0f} ms"
+
+
+def goal_met(case: Case, miss_ms: float, figure_bytes: int) -> bool:
+    if case.at_caps:
+        return miss_ms <= GOAL_CAPS_MS and figure_bytes <= GOAL_CAPS_FIGURE_BYTES
+    return miss_ms <= GOAL_DEFAULT_MS
+
+
+def skip_reason(case: Case, at) -> str | None:
+    """Why the row cannot be measured here (the real model's files are missing), or None."""
+    if not case.control.kind:
+        return None
+    try:
+        at.get_by_key(case.control.key)
+    except KeyError:
+        return f"skipped: the page has no widget {case.control.key} (the model files are missing?)"
+    return None
+
+
+def measure(case: Case, repetitions: tuple[int, int]) -> dict:
+    """One row: ``misses`` reruns with new values, then ``hits`` reruns setting back the value before."""
+    misses, hits = repetitions
+    row = {"page": case.page, "settings": case.settings, "size": case.size, "control": case.control.name}
+    at, switch = open_session(case)
+    reason = skip_reason(case, at)
+    if reason:
+        return row | {"goal": goal_of(case), "met": None, "note": reason}
+    check_page(at, case)
+    start = next(_fresh_starts)
+    timed_rerun(at, case, start)  # untimed: the first change of a session also builds its widgets' state
+    walls, cpus, sizes = [], [], []
+    for i in range(start + 1, start + 1 + misses):
+        wall, cpu, figures = timed_rerun(at, case, i)
+        walls.append(wall)
+        cpus.append(cpu)
+        sizes.append(figures)
+    hit_walls = []
+    for repetition in range(hits):
+        i = start + misses - (repetition % 2)  # alternate between the last two values: both cached
+        hit_walls.append(timed_rerun(at, case, i)[0])
+        sizes.append(figure_sizes(at))
+    miss_ms = statistics.median(walls) * 1e3
+    figure_bytes = max(sum(figures) for figures in sizes)
+    return row | {
+        "reruns": misses,
+        "miss_ms": miss_ms,
+        "cpu_ms": statistics.median(cpus) * 1e3,
+        "hit_ms": statistics.median(hit_walls) * 1e3 if hit_walls else None,
+        "switch_ms": switch * 1e3,
+        "figures": max(len(figures) for figures in sizes),
+        "figures_kb": figure_bytes / 1e3,
+        "largest_kb": max((max(figures, default=0) for figures in sizes), default=0) / 1e3,
+        "goal": goal_of(case),
+        "met": goal_met(case, miss_ms, figure_bytes),
+    }
+
+
+def run(quick: bool) -> list[dict]:
+    """Rerun time after a control change per page, with the bytes of the figures it sends.
+
+    ``miss_ms``: median wall-clock time of reruns after a control change that the cache has not
+    seen (seed, lesson or sentence changed), measured in ``streamlit.testing.v1.AppTest`` (server
+    side only: no websocket, no browser drawing). ``cpu_ms``: their CPU time. ``hit_ms``: the control
+    set back to a value computed before. ``figures_kb``: the JSON of all plotly figures of the
+    heaviest rerun (1 KB = 1000 bytes), ``largest_kb`` the largest one. Goals: <= 100 ms at the
+    defaults; <= 1 s and <= 2 MB of figures at the caps (64 tokens, d_model 512, 16 heads, causal;
+    the real model at 128 word pieces); "caps+" adds the heaviest view of the page. Quick mode: the
+    defaults only, one rerun of each kind.
+    """
+    repetitions = QUICK_REPETITIONS if quick else FULL_REPETITIONS
+    chosen = [case for case in cases() if not (quick and case.at_caps)]
+    return [measure(case, repetitions) for case in chosen]
+
+
+if __name__ == "__main__":
+    from bench.report import text_table
+
+    print(text_table(run(quick=False)))
