@@ -49,7 +49,6 @@ CAPS = {
 # gives many different sentences of exactly the same length in word pieces.
 MARKER_WORDS = ("cat", "dog", "sun", "tree", "book", "river", "house", "bird")
 REAL_MODEL_PIECES = 128  # the cap of the Real model page, [CLS] and [SEP] included
-DEFAULT_SENTENCE_WORDS = "The snowboarder was unbelievably fast, so the photographers missed her jump.".split()
 
 # Values never used before in this process: every row starts its values further along, so the
 # shared st.cache_data of one process (AppTest keeps it across sessions) never answers a "miss".
@@ -96,7 +95,9 @@ def real_model_sentence(i: int, pieces: int) -> str:
 
 def default_sentence_variant(i: int) -> str:
     """The Real model page's example sentence with a marker word inserted: different text, the same size."""
-    words = list(DEFAULT_SENTENCE_WORDS)
+    from ui.real_model import DEFAULT_SENTENCE
+
+    words = DEFAULT_SENTENCE.split()
     words.insert(1 + i % (len(words) - 1), MARKER_WORDS[(i // (len(words) - 1)) % len(MARKER_WORDS)])
     return " ".join(words)
 
