@@ -10,6 +10,7 @@ import streamlit as st
 from ui import export, figures, tables
 from ui.compute import compute
 from ui.controls import KEEP, presenting, sidebar
+from ui.markdown import literals
 
 VIEW_LABELS = {"scores": "raw scores q·k", "logits": "scaled + masked logits", "weights": "weights (softmax)"}
 VIEW_CAPTIONS = {
@@ -27,12 +28,17 @@ def shown_matrices(trace, view: str) -> np.ndarray:
     return {"weights": trace.weights, "logits": trace.logits, "scores": trace.scores}[view]
 
 
+def view_switch(where, labels: dict[str, str], **options) -> str:
+    """The matrix switch (``w_view``): raw scores, logits or weights, named by ``labels``."""
+    return where.segmented_control(
+        "Show", list(VIEW_LABELS), key="w_view", persist_state=KEEP, format_func=labels.get, required=True, **options
+    )
+
+
 def view_toolbar(average_help: str) -> tuple[str, bool]:
     """The matrix switch (w_view) and the average toggle (w_avg), side by side."""
     left, right = st.columns([3, 2], vertical_alignment="bottom")
-    view = left.segmented_control(
-        "Show", list(VIEW_LABELS), key="w_view", persist_state=KEEP, format_func=VIEW_LABELS.get, required=True
-    )
+    view = view_switch(left, VIEW_LABELS)
     average = right.toggle("Add the average of the heads", key="w_avg", persist_state=KEEP, help=average_help)
     return view, average
 
@@ -41,21 +47,20 @@ def fully_masked_note(result) -> None:
     """Say which query rows have no key to attend to, and what our policy gives them."""
     rows = tables.fully_masked_queries(result.trace, result.query_labels)
     if rows:
-        shown = ", ".join(rows[:8]) + (f" and {len(rows) - 8} more" if len(rows) > 8 else "")
+        shown = literals(rows[:8]) + (f" and {len(rows) - 8} more" if len(rows) > 8 else "")
         st.info(f"Fully masked rows: {shown}. No key to attend to, so by our policy their weights and outputs are 0.")
 
 
-def download_csv(label: str, frame, file_name: str, key: str) -> None:
-    """A download button for one table as CSV, built only when clicked."""
+def download(label: str, data, file_name: str, mime: str, key: str) -> None:
+    """A download button whose bytes ``data()`` builds only when it is clicked."""
     st.download_button(
-        label,
-        data=lambda: export.csv_bytes(frame),
-        file_name=file_name,
-        mime="text/csv",
-        key=key,
-        on_click="ignore",
-        icon=":material/download:",
+        label, data=data, file_name=file_name, mime=mime, key=key, on_click="ignore", icon=":material/download:"
     )
+
+
+def download_csv(label: str, frame, file_name: str, key: str) -> None:
+    """A download button for one table as CSV."""
+    download(label, lambda: export.csv_bytes(frame), file_name, "text/csv", key)
 
 
 def heads_section(result, view: str, average: bool) -> None:
@@ -148,24 +153,12 @@ def export_section(result) -> None:
     """Every intermediate at once, as .npz and as .json."""
     st.subheader("Download everything")
     left, right = st.columns(2)
-    left.download_button(
-        "All intermediates (.npz)",
-        data=lambda: export.npz_bytes(result),
-        file_name="mha_trace.npz",
-        mime="application/octet-stream",
-        key="dl_npz",
-        on_click="ignore",
-        icon=":material/download:",
-    )
-    right.download_button(
-        "All intermediates (.json)",
-        data=lambda: export.json_bytes(result),
-        file_name="mha_trace.json",
-        mime="application/json",
-        key="dl_json",
-        on_click="ignore",
-        icon=":material/download:",
-    )
+    with left:
+        download("All intermediates (.npz)", lambda: export.npz_bytes(result), "mha_trace.npz",
+                 "application/octet-stream", "dl_npz")
+    with right:
+        download("All intermediates (.json)", lambda: export.json_bytes(result), "mha_trace.json",
+                 "application/json", "dl_json")
     st.caption(
         "Inputs, W_Q/W_K/W_V/W_O, mask, Q, K, V, scores, logits, weights, head outputs, concat, output. "
         "In the JSON, masked logits (−∞) are written as null (its README key says so)."
@@ -186,38 +179,15 @@ def presentation_toolbar(n_heads: int) -> tuple[int, str, bool]:
     """One row: previous / head (``w_head``) / next, the matrix switch and the average toggle."""
     row = st.container(horizontal=True, vertical_alignment="center", gap="small")
     row.button("◀ Previous", key="head_prev", on_click=step_head, args=(-1, n_heads))
-    name = lambda h: f"head {h}"  # noqa: E731
-    if n_heads <= 4:
-        head = row.segmented_control(
-            "Head",
-            list(range(n_heads)),
-            key="w_head",
-            persist_state=KEEP,
-            required=True,
-            format_func=name,
-            label_visibility="collapsed",
-        )
+    heads = list(range(n_heads))
+    common = dict(key="w_head", persist_state=KEEP, format_func=lambda h: f"head {h}", label_visibility="collapsed")
+    if n_heads <= 4:  # a few heads: one button each
+        head = row.segmented_control("Head", heads, required=True, **common)
     else:
-        head = row.selectbox(
-            "Head",
-            list(range(n_heads)),
-            key="w_head",
-            persist_state=KEEP,
-            format_func=name,
-            width=140,
-            label_visibility="collapsed",
-        )
+        head = row.selectbox("Head", heads, width=140, **common)
     row.button("Next ▶", key="head_next", on_click=step_head, args=(1, n_heads))
     row.space("medium")
-    view = row.segmented_control(
-        "Show",
-        list(VIEW_LABELS),
-        key="w_view",
-        persist_state=KEEP,
-        format_func=SHORT_VIEW_LABELS.get,
-        required=True,
-        label_visibility="collapsed",
-    )
+    view = view_switch(row, SHORT_VIEW_LABELS, label_visibility="collapsed")
     average = row.toggle(
         "+ average of heads",
         key="w_avg",

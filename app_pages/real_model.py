@@ -14,24 +14,14 @@ from mha_core.inputs import token_labels
 from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
 from ui import figures, tables
 from ui import real_model as rm
-from ui.controls import KEEP
-from ui.steps import (
-    Panel,
-    Step,
-    dot_product_latex,
-    drill_down,
-    highlight_key,
-    logit_latex,
-    panel_figure,
-    products_table,
-    score_table,
-    softmax_latex,
-    softmax_row_table,
-)
+from ui import step_views as views
+from ui.controls import KEEP, clamp_choice
+from ui.markdown import literals
+from ui.steps import drill_down
 
 FORWARD_CACHE_ENTRIES = 4  # a run pickles to 29 MB at 128 pieces (3 MB at 21): at most ~115 MB cached
 NUMBER = "%.3f"
-MAIN_COLUMN_PX = 820  # the main column of a 1280 px screen with the sidebar open
+KEY_PREFIX = "rm"
 GRID_PANEL_PX = 170  # about square panels, 4 across the ~820 px main column of a 1280 px screen
 
 
@@ -94,12 +84,6 @@ def jump_to(layer: int, head: int) -> None:
     st.session_state.w_rm_head = head
 
 
-def clamp(key: str, size: int) -> None:
-    """Reset a selector to 0 when its stored choice no longer exists (a shorter sentence)."""
-    if not 0 <= int(st.session_state.get(key, 0)) < size:
-        st.session_state[key] = 0
-
-
 def sentence_input() -> str:
     """The sentence box; an empty box falls back to the example with a message."""
     text = st.text_input(
@@ -118,7 +102,7 @@ def sentence_input() -> str:
 def pieces_section(model: MiniLM, run: MiniLMRun) -> None:
     st.html(rm.piece_chips_html(run.tokens))
     split = rm.split_words(run.tokens, run.word_ids)
-    note = f"Split words: {'; '.join(f'`{w}`' for w in split)}." if split else "No word is split into pieces."
+    note = f"Split words: {literals(split, '; ')}." if split else "No word is split into pieces."
     st.caption(
         f"{run.n_tokens} word pieces of at most {model.max_tokens}. [CLS] (start) and [SEP] (end) are added by the "
         f"tokenizer; a yellow piece starting with ## continues the word before it. {note}"
@@ -200,28 +184,6 @@ def overview_section(run: MiniLMRun) -> None:
     )
 
 
-def show_panels(panels: tuple[Panel, ...], slug: str) -> None:
-    """Up to three matrices side by side; column labels thinned to the width each one gets."""
-    per_row = 3 if len(panels) > 2 else max(len(panels), 1)
-    share = 2 / 3 if len(panels) == 1 else 1 / per_row
-    plot_px = MAIN_COLUMN_PX * share - 190  # minus the row labels and the colour bar
-    for start in range(0, len(panels), per_row):
-        columns = st.columns([2, 1] if len(panels) == 1 else per_row)
-        for offset, panel in enumerate(panels[start : start + per_row]):
-            fig = rm.thin_x_ticks(panel_figure(panel), panel.col_labels, plot_px)
-            columns[offset].plotly_chart(fig, key=f"rm_{slug}_{start + offset}")
-
-
-def show_step(number: int, step: Step) -> None:
-    st.markdown(f"#### {number}. {step.title}")
-    st.markdown(step.why)
-    st.latex(step.formula)
-    st.markdown(f"Shapes: `{step.shapes}`")
-    if step.note:
-        st.markdown(step.note)
-    show_panels(step.panels, step.slug)
-
-
 def steps_section(model: MiniLM, run: MiniLMRun, layer: int, head: int) -> None:
     st.subheader(f"Step by step: layer {layer}, head {head}")
     shown = st.toggle(
@@ -235,47 +197,14 @@ def steps_section(model: MiniLM, run: MiniLMRun, layer: int, head: int) -> None:
         return
     result = rm.layer_result(run, layer, model.layers[layer].attention)
     labels = result.query_labels
-    clamp("w_rm_qi", len(labels))
-    clamp("w_rm_kj", len(labels))
+    clamp_choice("w_rm_qi", len(labels))
+    clamp_choice("w_rm_kj", len(labels))
     cell = (int(st.session_state.get("w_rm_qi", 0)), int(st.session_state.get("w_rm_kj", 0)))
     for number, step in enumerate(rm.real_steps(run, result, layer, head, cell), start=1):
-        show_step(number, step)
-    drill_section(result, head)
-
-
-def drill_section(result, head: int) -> None:
+        views.show_step(number, step, KEY_PREFIX, level=4)
     st.markdown("#### Drill-down: one cell, number by number")
-    labels = result.query_labels
-    left, right = st.columns(2)
-    i = left.selectbox(
-        "Query i (row)", range(len(labels)), key="w_rm_qi", persist_state=KEEP, format_func=labels.__getitem__
-    )
-    j = right.selectbox(
-        "Key j (column)", range(len(labels)), key="w_rm_kj", persist_state=KEEP, format_func=labels.__getitem__
-    )
-    drill = drill_down(result, head, i, j)
-    st.markdown(f"Head **{head}**, query `{drill.query_label}`, key `{drill.key_label}` (outlined in magenta above).")
-    left, right = st.columns(2)
-    with left:
-        st.markdown("**q_i, k_j and their elementwise product**")
-        frame = products_table(drill)
-        st.dataframe(
-            frame,
-            column_config={c: st.column_config.NumberColumn(format="%.4f") for c in frame.columns},
-            key="rm_drill_products",
-        )
-    with right:
-        st.markdown("**From the products to the logit**")
-        st.dataframe(
-            score_table(drill),
-            column_config={"value": st.column_config.NumberColumn(format="%.6f")},
-            key="rm_drill_score",
-        )
-    st.latex(dot_product_latex(drill))
-    st.latex(logit_latex(drill))
-    st.latex(softmax_latex(drill))
-    st.markdown(f"**Softmax of row `{drill.query_label}`** (key j highlighted)")
-    st.dataframe(highlight_key(softmax_row_table(drill), drill.key_label), key="rm_drill_softmax")
+    i, j = views.cell_picker(labels, labels, ("w_rm_qi", "w_rm_kj"))
+    views.show_drill_down(drill_down(result, head, i, j), KEY_PREFIX, outlined="above", mask_line=False)
 
 
 def main() -> None:
@@ -306,8 +235,8 @@ def main() -> None:
         write_link(rm.RealView(text, int(st.session_state.w_rm_layer), int(st.session_state.w_rm_head)))
         return
     pieces_section(model, run)
-    clamp("w_rm_layer", config.n_layers)
-    clamp("w_rm_head", config.n_heads)
+    clamp_choice("w_rm_layer", config.n_layers)
+    clamp_choice("w_rm_head", config.n_heads)
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     layer = left.radio(
         "Layer",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import traceback
@@ -27,6 +28,8 @@ def run_section(section: Section, quick: bool) -> dict:
         result["rows"] = []
         result["error"] = traceback.format_exc()
     result["seconds"] = time.perf_counter() - start
+    if hasattr(os, "getloadavg"):  # a busy machine explains noisy numbers
+        result["machine_line"] += f", {os.getloadavg()[0]:.2f} at the end"
     return result
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.machine import blas_threads
-from bench.timing import Candidate, median_ms, seconds_of, time_interleaved
+from bench.timing import Candidate, median_ms, time_interleaved
 from mha_core import AttentionWeights, multi_head_attention
 
 SIZES = ((16, 64, 4), (128, 256, 8), (512, 512, 8), (1024, 768, 12))  # (T, d_model, heads)
@@ -31,14 +31,12 @@ def random_layer(t: int, d_model: int, dtype: str, seed: int = 0) -> tuple[np.nd
     return x, params
 
 
-def matmul_peak_gflops(n: int, dtype: str, repeats: int) -> float:
-    """This machine's NumPy matmul speed on an (n, n) @ (n, n) product: median over repeats, GFLOP/s."""
+def matmul_call(n: int, dtype: str):
+    """A no-argument call of an (n, n) @ (n, n) NumPy product: 2*n^3 FLOPs, this machine's matmul peak."""
     rng = np.random.default_rng(1)
     a = rng.standard_normal((n, n)).astype(dtype)  # (n, n)
     b = rng.standard_normal((n, n)).astype(dtype)  # (n, n)
-    a @ b  # wakes the BLAS threads
-    times = [seconds_of(lambda: a @ b) for _ in range(repeats)]
-    return 2 * n**3 / float(np.median(times)) / 1e9
+    return lambda: a @ b
 
 
 def torch_candidates(x: np.ndarray, params: dict[str, np.ndarray], n_heads: int) -> dict:
@@ -108,11 +106,14 @@ def goals(row: dict) -> str:
     return "; ".join(verdicts)
 
 
-def measure_size(t: int, d_model: int, n_heads: int, dtype: str, peak: float, timing: dict) -> dict:
-    """One table row: ours and torch's three variants timed side by side at one size and dtype."""
+def measure_size(t: int, d_model: int, n_heads: int, dtype: str, peak_size: int, timing: dict) -> dict:
+    """One table row: ours, the matmul peak and torch's three variants timed side by side at one size and dtype."""
     x, params = random_layer(t, d_model, dtype)
     weights = AttentionWeights(**params)
-    candidates = [Candidate("ours", lambda: multi_head_attention(x, weights, n_heads), "numpy")]
+    candidates = [
+        Candidate("ours", lambda: multi_head_attention(x, weights, n_heads), "numpy"),
+        Candidate("peak", matmul_call(peak_size, dtype), "numpy peak"),
+    ]
     difference = None
     try:
         calls = torch_candidates(x, params, n_heads)
@@ -131,6 +132,7 @@ def measure_size(t: int, d_model: int, n_heads: int, dtype: str, peak: float, ti
     for name, label in (("mha_weights", "mha"), ("mha_no_weights", "mha_no_weights"), ("sdpa", "sdpa")):
         row[f"ours_vs_{label}"] = ms["ours"] / ms[name] if name in ms else None
     row["ours_gflops"] = flops / (ms["ours"] / 1e3) / 1e9
+    peak = 2 * peak_size**3 / (ms["peak"] / 1e3) / 1e9
     row["peak_gflops"] = peak
     row["ours_peak_fraction"] = row["ours_gflops"] / peak
     row["mha_peak_fraction"] = flops / (ms["mha_weights"] / 1e3) / 1e9 / peak if "mha_weights" in ms else None
@@ -151,7 +153,8 @@ def run(quick: bool = False) -> list[dict]:
 
     Times are medians in ms; ``ours_vs_X`` = ours / X (below 1: ours is faster). GFLOP =
     8*T*d^2 + 4*T^2*d; ``peak_gflops`` is this run's NumPy matmul speed on a 2048x2048 product of
-    the same dtype (median of 7), and ``ours_peak_fraction`` = ours' GFLOP/s over it.
+    the same dtype, timed in the same rounds as the row (median), and ``ours_peak_fraction`` =
+    ours' GFLOP/s over it.
     ``torch.set_num_threads`` is set to NumPy's BLAS thread count, so both use the same cores.
     NumPy and torch calls are timed in separate interleaved blocks with a pause between them
     (see bench/timing.py: each library's spinning worker threads slow the other down);
@@ -166,10 +169,6 @@ def run(quick: bool = False) -> list[dict]:
         torch.set_num_threads(threads)
     except ImportError:
         pass
-    sizes, peak_size, peak_repeats = (QUICK_SIZES, 128, 1) if quick else (SIZES, PEAK_SIZE, 7)
+    sizes, peak_size = (QUICK_SIZES, 128) if quick else (SIZES, PEAK_SIZE)
     timing = {"rounds": 1, "settle": 0.0, "block_seconds": 0.0} if quick else {"rounds": 7, "settle": 0.25}
-    rows = []
-    for dtype in DTYPES:
-        peak = matmul_peak_gflops(peak_size, dtype, peak_repeats)
-        rows += [measure_size(t, d_model, n_heads, dtype, peak, timing) for t, d_model, n_heads in sizes]
-    return rows
+    return [measure_size(t, d, heads, dtype, peak_size, timing) for dtype in DTYPES for t, d, heads in sizes]

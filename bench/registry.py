@@ -34,7 +34,11 @@ class Section:
 SECTIONS = (
     Section("engine", "Engine vs torch", "bench.bench_engine:run"),
     Section("seeds", "Engine vs the seeds' loops over heads", "bench.bench_seeds:run"),
+    Section("kernels", "Engine kernels: each performance choice against its alternative", "bench.bench_kernels:run"),
     Section("minilm", "Real model (all-MiniLM-L6-v2) budgets", "bench.bench_minilm:run"),
+    Section("app", "App reruns per page: time and figure bytes", "bench.bench_app:run"),
+    Section("browser", "Browser: control change to updated heatmap", "bench.bench_browser:run"),
+    Section("load", "Classroom load test: N sessions at once", "bench.bench_load:run"),
 )
 
 

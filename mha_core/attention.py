@@ -73,20 +73,21 @@ class AttentionTrace:
         return self.q.shape[0]
 
 
-def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
+def softmax(logits: np.ndarray, axis: int = -1, *, out: np.ndarray | None = None) -> np.ndarray:
     """Softmax along ``axis``, safe for any finite logits and for -inf (masked) entries.
 
     The maximum is subtracted first, so no finite input overflows. Each slice sums to 1,
     except a slice whose entries are all -inf: it comes out as all zeros, with no NaN and
-    no RuntimeWarning. The result is the only full-size array allocated; the exponential and
-    the normalisation work in it in place. Integer logits compute in float64.
+    no RuntimeWarning. The result is written to ``out`` when given (logits' shape and dtype),
+    else to one new array; the exponential and the normalisation work in it in place.
+    Integer logits compute in float64.
     """
     logits = np.asarray(logits)
     if logits.dtype.kind != "f":
         logits = logits.astype(np.float64)
     peak = logits.max(axis=axis, keepdims=True)  # logits' shape with size 1 along axis
     np.maximum(peak, np.finfo(peak.dtype).min, out=peak)  # an all -inf slice gets a finite peak: exp(-inf) = 0
-    out = np.subtract(logits, peak)  # logits' shape
+    out = np.subtract(logits, peak, out=out)  # logits' shape
     np.exp(out, out=out)
     total = sum_along(out, axis)  # logits' shape with size 1 along axis
     # A slice with a finite entry sums to >= 1 (its maximum contributes exp(0) = 1); only an
@@ -127,21 +128,21 @@ def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     return y
 
 
-def attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Raw dot products of every query with every key: (nh,Tq,hs), (nh,Tk,hs) -> (nh,Tq,Tk)."""
+def attention_scores(q: np.ndarray, k: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+    """Raw dot products of every query with every key: (nh,Tq,hs), (nh,Tk,hs) -> (nh,Tq,Tk), into ``out`` if given."""
     k_t = np.ascontiguousarray(k.transpose(0, 2, 1))  # (nh, hs, Tk)
     # A plain (hs, Tk) operand, not a transposed view: OpenBLAS multiplies by a transposed one
-    # 2-4x slower at these shapes (badly threaded small GEMMs; see bench/bench_engine.py).
-    return q @ k_t  # (nh, Tq, Tk)
+    # up to 4x slower at these shapes (badly threaded small GEMMs; bench/bench_kernels.py).
+    return np.matmul(q, k_t, out=out)  # (nh, Tq, Tk)
 
 
-def scale_and_mask(scores: np.ndarray, scale, mask: np.ndarray | None) -> np.ndarray:
-    """Multiply by ``scale`` and set entries where ``mask`` is False to exactly -inf.
+def scale_and_mask(scores: np.ndarray, scale, mask: np.ndarray | None, *, out: np.ndarray | None = None) -> np.ndarray:
+    """Multiply by ``scale`` and set entries where ``mask`` is False to exactly -inf, into ``out`` if given.
 
     ``mask`` may be any shape that broadcasts to the scores'; pass it un-broadcast, so that
     ``~mask`` stays small: (Tq, Tk) rather than (nh, Tq, Tk).
     """
-    logits = scores * scale  # (nh, Tq, Tk); scale has the scores' dtype, so no promotion
+    logits = np.multiply(scores, scale, out=out)  # (nh, Tq, Tk); scale has the scores' dtype, so no promotion
     if mask is not None:
         np.copyto(logits, -np.inf, where=~mask)
     return logits
@@ -171,15 +172,29 @@ def scaled_dot_product_attention(
         except rows with every key masked, which are 0).
     heads : ndarray, shape (nh, Tq, hv)
     """
-    dtype = q.dtype
+    dtype = compute_dtype(q, k, v)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     scale = dtype.type(scale)  # a float64 scalar would promote float32 arrays
-    scores = attention_scores(q, k)  # (nh, Tq, Tk)
-    logits = scale_and_mask(scores, scale, mask)  # (nh, Tq, Tk)
-    weights = softmax(logits, axis=-1)  # (nh, Tq, Tk)
+    scores, logits, weights = attention_maps(q.shape[0], q.shape[1], k.shape[1], dtype)  # (nh, Tq, Tk) each
+    attention_scores(q, k, out=scores)
+    scale_and_mask(scores, scale, mask, out=logits)
+    softmax(logits, axis=-1, out=weights)
     heads = weights @ v  # (nh, Tq, hv)
     return scores, logits, weights, heads
+
+
+def attention_maps(n_heads: int, tq: int, tk: int, dtype: np.dtype) -> np.ndarray:
+    """Uninitialised memory for scores, logits and weights: (3, nh, Tq, Tk), one allocation.
+
+    Why one block: glibc's malloc keeps freed memory for reuse only up to a threshold that
+    follows the largest block freed so far (twice its size); beyond it the memory goes back
+    to the system, and the next call pays a page fault for every page it touches again. One
+    block is large enough to lift the threshold above a whole call's arrays, so they are
+    reused from call to call: a call at T = 128 ran twice as fast (bench/bench_kernels.py).
+    Blocks above 32 MiB (T = 1024 with 12 heads) are mapped afresh on every call regardless.
+    """
+    return np.empty((3, n_heads, tq, tk), dtype=dtype)  # (3, nh, Tq, Tk)
 
 
 def compute_dtype(*arrays: np.ndarray) -> np.dtype:

@@ -404,6 +404,19 @@ SEED002_PRINTED_CASE2_ONE_HEAD = np.tile([471.0, 472.0, 429.0, 538.0, 377.0, 450
 SEED002_PRINTED_CASE2 = np.tile([500.0, 463.0, 399.0, 495.0, 377.0, 450.0, 531.0, 362.0], (6, 1))  # (T, C)
 SEED002_PRINTED_CASE3 = np.tile([547.0, 490.0, 399.0, 495.0, 377.0, 450.0, 531.0, 362.0], (6, 1))  # (T, C)
 
+
+def seed002_case(name: str, description: str, x: np.ndarray, n_heads: int, printed_output: np.ndarray) -> SeedCase:
+    """One of seed 002's random test cases: the X it printed (its shape names the draws), the heads, the output."""
+    n_tokens, width = x.shape
+    return SeedCase(
+        name=name,
+        description=description,
+        compute=lambda: seed002_run(n_tokens, width, n_heads),
+        printed={"X": x, "output": printed_output},
+        decimals=SEED002_DECIMALS,
+    )
+
+
 SEED002 = SeedExample(
     key="002",
     title="Heads split by reshape, integer test cases",
@@ -440,33 +453,33 @@ SEED002 = SeedExample(
             printed={"output": SEED002_PRINTED_IDENTITY},
             decimals=SEED002_DECIMALS,
         ),
-        SeedCase(
-            name="test case 1 (4x4, 2 heads)",
-            description="X is a permutation of 0..15; integer weights; 2 heads of size 2.",
-            compute=lambda: seed002_run(4, 4, 2),
-            printed={"X": SEED002_X_4X4, "output": SEED002_PRINTED_CASE1},
-            decimals=SEED002_DECIMALS,
+        seed002_case(
+            "test case 1 (4x4, 2 heads)",
+            "X is a permutation of 0..15; integer weights; 2 heads of size 2.",
+            SEED002_X_4X4,
+            n_heads=2,
+            printed_output=SEED002_PRINTED_CASE1,
         ),
-        SeedCase(
-            name="test case 2, single head (6x8)",
-            description="The seed's self_attention on the full width 8: one head, scale 1/sqrt(8).",
-            compute=lambda: seed002_run(6, 8, 1),
-            printed={"X": SEED002_X_6X8, "output": SEED002_PRINTED_CASE2_ONE_HEAD},
-            decimals=SEED002_DECIMALS,
+        seed002_case(
+            "test case 2, single head (6x8)",
+            "The seed's self_attention on the full width 8: one head, scale 1/sqrt(8).",
+            SEED002_X_6X8,
+            n_heads=1,
+            printed_output=SEED002_PRINTED_CASE2_ONE_HEAD,
         ),
-        SeedCase(
-            name="test case 2 (6x8, 4 heads)",
-            description="Same inputs, 4 heads of size 2: the first half of the row changes, the rest does not.",
-            compute=lambda: seed002_run(6, 8, 4),
-            printed={"X": SEED002_X_6X8, "output": SEED002_PRINTED_CASE2},
-            decimals=SEED002_DECIMALS,
+        seed002_case(
+            "test case 2 (6x8, 4 heads)",
+            "Same inputs, 4 heads of size 2: the first half of the row changes, the rest does not.",
+            SEED002_X_6X8,
+            n_heads=4,
+            printed_output=SEED002_PRINTED_CASE2,
         ),
-        SeedCase(
-            name="test case 3 (6x8, 2 heads)",
-            description="Same inputs, 2 heads of size 4.",
-            compute=lambda: seed002_run(6, 8, 2),
-            printed={"X": SEED002_X_6X8, "output": SEED002_PRINTED_CASE3},
-            decimals=SEED002_DECIMALS,
+        seed002_case(
+            "test case 3 (6x8, 2 heads)",
+            "Same inputs, 2 heads of size 4.",
+            SEED002_X_6X8,
+            n_heads=2,
+            printed_output=SEED002_PRINTED_CASE3,
         ),
     ),
     explorer=MHAConfig(

@@ -79,36 +79,78 @@ class MHAProblem:
         return np.broadcast_to(self.mask, (s.n_heads, s.tq, s.tk))  # (nh, Tq, Tk)
 
 
-def random_shape(
-    rng: np.random.Generator,
+class RngPicks:
+    """The choices a shape is made of, drawn from a numpy Generator (for plain loops over seeds)."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+
+    def integer(self, low: int, high: int) -> int:
+        """A whole number from low to high, both included."""
+        return int(self.rng.integers(low, high + 1))
+
+    def chance(self, p: float) -> bool:
+        """True with probability ``p``."""
+        return bool(self.rng.random() < p)
+
+    def uniform(self, low: float, high: float) -> float:
+        return float(self.rng.uniform(low, high))
+
+    def one_of(self, options: tuple):
+        return options[int(self.rng.integers(len(options)))]
+
+
+class HypothesisPicks:
+    """The same choices drawn by hypothesis (``draw`` of a composite strategy), so that failures shrink."""
+
+    def __init__(self, draw):
+        self.draw = draw
+
+    def integer(self, low: int, high: int) -> int:
+        return self.draw(st.integers(low, high))
+
+    def chance(self, p: float) -> bool:
+        return self.draw(st.booleans())  # hypothesis explores both sides; ``p`` only weighs the rng's draws
+
+    def uniform(self, low: float, high: float) -> float:
+        return self.draw(st.floats(low, high))
+
+    def one_of(self, options: tuple):
+        return self.draw(st.sampled_from(options))
+
+
+def pick_shape(
+    pick: RngPicks | HypothesisPicks,
     *,
     max_tokens: int = 6,
     max_heads: int = 4,
     max_head_size: int = 4,
     torch_mha: bool = False,
-    allow_fully_masked: bool = False,
+    cross: bool | None = None,
+    mask: str | None = None,
+    allow_fully_masked: bool | None = None,
 ) -> ProblemShape:
-    """A random shape.
+    """A shape from ``pick``'s choices; ``cross``, ``mask`` and ``allow_fully_masked`` pin those options.
 
     ``torch_mha``: only what ``nn.MultiheadAttention`` can express: hv = hs, C_q = nh*hs, output width
     nh*hs (or no output projection, which equals an identity out_proj), default scale.
     """
-    n_heads = int(rng.integers(1, max_heads + 1))
-    hs = int(rng.integers(1, max_head_size + 1))
-    hv = hs if torch_mha else int(rng.integers(1, max_head_size + 1))
-    cross = bool(rng.random() < 0.5)
-    tq = int(rng.integers(1, max_tokens + 1))
-    tk = int(rng.integers(1, max_tokens + 1)) if cross else tq
+    n_heads = pick.integer(1, max_heads)
+    hs = pick.integer(1, max_head_size)
+    hv = hs if torch_mha else pick.integer(1, max_head_size)
+    cross = pick.chance(0.5) if cross is None else cross
+    tq = pick.integer(1, max_tokens)
+    tk = pick.integer(1, max_tokens) if cross else tq
     if torch_mha:
         c_q = n_heads * hs
-        c_out = None if rng.random() < 0.25 else c_q  # None: compared against an identity out_proj
+        c_out = None if pick.chance(0.25) else c_q  # None: compared against an identity out_proj
     else:
-        c_q = int(rng.integers(1, 9))
-        c_out = None if rng.random() < 0.3 else int(rng.integers(1, 9))
-    c_k = int(rng.integers(1, 9)) if cross else c_q
-    separate_v = cross and bool(rng.random() < 0.5)
-    c_v = int(rng.integers(1, 9)) if separate_v else c_k
-    scale = None if torch_mha or rng.random() < 0.6 else float(rng.uniform(0.05, 2.0))  # MHA fixes 1/sqrt(hs)
+        c_q = pick.integer(1, 8)
+        c_out = None if pick.chance(0.3) else pick.integer(1, 8)
+    c_k = pick.integer(1, 8) if cross else c_q
+    separate_v = cross and pick.chance(0.5)
+    c_v = pick.integer(1, 8) if separate_v else c_k
+    scale = None if torch_mha or pick.chance(0.6) else pick.uniform(0.05, 2.0)  # MHA fixes 1/sqrt(hs)
     return ProblemShape(
         tq=tq,
         tk=tk,
@@ -121,9 +163,29 @@ def random_shape(
         c_out=c_out,
         cross=cross,
         separate_v=separate_v,
-        bias=bool(rng.random() < 0.5),
-        mask=MASK_KINDS[int(rng.integers(len(MASK_KINDS)))],
+        bias=pick.chance(0.5),
+        mask=pick.one_of(MASK_KINDS) if mask is None else mask,
         scale=scale,
+        allow_fully_masked=pick.chance(0.5) if allow_fully_masked is None else allow_fully_masked,
+    )
+
+
+def random_shape(
+    rng: np.random.Generator,
+    *,
+    max_tokens: int = 6,
+    max_heads: int = 4,
+    max_head_size: int = 4,
+    torch_mha: bool = False,
+    allow_fully_masked: bool = False,
+) -> ProblemShape:
+    """A random shape from ``rng`` (see ``pick_shape``)."""
+    return pick_shape(
+        RngPicks(rng),
+        max_tokens=max_tokens,
+        max_heads=max_heads,
+        max_head_size=max_head_size,
+        torch_mha=torch_mha,
         allow_fully_masked=allow_fully_masked,
     )
 
@@ -183,33 +245,8 @@ def random_problem(rng: np.random.Generator, shape: ProblemShape) -> MHAProblem:
 @st.composite
 def problem_shapes(draw, *, self_attention: bool | None = None, mask: str | None = None, max_tokens: int = 6):
     """A ProblemShape; ``self_attention`` and ``mask`` pin those options."""
-    n_heads = draw(st.integers(1, 4))
-    hs = draw(st.integers(1, 4))
-    hv = draw(st.integers(1, 4))
-    cross = not draw(st.booleans()) if self_attention is None else not self_attention
-    tq = draw(st.integers(1, max_tokens))
-    tk = draw(st.integers(1, max_tokens)) if cross else tq
-    c_q = draw(st.integers(1, 8))
-    c_k = draw(st.integers(1, 8)) if cross else c_q
-    separate_v = cross and draw(st.booleans())
-    c_v = draw(st.integers(1, 8)) if separate_v else c_k
-    return ProblemShape(
-        tq=tq,
-        tk=tk,
-        c_q=c_q,
-        c_k=c_k,
-        c_v=c_v,
-        n_heads=n_heads,
-        hs=hs,
-        hv=hv,
-        c_out=draw(st.none() | st.integers(1, 8)),
-        cross=cross,
-        separate_v=separate_v,
-        bias=draw(st.booleans()),
-        mask=draw(st.sampled_from(MASK_KINDS)) if mask is None else mask,
-        scale=draw(st.none() | st.floats(0.05, 2.0)),
-        allow_fully_masked=draw(st.booleans()),
-    )
+    cross = None if self_attention is None else not self_attention
+    return pick_shape(HypothesisPicks(draw), max_tokens=max_tokens, cross=cross, mask=mask)
 
 
 @st.composite

@@ -133,7 +133,7 @@ def test_fully_masked_rows_are_named_and_their_policy_stated():
     at = app({"tokens": "the cat sat", "mask": "custom", "cmask": "000.100.110"})
     assert_page_ok(at)
     text = messages(at)
-    assert "Fully masked rows: 0:the." in text and "by our policy their weights and outputs are 0" in text
+    assert "Fully masked rows: `0:the`." in text and "by our policy their weights and outputs are 0" in text
     assert np.all(grid_matrices(at)[0][0] == 0.0)
 
 

@@ -28,14 +28,6 @@ TWO_MB = 2 * 1024 * 1024
 ATOL = 1e-6  # the figure is float32, like the model: only the JSON round trip is between them
 
 
-@pytest.fixture(scope="module")
-def model():
-    try:
-        return load_minilm(allow_download=False)
-    except ModelUnavailableError as error:
-        pytest.skip(f"the model files are not installed here: {error}")
-
-
 def page(params: dict[str, str] | None = None) -> AppTest:
     """The Real model page opened with ``params`` as the link's query parameters, run once."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)

@@ -159,3 +159,23 @@ def test_a_fully_masked_row_is_flagged_with_the_policy():
     assert any("all masked" in w.value or "every key masked" in w.value for w in at.warning)
     sums = table_with_index(at, "0:the", "all masked")
     assert sums["all masked"].all() and (sums["sum"] == 0).all()
+
+
+def test_presentation_mode_enlarges_the_text_of_every_figure():
+    normal, presenting = charts(open_page()), charts(open_page(present=1))
+    assert set(presenting) == set(normal)
+    for title, figure in presenting.items():
+        layout, before = figure["layout"], normal[title]["layout"]
+        assert layout["font"]["size"] > before["font"]["size"], title
+        assert layout["xaxis"]["tickfont"]["size"] > before["xaxis"]["tickfont"]["size"], title
+
+
+def test_matrices_three_across_print_only_the_column_labels_that_fit_their_column():
+    figures = charts(open_page(d_model=32))
+    half = figures["Y: output"]  # two panels in the output step: half the width each
+    third = figures["W_Q"]  # three panels in the projection step: a third each
+    labels = [f"d{k}" for k in range(32)]
+    for figure in (half, third):
+        assert list(figure["data"][0]["x"]) == labels  # every column keeps its cell
+        assert figure["layout"]["xaxis"]["tickvals"][0] == "d0"
+    assert len(third["layout"]["xaxis"]["tickvals"]) < len(half["layout"]["xaxis"]["tickvals"]) < 32

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from bench import bench_engine, bench_seeds
+from bench import bench_engine, bench_kernels, bench_seeds
 from bench.__main__ import main
 from bench.registry import SECTIONS, select
 from bench.report import format_value, markdown_table
@@ -88,6 +88,23 @@ def test_seeds_rows_have_the_keys_finite_times_and_agree(seeds_rows):
         for key in ("seed_ms", "ours_ms", "ours_vs_seed"):
             assert finite_positive(row[key]), (key, row[key])
         assert row["agrees"] is True and row["max_abs_diff"] <= bench_seeds.TOLERANCE
+
+
+def test_kernels_rows_compare_each_choice_with_finite_times():
+    rows = bench_kernels.run(quick=True)
+    assert len(rows) == 3 * len(bench_kernels.QUICK_SIZES)
+    for row in rows:
+        for key in ("engine_ms", "alternative_ms", "ours_vs_alternative"):
+            assert finite_positive(row[key]), (key, row[key])
+
+
+def test_kernels_alternatives_compute_the_same_numbers():
+    def arrays(result):
+        return list(result) if isinstance(result, tuple) else [result]
+
+    for what, _name, ours, _other_name, other in bench_kernels.comparisons(8, 12, 2):
+        for a, b in zip(arrays(ours()), arrays(other()), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=what)
 
 
 def test_seed002_loop_reproduces_the_seed_identity_example():

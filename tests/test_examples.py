@@ -256,24 +256,24 @@ def test_json_reference_cases_are_present():
     assert len(JSON_FILES) >= 4
 
 
-@pytest.mark.parametrize("path", JSON_FILES, ids=lambda p: p.stem)
-def test_json_printed_numbers(path):
+def assert_case_matches(path, expected_key: str, tolerance_key: str) -> None:
+    """Every array under ``case[expected_key]`` equals the engine's to the case's ``tolerance_key`` (absolute)."""
     case = load(path)
     trace = run_json_case(case)
-    tol = case["tolerance"]["abs"]
-    for name, values in case["expected"].items():
+    tol = case[tolerance_key]["abs"]
+    for name, values in case[expected_key].items():
         expected = np.array(values, dtype=float)
         np.testing.assert_allclose(named(trace, name, expected.shape), expected, rtol=0, atol=tol, err_msg=name)
+
+
+@pytest.mark.parametrize("path", JSON_FILES, ids=lambda p: p.stem)
+def test_json_printed_numbers(path):
+    assert_case_matches(path, "expected", "tolerance")
 
 
 @pytest.mark.parametrize("path", JSON_FILES, ids=lambda p: p.stem)
 def test_json_full_precision_intermediates(path):
-    case = load(path)
-    trace = run_json_case(case)
-    tol = case["tolerance_full_precision"]["abs"]
-    for name, values in case["expected_full_precision"].items():
-        expected = np.array(values, dtype=float)
-        np.testing.assert_allclose(named(trace, name, expected.shape), expected, rtol=0, atol=tol, err_msg=name)
+    assert_case_matches(path, "expected_full_precision", "tolerance_full_precision")
 
 
 @pytest.mark.parametrize("path", JSON_FILES, ids=lambda p: p.stem)

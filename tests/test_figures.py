@@ -112,6 +112,13 @@ def test_long_sentences_print_every_kth_label_but_keep_every_cell():
     assert s["data"][0]["x"] == labels
 
 
+def test_a_heatmap_labels_every_kth_column_to_fit_the_width_it_is_drawn_at():
+    labels = [f"d{k}" for k in range(100)]
+    fig = figures.matrix_heatmap(np.zeros((2, 100)), ["a", "b"], labels, width_px=150)  # tick font 12 - 2 = 10
+    assert list(fig.layout.xaxis.tickvals) == labels[::10]  # ceil(1.5 * 10 * 100 / 150) = 10
+    assert list(fig.data[0].x) == labels  # every column keeps its cell
+
+
 def test_the_average_panel_is_the_mean_of_the_heads_on_the_same_axis():
     mats = np.random.default_rng(1).random((3, 4, 4))
     stacked, titles = figures.with_average(mats)

@@ -11,8 +11,6 @@ import os
 import numpy as np
 import pytest
 
-from mha_core.pretrained import ModelUnavailableError, load_minilm
-
 pytestmark = pytest.mark.torch
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
@@ -33,14 +31,6 @@ SENTENCES = (
     "and a feed-forward network that works on each position by itself. A small model like MiniLM "
     "has six layers of twelve heads; reading their patterns, layer by layer, is how one learns what they do.",
 )
-
-
-@pytest.fixture(scope="module")
-def model():
-    try:
-        return load_minilm(allow_download=False)
-    except ModelUnavailableError as error:
-        pytest.skip(f"the model files are not available here: {error}")
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from mha_core.pretrained import ModelUnavailableError, load_minilm
 from ui import real_model as rm
 from ui.steps import Panel, Step
 
@@ -170,21 +169,7 @@ def test_slim_step_leaves_out_what_is_still_too_large_and_says_so():
     assert "X (128, 384)" in step.note
 
 
-def test_thin_x_ticks_labels_every_kth_column():
-    labels = [f"d{k}" for k in range(100)]
-    fig = rm.thin_x_ticks(go.Figure(go.Heatmap(z=np.zeros((2, 100)), x=labels)), labels, width_px=150, font_px=10)
-    assert list(fig.layout.xaxis.tickvals) == labels[::10]  # ceil(1.5 * 10 * 100 / 150) = 10
-
-
 # ---- the real model ------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def model():
-    try:
-        return load_minilm(allow_download=False)
-    except ModelUnavailableError as error:
-        pytest.skip(f"the model files are not installed here: {error}")
 
 
 @pytest.fixture(scope="module")

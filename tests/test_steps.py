@@ -187,6 +187,24 @@ def test_weights_panels_use_0_to_1_and_large_panels_carry_no_cell_text():
     assert big.data[0].text is None
 
 
+def test_panel_figure_passes_the_font_size_and_the_drawn_width_through():
+    small = panel_figure(Panel("S", np.zeros((2, 2)), ["q0", "q1"], ["k0", "k1"]), font_size=18)
+    assert small.layout.font.size == 18 and small.layout.title.font.size == 20
+    assert small.data[0].textfont.size == 20  # the numbers in the cells grow with the text
+    labels = dim_labels(32)
+    wide = panel_figure(Panel("W", np.ones((4, 32)), list("abcd"), labels), width_px=700)
+    narrow = panel_figure(Panel("W", np.ones((4, 32)), list("abcd"), labels), width_px=100)
+    assert list(wide.layout.xaxis.tickvals) == labels  # 32 labels of a 10 px font, 1.5 fonts apart, fit 700 px
+    assert list(narrow.layout.xaxis.tickvals) == labels[::5]  # ceil(1.5 * 10 * 32 / 100) = 5
+    assert list(narrow.data[0].x) == labels  # every column keeps its cell
+
+
+def test_prediction_message_keeps_a_label_before_a_colon_out_of_emoji_shortcodes():
+    labels = ["0:a", "1:on:"]  # the token "on:" would render as an emoji between colons
+    message = prediction_message(check_prediction(np.array([0.1, 0.9]), 1), "0:a", labels)
+    assert "`1:on:`" in message and "`0:a`" in message
+
+
 def test_masked_logits_are_blank_in_the_figure_and_in_the_cell_text():
     logits = np.array([[0.5, -np.inf], [1.0, 2.0]])
     fig = panel_figure(Panel("L", logits, ["q0", "q1"], ["k0", "k1"]))

@@ -23,6 +23,8 @@ MAX_UPLOAD_BYTES = 1_000_000
 # Widgets keep their values across page switches and while hidden (Streamlit >= 1.5x); without it
 # a page that does not draw a widget drops its value. keep_widget_state is the older belt to it.
 KEEP = "session"
+FONT_SIZE = 12  # the figures' base font size (plotly's default)
+PRESENT_FONT_SIZE = 16  # ... in presentation mode
 
 INIT_LABELS = {
     "xavier": "Xavier / Glorot normal (default)",
@@ -207,6 +209,17 @@ def parse_matrix(name: str, data: bytes) -> np.ndarray:
 def presenting() -> bool:
     """True while presentation mode (toggle ``w_present``, ``present=1`` in the URL) is on."""
     return bool(st.session_state.get("w_present", False))
+
+
+def figure_font_size() -> int:
+    """The figures' base font size: larger in presentation mode, whose CSS makes the page's text ~1.3x larger."""
+    return PRESENT_FONT_SIZE if presenting() else FONT_SIZE
+
+
+def clamp_choice(key: str, size: int) -> None:
+    """Reset the selector ``key`` to 0 when its stored choice no longer exists (a shorter sentence, fewer heads)."""
+    if not 0 <= int(st.session_state.get(key, 0)) < size:
+        st.session_state[key] = 0
 
 
 def _short(tokens: tuple[str, ...], words: int = 6) -> str:
@@ -402,11 +415,9 @@ def sidebar() -> MHAConfig:
 
 def _clamp_view(config: MHAConfig) -> None:
     """Keep the chosen head, query and key inside the current shapes."""
-    ss = st.session_state
     limits = {"w_head": config.n_heads, "w_qi": len(config.tokens), "w_kj": len(config.key_tokens)}
     for key, size in limits.items():
-        if not 0 <= int(ss.get(key, 0)) < size:
-            ss[key] = 0
+        clamp_choice(key, size)
 
 
 def _write_url(config: MHAConfig) -> None:

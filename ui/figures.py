@@ -26,6 +26,9 @@ SIGNED_SCALE = make_colorscale(plotly.colors.diverging.RdBu_r)
 MASKED_COLOUR = "rgba(128, 128, 128, 0.45)"
 
 KIND_LABELS = {"weights": "weight", "logits": "scaled, masked logit", "scores": "raw score q·k"}
+# How wide a heatmap's cells are drawn when it spans the ~820 px main column of a 1280 px screen,
+# its row labels and colour bar taken off: the column labels are thinned to fit this by default.
+FULL_WIDTH_PX = 700
 
 
 def for_plotly(matrix: np.ndarray) -> np.ndarray:
@@ -233,10 +236,13 @@ def matrix_heatmap(
     font_size: int = 12,
     row_name: str = "row",
     col_name: str = "column",
+    width_px: float = FULL_WIDTH_PX,
 ) -> go.Figure:
     """A single labelled heatmap of a (R, C) matrix; diverging and centred on 0 when ``signed``.
 
     Hover reads "<row_name> <row label> / <col_name> <col label> / <value_name> <number>".
+    ``width_px``: how wide the cells are drawn on the page (the figure's column minus its row
+    labels and colour bar); every k-th column label is printed so that they do not overlap there.
     """
     if signed:
         bound = signed_range(matrix)
@@ -263,7 +269,7 @@ def matrix_heatmap(
         margin=dict(l=10, r=10, t=30 + 2 * font_size if title else 10, b=10, pad=0),
         font=dict(size=font_size),
         plot_bgcolor=MASKED_COLOUR,
-        xaxis=_category_axis(col_labels, 700, tick_font, tickangle=-45, range=[-0.5, len(col_labels) - 0.5]),
+        xaxis=_category_axis(col_labels, width_px, tick_font, tickangle=-45, range=[-0.5, len(col_labels) - 0.5]),
         yaxis=_category_axis(row_labels, height - 100, tick_font, range=[len(row_labels) - 0.5, -0.5]),
     )
     if title:

@@ -20,6 +20,7 @@ import pandas as pd
 from mha_core.attention import softmax
 from mha_core.config import MHAConfig, run
 from mha_core.presets import PRESET_INITS
+from ui.markdown import literal
 from ui.urlstate import params_from_config, view_params
 
 # A sentence without repeated words: repeated words share one embedding, so they split the
@@ -219,6 +220,7 @@ def causal_findings(panels: tuple[Panel, ...]) -> Findings:
     tokens = causal.config.tokens
     labels = free.key_labels
     i = CAUSAL_ROW
+    row = literal(labels[i])
     kept_mass = float(w_free[i, : i + 1].sum())
     row_table = pd.DataFrame(
         {
@@ -243,7 +245,7 @@ def causal_findings(panels: tuple[Panel, ...]) -> Findings:
             bool(np.all(upper == 0) and np.all(np.abs(row_sums - 1) <= 1e-12)),
         ),
         Claim(
-            f"Each causal row is the unmasked row cut to keys 0..i and divided by what is left: row {labels[i]} "
+            f"Each causal row is the unmasked row cut to keys 0..i and divided by what is left: row {row} "
             f"keeps {kept_mass:.3f} of its weight and every kept weight is divided by it (max |Δ| = {_tiny(gap)}).",
             gap <= 1e-12,
         ),
@@ -258,7 +260,7 @@ def causal_findings(panels: tuple[Panel, ...]) -> Findings:
         ),
     )
     tables = (
-        (f"Row {labels[i]}, step by step: the masked keys' weight is shared out again in proportion.", row_table),
+        (f"Row {row}, step by step: the masked keys' weight is shared out again in proportion.", row_table),
         ("The 'shift': position i only sees tokens 0..i, so it is trained to predict token i+1.", shift_table),
     )
     return Findings(figures, claims, tables)

@@ -520,11 +520,3 @@ def slim_step(step: Step, max_cells: int = MAX_PANEL_CELLS) -> Step:
     left_out = ", ".join(f"{p.title} {shape_text(p.matrix)}" for p in slimmed if p.matrix.size > max_cells)
     note = f"Not drawn for a sentence this long, to keep the page light: {left_out}. Shorten the sentence to see it."
     return replace(step, panels=kept, note=f"{step.note}  \n{note}" if step.note else note)
-
-
-def thin_x_ticks(fig: go.Figure, labels: list[str], width_px: float, font_px: int = 10) -> go.Figure:
-    """Label only every k-th column so that rotated labels about 1.5 font sizes apart fit ``width_px``."""
-    step = max(1, math.ceil(1.5 * font_px * len(labels) / max(width_px, 1.0)))
-    shown = list(labels[::step])
-    fig.update_xaxes(tickvals=shown, ticktext=shown)
-    return fig

@@ -22,7 +22,8 @@ import plotly.graph_objects as go
 from mha_core.attention import merge_heads
 from mha_core.config import RunResult
 from mha_core.presets import PRESET_INITS
-from ui.figures import matrix_heatmap
+from ui.figures import FULL_WIDTH_PX, matrix_heatmap
+from ui.markdown import literal, literals
 
 MAX_TEXT_ROWS = 16  # write the numbers inside the cells of heatmaps up to this size
 MAX_TEXT_COLS = 10
@@ -402,21 +403,25 @@ def _output_step(result: RunResult, head: int) -> Step:
 # ---- figures and tables of a panel ---------------------------------------------------------
 
 
-def panel_figure(panel: Panel, *, height: int | None = None) -> go.Figure:
-    """A heatmap of ``panel`` (via ``matrix_heatmap``), with its outlines and, when small, its numbers."""
+def panel_figure(panel: Panel, *, height: int | None = None, font_size: int = 12,
+                 width_px: float = FULL_WIDTH_PX) -> go.Figure:
+    """A heatmap of ``panel`` (via ``matrix_heatmap``), with its outlines and, when small, its numbers.
+
+    ``font_size`` scales every text (presentation mode makes it larger); ``width_px`` is how wide the
+    cells are drawn on the page, which decides how many column labels are printed.
+    """
     rows, cols = panel.matrix.shape
     if height is None and panel.axis_titles is not None:
         height = int(np.clip(22 * rows + 150, 260, 600))  # matrix_heatmap's height plus room for axis titles
-    if panel.kind == "signed":
-        fig = matrix_heatmap(panel.matrix, panel.row_labels, panel.col_labels, title=panel.title,
-                             value_name=panel.value_name, signed=True, height=height)
-    else:
-        fig = matrix_heatmap(panel.matrix, panel.row_labels, panel.col_labels, title=panel.title,
-                             value_name=panel.value_name, signed=False, zmin=0.0, zmax=1.0, height=height)
+    colour_range = {"signed": True} if panel.kind == "signed" else {"signed": False, "zmin": 0.0, "zmax": 1.0}
+    fig = matrix_heatmap(panel.matrix, panel.row_labels, panel.col_labels, title=panel.title,
+                         value_name=panel.value_name, height=height, font_size=font_size, width_px=width_px,
+                         **colour_range)
     if panel.kind == "mask":
         fig.update_traces(showscale=False)  # two values, written in the cells: no colour bar needed
     if rows <= MAX_TEXT_ROWS and cols <= MAX_TEXT_COLS:
-        fig.update_traces(text=cell_text(panel.matrix, panel.kind), texttemplate="%{text}", textfont=dict(size=14))
+        fig.update_traces(text=cell_text(panel.matrix, panel.kind), texttemplate="%{text}",
+                          textfont=dict(size=font_size + 2))
     fig.update_layout(margin=dict(pad=0))  # the cells meet the axes, no grey frame
     if panel.axis_titles is not None:
         fig.update_yaxes(title_text=panel.axis_titles[0])
@@ -644,16 +649,17 @@ def check_prediction(weights_row: np.ndarray, guess: int, *, fully_masked: bool 
 
 
 def prediction_message(check: PredictionCheck, query_label: str, key_labels: list[str]) -> str:
-    """One or two sentences saying whether the guess was right and what the right answer was."""
-    guessed = f"`{key_labels[check.guess]}` (weight {check.guess_weight:.4f})"
+    """One or two sentences (Markdown) saying whether the guess was right and what the right answer was."""
+    row = literal(query_label)
+    guessed = f"{literal(key_labels[check.guess])} (weight {check.guess_weight:.4f})"
     if not check.best:
-        return f"Row `{query_label}` has every key masked: all its weights are 0 by our policy, so no key is largest."
-    names = ", ".join(f"`{key_labels[s]}`" for s in check.best)
+        return f"Row {row} has every key masked: all its weights are 0 by our policy, so no key is largest."
+    names = literals(key_labels[s] for s in check.best)
     if check.correct:
         tie = f" It is tied with {len(check.best) - 1} other key(s): {names}." if len(check.best) > 1 else ""
-        return f"**Right!** In row `{query_label}` the largest weight goes to {guessed}.{tie}"
+        return f"**Right!** In row {row} the largest weight goes to {guessed}.{tie}"
     return (
-        f"**Not this time.** You chose {guessed}; the largest weight in row `{query_label}` goes to {names} "
+        f"**Not this time.** You chose {guessed}; the largest weight in row {row} goes to {names} "
         f"(weight {check.best_weight:.4f})."
     )
 

@@ -1,0 +1,166 @@
+"""Smoke tests of the app, browser and load benchmarks: they run in quick mode and return sane rows.
+
+Timings are never judged here (they belong to ``python -m bench``). What is asserted: every page
+gets a row with finite positive times; a "miss" rerun really makes the engine run and a "hit"
+rerun really does not; the helpers that build the inputs keep their promises (distinct sentences
+of exactly 128 word pieces, a heads pick that always changes something); the memory and CPU
+readers see real processes; and, where Chromium is installed, the browser and load sections
+complete without errors.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bench import bench_app, bench_browser, bench_load
+from bench.registry import SECTIONS
+
+BROWSER_MISSING = bench_browser.missing_browser()
+needs_browser = pytest.mark.skipif(BROWSER_MISSING is not None, reason=f"browser benchmark skipped: {BROWSER_MISSING}")
+PAGES = {path.stem for path in (bench_app.ROOT / "app_pages").glob("*.py")}
+
+
+def finite_positive(value) -> bool:
+    return isinstance(value, float) and math.isfinite(value) and value > 0
+
+
+@pytest.fixture(scope="module")
+def app_rows():
+    return bench_app.run(quick=True)
+
+
+def test_our_sections_are_registered_with_notes():
+    registered = {section.name: section for section in SECTIONS}
+    for name in ("app", "browser", "load"):
+        assert name in registered
+        assert "Goal" in registered[name].notes()
+
+
+def test_app_quick_has_one_row_per_page_at_the_defaults(app_rows):
+    assert {row["page"] for row in app_rows} == PAGES
+    assert {row["settings"] for row in app_rows} == {"defaults"}
+
+
+def test_app_rows_have_finite_times_and_consistent_figure_sizes(app_rows):
+    for row in app_rows:
+        if row.get("note", "").startswith("skipped"):
+            continue
+        for key in ("miss_ms", "cpu_ms", "hit_ms", "gc_ms", "switch_ms"):
+            assert finite_positive(row[key]), (row["page"], key, row[key])
+        assert row["reruns"] == bench_app.QUICK_REPETITIONS[0]
+        assert 0 <= row["largest_kb"] <= row["figures_kb"] <= row["figures"] * row["largest_kb"] + 1e-9
+        assert row["met"] == (row["miss_ms"] <= bench_app.GOAL_DEFAULT_MS)
+    heads = next(row for row in app_rows if row["page"] == "heads")
+    assert heads["figures"] >= 1 and heads["figures_kb"] > 0  # the heads grid at least
+
+
+def test_a_miss_runs_the_engine_once_per_new_seed_and_a_hit_never(monkeypatch):
+    import ui.compute
+
+    seeds = []
+
+    def recording_run(config):
+        seeds.append(config.seed)
+        return original(config)
+
+    original = ui.compute.run
+    monkeypatch.setattr(ui.compute, "run", recording_run)
+    case = next(c for c in bench_app.cases() if c.page == "heads" and c.settings == "defaults")
+    row = bench_app.measure(case, (3, 2))
+    fresh = [seed for seed in seeds if seed >= 1_000_000]
+    assert len(fresh) == 1 + 3  # the untimed first change, then three misses; the two hits computed nothing
+    assert len(set(fresh)) == len(fresh)
+    assert row["reruns"] == 3 and finite_positive(row["hit_ms"])
+
+
+def test_caps_cases_are_at_the_limits_and_judged_by_the_caps_goal():
+    from mha_core.config import LIMITS
+
+    caps = [case for case in bench_app.cases() if case.at_caps]
+    assert {case.page for case in caps} >= {"heads", "step_by_step", "real_model"}
+    for case in caps:
+        if case.page != "real_model":
+            assert len(case.params["tokens"].split()) == LIMITS["max_tokens"]
+            assert int(case.params["d_model"]) == LIMITS["max_d_model"]
+            assert int(case.params["heads"]) == LIMITS["max_heads"]
+        assert bench_app.goal_met(case, bench_app.GOAL_CAPS_MS, bench_app.GOAL_CAPS_FIGURE_BYTES)
+        assert not bench_app.goal_met(case, bench_app.GOAL_CAPS_MS + 1, 0)
+        assert not bench_app.goal_met(case, 0.0, bench_app.GOAL_CAPS_FIGURE_BYTES + 1)
+
+
+def test_real_model_sentences_have_exactly_128_pieces_and_differ():
+    pretrained = pytest.importorskip("mha_core.pretrained")
+    try:
+        model = pretrained.load_minilm(allow_download=False)
+    except RuntimeError as error:
+        pytest.skip(f"model files missing: {error}")
+    sentences = [bench_app.real_model_sentence(i, bench_app.REAL_MODEL_PIECES) for i in (0, 1, 125, 126, 1000)]
+    assert len(set(sentences)) == len(sentences)
+    for sentence in sentences:
+        assert len(model.tokenize(sentence)) == bench_app.REAL_MODEL_PIECES
+    variants = {bench_app.default_sentence_variant(i) for i in range(20)}
+    assert len(variants) == 20
+
+
+def test_next_heads_always_changes_the_head_count():
+    for current in bench_browser.HEAD_CHOICES:
+        picks = {bench_browser.next_heads(current, turn) for turn in range(10)}
+        assert current not in picks and picks <= set(bench_browser.HEAD_CHOICES)
+        assert all(16 % heads == 0 for heads in picks)  # divisors of the default d_model
+
+
+def test_session_errors_count_timeouts_exceptions_and_changes_not_made():
+    result = bench_load.SessionResult(planned=10, latencies=[1.0] * 6, timeouts=2, exceptions=1)
+    result.page_errors.append("TypeError")
+    assert result.errors == 2 + 1 + 1 + (10 - 6 - 2)
+    assert bench_load.SessionResult(planned=3, latencies=[1.0] * 3).errors == 0
+
+
+def test_memory_and_cpu_readers_see_a_busy_child_process():
+    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 1.5: pass"])
+    try:
+        time.sleep(1.0)
+        assert bench_browser.status_kb(child.pid, "VmRSS") > 1000  # a Python interpreter: several MB
+        busy = bench_browser.descendants_cpu_seconds(os.getpid(), exclude=-1)
+        assert busy >= 0.3  # most of the second it has spun so far
+        assert bench_browser.descendants_cpu_seconds(os.getpid(), exclude=child.pid) < busy
+    finally:
+        child.wait(timeout=10)
+    assert bench_browser.status_kb(child.pid, "VmRSS") is None  # gone
+
+
+def test_peak_rss_sampler_reads_this_process():
+    sampler = bench_load.PeakRss(os.getpid())
+    sampler.start()
+    time.sleep(0.35)
+    sampler.stop()
+    assert sampler.samples >= 2
+    assert sampler.peak_kb >= bench_browser.status_kb(os.getpid(), "VmRSS") * 0.5
+
+
+@pytest.mark.browser
+@needs_browser
+def test_browser_quick_times_both_controls():
+    rows = {row["measurement"]: row for row in bench_browser.run(quick=True)}
+    for name in ("seed + (step-up button)", "heads (selectbox pick)"):
+        assert rows[name]["changes"] == bench_browser.QUICK_CHANGES
+        assert finite_positive(rows[name]["median_ms"])
+        assert finite_positive(rows[name]["server_cpu_ms"]) and finite_positive(rows[name]["browser_cpu_ms"])
+
+
+@pytest.mark.browser
+@needs_browser
+def test_load_quick_makes_every_change_without_errors():
+    (row,) = bench_load.run(quick=True)
+    sessions, changes = bench_load.QUICK_PLAN[0]
+    assert row["sessions"] == sessions and row["changes"] == sessions * changes
+    assert row["errors"] == 0 and row["done"] == sessions * changes, row
+    assert finite_positive(row["p95_ms"]) and row["p95_ms"] >= row["p50_ms"]
+    assert row["rss_peak_mb"] >= row["rss_idle_mb"] > 0
+    assert finite_positive(row["server_cpu_s"]) and finite_positive(row["clients_cpu_s"])

@@ -1,0 +1,39 @@
+"""ui/markdown.py: token labels reach Streamlit's Markdown as code spans, shown exactly as typed."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ui.markdown import literal, literals
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("3:on", "`3:on`"),
+        ("4:*not*", "`4:*not*`"),  # no italics
+        ("5:$x$", "`5:$x$`"),  # no LaTeX
+        ("6:a`b", "``6:a`b``"),  # a backtick inside: a longer fence
+        ("7:``", "``` 7:`` ```"),  # ends with backticks: a longer fence and a space each side
+        ("`x", "`` `x ``"),
+    ],
+)
+def test_literal_makes_a_code_span_that_holds_any_text(text, span):
+    assert literal(text) == span
+
+
+def test_literal_fence_is_longer_than_every_run_of_backticks_inside():
+    for text in ["a", "a`", "a``b`", "```"]:
+        span = literal(text)
+        fence = re.match(r"`+", span).group()
+        assert span.endswith(fence)
+        assert all(len(run) < len(fence) for run in re.findall(r"`+", text))
+        assert span[len(fence) : -len(fence)].strip(" ") == text.strip(" ")
+
+
+def test_literals_join_the_spans():
+    assert literals(["0:the", "3:on"]) == "`0:the`, `3:on`"
+    assert literals(["un ##bel", "snow ##board"], "; ") == "`un ##bel`; `snow ##board`"
+    assert literals([]) == ""

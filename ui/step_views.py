@@ -1,0 +1,132 @@
+"""The Step-by-step views, drawn with Streamlit: shared by the Step-by-step and Real model pages.
+
+``ui.steps`` builds the steps, their matrices and the drill-down of one cell (pure, tested
+without a server); the functions here only put that output on screen. ``key_prefix`` keeps the
+element keys of the two pages apart ("sbs", "rm"). Each heatmap prints as many column labels as
+fit the width of the column it is drawn in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from ui.controls import FONT_SIZE, KEEP
+from ui.markdown import literal
+from ui.steps import (
+    DrillDown,
+    Panel,
+    Step,
+    dot_product_latex,
+    highlight_key,
+    logit_latex,
+    panel_figure,
+    panel_table,
+    products_table,
+    score_table,
+    softmax_latex,
+    softmax_row_table,
+)
+
+NUMBER_FORMAT = "%.4f"
+MAIN_COLUMN_PX = 820  # the main column of a 1280 px screen with the sidebar open
+LABELS_PX = 190  # what a heatmap's row labels and colour bar take from the width of its column
+
+
+def plot_px(share: float) -> float:
+    """How wide a heatmap's cells are drawn in a column that takes ``share`` of the main column."""
+    return MAIN_COLUMN_PX * share - LABELS_PX
+
+
+def number_columns(columns, number_format: str = NUMBER_FORMAT) -> dict:
+    """A column_config that prints every one of ``columns`` with ``number_format``."""
+    return {c: st.column_config.NumberColumn(format=number_format) for c in columns}
+
+
+def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: float, font_size: int = FONT_SIZE) -> None:
+    """One matrix: a heatmap whose cells are ``width_px`` wide in all, or its table of numbers."""
+    if not as_table:
+        st.plotly_chart(panel_figure(panel, font_size=font_size, width_px=width_px), key=key)
+        return
+    frame = panel_table(panel)
+    st.markdown(f"**{panel.title}**")
+    st.dataframe(frame, column_config=None if panel.kind == "mask" else number_columns(frame.columns), key=key)
+    if np.isneginf(panel.matrix).any():
+        st.caption("Empty (None) cells are masked: their logit is −∞.")
+
+
+def show_panels(panels: tuple[Panel, ...], key_prefix: str, *, as_table: bool = False,
+                font_size: int = FONT_SIZE) -> None:
+    """Up to three matrices side by side (one alone takes two thirds of the width); keys ``<key_prefix>_<i>``."""
+    per_row = 3 if len(panels) > 2 else max(len(panels), 1)
+    width_px = plot_px(2 / 3 if len(panels) == 1 else 1 / per_row)
+    for start in range(0, len(panels), per_row):
+        columns = st.columns([2, 1] if len(panels) == 1 else per_row)
+        for offset, panel in enumerate(panels[start : start + per_row]):
+            with columns[offset]:
+                show_panel(panel, f"{key_prefix}_{start + offset}", as_table=as_table, width_px=width_px,
+                           font_size=font_size)
+
+
+def show_step(number: int, step: Step, key_prefix: str, *, as_table: bool = False, panels: bool = True,
+              font_size: int = FONT_SIZE, level: int = 3) -> None:
+    """A step's numbered heading (``level`` 3: a subheader with the step's anchor; 4: inside a page section),
+    why it exists, its formula, its shapes, its note and its matrices (keys ``<key_prefix>_<slug>_<i>``)."""
+    title = f"{number}. {step.title}"
+    if level == 3:
+        st.subheader(title, anchor=step.slug)
+    else:
+        st.markdown(f"{'#' * level} {title}")
+    if step.why:
+        st.markdown(step.why)
+    if step.formula:
+        st.latex(step.formula)
+    if step.shapes:
+        st.markdown(f"Shapes: `{step.shapes}`")
+    if step.note:
+        st.markdown(step.note)
+    if panels:
+        show_panels(step.panels, f"{key_prefix}_{step.slug}", as_table=as_table, font_size=font_size)
+
+
+def cell_picker(query_labels: list[str], key_labels: list[str], keys: tuple[str, str]) -> tuple[int, int]:
+    """The drill-down's query (row) and key (column) selectors side by side; widget keys ``keys``."""
+    left, right = st.columns(2)
+    i = left.selectbox("Query i (row)", range(len(query_labels)), key=keys[0], persist_state=KEEP,
+                       format_func=query_labels.__getitem__)
+    j = right.selectbox("Key j (column)", range(len(key_labels)), key=keys[1], persist_state=KEEP,
+                        format_func=key_labels.__getitem__)
+    return i, j
+
+
+def show_drill_down(drill: DrillDown, key_prefix: str, *,
+                    outlined: str = "in the score, logit and weight matrices above",
+                    mask_line: bool = True, weights_shown: bool = True) -> None:
+    """One cell number by number: the products, the score, the logit, then (when ``weights_shown``) the row's softmax.
+
+    ``outlined`` names where the cell is outlined on the page; ``mask_line`` says whether the mask allows the cell.
+    """
+    query, key = literal(drill.query_label), literal(drill.key_label)
+    st.markdown(f"Head **{drill.head}**, query {query}, key {key} (outlined in magenta {outlined}).")
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**q_i, k_j and their elementwise product**")
+        frame = products_table(drill)
+        st.dataframe(frame, column_config=number_columns(frame.columns), key=f"{key_prefix}_drill_products")
+    with right:
+        st.markdown("**From the products to the logit**")
+        st.dataframe(score_table(drill), column_config=number_columns(["value"], "%.6f"),
+                     key=f"{key_prefix}_drill_score")
+    st.latex(dot_product_latex(drill))
+    st.latex(logit_latex(drill))
+    if mask_line and drill.allowed:
+        st.markdown(f"Mask: **allowed**, query {query} may attend to key {key}.")
+    elif mask_line:
+        st.markdown(f"Mask: **masked**, query {query} may not attend to key {key}, "
+                    "so its logit is −∞ and its weight is exactly 0.")
+    if not weights_shown:
+        st.info("The softmax of this row is hidden until the prediction above is revealed.")
+        return
+    st.latex(softmax_latex(drill))
+    st.markdown(f"**Softmax of row {query}** (key j highlighted)")
+    st.dataframe(highlight_key(softmax_row_table(drill), drill.key_label), key=f"{key_prefix}_drill_softmax")
