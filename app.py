@@ -3,8 +3,10 @@
 import streamlit as st
 
 from ui.controls import keep_widget_state
+from ui.server import tune_server
 
 st.set_page_config(page_title="MHA Explorer", page_icon="🔍", layout="wide")
+tune_server()
 keep_widget_state()
 
 pages = [

@@ -145,9 +145,10 @@ def descendants_cpu_seconds(root: int, exclude: int) -> float:
     return total
 
 
-
 @dataclass(frozen=True)
 class Server:
+    """A running Streamlit server: where to reach it, its process id, its log file."""
+
     url: str
     pid: int
     log: Path
@@ -273,6 +274,7 @@ async def measure_changes(page, changes: int, server_pid: int, timeout_ms: float
 
 
 def latency_row(measurement: str, changes: list[Change], goal: bool = True) -> dict:
+    """One table row: the changes' latencies (median, range) and their median CPU on each side."""
     latencies = [change.latency_ms for change in changes]
     median = statistics.median(latencies)
     return {

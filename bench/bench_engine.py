@@ -106,42 +106,57 @@ def goals(row: dict) -> str:
     return "; ".join(verdicts)
 
 
-def measure_size(t: int, d_model: int, n_heads: int, dtype: str, peak_size: int, timing: dict) -> dict:
-    """One table row: ours, the matmul peak and torch's three variants timed side by side at one size and dtype."""
+def size_candidates(t: int, d_model: int, n_heads: int, dtype: str) -> tuple[list[Candidate], float | None]:
+    """Ours and torch's three variants at one size, named "<variant>@<T>", and their largest difference."""
     x, params = random_layer(t, d_model, dtype)
     weights = AttentionWeights(**params)
-    candidates = [
-        Candidate("ours", lambda: multi_head_attention(x, weights, n_heads), "numpy"),
-        Candidate("peak", matmul_call(peak_size, dtype), "numpy peak"),
-    ]
-    difference = None
+    candidates = [Candidate(f"ours@{t}", lambda: multi_head_attention(x, weights, n_heads), f"numpy@{t}")]
     try:
         calls = torch_candidates(x, params, n_heads)
     except ImportError:
-        calls = {}
-    if calls:
-        difference = largest_difference(multi_head_attention(x, weights, n_heads), calls)
-        candidates += [Candidate(name, call, "torch") for name, call in calls.items()]
-    times = time_interleaved(candidates, **timing)
-    ms = {name: median_ms(seconds) for name, seconds in times.items()}
+        return candidates, None
+    difference = largest_difference(multi_head_attention(x, weights, n_heads), calls)
+    return candidates + [Candidate(f"{name}@{t}", call, f"torch@{t}") for name, call in calls.items()], difference
+
+
+def size_row(t: int, d_model: int, n_heads: int, dtype: str, ms: dict[str, float], peak: float) -> dict:
+    """One table row from the medians (ms) of every candidate and this dtype's matmul peak (GFLOP/s)."""
     flops = attention_flops(t, d_model)
     row = {"dtype": dtype, "T": t, "d_model": d_model, "heads": n_heads, "gflop": flops / 1e9}
-    row["ours_ms"] = ms["ours"]
-    for name in calls:
-        row[f"{name}_ms"] = ms[name]
+    ours = ms[f"ours@{t}"]
+    row["ours_ms"] = ours
+    for name in ("mha_weights", "mha_no_weights", "sdpa"):
+        row[f"{name}_ms"] = ms.get(f"{name}@{t}")
     for name, label in (("mha_weights", "mha"), ("mha_no_weights", "mha_no_weights"), ("sdpa", "sdpa")):
-        row[f"ours_vs_{label}"] = ms["ours"] / ms[name] if name in ms else None
-    row["ours_gflops"] = flops / (ms["ours"] / 1e3) / 1e9
-    peak = 2 * peak_size**3 / (ms["peak"] / 1e3) / 1e9
+        row[f"ours_vs_{label}"] = ours / row[f"{name}_ms"] if row[f"{name}_ms"] else None
+    row["ours_gflops"] = flops / (ours / 1e3) / 1e9
     row["peak_gflops"] = peak
     row["ours_peak_fraction"] = row["ours_gflops"] / peak
-    row["mha_peak_fraction"] = flops / (ms["mha_weights"] / 1e3) / 1e9 / peak if "mha_weights" in ms else None
-    row["calls"] = len(times["ours"])
-    row["threads"] = blas_threads()
-    row["max_abs_diff"] = difference
-    row["agrees"] = None if difference is None else difference <= AGREEMENT[dtype]
-    row["goals"] = goals(row)
+    mha = row["mha_weights_ms"]
+    row["mha_peak_fraction"] = flops / (mha / 1e3) / 1e9 / peak if mha else None
     return row
+
+
+def measure_dtype(sizes, dtype: str, peak_size: int, timing: dict) -> list[dict]:
+    """Every size of one dtype, timed in the same rounds: the matmul peak, then each size's NumPy and torch blocks."""
+    candidates = [Candidate("peak", matmul_call(peak_size, dtype), "numpy peak")]
+    differences = {}
+    for t, d_model, n_heads in sizes:
+        more, differences[t] = size_candidates(t, d_model, n_heads, dtype)
+        candidates += more
+    times = time_interleaved(candidates, **timing)
+    ms = {name: median_ms(seconds) for name, seconds in times.items()}
+    peak = 2 * peak_size**3 / (ms["peak"] / 1e3) / 1e9
+    rows = []
+    for t, d_model, n_heads in sizes:
+        row = size_row(t, d_model, n_heads, dtype, ms, peak)
+        row["calls"] = len(times[f"ours@{t}"])
+        row["threads"] = blas_threads()
+        row["max_abs_diff"] = differences[t]
+        row["agrees"] = None if differences[t] is None else differences[t] <= AGREEMENT[dtype]
+        row["goals"] = goals(row)
+        rows.append(row)
+    return rows
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -153,8 +168,9 @@ def run(quick: bool = False) -> list[dict]:
 
     Times are medians in ms; ``ours_vs_X`` = ours / X (below 1: ours is faster). GFLOP =
     8*T*d^2 + 4*T^2*d; ``peak_gflops`` is this run's NumPy matmul speed on a 2048x2048 product of
-    the same dtype, timed in the same rounds as the row (median), and ``ours_peak_fraction`` =
-    ours' GFLOP/s over it.
+    the same dtype (median), and ``ours_peak_fraction`` = ours' GFLOP/s over it. All sizes of a
+    dtype are timed in the same rounds: each round runs the peak matmul, then for every size a
+    block of NumPy calls and a block of torch calls (the three variants interleaved call by call).
     ``torch.set_num_threads`` is set to NumPy's BLAS thread count, so both use the same cores.
     NumPy and torch calls are timed in separate interleaved blocks with a pause between them
     (see bench/timing.py: each library's spinning worker threads slow the other down);
@@ -171,4 +187,4 @@ def run(quick: bool = False) -> list[dict]:
         pass
     sizes, peak_size = (QUICK_SIZES, 128) if quick else (SIZES, PEAK_SIZE)
     timing = {"rounds": 1, "settle": 0.0, "block_seconds": 0.0} if quick else {"rounds": 7, "settle": 0.25}
-    return [measure_size(t, d, heads, dtype, peak_size, timing) for dtype in DTYPES for t, d, heads in sizes]
+    return [row for dtype in DTYPES for row in measure_dtype(sizes, dtype, peak_size, timing)]

@@ -179,6 +179,7 @@ async def classroom(url: str, sessions: int, changes: int, server_pid: int) -> t
 
 
 def percentile(values: list[float], q: float) -> float | None:
+    """The q-th percentile (linear interpolation), or None for no values."""
     return float(np.percentile(values, q)) if values else None
 
 

@@ -60,6 +60,17 @@ def test_app_rows_have_finite_times_and_consistent_figure_sizes(app_rows):
     assert heads["figures"] >= 1 and heads["figures_kb"] > 0  # the heads grid at least
 
 
+def test_app_rows_size_the_toy_cache_from_its_max_entries(app_rows):
+    entries = bench_app.toy_cache_entries()
+    assert isinstance(entries, int) and entries >= 1
+    for row in app_rows:
+        if row["page"] in ("heads", "step_by_step"):
+            assert row["cache_entry_mb"] > 0
+            assert row["cache_full_mb"] == pytest.approx(row["cache_entry_mb"] * entries, rel=1e-12)
+        elif row["page"] in ("lessons", "seeds", "about"):
+            assert row["cache_entry_mb"] is None  # these pages cache nothing
+
+
 def test_a_miss_runs_the_engine_once_per_new_seed_and_a_hit_never(monkeypatch):
     import ui.compute
 

@@ -7,9 +7,11 @@ import streamlit as st
 from mha_core.config import MHAConfig, RunResult, run
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+# An entry at the caps (64 tokens, d_model 512) pickles to 11.8 MB (python -m bench --only app): 16 entries
+# hold at most ~190 MB, within the smallest host's 690 MB beside the real model; 64 would hold 755 MB.
+@st.cache_data(max_entries=16, show_spinner=False)
 def cached_run(config: MHAConfig) -> RunResult:
-    """``mha_core.run`` memoised on the frozen configuration (bounded: 64 entries per server)."""
+    """``mha_core.run`` memoised on the frozen configuration (bounded: 16 entries per server)."""
     return run(config)
 
 
