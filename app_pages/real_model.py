@@ -10,7 +10,6 @@ import os
 
 import streamlit as st
 
-from mha_core.inputs import token_labels
 from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
 from ui import figures, tables
 from ui import real_model as rm
@@ -111,16 +110,24 @@ def pieces_section(model: MiniLM, run: MiniLMRun) -> None:
 
 def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
     trace = run.traces[layer]
-    labels = token_labels(run.tokens)
+    matrices, labels, block = rm.grid_matrices(trace.weights, run.tokens)  # (nh, P, P)
     st.subheader(f"Layer {layer}: all {trace.n_heads} heads")
     titles = [f"head {h} ◀ chosen" if h == head else f"head {h}" for h in range(trace.n_heads)]
     fig = figures.attention_grid(
-        trace.weights, labels, labels, kind="weights", titles=titles, max_cols=4, panel_px=GRID_PANEL_PX
+        matrices, labels, labels, kind="weights", titles=titles, max_cols=4, panel_px=GRID_PANEL_PX
     )
     st.plotly_chart(fig, key="rm_grid")
+    rows = "each row sums to 1" if block == 1 else "a row of the full matrix sums to 1"
+    shrink = (
+        f" At {run.n_tokens} pieces each cell shows the largest weight of a {block}×{block} block of pieces (its "
+        "labels name them), so the page stays light and sharp lines stay visible; the exact numbers of the chosen "
+        "head are in the step-by-step section below."
+        if block > 1
+        else ""
+    )
     st.caption(
         "Rows = queries (the piece that looks), columns = keys (the pieces looked at); colour = attention weight, "
-        "each row sums to 1. Hover a cell for its numbers. Layers and heads are counted from 0."
+        f"{rows}. Hover a cell for its numbers. Layers and heads are counted from 0.{shrink}"
     )
 
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from mha_core.examples import SEED_EXAMPLES, SeedExample, compare
+from mha_core.examples import SEED_EXAMPLES, CaseComparison, SeedCase, SeedExample, compare
 from ui.controls import open_config
 from ui.seeds import (
     check_lines,
@@ -19,8 +19,21 @@ def number_columns(frame, decimals: int) -> dict:
     return {c: st.column_config.NumberColumn(c, format=f"%.{decimals}f") for c in frame.columns}
 
 
-def render_case(case) -> None:
-    comparison = compare(case)
+@st.cache_resource(max_entries=64, show_spinner=False)
+def seed_comparison(key: str, index: int) -> CaseComparison:
+    """Case ``index`` of seed ``key`` run on our engine, once per server (a case holds lambdas: keyed by position).
+
+    Shared by every session, so nothing below may change it.
+    """
+    return compare(SEED_EXAMPLES[key].cases[index])
+
+
+def seed_comparisons(example: SeedExample) -> tuple[CaseComparison, ...]:
+    """Every case of one seed, compared, in the seed's order."""
+    return tuple(seed_comparison(example.key, index) for index in range(len(example.cases)))
+
+
+def render_case(case: SeedCase, comparison: CaseComparison) -> None:
     st.markdown(f"#### {case.name}")
     st.caption(case.description)
     st.markdown(f"**{match_mark(case, comparison)}**")
@@ -66,7 +79,7 @@ def render_explorer_button(example: SeedExample) -> None:
         )
 
 
-def render_example(example: SeedExample) -> None:
+def render_example(example: SeedExample, comparisons: tuple[CaseComparison, ...]) -> None:
     st.subheader(example.title)
     st.caption(f"Source: `{example.source_file}`")
     st.write(example.summary)
@@ -75,8 +88,8 @@ def render_example(example: SeedExample) -> None:
         st.success(example.note, icon="🎯")
     else:
         st.warning("**Unseeded randomness.** " + example.note, icon="🎲")
-    for case in example.cases:
-        render_case(case)
+    for case, comparison in zip(example.cases, comparisons, strict=True):
+        render_case(case, comparison)
     st.divider()
     render_explorer_button(example)
 
@@ -86,8 +99,9 @@ st.write(
     "Five documents wrote multi-head attention their own way. Each is rebuilt here from its own conventions and run "
     "through our engine; where the seed printed numbers from fixed or seeded inputs, ours sit beside them."
 )
-st.table(overview_table(SEED_EXAMPLES), hide_index=True)
+comparisons = {key: seed_comparisons(example) for key, example in SEED_EXAMPLES.items()}
+st.table(overview_table(SEED_EXAMPLES, comparisons), hide_index=True)
 tabs = st.tabs([f"Seed {key}" for key in SEED_EXAMPLES])
 for tab, example in zip(tabs, SEED_EXAMPLES.values(), strict=True):
     with tab:
-        render_example(example)
+        render_example(example, comparisons[example.key])

@@ -13,6 +13,7 @@ page script, /proc readers) are used by the "load" section too.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import socket
@@ -75,6 +76,20 @@ CHANGED_JS = """([key, before]) => {
 DRAWN_JS = "key => window.__mhaFingerprint(key) !== null"
 IDLE_SELECTOR = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 EXCEPTION_SELECTOR = '[data-testid="stException"]'
+
+
+def run_coroutine(coroutine):
+    """``asyncio.run`` that also works where this thread already runs an event loop.
+
+    Playwright's sync API (the browser tests' session fixture) keeps a loop running in the
+    main thread; there the coroutine runs in a thread of its own instead.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def missing_browser() -> str | None:
@@ -338,7 +353,7 @@ def run(quick: bool) -> list[dict]:
     if reason:
         return [skipped_row(reason, measurement="control change to heatmap")]
     with tempfile.TemporaryDirectory(prefix="mha-bench-browser-") as directory:
-        return asyncio.run(browser_rows(QUICK_CHANGES if quick else FULL_CHANGES, Path(directory)))
+        return run_coroutine(browser_rows(QUICK_CHANGES if quick else FULL_CHANGES, Path(directory)))
 
 
 if __name__ == "__main__":

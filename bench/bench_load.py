@@ -43,6 +43,7 @@ from bench.bench_browser import (
     missing_browser,
     next_heads,
     open_heads,
+    run_coroutine,
     skipped_row,
     status_kb,
     step_seed,
@@ -223,7 +224,7 @@ def measure(sessions: int, changes: int) -> dict:
         sampler.start()
         start = time.perf_counter()
         try:
-            results, clients_cpu = asyncio.run(classroom(server.url, sessions, changes, server.pid))
+            results, clients_cpu = run_coroutine(classroom(server.url, sessions, changes, server.pid))
         finally:
             sampler.stop()
         wall_s = time.perf_counter() - start

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import mha_core.examples
 from mha_core.examples import SEED_EXAMPLES, compare
 from ui.controls import parse_matrix
-from ui.seeds import MATCH, MISMATCH, NOT_REPRODUCIBLE, embedding_csv, match_mark, side_by_side
+from ui.seeds import MATCH, MISMATCH, NOT_REPRODUCIBLE, embedding_csv, match_mark, overview_table, side_by_side
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = [(ex.key, case) for ex in SEED_EXAMPLES.values() for case in ex.cases]
@@ -62,6 +63,34 @@ def test_a_wrong_number_gets_the_mismatch_mark():
     comparison = compare(tampered)
     assert comparison.matches is False
     assert match_mark(tampered, comparison).startswith(MISMATCH)
+
+
+def test_the_overview_verdict_is_built_from_the_comparisons_it_is_given():
+    comparisons = {key: [compare(case) for case in ex.cases] for key, ex in SEED_EXAMPLES.items()}
+    key, case = REPRODUCIBLE[0]
+    index = SEED_EXAMPLES[key].cases.index(case)
+    comparisons[key][index] = replace(comparisons[key][index], matches=False)
+    verdicts = dict(zip(SEED_EXAMPLES, overview_table(SEED_EXAMPLES, comparisons)["our engine"], strict=True))
+    n = len(SEED_EXAMPLES[key].cases)
+    assert verdicts[key].startswith(f"{MISMATCH} {n - 1} of {n}"), verdicts[key]
+    others = [line for k, line in verdicts.items() if k != key]
+    assert not any(line.startswith(MISMATCH) for line in others), others
+
+
+def test_the_page_compares_each_case_at_most_once_per_server(monkeypatch):
+    calls = []
+
+    def counting_compare(case):
+        calls.append(case.name)
+        return compare(case)
+
+    monkeypatch.setattr(mha_core.examples, "compare", counting_compare)  # the page imports it on every run
+    at = seeds_page()
+    first = len(calls)  # 0 when an earlier test already filled the cache
+    at.run()
+    assert not at.exception
+    assert first <= len(CASES)
+    assert len(calls) == first, calls[first:]
 
 
 def test_the_page_renders_every_seed_with_one_mark_per_case(page):

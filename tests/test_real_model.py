@@ -131,6 +131,29 @@ def test_max_pool_leaves_short_sentences_untouched():
     np.testing.assert_array_equal(pooled, a)
 
 
+def test_block_labels_name_the_positions_and_pieces_of_each_block():
+    tokens = ["[CLS]", "the", "cat", "sat", "[SEP]"]
+    assert rm.block_labels(tokens, 2) == ["0-1:[CLS] the", "2-3:cat sat", "4:[SEP]"]
+    assert rm.block_labels(tokens, 1) == ["0:[CLS]", "1:the", "2:cat", "3:sat", "4:[SEP]"]
+
+
+def test_the_grid_is_exact_up_to_its_cap_and_block_maxima_beyond():
+    rng = np.random.default_rng(2)
+    tokens = [f"w{i}" for i in range(7)]
+    weights = rng.random((3, 7, 7))  # (nh, T, T)
+    exact, labels, block = rm.grid_matrices(weights, tokens, max_cells=7)
+    assert block == 1 and labels == [f"{i}:w{i}" for i in range(7)]
+    np.testing.assert_array_equal(exact, weights)
+    pooled, labels, block = rm.grid_matrices(weights, tokens, max_cells=4)
+    assert block == 2 and pooled.shape == (3, 4, 4)
+    assert labels == ["0-1:w0 w1", "2-3:w2 w3", "4-5:w4 w5", "6:w6"]
+    for h in range(3):  # a plain loop over the blocks, the last one cut short
+        for r in range(4):
+            for c in range(4):
+                want = weights[h, 2 * r : 2 * r + 2, 2 * c : 2 * c + 2].max()
+                assert pooled[h, r, c] == pytest.approx(want, abs=1e-7)
+
+
 def test_the_overview_has_one_panel_per_head_on_a_fixed_scale_and_a_small_payload():
     rng = np.random.default_rng(1)
     logits = rng.normal(size=(6, 12, 128, 128))  # (L, nh, T, T)

@@ -3,6 +3,7 @@
 - the page's link state (sentence, layer, head) <-> URL query parameters ``rm_text``, ``rm_layer``, ``rm_head``;
 - the word pieces as chips;
 - per-head pattern measures over every layer, and the strongest head of each pattern in words;
+- the all-heads grid of one layer: exact up to ``GRID_MAX_CELLS`` pieces, block maxima beyond;
 - the layers x heads overview: every head of every layer in one figure, block-max-pooled when long;
 - a bridge that wraps one real layer as a ``RunResult`` so the Step-by-step builders of
   ``ui.steps`` show it, with a real-model first step (the layer's input) and last step (add & norm).
@@ -33,6 +34,7 @@ from ui.tables import head_summary_frame
 DEFAULT_SENTENCE = "The snowboarder was unbelievably fast, so the photographers missed her jump."
 MAX_TEXT_CHARS = 2000  # a link's sentence is cut here; 128 word pieces need far fewer characters
 OVERVIEW_MAX_CELLS = 32  # each overview panel shows at most this many rows and columns
+GRID_MAX_CELLS = 64  # the all-heads grid is exact up to this many pieces; longer, 2x2 block maxima (payload)
 MAX_PANEL_CELLS = 20_000  # a step's matrix above this is cut to the chosen head's block, or left out (payload)
 STRONG = 0.5  # a head "shows" a weight pattern when its mean mass on the pattern's keys is at least this
 BROAD = 0.8  # ... and is "broad" when its normalised entropy is at least this
@@ -308,6 +310,31 @@ def max_pool(attentions: np.ndarray, max_cells: int = OVERVIEW_MAX_CELLS) -> tup
     padded[:, :, :t, :t] = attentions  # weights are >= 0, so zero padding never wins a maximum
     blocks = padded.reshape(n_layers, n_heads, cells, block, cells, block)  # (L, nh, P, b, P, b)
     return blocks.max(axis=(3, 5)), block  # (L, nh, P, P)
+
+
+def block_labels(tokens, block: int) -> list[str]:
+    """One label per block of ``block`` pieces, its positions and pieces: ``['0-1:[CLS] the', ..., '6:[SEP]']``.
+
+    With ``block`` = 1 these are the usual ``token_labels``; a last block cut short names what it holds.
+    """
+    labels = []
+    for start in range(0, len(tokens), block):
+        stop = min(start + block, len(tokens))
+        span = f"{start}" if stop - start == 1 else f"{start}-{stop - 1}"
+        labels.append(f"{span}:{' '.join(tokens[start:stop])}")
+    return labels
+
+
+def grid_matrices(weights: np.ndarray, tokens, max_cells: int = GRID_MAX_CELLS) -> tuple[np.ndarray, list[str], int]:
+    """One layer's (nh, T, T) weights as the all-heads grid shows them, with their labels and the block size.
+
+    Up to ``max_cells`` pieces the weights themselves (block 1, ``token_labels``); longer, each
+    cell is the largest weight of a block x block square (``max_pool``), labelled by ``block_labels``.
+    """
+    if weights.shape[-1] <= max_cells:
+        return weights, token_labels(tokens), 1
+    pooled, block = max_pool(weights[None], max_cells)  # (1, nh, P, P)
+    return pooled[0], block_labels(tokens, block), block  # (nh, P, P)
 
 
 def overview_figure(

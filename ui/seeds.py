@@ -1,18 +1,21 @@
 """What the Seed notebooks page shows, as pure functions: match marks, side-by-side tables, downloads.
 
 Every number comes from ``mha_core.examples.compare``, the same function the tests call, so the
-page and the tests cannot disagree about whether a seed is reproduced. No streamlit in here.
+page and the tests cannot disagree about whether a seed is reproduced. The builders take the
+comparisons as arguments: the page computes them once per server and hands the same ones to the
+overview and to each case. No streamlit in here.
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from mha_core.config import MHAConfig
-from mha_core.examples import CaseComparison, SeedCase, SeedExample, compare
+from mha_core.examples import CaseComparison, SeedCase, SeedExample
 
 MATCH = "✅"
 MISMATCH = "❌"
@@ -57,9 +60,8 @@ def side_by_side(comparison: CaseComparison, name: str) -> tuple[pd.DataFrame, p
     return as_table(printed), as_table(ours), as_table(np.abs(ours - printed))
 
 
-def verdict(example: SeedExample) -> str:
-    """One line for the overview: how many cases match, or that the seed could only be checked for structure."""
-    comparisons = [compare(case) for case in example.cases]
+def verdict(comparisons: Sequence[CaseComparison]) -> str:
+    """One line for the overview: how many of a seed's cases match, or that it could only be checked for structure."""
     n = len(comparisons)
     if all(c.matches is None for c in comparisons):
         passed = all(all(c.checks.values()) for c in comparisons)
@@ -70,13 +72,15 @@ def verdict(example: SeedExample) -> str:
     return f"{MATCH if matched == n else MISMATCH} {cases} the printed numbers"
 
 
-def overview_table(examples: dict[str, SeedExample]) -> pd.DataFrame:
-    """One row per seed: its title and its verdict."""
+def overview_table(
+    examples: Mapping[str, SeedExample], comparisons: Mapping[str, Sequence[CaseComparison]]
+) -> pd.DataFrame:
+    """One row per seed: its title and its verdict. ``comparisons[key]`` holds that seed's cases' comparisons, in order."""
     return pd.DataFrame(
         {
             "seed": list(examples),
             "what it is": [ex.title for ex in examples.values()],
-            "our engine": [verdict(ex) for ex in examples.values()],
+            "our engine": [verdict(comparisons[key]) for key in examples],
         }
     )
 
