@@ -55,7 +55,7 @@ def time_interleaved(
     *,
     rounds: int,
     block_seconds: float = 0.2,
-    max_calls: int = 200,
+    max_calls: int = 2000,
     settle: float = 0.25,
 ) -> dict[str, list[float]]:
     """Seconds of every timed call, per candidate name, measured as the module docstring says.

@@ -14,12 +14,14 @@ import math
 import numpy as np
 import pytest
 
+import mha_core.attention as engine
 from bench import bench_engine, bench_kernels, bench_seeds
 from bench.__main__ import main
 from bench.registry import SECTIONS, select
 from bench.report import format_value, markdown_table
 from bench.seed_loops import seed002_attention, seed003_attention
 from bench.timing import Candidate, time_interleaved
+from mha_core import AttentionWeights, multi_head_attention
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 ENGINE_KEYS = {"dtype", "T", "d_model", "heads", "gflop", "ours_ms", "ours_gflops", "peak_gflops", "ours_peak_fraction",
@@ -99,14 +101,18 @@ def test_kernels_rows_compare_each_choice_with_finite_times():
 
 
 def test_kernels_alternatives_compute_the_same_numbers():
-    def arrays(result):
-        if hasattr(result, "weights"):  # an AttentionTrace
-            return [result.scores, result.logits, result.weights, result.output]
-        return [result]
+    for what, _name, ours, _other_name, other in bench_kernels.in_process_comparisons(8, 12, 2):
+        np.testing.assert_allclose(ours(), other(), rtol=1e-5, atol=1e-6, err_msg=what)
 
-    for what, _name, ours, _other_name, other in bench_kernels.comparisons(8, 12, 2):
-        for a, b in zip(arrays(ours()), arrays(other()), strict=True):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=what)
+
+def test_three_new_arrays_gives_the_engine_the_same_trace(monkeypatch):
+    x = np.random.default_rng(0).standard_normal((5, 6))
+    weights = AttentionWeights(*(np.random.default_rng(i).standard_normal((6, 6)) for i in range(3)))
+    one_block = multi_head_attention(x, weights, 2)
+    monkeypatch.setattr(engine, "attention_maps", bench_kernels.three_new_arrays)
+    three = multi_head_attention(x, weights, 2)
+    for name in ("scores", "logits", "weights", "output"):
+        np.testing.assert_array_equal(getattr(one_block, name), getattr(three, name), err_msg=name)
 
 
 def test_seed002_loop_reproduces_the_seed_identity_example():
