@@ -14,31 +14,15 @@ Fixture names avoid pytest-playwright's own (``page``, ``browser``, ``context``)
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+# The server and the chromium flags are the benchmarks' too: one definition for both.
+from bench.bench_browser import CHROMIUM, CHROMIUM_FLAGS, VIEWPORT, streamlit_server
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-# Flags that keep Debian's chromium quiet on a machine with a closed network (see TESTING.md).
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-VIEWPORT = {"width": 1280, "height": 720}  # a classroom projector
 
 
 def _missing_browser() -> str | None:
@@ -62,61 +46,11 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=f"browser test skipped: {reason}"))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_healthy(url: str, process: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {process.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return
-        except OSError:
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(f"streamlit did not become healthy within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
-
-
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory) -> str:
     """Base URL of a Streamlit server running app.py on a free port (stopped at the end of the session)."""
-    port = _free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(ROOT / "app.py"),
-        "--server.port",
-        str(port),
-        "--server.headless",
-        "true",
-        "--server.address",
-        "127.0.0.1",
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, process, log)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with streamlit_server(tmp_path_factory.mktemp("streamlit")) as server:
+        yield server.url
 
 
 @pytest.fixture(scope="session")
