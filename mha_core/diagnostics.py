@@ -1,12 +1,18 @@
 """What each head does, in numbers: pure functions of an AttentionTrace's weights.
 
 Every per-head figure is a mean over the query rows that have at least one key to attend to
-(fully masked rows are left out); a head with no such row gets NaN.
+(fully masked rows are left out; ``fully_masked`` None means none is); a head with no such row
+gets NaN. What heads add to the output (contributions, knock-out) is in ``mha_core.contributions``.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+
+def _no_row_masked(weights: np.ndarray) -> np.ndarray:
+    """(nh, Tq) all False: the ``fully_masked`` of weights without a mask."""
+    return np.zeros(weights.shape[:2], dtype=bool)  # (nh, Tq)
 
 
 def _row_mean(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -31,8 +37,10 @@ def normalized_entropy(weights: np.ndarray, fully_masked: np.ndarray, allowed: n
     return _row_mean(entropy / norm, (n_keys > 1) & ~fully_masked)
 
 
-def max_weight(weights: np.ndarray, fully_masked: np.ndarray) -> np.ndarray:
-    """Per head: the mean of each row's largest weight (1 = one-hot rows). Shape (nh,)."""
+def max_weight(weights: np.ndarray, fully_masked: np.ndarray | None = None) -> np.ndarray:
+    """Per head: the mean of each row's largest weight (1 = one-hot rows, 1/Tk = flat rows). Shape (nh,)."""
+    if fully_masked is None:
+        fully_masked = _no_row_masked(weights)
     return _row_mean(weights.max(axis=-1), ~fully_masked)
 
 
@@ -50,9 +58,55 @@ def diagonal_mass(weights: np.ndarray, fully_masked: np.ndarray, offset: int = 0
     return _row_mean(picked, has_key[None, :] & ~fully_masked)
 
 
+def key_mass(weights: np.ndarray, fully_masked: np.ndarray | None, key: int) -> np.ndarray:
+    """Per head: mean weight the queries put on one key (-1: the last, e.g. [SEP]). Shape (nh,)."""
+    if fully_masked is None:
+        fully_masked = _no_row_masked(weights)
+    return _row_mean(weights[:, :, key], ~fully_masked)
+
+
 def first_token_mass(weights: np.ndarray, fully_masked: np.ndarray) -> np.ndarray:
     """Per head: mean weight on key 0 (an attention sink). Shape (nh,)."""
-    return _row_mean(weights[:, :, 0], ~fully_masked)
+    return key_mass(weights, fully_masked, 0)
+
+
+def same_word_mass(weights: np.ndarray, word_ids) -> np.ndarray:
+    """Per head: mean weight a piece of a split word puts on the *other* pieces of its word. Shape (nh,).
+
+    ``word_ids`` gives each key's word (an int) or None for a token of no word ([CLS], [SEP]); the
+    weights are (nh, T, T) self-attention. Only queries that belong to a word of two or more
+    pieces count; NaN when the sentence has none.
+    """
+    words = np.array([-1 if w is None else w for w in word_ids])  # (T,), -1 for no word
+    same = (words[:, None] == words[None, :]) & (words[:, None] >= 0)  # (T, T)
+    np.fill_diagonal(same, False)  # the piece itself does not count
+    rows = same.any(axis=1)  # (T,) queries with a sibling piece
+    if not rows.any():
+        return np.full(weights.shape[0], np.nan)  # (nh,)
+    return np.where(same[None], weights, 0.0).sum(axis=-1)[:, rows].mean(axis=1)  # (nh,)
+
+
+def heads_agree(weights: np.ndarray) -> float:
+    """Share of query rows in which every head gives its largest weight to the same key (ties: the first key)."""
+    choice = weights.argmax(axis=-1)  # (nh, Tq)
+    return float(np.all(choice == choice[0], axis=0).mean())
+
+
+def row_spread(scores: np.ndarray) -> np.ndarray:
+    """Per head: the standard deviation of a row's scores over the keys, averaged over rows. (nh, Tq, Tk) -> (nh,).
+
+    For unmasked scores or logits only (a -inf entry has no spread)."""
+    return scores.std(axis=-1).mean(axis=-1)  # (nh,)
+
+
+def renormalised_rows(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Weights restricted to the keys ``mask`` allows and divided by what is left of each row. (Tq, Tk) -> (Tq, Tk).
+
+    Applied to unmasked softmax weights this gives the masked softmax: the rule behind a causal mask.
+    A row with nothing left comes out NaN.
+    """
+    kept = np.where(mask, weights, 0.0)  # (Tq, Tk)
+    return kept / kept.sum(axis=-1, keepdims=True)  # (Tq, Tk)
 
 
 def head_summary(weights: np.ndarray, fully_masked: np.ndarray, allowed: np.ndarray | None = None) -> dict[str, np.ndarray]:
@@ -76,3 +130,22 @@ def head_similarity(weights: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(flat, axis=1)  # (nh,)
     unit = np.divide(flat, norms[:, None], out=np.zeros_like(flat), where=norms[:, None] > 0)
     return unit @ unit.T  # (nh, nh)
+
+
+def encoder_patterns(
+    weights: np.ndarray, fully_masked: np.ndarray, allowed: np.ndarray, word_ids
+) -> dict[str, np.ndarray]:
+    """The patterns of an encoder's heads on one sentence, each of shape (nh,).
+
+    'previous' and 'next': mass on key i-1 and i+1; 'first' and 'last': mass on key 0 and on the
+    last key ([CLS] and [SEP] in BERT); 'same_word': mass on the other pieces of one's word
+    (``same_word_mass``); 'entropy': ``normalized_entropy`` over the ``allowed`` keys.
+    """
+    return {
+        "previous": diagonal_mass(weights, fully_masked, 1),
+        "next": diagonal_mass(weights, fully_masked, -1),
+        "first": key_mass(weights, fully_masked, 0),
+        "last": key_mass(weights, fully_masked, -1),
+        "same_word": same_word_mass(weights, word_ids),
+        "entropy": normalized_entropy(weights, fully_masked, allowed),
+    }

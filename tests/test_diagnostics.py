@@ -9,11 +9,17 @@ import pytest
 
 from mha_core.diagnostics import (
     diagonal_mass,
+    encoder_patterns,
     first_token_mass,
     head_similarity,
     head_summary,
+    heads_agree,
+    key_mass,
     max_weight,
     normalized_entropy,
+    renormalised_rows,
+    row_spread,
+    same_word_mass,
 )
 
 TOL = 1e-12
@@ -116,3 +122,103 @@ def test_head_similarity_of_an_all_zero_head_is_zero_to_the_others():
     assert sim[0, 1] == 0.0 and sim[1, 0] == 0.0
     assert sim[0, 0] == pytest.approx(1.0, abs=TOL)
     assert np.all(np.isfinite(sim))
+
+
+# ---- against plain loops on random weights ---------------------------------------------------
+
+
+def random_weights(seed: int, n_heads: int = 3, t: int = 5) -> np.ndarray:
+    """Rows of softmax-like weights: positive, each row summing to 1. Shape (nh, T, T)."""
+    raw = np.random.default_rng(seed).random((n_heads, t, t)) ** 3  # (nh, T, T), some rows peaked
+    return raw / raw.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_key_mass_max_weight_and_row_spread_match_loops(seed):
+    weights = random_weights(seed)
+    n_heads, t, _ = weights.shape
+    for key in (0, 2, -1):
+        expected = [sum(weights[h, i, key] for i in range(t)) / t for h in range(n_heads)]
+        np.testing.assert_allclose(key_mass(weights, None, key), expected, rtol=0, atol=TOL)
+    np.testing.assert_allclose(max_weight(weights), [sum(max(row) for row in weights[h]) / t for h in range(n_heads)],
+                               rtol=0, atol=TOL)
+    spreads = []
+    for h in range(n_heads):
+        row_stds = []
+        for i in range(t):
+            mean = sum(weights[h, i]) / t
+            row_stds.append(math.sqrt(sum((x - mean) ** 2 for x in weights[h, i]) / t))
+        spreads.append(sum(row_stds) / t)
+    np.testing.assert_allclose(row_spread(weights), spreads, rtol=0, atol=TOL)
+
+
+def test_key_mass_leaves_fully_masked_rows_out():
+    weights = stack(UNIFORM)
+    weights[0, 3] = 0.0
+    fully_masked = np.array([[False, False, False, True]])
+    np.testing.assert_allclose(key_mass(weights, fully_masked, -1), [0.25], rtol=0, atol=TOL)  # not 0.75 / 4
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_heads_agree_matches_a_loop(seed):
+    weights = random_weights(seed, n_heads=2, t=6)
+    agree = 0
+    for i in range(6):
+        picks = {max(range(6), key=lambda j, h=h: weights[h, i, j]) for h in range(2)}
+        agree += len(picks) == 1
+    assert heads_agree(weights) == pytest.approx(agree / 6, abs=TOL)
+    assert heads_agree(stack(FIRST, FIRST)) == 1.0
+    assert heads_agree(stack(EYE, FIRST)) == pytest.approx(0.25, abs=TOL)  # only row 0 picks key 0 in both
+
+
+def test_renormalised_rows_match_a_loop():
+    weights = random_weights(4, n_heads=1, t=4)[0]
+    mask = np.tri(4, dtype=bool)
+    expected = np.zeros((4, 4))
+    for i in range(4):
+        kept = sum(weights[i, j] for j in range(4) if mask[i, j])
+        for j in range(4):
+            expected[i, j] = weights[i, j] / kept if mask[i, j] else 0.0
+    np.testing.assert_allclose(renormalised_rows(weights, mask), expected, rtol=0, atol=TOL)
+
+
+def test_same_word_mass_counts_only_the_other_pieces_of_split_words():
+    # pieces: [CLS], un, ##bel, fast, [SEP]; only rows 1 and 2 belong to a split word
+    word_ids = [None, 0, 0, 1, None]
+    weights = np.full((1, 5, 5), 0.2)  # (1, T, T), rows sum to 1
+    weights[0, 1] = [0.1, 0.2, 0.6, 0.1, 0.0]  # un -> ##bel: 0.6
+    weights[0, 2] = [0.0, 0.3, 0.5, 0.2, 0.0]  # ##bel -> un: 0.3 (its own 0.5 does not count)
+    np.testing.assert_allclose(same_word_mass(weights, word_ids), [(0.6 + 0.3) / 2], rtol=0, atol=TOL)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_same_word_mass_matches_a_loop(seed):
+    weights = random_weights(seed, t=7)
+    word_ids = [None, 0, 0, 0, 1, 2, 2]
+    rows = [i for i in range(7) if word_ids[i] is not None and word_ids.count(word_ids[i]) > 1]
+    for h in range(3):
+        per_row = [sum(weights[h, i, j] for j in range(7) if j != i and word_ids[j] == word_ids[i]) for i in rows]
+        assert same_word_mass(weights, word_ids)[h] == pytest.approx(sum(per_row) / len(per_row), abs=TOL)
+
+
+def test_same_word_mass_is_nan_without_a_split_word():
+    assert np.isnan(same_word_mass(np.full((2, 3, 3), 1 / 3), [None, 0, None])).all()
+
+
+def test_encoder_patterns_are_the_named_measures():
+    weights = random_weights(9, t=6)
+    fully_masked = none_masked(weights)
+    allowed = np.ones(weights.shape, dtype=bool)
+    word_ids = [None, 0, 0, 1, 2, None]
+    measures = encoder_patterns(weights, fully_masked, allowed, word_ids)
+    expected = {
+        "previous": diagonal_mass(weights, fully_masked, 1),
+        "next": diagonal_mass(weights, fully_masked, -1),
+        "first": weights[:, :, 0].mean(axis=1),
+        "last": weights[:, :, -1].mean(axis=1),
+        "same_word": same_word_mass(weights, word_ids),
+        "entropy": normalized_entropy(weights, fully_masked, allowed),
+    }
+    assert set(measures) == set(expected)
+    for name, values in expected.items():
+        np.testing.assert_allclose(measures[name], values, rtol=0, atol=TOL, err_msg=name)

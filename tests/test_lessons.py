@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from mha_core.config import MHAConfig, run
+from mha_core.contributions import head_output_shares
+from mha_core.diagnostics import renormalised_rows
 from mha_core.presets import PRESET_INITS
 from ui.lessons import (
     LESSONS,
@@ -17,10 +19,8 @@ from ui.lessons import (
     Grid,
     app_root,
     explorer_query,
-    head_contributions,
-    head_output_shares,
+    contributions_of,
     lesson_query,
-    renormalised_rows,
     saturation_stats,
     short_params,
 )
@@ -123,18 +123,18 @@ def test_wo_lesson_without_w_o_removing_a_head_changes_only_its_own_columns():
 @pytest.mark.parametrize("output_projection", [True, False])
 def test_head_contributions_add_up_to_the_layers_output(output_projection):
     config = replace(LESSONS["wo"].panels[1].config, output_projection=output_projection)
-    contributions = head_contributions(config)
+    contributions = contributions_of(config)
     assert contributions.shape == (config.n_heads, len(config.tokens), config.d_model)
     np.testing.assert_allclose(contributions.sum(axis=0), run(config).trace.output, atol=1e-12)
 
 
 def test_wo_lesson_share_tables_agree_with_the_columns_a_head_reaches():
     without, with_wo = (p.config for p in LESSONS["wo"].panels)
-    shares = head_output_shares(without)
+    shares = head_output_shares(contributions_of(without))
     hv = without.d_model // without.n_heads
     expected = np.kron(np.eye(without.n_heads), np.ones((1, hv)))  # (nh, C): block h owns columns h*hv..
     np.testing.assert_array_equal(shares, expected)
-    np.testing.assert_allclose(head_output_shares(with_wo).sum(axis=0), 1.0, atol=1e-12)
+    np.testing.assert_allclose(head_output_shares(contributions_of(with_wo)).sum(axis=0), 1.0, atol=1e-12)
 
 
 # --- Lesson 2: causal --------------------------------------------------------------------------

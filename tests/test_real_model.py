@@ -78,25 +78,6 @@ def test_split_words_groups_the_pieces_of_each_word():
 # ---- pattern measures ----------------------------------------------------------------------
 
 
-def test_key_mass_is_the_mean_weight_on_one_key():
-    weights = np.array([[[0.5, 0.5], [0.2, 0.8]]])  # (1, 2, 2)
-    np.testing.assert_allclose(rm.key_mass(weights, 1), [0.65])
-    np.testing.assert_allclose(rm.key_mass(weights, 0), [0.35])
-
-
-def test_same_word_mass_counts_only_the_other_pieces_of_split_words():
-    # pieces: [CLS], un, ##bel, fast, [SEP]; only rows 1 and 2 belong to a split word
-    word_ids = [None, 0, 0, 1, None]
-    weights = np.full((1, 5, 5), 0.2)  # (1, T, T), rows sum to 1
-    weights[0, 1] = [0.1, 0.2, 0.6, 0.1, 0.0]  # un -> ##bel: 0.6
-    weights[0, 2] = [0.0, 0.3, 0.5, 0.2, 0.0]  # ##bel -> un: 0.3 (its own 0.5 does not count)
-    np.testing.assert_allclose(rm.same_word_mass(weights, word_ids), [(0.6 + 0.3) / 2])
-
-
-def test_same_word_mass_is_nan_without_a_split_word():
-    assert np.isnan(rm.same_word_mass(np.full((2, 3, 3), 1 / 3), [None, 0, None])).all()
-
-
 def test_findings_name_the_largest_head_and_count_the_strong_ones():
     measures = {slug: np.zeros((2, 3)) for slug in rm.PATTERN_BY_SLUG}
     measures["previous"] = np.array([[0.1, 0.6, 0.2], [0.9, 0.55, 0.0]])

@@ -19,6 +19,8 @@ import pandas as pd
 
 from mha_core.attention import softmax
 from mha_core.config import MHAConfig, run
+from mha_core.contributions import head_contributions, head_output_shares, head_share_of_output
+from mha_core.diagnostics import heads_agree, max_weight, renormalised_rows, row_spread
 from mha_core.presets import PRESET_INITS
 from ui.markdown import literal
 from ui.urlstate import params_from_config, view_params
@@ -33,7 +35,7 @@ HEAD_SIZES = (4, 16, 64, 256)  # d_k values of the sqrt(d_k) table (one head, d_
 
 
 @dataclass(frozen=True)
-class Panel:
+class LessonPanel:
     """One configuration a lesson shows, and the explorer view it opens with."""
 
     caption: str
@@ -93,9 +95,9 @@ class Lesson:
     question: str  # the confusion, as a learner asks it
     source: str  # where the confusion shows up, as a phrase: 'asked in llm-viz #13'
     source_url: str
-    panels: tuple[Panel, ...]
+    panels: tuple[LessonPanel, ...]
     explanation: str
-    findings: Callable[[tuple[Panel, ...]], Findings]
+    findings: Callable[[tuple[LessonPanel, ...]], Findings]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,39 +105,10 @@ class Lesson:
 # ---------------------------------------------------------------------------------------------
 
 
-def mean_row_max(weights: np.ndarray) -> np.ndarray:
-    """Mean over query rows of each row's largest weight: (..., Tq, Tk) -> (...). 1/Tk = flat, 1 = one-hot."""
-    return weights.max(axis=-1).mean(axis=-1)
-
-
-def head_contributions(config: MHAConfig) -> np.ndarray:
-    """What each head adds to the layer's output, shape (nh, Tq, C_out); the sum over heads is the output.
-
-    Head h's output times its own rows of W_O (with no W_O: its own columns of the concatenation).
-    """
+def contributions_of(config: MHAConfig) -> np.ndarray:
+    """What each head adds to the output of ``config``'s run, shape (nh, Tq, C_out) (``head_contributions``)."""
     result = run(config)
-    heads = result.trace.heads  # (nh, Tq, hv)
-    n_heads, _, hv = heads.shape
-    w_o = result.weights.w_o if result.weights.w_o is not None else np.eye(n_heads * hv)  # (nh*hv, C_out)
-    return heads @ w_o.reshape(n_heads, hv, w_o.shape[1])  # (nh, Tq, C_out)
-
-
-def head_output_shares(config: MHAConfig) -> np.ndarray:
-    """Share of each output column that comes from each head, shape (nh, C_out); columns sum to 1.
-
-    The share is the size (norm over tokens) of a head's contribution to the column, divided by
-    the sum of those sizes over heads.
-    """
-    size = np.linalg.norm(head_contributions(config), axis=1)  # (nh, C_out)
-    total = size.sum(axis=0, keepdims=True)  # (1, C_out)
-    return np.divide(size, total, out=np.zeros_like(size), where=total > 0)  # (nh, C_out)
-
-
-def head_share_of_output(config: MHAConfig) -> np.ndarray:
-    """Each head's share of the whole output (norm of its contribution over all tokens and columns), shape (nh,)."""
-    contributions = head_contributions(config)  # (nh, Tq, C_out)
-    size = np.linalg.norm(contributions.reshape(contributions.shape[0], -1), axis=1)  # (nh,)
-    return size / size.sum()
+    return head_contributions(result.trace.heads, result.weights.w_o)
 
 
 def _tiny(x: float) -> str:
@@ -156,12 +129,12 @@ def _head_titles(prefix: str, n_heads: int) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 
-def wo_findings(panels: tuple[Panel, ...]) -> Findings:
+def wo_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     """Without W_O each output column belongs to one head; with W_O every column mixes all heads."""
     without, with_wo = (p.config for p in panels)
     run_without, run_with = run(without), run(with_wo)
-    shares_without = head_output_shares(without)  # (nh, C)
-    shares_with = head_output_shares(with_wo)  # (nh, C)
+    shares_without = head_output_shares(contributions_of(without))  # (nh, C)
+    shares_with = head_output_shares(contributions_of(with_wo))  # (nh, C)
     n_heads = without.n_heads
     heads = [f"head {h}" for h in range(n_heads)]
     columns = [str(c) for c in range(without.d_model)]
@@ -203,13 +176,7 @@ def wo_findings(panels: tuple[Panel, ...]) -> Findings:
 CAUSAL_ROW = 3  # the query row whose renormalisation the lesson spells out
 
 
-def renormalised_rows(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Unmasked weights restricted to the allowed keys and divided by their sum: (Tq, Tk) -> (Tq, Tk)."""
-    kept = np.where(mask, weights, 0.0)  # (Tq, Tk)
-    return kept / kept.sum(axis=-1, keepdims=True)  # (Tq, Tk)
-
-
-def causal_findings(panels: tuple[Panel, ...]) -> Findings:
+def causal_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     """The causal weights are the unmasked weights renormalised over keys 0..i."""
     free, causal = (run(p.config) for p in panels)
     w_free, w_causal = free.trace.weights[0], causal.trace.weights[0]  # (T, T) each
@@ -271,13 +238,13 @@ def causal_findings(panels: tuple[Panel, ...]) -> Findings:
 # ---------------------------------------------------------------------------------------------
 
 
-def colour_findings(panels: tuple[Panel, ...]) -> Findings:
+def colour_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     """Bright and faint rows all sum to 1; the brightest head is not the one that moves the output most."""
     config = panels[0].config
     result = run(config)
     weights = result.trace.weights  # (nh, T, T)
-    brightness = mean_row_max(weights)  # (nh,)
-    shares = head_share_of_output(config)  # (nh,)
+    brightness = max_weight(weights)  # (nh,)
+    shares = head_share_of_output(contributions_of(config))  # (nh,)
     row_sums = weights.sum(axis=-1)  # (nh, T)
     brightest, strongest = int(np.argmax(brightness)), int(np.argmax(shares))
     table = pd.DataFrame(
@@ -310,14 +277,14 @@ def colour_findings(panels: tuple[Panel, ...]) -> Findings:
 # ---------------------------------------------------------------------------------------------
 
 
-def average_findings(panels: tuple[Panel, ...]) -> Findings:
+def average_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     """The average over heads is flatter than every head and often points elsewhere."""
     config = panels[0].config
     result = run(config)
     weights = result.trace.weights  # (nh, T, T)
     average = weights.mean(axis=0)  # (T, T)
-    per_head = mean_row_max(weights)  # (nh,)
-    of_average = float(mean_row_max(average))
+    per_head = max_weight(weights)  # (nh,)
+    of_average = float(max_weight(average[None])[0])
     agree = (weights.argmax(axis=-1) == average.argmax(axis=-1)).sum(axis=-1)  # (nh,) rows
     n_rows = len(config.tokens)
     table = pd.DataFrame(
@@ -367,9 +334,8 @@ def saturation_stats(
     maxima, same = [], []
     for seed in seeds:
         weights = run(MHAConfig(tokens=tokens, d_model=d_model, n_heads=n_heads, seed=seed, init=init)).trace.weights
-        maxima.append(mean_row_max(weights).mean())
-        choice = weights.argmax(axis=-1)  # (nh, T)
-        same.append(np.all(choice == choice[0], axis=0).mean())
+        maxima.append(max_weight(weights).mean())
+        same.append(heads_agree(weights))
     return float(np.mean(maxima)), float(np.mean(same))
 
 
@@ -391,7 +357,7 @@ def saturation_table(n_heads: int = 4, widths=SATURATION_WIDTHS, tokens=SENTENCE
     return pd.DataFrame(rows)
 
 
-def saturation_findings(panels: tuple[Panel, ...]) -> Findings:
+def saturation_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     """Uniform [0, 1) weights give nearly one-hot rows at every width; Xavier keeps them spread."""
     xavier, uniform = (run(p.config) for p in panels)
     n_heads = xavier.config.n_heads
@@ -439,10 +405,10 @@ def score_spread(d_k: int, tokens=SENTENCE, seeds=MEASURE_SEEDS) -> dict[str, fl
     for seed in seeds:
         trace = run(MHAConfig(tokens=tokens, d_model=d_k, n_heads=1, seed=seed)).trace
         scaled = trace.scores * trace.scale  # (1, T, T); no mask, so these are the logits
-        numbers["raw spread"].append(trace.scores.std(axis=-1).mean())
-        numbers["scaled spread"].append(scaled.std(axis=-1).mean())
-        numbers["raw max"].append(mean_row_max(softmax(trace.scores)).mean())
-        numbers["scaled max"].append(mean_row_max(softmax(scaled)).mean())
+        numbers["raw spread"].append(row_spread(trace.scores)[0])
+        numbers["scaled spread"].append(row_spread(scaled)[0])
+        numbers["raw max"].append(max_weight(softmax(trace.scores))[0])
+        numbers["scaled max"].append(max_weight(softmax(scaled))[0])
     return {name: float(np.mean(values)) for name, values in numbers.items()}
 
 
@@ -464,7 +430,7 @@ def scaling_table(head_sizes=HEAD_SIZES, tokens=SENTENCE, seeds=MEASURE_SEEDS) -
     return pd.DataFrame(rows)
 
 
-def scaling_findings(panels: tuple[Panel, ...]) -> Findings:
+def scaling_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     """Unscaled score spread grows like sqrt(d_k); scaled it stays near 1."""
     raw, scaled = (run(p.config) for p in panels)
     table = scaling_table()
@@ -517,8 +483,8 @@ LESSONS: dict[str, Lesson] = {
             source="asked in Transformer Explainer #71 (and minGPT #118, transformers #8814)",
             source_url="https://github.com/poloclub/transformer-explainer/issues/71",
             panels=(
-                Panel("Without W_O (output = concat)", replace(BASE, output_projection=False)),
-                Panel("With W_O", BASE),
+                LessonPanel("Without W_O (output = concat)", replace(BASE, output_projection=False)),
+                LessonPanel("With W_O", BASE),
             ),
             explanation=(
                 "Each head writes its result into its own block of columns, and concatenating only lays those "
@@ -536,8 +502,8 @@ LESSONS: dict[str, Lesson] = {
             source="asked in llm-viz #13",
             source_url="https://github.com/bbycroft/llm-viz/issues/13",
             panels=(
-                Panel("No mask", replace(BASE, n_heads=1)),
-                Panel("Causal mask", replace(BASE, n_heads=1, mask="causal")),
+                LessonPanel("No mask", replace(BASE, n_heads=1)),
+                LessonPanel("Causal mask", replace(BASE, n_heads=1, mask="causal")),
             ),
             explanation=(
                 "The mask sets the scores of later tokens to −∞ before the softmax, so they get weight exactly 0 and "
@@ -554,7 +520,7 @@ LESSONS: dict[str, Lesson] = {
             question="Does a brighter colour mean a more important head, or a stronger connection?",
             source="asked in BertViz #61",
             source_url="https://github.com/jessevig/bertviz/issues/61",
-            panels=(Panel("Four heads on one 0..1 colour scale", replace(BASE, seed=1)),),
+            panels=(LessonPanel("Four heads on one 0..1 colour scale", replace(BASE, seed=1)),),
             explanation=(
                 "In BertViz's head view a colour marks which head a line belongs to and its shade marks the weight, so "
                 "several colours on one word are several heads drawn on top of each other. Here every head has its own "
@@ -570,7 +536,7 @@ LESSONS: dict[str, Lesson] = {
             question="Should I look at the average over heads, or at each head separately?",
             source="asked in BertViz #111 and pytorch #47583",
             source_url="https://github.com/jessevig/bertviz/issues/111",
-            panels=(Panel("Four heads and their average", replace(BASE, init="normal"), {"avg": True}),),
+            panels=(LessonPanel("Four heads and their average", replace(BASE, init="normal"), {"avg": True}),),
             explanation=(
                 "Each head computes its own weights and its own output, and the layer concatenates them: it never "
                 "averages. The average is a summary for the eye only: it is flatter than every head, and where the "
@@ -586,8 +552,8 @@ LESSONS: dict[str, Lesson] = {
             source="seen in seed 000, which draws its weights with np.random.rand",
             source_url="",
             panels=(
-                Panel("Xavier weights", replace(BASE, d_model=64)),
-                Panel("Uniform [0, 1) weights", replace(BASE, d_model=64, init="uniform")),
+                LessonPanel("Xavier weights", replace(BASE, d_model=64)),
+                LessonPanel("Uniform [0, 1) weights", replace(BASE, d_model=64, init="uniform")),
             ),
             explanation=(
                 "Weights drawn uniformly from [0, 1) are all positive with mean 0.5, so queries and keys come out "
@@ -606,10 +572,10 @@ LESSONS: dict[str, Lesson] = {
             source="answered in Vaswani et al. 2017, section 3.2.1",
             source_url="https://arxiv.org/abs/1706.03762",
             panels=(
-                Panel(
+                LessonPanel(
                     "d_k = 64, no scaling", replace(BASE, d_model=64, n_heads=1, scale_rule="none"), {"view": "logits"}
                 ),
-                Panel("d_k = 64, divided by √64 = 8", replace(BASE, d_model=64, n_heads=1), {"view": "logits"}),
+                LessonPanel("d_k = 64, divided by √64 = 8", replace(BASE, d_model=64, n_heads=1), {"view": "logits"}),
             ),
             explanation=(
                 "A score is a sum of d_k products, so when queries and keys have entries of unit size its spread grows "

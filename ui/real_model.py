@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 
 from mha_core.attention import AttentionTrace, AttentionWeights
 from mha_core.config import MHAConfig, RunResult
-from mha_core.diagnostics import diagonal_mass, first_token_mass, normalized_entropy
+from mha_core.diagnostics import encoder_patterns
 from mha_core.inputs import token_labels
 from mha_core.pretrained import MiniLMRun
 from ui.figures import WEIGHT_SCALE, figure
@@ -133,25 +133,6 @@ def split_words(tokens, word_ids) -> list[str]:
 # ---- what each head does, over every layer -------------------------------------------------
 
 
-def key_mass(weights: np.ndarray, key: int) -> np.ndarray:
-    """Per head: the mean weight the queries put on one key (e.g. the last, [SEP]). (nh, T, T) -> (nh,)."""
-    return weights[:, :, key].mean(axis=1)  # (nh,)
-
-
-def same_word_mass(weights: np.ndarray, word_ids) -> np.ndarray:
-    """Per head: mean weight a piece of a split word puts on the *other* pieces of its word. Shape (nh,).
-
-    Only queries that belong to a word of two or more pieces count; NaN when the sentence has none.
-    """
-    words = np.array([-1 if w is None else w for w in word_ids])  # (T,), -1 for [CLS]/[SEP]
-    same = (words[:, None] == words[None, :]) & (words[:, None] >= 0)  # (T, T)
-    np.fill_diagonal(same, False)  # the piece itself does not count
-    rows = same.any(axis=1)  # (T,) queries with a sibling piece
-    if not rows.any():
-        return np.full(weights.shape[0], np.nan)
-    return np.where(same[None], weights, 0.0).sum(axis=-1)[:, rows].mean(axis=1)  # (nh,)
-
-
 @dataclass(frozen=True)
 class Pattern:
     """A pattern worth looking for: how to measure it and how to recognise it in a heatmap."""
@@ -216,17 +197,21 @@ PATTERNS = (
 PATTERN_BY_SLUG = {p.slug: p for p in PATTERNS}
 
 
+# The engine's name of each pattern's measure (``encoder_patterns``): key 0 is [CLS], the last key [SEP].
+ENGINE_MEASURE = {
+    "previous": "previous",
+    "next": "next",
+    "cls": "first",
+    "sep": "last",
+    "word": "same_word",
+    "broad": "entropy",
+}
+
+
 def layer_measures(trace: AttentionTrace, word_ids) -> dict[str, np.ndarray]:
-    """Every pattern's measure for the heads of one layer, each of shape (nh,)."""
-    weights, fully_masked = trace.weights, trace.fully_masked
-    return {
-        "previous": diagonal_mass(weights, fully_masked, 1),
-        "next": diagonal_mass(weights, fully_masked, -1),
-        "cls": first_token_mass(weights, fully_masked),
-        "sep": key_mass(weights, weights.shape[-1] - 1),
-        "word": same_word_mass(weights, word_ids),
-        "broad": normalized_entropy(weights, fully_masked, np.isfinite(trace.logits)),
-    }
+    """Every pattern's measure for the heads of one layer, each of shape (nh,), by pattern slug."""
+    measures = encoder_patterns(trace.weights, trace.fully_masked, np.isfinite(trace.logits), word_ids)
+    return {slug: measures[ENGINE_MEASURE[slug]] for slug in PATTERN_BY_SLUG}
 
 
 def model_measures(run: MiniLMRun) -> dict[str, np.ndarray]:
