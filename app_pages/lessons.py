@@ -13,6 +13,7 @@ from ui.lessons import (
     LESSONS,
     PRESET_NAMES,
     PRESETS,
+    Findings,
     Grid,
     Lesson,
     app_root,
@@ -25,6 +26,21 @@ from ui.lessons import (
 OVERVIEW = "overview"
 PAGE_PATH = "lessons"  # this page's URL path (from its file name)
 FONT_SIZE = 15  # readable from the back of a classroom
+
+
+# One entry per lesson: the findings depend on the lesson's key only (its configurations are fixed), so the
+# cache can never hold more than the six lessons; the saturation and sqrt(d_k) tables take 40-60 ms each.
+@st.cache_data(max_entries=len(LESSONS), show_spinner=False)
+def lesson_findings(key: str) -> Findings:
+    """The findings of lesson ``key``, computed once per server."""
+    lesson = LESSONS[key]
+    return lesson.findings(lesson.panels)
+
+
+@st.cache_data(max_entries=1, show_spinner=False)  # the presets are fixed: one grid
+def cached_preset_grid() -> Grid:
+    """Head 0 of every hand-built preset, computed once per server."""
+    return preset_grid()
 
 
 def full_link(query: str, page: str = "") -> str:
@@ -88,7 +104,7 @@ def render_lesson(lesson: Lesson) -> None:
     st.header(f"{position + 1}. {lesson.title}")
     source = f"[{lesson.source}]({lesson.source_url})" if lesson.source_url else lesson.source
     st.markdown(f"*“{lesson.question}”* — {source}")
-    findings = lesson.findings(lesson.panels)
+    findings = lesson_findings(lesson.key)
     draw_figures(lesson, findings.figures)
     if findings.note:
         st.caption(findings.note)
@@ -146,7 +162,7 @@ def render_presets() -> None:
         "a good first picture before random weights. Shown here: head 0 of each, on the sentence "
         f"'{' '.join(next(iter(PRESETS.values())).tokens)}'."
     )
-    draw_grid(preset_grid(), "preset_grid")
+    draw_grid(cached_preset_grid(), "preset_grid")
     for init, config in PRESETS.items():
         left, right = st.columns(2, vertical_alignment="center")
         with left:
