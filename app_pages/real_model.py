@@ -15,8 +15,8 @@ from ui import figures, tables
 from ui import real_model as rm
 from ui import step_views as views
 from ui.controls import KEEP, clamp_choice
+from ui.drill_down import drill_down
 from ui.markdown import literals
-from ui.steps import drill_down
 
 FORWARD_CACHE_ENTRIES = 4  # a run pickles to 29 MB at 128 pieces (3 MB at 21): at most ~115 MB cached
 NUMBER = "%.3f"
@@ -202,16 +202,16 @@ def steps_section(model: MiniLM, run: MiniLMRun, layer: int, head: int) -> None:
     if not shown:
         st.caption("Off: turn it on to follow the chosen head through the maths (the same views as the toy pages).")
         return
-    result = rm.layer_result(run, layer, model.layers[layer].attention)
-    labels = result.query_labels
+    inputs = rm.layer_inputs(run, layer, model.layers[layer].attention)
+    labels = inputs.query_labels
     clamp_choice("w_rm_qi", len(labels))
     clamp_choice("w_rm_kj", len(labels))
     cell = (int(st.session_state.get("w_rm_qi", 0)), int(st.session_state.get("w_rm_kj", 0)))
-    for number, step in enumerate(rm.real_steps(run, result, layer, head, cell), start=1):
+    for number, step in enumerate(rm.real_steps(run, inputs, layer, head, cell), start=1):
         views.show_step(number, step, KEY_PREFIX, level=4)
     st.markdown("#### Drill-down: one cell, number by number")
     i, j = views.cell_picker(labels, labels, ("w_rm_qi", "w_rm_kj"))
-    views.show_drill_down(drill_down(result, head, i, j), KEY_PREFIX, outlined="above", mask_line=False)
+    views.show_drill_down(drill_down(inputs, head, i, j), KEY_PREFIX, outlined="above", mask_line=False)
 
 
 def main() -> None:

@@ -8,15 +8,9 @@ import streamlit as st
 from ui import step_views as views
 from ui.compute import compute
 from ui.controls import KEEP, clamp_choice, figure_font_size, sidebar
-from ui.steps import (
-    FULLY_MASKED_POLICY,
-    Step,
-    build_steps,
-    check_prediction,
-    drill_down,
-    prediction_message,
-    row_sums_table,
-)
+from ui.drill_down import drill_down
+from ui.predict import check_prediction, prediction_message
+from ui.steps import FULLY_MASKED_POLICY, Step, StepInputs, build_steps, row_sums_table, step_inputs
 
 SHORT_NAMES = {  # for the "Jump to" line
     "input": "E", "positional": "+\u00a0P", "qkv": "Q,\u00a0K,\u00a0V", "split": "heads", "scores": "QKᵀ",
@@ -53,7 +47,8 @@ def predict_then_reveal(result, head: int) -> tuple[int, int] | None:
     return row, guess
 
 
-def show_softmax(number: int, step: Step, result, head: int, as_table: bool, predict: bool, font_size: int) -> bool:
+def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int, as_table: bool, predict: bool,
+                 font_size: int) -> bool:
     """The softmax step, maybe hidden behind a prediction; returns True when the weights are on screen."""
     views.show_step(number, step, KEY_PREFIX, panels=False)
     shown = step.panels[0]
@@ -68,9 +63,9 @@ def show_softmax(number: int, step: Step, result, head: int, as_table: bool, pre
                          font_size=font_size)
     with right:
         st.markdown("**Row sums** (1, or 0 for a fully masked row)")
-        st.dataframe(row_sums_table(result, head), column_config=views.number_columns(["sum"], "%.6f"),
+        st.dataframe(row_sums_table(inputs, head), column_config=views.number_columns(["sum"], "%.6f"),
                      key=f"{KEY_PREFIX}_row_sums")
-    if result.trace.fully_masked[head].any():
+    if inputs.trace.fully_masked[head].any():
         st.warning(FULLY_MASKED_POLICY)
     else:
         with st.expander("What if a row had every key masked?"):
@@ -91,16 +86,17 @@ if result is not None:
     predict = top[2].toggle("Predict, then reveal", key="w_sbs_predict", persist_state=KEEP,
                             help="Hide the attention weights and let the class guess the largest cell of a row.")
     cell = (int(st.session_state.get("w_qi", 0)), int(st.session_state.get("w_kj", 0)))
-    steps = build_steps(result, head, cell)
+    inputs = step_inputs(result)
+    steps = build_steps(inputs, head, cell)
     font_size = figure_font_size()
     jumps = [f"[{number}.\u00a0{SHORT_NAMES[step.slug]}](#{step.slug})" for number, step in enumerate(steps, start=1)]
     st.markdown("**Jump to:** " + " · ".join(jumps + ["[Drill-down](#drill-down)"]))
     weights_shown = True
     for number, step in enumerate(steps, start=1):
         if step.slug == "softmax":
-            weights_shown = show_softmax(number, step, result, head, as_table, predict, font_size)
+            weights_shown = show_softmax(number, step, result, inputs, head, as_table, predict, font_size)
         else:
             views.show_step(number, step, KEY_PREFIX, as_table=as_table, font_size=font_size)
     st.header("Drill-down: one cell, number by number", anchor="drill-down")
     i, j = views.cell_picker(result.query_labels, result.key_labels, ("w_qi", "w_kj"))
-    views.show_drill_down(drill_down(result, head, i, j), KEY_PREFIX, weights_shown=weights_shown)
+    views.show_drill_down(drill_down(inputs, head, i, j), KEY_PREFIX, weights_shown=weights_shown)

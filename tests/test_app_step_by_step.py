@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
-from ui.steps import SUM_ROW
+from ui.drill_down import SUM_ROW
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "app_pages/step_by_step.py"

@@ -205,8 +205,8 @@ def test_model_measures_agree_with_loops_over_the_real_weights(run):
 
 def test_a_real_layer_goes_through_the_step_builders(model, run):
     layer, head = 1, 4
-    result = rm.layer_result(run, layer, model.layers[layer].attention)
-    steps = rm.real_steps(run, result, layer, head, cell=(2, 3))
+    inputs = rm.layer_inputs(run, layer, model.layers[layer].attention)
+    steps = rm.real_steps(run, inputs, layer, head, cell=(2, 3))
     slugs = [s.slug for s in steps]
     assert slugs[0] == "input" and slugs[-1] == "add_norm"
     assert "positional" not in slugs and {"qkv", "scores", "softmax", "output"} <= set(slugs)
@@ -219,9 +219,9 @@ def test_a_real_layer_goes_through_the_step_builders(model, run):
     assert all(p.matrix.size <= rm.MAX_PANEL_CELLS for s in steps for p in s.panels)
 
 
-def test_layer_result_refuses_a_layer_that_does_not_exist(model, run):
+def test_layer_inputs_refuse_a_layer_that_does_not_exist(model, run):
     with pytest.raises(ValueError, match="choose 0 to 5"):
-        rm.layer_result(run, 6, model.layers[0].attention)
+        rm.layer_inputs(run, 6, model.layers[0].attention)
 
 
 def test_the_real_head_table_adds_sep_word_and_next_columns(run):

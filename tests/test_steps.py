@@ -10,31 +10,33 @@ from hypothesis import strategies as st
 
 import mha_core
 from mha_core.config import MHAConfig, run
-from ui.steps import (
+from ui.drill_down import (
     MAX_LATEX_TERMS,
     SUM_ROW,
+    dot_product_latex,
+    drill_down,
+    highlight_key,
+    logit_latex,
+    products_table,
+    score_table,
+    softmax_latex,
+    softmax_row_table,
+)
+from ui.predict import check_prediction, prediction_message
+from ui.steps import (
     Panel,
     build_steps,
     cell_text,
-    check_prediction,
     dim_labels,
-    dot_product_latex,
-    drill_down,
     glossary_rows,
     head_block,
-    highlight_key,
-    logit_latex,
     matmul_shapes,
     panel_figure,
     panel_table,
-    prediction_message,
-    products_table,
     row_sums_table,
     scale_latex,
-    score_table,
     shape_text,
-    softmax_latex,
-    softmax_row_table,
+    step_inputs,
 )
 
 EXACT = 1e-12  # float64 sums of a handful of terms, recomputed in another order
@@ -42,7 +44,7 @@ SLUGS = ["input", "positional", "qkv", "split", "scores", "scale", "mask", "soft
 
 
 def steps_by_slug(result, head=0, cell=None):
-    return {step.slug: step for step in build_steps(result, head, cell)}
+    return {step.slug: step for step in build_steps(step_inputs(result), head, cell)}
 
 
 def panel(step, title_start):
@@ -70,7 +72,7 @@ def test_head_block_and_dim_labels_number_columns_as_in_the_full_matrix():
 
 
 def test_steps_come_in_the_order_of_the_maths():
-    assert [s.slug for s in build_steps(run(MHAConfig()), 0)] == SLUGS
+    assert [s.slug for s in build_steps(step_inputs(run(MHAConfig())), 0)] == SLUGS
 
 
 @pytest.mark.parametrize(
@@ -83,7 +85,7 @@ def test_steps_come_in_the_order_of_the_maths():
     ids=["default", "cross+pe+bias", "causal-no-wo"],
 )
 def test_every_panel_has_one_label_per_row_and_column_and_a_formula(config):
-    for step in build_steps(run(config), head=config.n_heads - 1):
+    for step in build_steps(step_inputs(run(config)), head=config.n_heads - 1):
         switched_off = step.slug == "positional" and not config.positional_encoding
         assert switched_off or (step.formula and step.shapes and step.why)
         for p in step.panels:
@@ -138,9 +140,9 @@ def test_softmax_panel_is_on_the_fixed_0_to_1_scale_and_row_sums_follow_the_poli
     result = run(MHAConfig(mask="padding", valid_len=0))  # every key masked
     step = steps_by_slug(result)["softmax"]
     assert step.panels[0].kind == "weights"
-    sums = row_sums_table(result, 0)
+    sums = row_sums_table(step_inputs(result), 0)
     assert sums["all masked"].all() and np.all(sums["sum"] == 0)
-    sums = row_sums_table(run(MHAConfig(mask="causal")), 2)
+    sums = row_sums_table(step_inputs(run(MHAConfig(mask="causal"))), 2)
     assert not sums["all masked"].any()
     np.testing.assert_allclose(sums["sum"], 1.0, atol=EXACT)
 
@@ -156,15 +158,15 @@ def test_output_step_is_concat_times_w_o_or_a_line_when_w_o_is_off():
 
 
 def test_scale_latex_puts_the_numbers_in():
-    assert scale_latex(run(MHAConfig(d_model=16, n_heads=4))).endswith(r"\frac{1}{\sqrt{4}} = 0.5000")
-    assert r"\sqrt{6}" in scale_latex(run(MHAConfig(scale_rule="sqrt_t")))
-    assert scale_latex(run(MHAConfig(scale_rule="temperature", temperature=2.0))).endswith("= 0.5000")
-    assert scale_latex(run(MHAConfig(scale_rule="none"))) == "1"
+    assert scale_latex(step_inputs(run(MHAConfig(d_model=16, n_heads=4)))).endswith(r"\frac{1}{\sqrt{4}} = 0.5000")
+    assert r"\sqrt{6}" in scale_latex(step_inputs(run(MHAConfig(scale_rule="sqrt_t"))))
+    assert scale_latex(step_inputs(run(MHAConfig(scale_rule="temperature", temperature=2.0)))).endswith("= 0.5000")
+    assert scale_latex(step_inputs(run(MHAConfig(scale_rule="none")))) == "1"
 
 
 def test_build_steps_rejects_a_head_that_does_not_exist():
     with pytest.raises(ValueError, match="choose 0 to 3"):
-        build_steps(run(MHAConfig()), 4)
+        build_steps(step_inputs(run(MHAConfig())), 4)
 
 
 # ---- figures and tables of a panel ---------------------------------------------------------
@@ -233,7 +235,7 @@ def test_attention_shaped_panels_name_their_axes():
 @pytest.mark.parametrize("head,i,j", [(0, 0, 0), (2, 4, 1), (3, 5, 5)])
 def test_drill_down_sum_equals_the_engines_score_and_its_row_equals_the_engines_weights(head, i, j):
     result = run(MHAConfig(seed=11))
-    drill = drill_down(result, head, i, j)
+    drill = drill_down(step_inputs(result), head, i, j)
     assert abs(drill.score - result.trace.scores[head, i, j]) <= EXACT
     assert abs(drill.score - float(np.dot(result.trace.q[head, i], result.trace.k[head, j]))) <= EXACT
     np.testing.assert_allclose(drill.row_weights, result.trace.weights[head, i], atol=EXACT)
@@ -242,7 +244,7 @@ def test_drill_down_sum_equals_the_engines_score_and_its_row_equals_the_engines_
 
 def test_drill_down_on_a_masked_cell_says_masked_and_weighs_zero():
     result = run(MHAConfig(mask="causal"))
-    drill = drill_down(result, 1, 1, 3)
+    drill = drill_down(step_inputs(result), 1, 1, 3)
     assert not drill.allowed and drill.weight == 0.0 and np.isneginf(drill.logit)
     assert "masked" in logit_latex(drill) and r"-\infty" in logit_latex(drill)
     np.testing.assert_allclose(softmax_row_table(drill)["weight"].sum(), 1.0, atol=EXACT)
@@ -250,7 +252,7 @@ def test_drill_down_on_a_masked_cell_says_masked_and_weighs_zero():
 
 def test_drill_down_on_a_fully_masked_row_gives_zeros_by_policy():
     result = run(MHAConfig(mask="padding", valid_len=0))
-    drill = drill_down(result, 0, 2, 1)
+    drill = drill_down(step_inputs(result), 0, 2, 1)
     assert drill.fully_masked and np.all(drill.row_weights == 0)
     assert "policy" in softmax_latex(drill)
 
@@ -260,17 +262,17 @@ def test_drill_down_softmax_does_not_overflow_on_huge_logits():
     result = run(config)
     assert np.abs(result.trace.logits).max() > 700  # exp would overflow without the max subtracted
     with np.errstate(over="raise", invalid="raise"):  # underflow to 0 is the right answer
-        drill = drill_down(result, 1, 3, 0)
+        drill = drill_down(step_inputs(result), 1, 3, 0)
     np.testing.assert_allclose(drill.row_weights, result.trace.weights[1, 3], atol=EXACT)
 
 
 def test_drill_down_rejects_indices_outside_the_matrices():
     with pytest.raises(ValueError, match="key 9 does not exist"):
-        drill_down(run(MHAConfig()), 0, 0, 9)
+        drill_down(step_inputs(run(MHAConfig())), 0, 0, 9)
 
 
 def test_softmax_row_table_marks_the_chosen_key_and_the_styler_shades_it():
-    drill = drill_down(run(MHAConfig()), 0, 2, 4)
+    drill = drill_down(step_inputs(run(MHAConfig())), 0, 2, 4)
     table = softmax_row_table(drill)
     assert table["chosen"].tolist().index("◀ key j") == 4
     css = highlight_key(table, drill.key_label).to_html().split("</style>")[0]
@@ -279,16 +281,16 @@ def test_softmax_row_table_marks_the_chosen_key_and_the_styler_shades_it():
 
 
 def test_dot_product_latex_shows_every_term_for_small_heads_and_abbreviates_wide_ones():
-    drill = drill_down(run(MHAConfig()), 0, 1, 2)  # hs = 4
+    drill = drill_down(step_inputs(run(MHAConfig())), 0, 1, 2)  # hs = 4
     text = dot_product_latex(drill)
     assert text.count(r"\times") == 4 and f"{drill.score:.4f}" in text
-    wide = drill_down(run(MHAConfig(d_model=64, n_heads=2)), 0, 1, 2)  # hs = 32
+    wide = drill_down(step_inputs(run(MHAConfig(d_model=64, n_heads=2))), 0, 1, 2)  # hs = 32
     text = dot_product_latex(wide)
     assert text.count(r"\times") == MAX_LATEX_TERMS and f"{32 - MAX_LATEX_TERMS}" in text
 
 
 def test_softmax_latex_puts_the_cells_numbers_in():
-    drill = drill_down(run(MHAConfig()), 1, 3, 2)
+    drill = drill_down(step_inputs(run(MHAConfig())), 1, 3, 2)
     text = softmax_latex(drill)
     assert f"{drill.row_exp.sum():.4f}" in text and text.endswith(f"{drill.weight:.4f}")
 

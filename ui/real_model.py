@@ -5,8 +5,8 @@
 - per-head pattern measures over every layer, and the strongest head of each pattern in words;
 - the all-heads grid of one layer: exact up to ``GRID_MAX_CELLS`` pieces, block maxima beyond;
 - the layers x heads overview: every head of every layer in one figure, block-max-pooled when long;
-- a bridge that wraps one real layer as a ``RunResult`` so the Step-by-step builders of
-  ``ui.steps`` show it, with a real-model first step (the layer's input) and last step (add & norm).
+- one real layer as ``StepInputs`` so the Step-by-step builders of ``ui.steps`` show it, with a
+  real-model first step (the layer's input) and last step (add & norm).
 
 Shapes: L layers, nh heads, T word pieces, C = d_model, hs head size (glossary of ``mha_core``).
 """
@@ -23,12 +23,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from mha_core.attention import AttentionTrace, AttentionWeights
-from mha_core.config import MHAConfig, RunResult
 from mha_core.diagnostics import encoder_patterns
 from mha_core.inputs import token_labels
 from mha_core.pretrained import MiniLMRun
 from ui.figures import WEIGHT_SCALE, figure
-from ui.steps import Panel, Step, build_steps, dim_labels, shape_text
+from ui.steps import Panel, Step, StepInputs, build_steps, dim_labels, shape_text
 from ui.tables import head_summary_frame
 
 DEFAULT_SENTENCE = "The snowboarder was unbelievably fast, so the photographers missed her jump."
@@ -387,30 +386,20 @@ def overview_figure(
 # ---- one real layer through the Step-by-step builders --------------------------------------
 
 
-def layer_result(run: MiniLMRun, layer: int, weights: AttentionWeights) -> RunResult:
-    """Layer ``layer`` of a real run as the ``RunResult`` the toy pages' step builders read.
+def layer_inputs(run: MiniLMRun, layer: int, weights: AttentionWeights) -> StepInputs:
+    """Layer ``layer`` of a real run as the inputs of the Step-by-step builders.
 
-    ``weights`` is that layer's ``AttentionWeights`` (``model.layers[layer].attention``). The
-    config describes the layer honestly (C = 384, 12 heads, biases, 1/sqrt(hs), W_O, no mask:
-    one unpadded sentence may attend everywhere) but is never validated or run: the toy caps
-    (64 tokens) do not apply to the real model, and its weights come from the checkpoint.
+    ``weights`` is that layer's ``AttentionWeights`` (``model.layers[layer].attention``). What the
+    layer did, said as it is: X is the layer's input (positions are inside it, learned), no mask
+    (one unpadded sentence may attend everywhere), scores scaled by 1/sqrt(hs).
     """
     if not 0 <= layer < len(run.layers):
         raise ValueError(f"layer {layer} does not exist: choose 0 to {len(run.layers) - 1}")
-    trace = run.layers[layer].attention
     x = run.layers[layer].input  # (T, C)
-    config = MHAConfig(
-        tokens=tuple(run.tokens),
-        d_model=x.shape[1],
-        n_heads=trace.n_heads,
-        bias=weights.b_q is not None,
-        scale_rule="sqrt_dk",
-        mask="none",
-        output_projection=weights.w_o is not None,
-    )
     labels = token_labels(run.tokens)
-    return RunResult(
-        config=config,
+    return StepInputs(
+        trace=run.layers[layer].attention,
+        weights=weights,
         query_labels=labels,
         key_labels=labels,
         embeddings=x,
@@ -418,9 +407,9 @@ def layer_result(run: MiniLMRun, layer: int, weights: AttentionWeights) -> RunRe
         positional=None,
         x_q=x,
         x_kv=x,
-        weights=weights,
         mask=None,
-        trace=trace,
+        mask_name="none",
+        scale_rule="sqrt_dk",
     )
 
 
@@ -432,25 +421,25 @@ ONE_SENTENCE_MASK = (
 )
 
 
-def real_steps(run: MiniLMRun, result: RunResult, layer: int, head: int, cell=None) -> list[Step]:
+def real_steps(run: MiniLMRun, inputs: StepInputs, layer: int, head: int, cell=None) -> list[Step]:
     """The Step-by-step page's steps for one real head: the layer's input, Q/K/V ... W_O, then add & norm.
 
     The toy pages' first two steps (embeddings, sinusoidal encoding) do not describe BERT: here the
     position is already inside X, learned, so they are replaced by one step showing X itself.
     Matrices too large to send are cut to the chosen head's block (``slim_panel``).
     """
-    steps = [_input_step(result, layer)]
-    for step in build_steps(result, head, cell):
+    steps = [_input_step(inputs, layer)]
+    for step in build_steps(inputs, head, cell):
         if step.slug == "mask":
             step = replace(step, note=ONE_SENTENCE_MASK)
         if step.slug not in TOY_ONLY_STEPS:
             steps.append(step)
-    steps.append(_add_norm_step(run, result, layer))
+    steps.append(_add_norm_step(run, inputs, layer))
     return [slim_step(s) for s in steps]
 
 
-def _input_step(result: RunResult, layer: int) -> Step:
-    x = result.x_q
+def _input_step(inputs: StepInputs, layer: int) -> Step:
+    x = inputs.x_q
     if layer == 0:
         why = (
             "Each word piece's row is its word vector **plus a learned position vector** (and a segment vector), "
@@ -463,7 +452,7 @@ def _input_step(result: RunResult, layer: int) -> Step:
             "already mixed with the other tokens by the layers below."
         )
         title = f"Layer {layer}'s input X = layer {layer - 1}'s output"
-    panel = Panel("X", x, result.query_labels, dim_labels(x.shape[1]), "x")
+    panel = Panel("X", x, inputs.query_labels, dim_labels(x.shape[1]), "x")
     return Step(
         "input",
         title,
@@ -474,9 +463,9 @@ def _input_step(result: RunResult, layer: int) -> Step:
     )
 
 
-def _add_norm_step(run: MiniLMRun, result: RunResult, layer: int) -> Step:
+def _add_norm_step(run: MiniLMRun, inputs: StepInputs, layer: int) -> Step:
     layer_run = run.layers[layer]
-    labels = result.query_labels
+    labels = inputs.query_labels
     c = layer_run.output.shape[1]
     panels = (
         Panel("LayerNorm(X + Y)", layer_run.after_attention, labels, dim_labels(c), "value"),

@@ -1,7 +1,7 @@
 """The Step-by-step views, drawn with Streamlit: shared by the Step-by-step and Real model pages.
 
-``ui.steps`` builds the steps, their matrices and the drill-down of one cell (pure, tested
-without a server); the functions here only put that output on screen. ``key_prefix`` keeps the
+``ui.steps`` builds the steps and their matrices, ``ui.drill_down`` the drill-down of one cell
+(pure, tested without a server); the functions here only put that output on screen. ``key_prefix`` keeps the
 element keys of the two pages apart ("sbs", "rm"). Each heatmap prints as many column labels as
 fit the width of the column it is drawn in.
 """
@@ -12,21 +12,18 @@ import numpy as np
 import streamlit as st
 
 from ui.controls import FONT_SIZE, KEEP
-from ui.markdown import literal
-from ui.steps import (
+from ui.drill_down import (
     DrillDown,
-    Panel,
-    Step,
     dot_product_latex,
     highlight_key,
     logit_latex,
-    panel_figure,
-    panel_table,
     products_table,
     score_table,
     softmax_latex,
     softmax_row_table,
 )
+from ui.markdown import literal
+from ui.steps import Panel, Step, panel_figure, panel_table
 
 NUMBER_FORMAT = "%.4f"
 MAIN_COLUMN_PX = 820  # the main column of a 1280 px screen with the sidebar open

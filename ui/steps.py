@@ -1,8 +1,10 @@
-"""Pure builders for the Step-by-step page: the steps, the drill-down, predict-then-reveal.
+"""Pure builders for the Step-by-step page's steps: from the inputs X to the output Y, every matrix.
 
-Everything here takes a ``RunResult`` (and the chosen head, query and key) and returns data:
-``Step`` records with a LaTeX formula, the shapes with the actual numbers and the matrices to
-show; pandas tables for the drill-down; plotly figures built on ``ui.figures.matrix_heatmap``.
+Everything here takes a ``StepInputs`` (the engine's trace and what went into it; the toy pages
+make one with ``step_inputs(result)``, the Real model page from one layer of the checkpoint) and the
+chosen head, and returns data: ``Step`` records with a LaTeX formula, the shapes with the actual
+numbers and the matrices to show, and plotly figures of a panel built on ``ui.figures.matrix_heatmap``.
+The drill-down into one cell is ``ui.drill_down``, predict-then-reveal ``ui.predict``.
 No streamlit in here, so all of it is testable without a server.
 
 Shapes follow the glossary of ``mha_core``: T tokens (Tq queries, Tk keys), C = d_model,
@@ -19,17 +21,14 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from mha_core.attention import merge_heads
+from mha_core.attention import AttentionTrace, AttentionWeights, merge_heads
 from mha_core.config import RunResult
 from mha_core.presets import PRESET_INITS
 from ui.figures import FULL_WIDTH_PX, matrix_heatmap
-from ui.markdown import literal, literals
 
 MAX_TEXT_ROWS = 16  # write the numbers inside the cells of heatmaps up to this size
 MAX_TEXT_COLS = 10
 MAX_FULL_CELLS = 128 * 128  # a weight matrix larger than this is drawn as the chosen head's slice only
-MAX_LATEX_TERMS = 4  # a dot product with more terms is written a + b + ... + z
-TIE_TOLERANCE = 1e-9  # weights this close to the row maximum count as tied for the largest
 OUTLINE = dict(color="black", width=3)
 QK_AXES = ("query i", "key j")
 
@@ -39,6 +38,53 @@ SCALE_RULE_LATEX = {
     "none": "1",
     "temperature": r"\frac{1}{\tau}",
 }
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """What the step builders show: one attention call's trace, what went into it, and how to describe it.
+
+    The toy pages make it from a ``RunResult`` (``step_inputs``), the Real model page from one layer
+    of the checkpoint; neither needs a configuration it did not run.
+    """
+
+    trace: AttentionTrace
+    weights: AttentionWeights
+    query_labels: list[str]
+    key_labels: list[str]
+    embeddings: np.ndarray  # (Tq, C) before positional encoding
+    key_embeddings: np.ndarray  # (Tk, C); the same array as ``embeddings`` in self-attention
+    positional: np.ndarray | None  # (Tq, C) added to the embeddings, or None
+    x_q: np.ndarray  # (Tq, C) what the queries are projected from
+    x_kv: np.ndarray  # (Tk, C) what keys and values are projected from
+    mask: np.ndarray | None  # (Tq, Tk), True = may attend; None = no mask
+    mask_name: str = "none"  # how the mask was made ("causal", "padding", ...), for the text
+    scale_rule: str = "sqrt_dk"  # a key of SCALE_RULE_LATEX: how trace.scale was chosen
+    temperature: float = 1.0  # the divisor of scale_rule "temperature"
+    is_cross: bool = False  # queries from one sentence, keys and values from another
+    hand_built: bool = False  # a preset head: the positions are written into E, not added as P
+
+
+def step_inputs(result: RunResult) -> StepInputs:
+    """The step builders' inputs from a toy configuration's run."""
+    config = result.config
+    return StepInputs(
+        trace=result.trace,
+        weights=result.weights,
+        query_labels=result.query_labels,
+        key_labels=result.key_labels,
+        embeddings=result.embeddings,
+        key_embeddings=result.key_embeddings,
+        positional=result.positional,
+        x_q=result.x_q,
+        x_kv=result.x_kv,
+        mask=result.mask,
+        mask_name=config.mask,
+        scale_rule=config.scale_rule,
+        temperature=config.temperature,
+        is_cross=config.is_cross,
+        hand_built=config.init in PRESET_INITS,
+    )
 
 
 @dataclass(frozen=True)
@@ -100,79 +146,74 @@ def head_block(head: int, size: int) -> tuple[int, int]:
     return head * size, (head + 1) * size
 
 
-def _num(x: float, digits: int = 4) -> str:
+def latex_number(x: float, digits: int = 4) -> str:
     """A number for LaTeX: fixed decimals, -inf as -\\infty."""
     if math.isinf(x):
         return r"-\infty" if x < 0 else r"\infty"
     return f"{x:.{digits}f}"
 
 
-def _paren(x: float) -> str:
-    """A number in parentheses when negative, so a product reads (−0.3)(0.5)."""
-    return f"({_num(x)})" if x < 0 else _num(x)
-
-
 # ---- the steps -----------------------------------------------------------------------------
 
 
-def build_steps(result: RunResult, head: int, cell: tuple[int, int] | None = None) -> list[Step]:
+def build_steps(inputs: StepInputs, head: int, cell: tuple[int, int] | None = None) -> list[Step]:
     """Every step from the inputs X to the output Y, for head ``head``; ``cell`` = (query, key) to outline."""
-    if not 0 <= head < result.trace.n_heads:
-        raise ValueError(f"head {head} does not exist: choose 0 to {result.trace.n_heads - 1}")
+    if not 0 <= head < inputs.trace.n_heads:
+        raise ValueError(f"head {head} does not exist: choose 0 to {inputs.trace.n_heads - 1}")
     return [
-        _input_step(result),
-        _positional_step(result),
-        _projection_step(result, head),
-        _split_step(result, head),
-        _scores_step(result, head, cell),
-        _scale_step(result, head, cell),
-        _mask_step(result, head, cell),
-        _softmax_step(result, head, cell),
-        _mix_step(result, head),
-        _concat_step(result, head),
-        _output_step(result, head),
+        _input_step(inputs),
+        _positional_step(inputs),
+        _projection_step(inputs, head),
+        _split_step(inputs, head),
+        _scores_step(inputs, head, cell),
+        _scale_step(inputs, head, cell),
+        _mask_step(inputs, head, cell),
+        _softmax_step(inputs, head, cell),
+        _mix_step(inputs, head),
+        _concat_step(inputs, head),
+        _output_step(inputs, head),
     ]
 
 
-def _input_step(result: RunResult) -> Step:
-    c = result.embeddings.shape[1]
+def _input_step(inputs: StepInputs) -> Step:
+    c = inputs.embeddings.shape[1]
     why = "Each token starts as a vector of d_model numbers: one row per token."
-    if result.config.is_cross:
+    if inputs.is_cross:
         why = (
             "Cross-attention: the **queries** come from the first sentence, the **keys and values** from the "
             "second. Each token is one row of d_model numbers."
         )
         panels = (
-            Panel("E_q: query sentence", result.embeddings, result.query_labels, dim_labels(c), "embedding"),
-            Panel("E_kv: key/value sentence", result.key_embeddings, result.key_labels, dim_labels(c), "embedding"),
+            Panel("E_q: query sentence", inputs.embeddings, inputs.query_labels, dim_labels(c), "embedding"),
+            Panel("E_kv: key/value sentence", inputs.key_embeddings, inputs.key_labels, dim_labels(c), "embedding"),
         )
-        shapes = f"E_q {shape_text(result.embeddings)}, E_kv {shape_text(result.key_embeddings)}: (tokens, d_model)"
+        shapes = f"E_q {shape_text(inputs.embeddings)}, E_kv {shape_text(inputs.key_embeddings)}: (tokens, d_model)"
         formula = r"E_q \in \mathbb{R}^{T_q \times C},\quad E_{kv} \in \mathbb{R}^{T_k \times C}"
     else:
-        panels = (Panel("E: token embeddings", result.embeddings, result.query_labels, dim_labels(c), "embedding"),)
-        shapes = f"E {shape_text(result.embeddings)}: (T tokens, C = d_model)"
+        panels = (Panel("E: token embeddings", inputs.embeddings, inputs.query_labels, dim_labels(c), "embedding"),)
+        shapes = f"E {shape_text(inputs.embeddings)}: (T tokens, C = d_model)"
         formula = r"E \in \mathbb{R}^{T \times C}"
     return Step("input", "Token embeddings E", why, formula, shapes, panels)
 
 
-def _positional_step(result: RunResult) -> Step:
+def _positional_step(inputs: StepInputs) -> Step:
     title = "Add positional encoding"
     why = "Attention itself ignores word order; adding a position signal lets 'the' at 0 differ from 'the' at 4."
-    if result.positional is None:
+    if inputs.positional is None:
         note = "**Positional encoding is off**, so X = E (turn it on in the sidebar under *Inputs*)."
-        if result.config.init in PRESET_INITS:
+        if inputs.hand_built:
             note = "**Positional encoding is off**: the hand-built heads write each token's position into dims 0-1 of E."
         return Step("positional", title, "", "", "", note=note)  # one line, nothing else to show
-    c = result.x_q.shape[1]
+    c = inputs.x_q.shape[1]
     formula = r"X = E + P,\quad P_{t,2i} = \sin\!\big(t / 10000^{2i/C}\big),\ P_{t,2i+1} = \cos\!\big(t / 10000^{2i/C}\big)"
     panels = [
-        Panel("P: positional encoding", result.positional, result.query_labels, dim_labels(c), "P"),
-        Panel("X = E + P", result.x_q, result.query_labels, dim_labels(c), "x"),
+        Panel("P: positional encoding", inputs.positional, inputs.query_labels, dim_labels(c), "P"),
+        Panel("X = E + P", inputs.x_q, inputs.query_labels, dim_labels(c), "x"),
     ]
-    shapes = f"{shape_text(result.embeddings)} + {shape_text(result.positional)} -> {shape_text(result.x_q)}"
-    if result.config.is_cross:
-        panels.append(Panel("X_kv = E_kv + P", result.x_kv, result.key_labels, dim_labels(c), "x"))
-        shapes += f"; keys/values: {shape_text(result.key_embeddings)} + P -> {shape_text(result.x_kv)}"
+    shapes = f"{shape_text(inputs.embeddings)} + {shape_text(inputs.positional)} -> {shape_text(inputs.x_q)}"
+    if inputs.is_cross:
+        panels.append(Panel("X_kv = E_kv + P", inputs.x_kv, inputs.key_labels, dim_labels(c), "x"))
+        shapes += f"; keys/values: {shape_text(inputs.key_embeddings)} + P -> {shape_text(inputs.x_kv)}"
     return Step("positional", title, why, formula, shapes, tuple(panels))
 
 
@@ -198,11 +239,11 @@ def _too_big_note(w: np.ndarray) -> str:
     return f"The weight matrices are {w.shape[0]}×{w.shape[1]}: too big to draw whole, so only the head's slice is shown."
 
 
-def _projection_step(result: RunResult, head: int) -> Step:
-    w, trace, config = result.weights, result.trace, result.config
+def _projection_step(inputs: StepInputs, head: int) -> Step:
+    w, trace = inputs.weights, inputs.trace
     hs = trace.q.shape[-1]
     block = head_block(head, hs)
-    x_q, x_kv = (r"X_q", r"X_{kv}") if config.is_cross else ("X", "X")
+    x_q, x_kv = (r"X_q", r"X_{kv}") if inputs.is_cross else ("X", "X")
     b = {name: (f" + b_{name}" if getattr(w, f"b_{name.lower()}") is not None else "") for name in "QKV"}
     formula = rf"Q = {x_q} W_Q{b['Q']},\quad K = {x_kv} W_K{b['K']},\quad V = {x_kv} W_V{b['V']}"
     q, k, v = merge_heads(trace.q), merge_heads(trace.k), merge_heads(trace.v)  # (Tq, nh*hs), (Tk, ..), (Tk, ..)
@@ -211,11 +252,11 @@ def _projection_step(result: RunResult, head: int) -> Step:
         weight_panel("W_Q", w.w_q, columns=block),
         weight_panel("W_K", w.w_k, columns=block),
         weight_panel("W_V", w.w_v, columns=hv_block),
-        Panel("Q (queries)", q, result.query_labels, dim_labels(q.shape[1]), "q", block=block),
-        Panel("K (keys)", k, result.key_labels, dim_labels(k.shape[1]), "k", block=block),
-        Panel("V (values)", v, result.key_labels, dim_labels(v.shape[1]), "v", block=hv_block),
+        Panel("Q (queries)", q, inputs.query_labels, dim_labels(q.shape[1]), "q", block=block),
+        Panel("K (keys)", k, inputs.key_labels, dim_labels(k.shape[1]), "k", block=block),
+        Panel("V (values)", v, inputs.key_labels, dim_labels(v.shape[1]), "v", block=hv_block),
     )
-    shapes = f"Q: {matmul_shapes(result.x_q, w.w_q)};  K, V: {matmul_shapes(result.x_kv, w.w_k)}"
+    shapes = f"Q: {matmul_shapes(inputs.x_q, w.w_q)};  K, V: {matmul_shapes(inputs.x_kv, w.w_k)}"
     why = (
         "Three learned matrices turn every token into a **query** (what it looks for), a **key** (what it offers "
         f"to be found by) and a **value** (what it passes on). The outlined columns are head {head}'s."
@@ -225,14 +266,14 @@ def _projection_step(result: RunResult, head: int) -> Step:
     return Step("qkv", "Project to queries, keys and values", why, formula, shapes, panels, _too_big_note(w.w_q))
 
 
-def _split_step(result: RunResult, head: int) -> Step:
-    trace = result.trace
+def _split_step(inputs: StepInputs, head: int) -> Step:
+    trace = inputs.trace
     nh, tq, hs = trace.q.shape
     start, stop = head_block(head, hs)
     panels = (
-        Panel(f"Q_{head}", trace.q[head], result.query_labels, dim_labels(hs, start), "q"),
-        Panel(f"K_{head}", trace.k[head], result.key_labels, dim_labels(hs, start), "k"),
-        Panel(f"V_{head}", trace.v[head], result.key_labels, dim_labels(trace.v.shape[-1], start), "v"),
+        Panel(f"Q_{head}", trace.q[head], inputs.query_labels, dim_labels(hs, start), "q"),
+        Panel(f"K_{head}", trace.k[head], inputs.key_labels, dim_labels(hs, start), "k"),
+        Panel(f"V_{head}", trace.v[head], inputs.key_labels, dim_labels(trace.v.shape[-1], start), "v"),
     )
     shapes = (
         f"{shape_text(merge_heads(trace.q))} -> {shape_text(trace.q)} = (nh, T, hs); "
@@ -246,10 +287,10 @@ def _split_step(result: RunResult, head: int) -> Step:
     return Step("split", "Split into heads", why, formula, shapes, panels)
 
 
-def _scores_step(result: RunResult, head: int, cell) -> Step:
-    trace = result.trace
+def _scores_step(inputs: StepInputs, head: int, cell) -> Step:
+    trace = inputs.trace
     panels = (
-        Panel(f"S_{head} = Q_{head} K_{head}ᵀ (raw scores)", trace.scores[head], result.query_labels, result.key_labels,
+        Panel(f"S_{head} = Q_{head} K_{head}ᵀ (raw scores)", trace.scores[head], inputs.query_labels, inputs.key_labels,
               "raw score q·k", cell=cell, axis_titles=QK_AXES),
     )
     why = "Row i, column j is the dot product of query i with key j: large when the two vectors point the same way."
@@ -258,23 +299,23 @@ def _scores_step(result: RunResult, head: int, cell) -> Step:
     return Step("scores", "Scores QKᵀ", why, formula, shapes, panels)
 
 
-def scale_latex(result: RunResult) -> str:
+def scale_latex(inputs: StepInputs) -> str:
     """The scale rule with the numbers put in, e.g. '\\frac{1}{\\sqrt{d_k}} = \\frac{1}{\\sqrt{4}} = 0.5000'."""
-    config, scale = result.config, result.trace.scale
-    rule = config.scale_rule
+    scale = inputs.trace.scale
+    rule = inputs.scale_rule
     if rule == "sqrt_dk":
-        put_in = rf"\frac{{1}}{{\sqrt{{{result.trace.q.shape[-1]}}}}}"
+        put_in = rf"\frac{{1}}{{\sqrt{{{inputs.trace.q.shape[-1]}}}}}"
     elif rule == "sqrt_t":
-        put_in = rf"\frac{{1}}{{\sqrt{{{result.trace.k.shape[1]}}}}}"
+        put_in = rf"\frac{{1}}{{\sqrt{{{inputs.trace.k.shape[1]}}}}}"
     elif rule == "temperature":
-        put_in = rf"\frac{{1}}{{{config.temperature:g}}}"
+        put_in = rf"\frac{{1}}{{{inputs.temperature:g}}}"
     else:
         return "1"
-    return f"{SCALE_RULE_LATEX[rule]} = {put_in} = {_num(scale)}"
+    return f"{SCALE_RULE_LATEX[rule]} = {put_in} = {latex_number(scale)}"
 
 
-def _scale_step(result: RunResult, head: int, cell) -> Step:
-    trace = result.trace
+def _scale_step(inputs: StepInputs, head: int, cell) -> Step:
+    trace = inputs.trace
     scaled = trace.scores[head] * trace.scale  # (Tq, Tk) before the mask
     why = {
         "sqrt_dk": "A dot product of d_k random terms grows like √d_k; dividing by √d_k keeps the logits near 1 "
@@ -282,37 +323,37 @@ def _scale_step(result: RunResult, head: int, cell) -> Step:
         "sqrt_t": "Scaled by 1/√T (the number of keys), as seed 001 does: not the standard rule.",
         "none": "No scaling: with larger head sizes the softmax saturates and each row becomes nearly one-hot.",
         "temperature": "Dividing by a temperature: above 1 flattens the softmax, below 1 sharpens it.",
-    }[result.config.scale_rule]
+    }[inputs.scale_rule]
     panels = (
-        Panel(f"S_{head} × scale", scaled, result.query_labels, result.key_labels, "scaled score", cell=cell, axis_titles=QK_AXES),
+        Panel(f"S_{head} × scale", scaled, inputs.query_labels, inputs.key_labels, "scaled score", cell=cell, axis_titles=QK_AXES),
     )
-    formula = rf"L = S \times s,\qquad s = {scale_latex(result)}"
+    formula = rf"L = S \times s,\qquad s = {scale_latex(inputs)}"
     shapes = f"{shape_text(scaled)} × scalar -> {shape_text(scaled)}"
     return Step("scale", "Scale", why, formula, shapes, panels)
 
 
-def _mask_step(result: RunResult, head: int, cell) -> Step:
-    trace = result.trace
+def _mask_step(inputs: StepInputs, head: int, cell) -> Step:
+    trace = inputs.trace
     formula = r"L_{ij} = \begin{cases} S_{ij}\, s & \text{if } M_{ij} \text{ (may attend)} \\ -\infty & \text{otherwise} \end{cases}"
-    if result.mask is None:
+    if inputs.mask is None:
         note = "**No mask**: every query may attend to every key, so the scaled scores go to the softmax unchanged."
         return Step("mask", "Mask", "A mask forbids some (query, key) pairs.", formula, shape_text(trace.logits[head]), note=note)
-    blocked = int((~result.mask).sum())
+    blocked = int((~inputs.mask).sum())
     full = int(trace.fully_masked[head].sum())
-    note = f"{blocked} of {result.mask.size} cells are masked."
+    note = f"{blocked} of {inputs.mask.size} cells are masked."
     if full:
         note += f" **{full} row(s) have every key masked** (see the softmax step)."
     panels = (
-        Panel("M: mask (1 = may attend)", result.mask.astype(np.float64), result.query_labels, result.key_labels,
+        Panel("M: mask (1 = may attend)", inputs.mask.astype(np.float64), inputs.query_labels, inputs.key_labels,
               "may attend", kind="mask", cell=cell, axis_titles=QK_AXES),
-        Panel(f"L_{head}: logits, masked cells blank", trace.logits[head], result.query_labels, result.key_labels,
+        Panel(f"L_{head}: logits, masked cells blank", trace.logits[head], inputs.query_labels, inputs.key_labels,
               "logit", cell=cell, axis_titles=QK_AXES),
     )
     why = (
-        f"Mask '{result.config.mask}': a masked cell's logit becomes −∞, so after the softmax its weight is exactly 0 "
+        f"Mask '{inputs.mask_name}': a masked cell's logit becomes −∞, so after the softmax its weight is exactly 0 "
         "and the other keys of the row share all the weight."
     )
-    shapes = f"M {shape_text(result.mask)} (True = may attend) applied to L {shape_text(trace.logits[head])}"
+    shapes = f"M {shape_text(inputs.mask)} (True = may attend) applied to L {shape_text(trace.logits[head])}"
     return Step("mask", "Mask", why, formula, shapes, panels, note)
 
 
@@ -326,11 +367,11 @@ FULLY_MASKED_POLICY = (
 )
 
 
-def _softmax_step(result: RunResult, head: int, cell) -> Step:
-    trace = result.trace
+def _softmax_step(inputs: StepInputs, head: int, cell) -> Step:
+    trace = inputs.trace
     panels = (
-        Panel(f"A_{head} = softmax(L_{head}) (attention weights)", trace.weights[head], result.query_labels,
-              result.key_labels, "weight", kind="weights", cell=cell, axis_titles=QK_AXES),
+        Panel(f"A_{head} = softmax(L_{head}) (attention weights)", trace.weights[head], inputs.query_labels,
+              inputs.key_labels, "weight", kind="weights", cell=cell, axis_titles=QK_AXES),
     )
     why = (
         "Each row is turned into weights that are ≥ 0 and **sum to 1**: how query i shares its attention among "
@@ -341,23 +382,23 @@ def _softmax_step(result: RunResult, head: int, cell) -> Step:
     return Step("softmax", "Softmax, row by row", why, formula, shapes, panels)
 
 
-def row_sums_table(result: RunResult, head: int) -> pd.DataFrame:
+def row_sums_table(inputs: StepInputs, head: int) -> pd.DataFrame:
     """One row per query: the sum of its weights (1, or 0 when every key is masked) and the flag."""
-    trace = result.trace
+    trace = inputs.trace
     return pd.DataFrame(
         {
             "sum": trace.weights[head].sum(axis=-1),
             "all masked": trace.fully_masked[head],
         },
-        index=pd.Index(result.query_labels, name="query"),
+        index=pd.Index(inputs.query_labels, name="query"),
     )
 
 
-def _mix_step(result: RunResult, head: int) -> Step:
-    trace = result.trace
+def _mix_step(inputs: StepInputs, head: int) -> Step:
+    trace = inputs.trace
     hv = trace.v.shape[-1]
     panels = (
-        Panel(f"head_{head} = A_{head} V_{head}", trace.heads[head], result.query_labels,
+        Panel(f"head_{head} = A_{head} V_{head}", trace.heads[head], inputs.query_labels,
               dim_labels(hv, head * hv), "head output"),
     )
     why = "Each query's output is the weighted average of the value rows, with its attention weights as the weights."
@@ -365,11 +406,11 @@ def _mix_step(result: RunResult, head: int) -> Step:
     return Step("mix", "Weighted sum of values A·V", why, formula, matmul_shapes(trace.weights[head], trace.v[head]), panels)
 
 
-def _concat_step(result: RunResult, head: int) -> Step:
-    trace = result.trace
+def _concat_step(inputs: StepInputs, head: int) -> Step:
+    trace = inputs.trace
     hv = trace.v.shape[-1]
     panels = (
-        Panel("concat of all heads", trace.concat, result.query_labels, dim_labels(trace.concat.shape[1]),
+        Panel("concat of all heads", trace.concat, inputs.query_labels, dim_labels(trace.concat.shape[1]),
               "concat", block=head_block(head, hv)),
     )
     nh = trace.n_heads
@@ -379,8 +420,8 @@ def _concat_step(result: RunResult, head: int) -> Step:
     return Step("concat", "Concatenate the heads", why, formula, shapes, panels)
 
 
-def _output_step(result: RunResult, head: int) -> Step:
-    trace, w = result.trace, result.weights
+def _output_step(inputs: StepInputs, head: int) -> Step:
+    trace, w = inputs.trace, inputs.weights
     title = "Output projection W_O"
     if w.w_o is None:
         note = "**W_O is off**: the output is the concatenation itself, Y = concat, and the heads never mix."
@@ -389,7 +430,7 @@ def _output_step(result: RunResult, head: int) -> Step:
     hv = trace.v.shape[-1]
     panels = (
         weight_panel("W_O", w.w_o, rows=head_block(head, hv)),
-        Panel("Y: output", trace.output, result.query_labels, dim_labels(trace.output.shape[1]), "output"),
+        Panel("Y: output", trace.output, inputs.query_labels, dim_labels(trace.output.shape[1]), "output"),
     )
     start, stop = head_block(head, hv)
     why = (
@@ -451,217 +492,6 @@ def panel_table(panel: Panel) -> pd.DataFrame:
         return pd.DataFrame(panel.matrix.astype(bool), index=panel.row_labels, columns=panel.col_labels)
     values = np.where(np.isneginf(panel.matrix), np.nan, panel.matrix)  # (R, K)
     return pd.DataFrame(values, index=panel.row_labels, columns=panel.col_labels)
-
-
-# ---- the drill-down: one score, one cell ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DrillDown:
-    """How one cell (query i, key j) of one head is computed, recomputed here from q_i and k_j."""
-
-    head: int
-    i: int
-    j: int
-    query_label: str
-    key_label: str
-    key_labels: list[str]
-    dims: list[str]  # the head's feature columns
-    q_i: np.ndarray  # (hs,)
-    k_j: np.ndarray  # (hs,)
-    products: np.ndarray  # (hs,) q_i * k_j
-    score: float  # sum of the products
-    engine_score: float  # trace.scores[head, i, j], for comparison
-    scale: float
-    allowed: bool  # the mask lets query i attend to key j
-    row_logits: np.ndarray  # (Tk,) query i's scaled scores, -inf where masked
-    row_max: float  # max of the allowed logits (0 when the row is fully masked)
-    row_exp: np.ndarray  # (Tk,) exp(logit - max), 0 where masked
-    row_weights: np.ndarray  # (Tk,) softmax of the row (all 0 when fully masked)
-    fully_masked: bool
-
-    @property
-    def logit(self) -> float:
-        return float(self.row_logits[self.j])
-
-    @property
-    def weight(self) -> float:
-        return float(self.row_weights[self.j])
-
-
-def drill_down(result: RunResult, head: int, i: int, j: int) -> DrillDown:
-    """Recompute cell (i, j) of head ``head`` by hand: dot product, scale, mask, softmax of row i."""
-    trace = result.trace
-    nh, tq, hs = trace.q.shape
-    tk = trace.k.shape[1]
-    for name, value, size in (("head", head, nh), ("query", i, tq), ("key", j, tk)):
-        if not 0 <= value < size:
-            raise ValueError(f"{name} {value} does not exist: choose 0 to {size - 1}")
-    q_i = trace.q[head, i]  # (hs,)
-    k_j = trace.k[head, j]  # (hs,)
-    products = q_i * k_j  # (hs,)
-    allowed_row = np.ones(tk, dtype=bool) if result.mask is None else np.asarray(result.mask[i], dtype=bool)  # (Tk,)
-    row_scores = np.array([np.sum(q_i * trace.k[head, s]) for s in range(tk)])  # (Tk,) one dot product per key
-    row_logits = np.where(allowed_row, row_scores * trace.scale, -np.inf)  # (Tk,)
-    fully = not allowed_row.any()
-    row_max = 0.0 if fully else float(row_logits[allowed_row].max())
-    row_exp = np.exp(row_logits - row_max)  # (Tk,) exp(-inf) = 0 where masked
-    total = row_exp.sum()
-    row_weights = row_exp / total if total > 0 else np.zeros(tk)  # (Tk,)
-    start = head * hs
-    return DrillDown(
-        head=head,
-        i=i,
-        j=j,
-        query_label=result.query_labels[i],
-        key_label=result.key_labels[j],
-        key_labels=list(result.key_labels),
-        dims=dim_labels(hs, start),
-        q_i=q_i,
-        k_j=k_j,
-        products=products,
-        score=float(np.sum(products)),
-        engine_score=float(trace.scores[head, i, j]),
-        scale=float(trace.scale),
-        allowed=bool(allowed_row[j]),
-        row_logits=row_logits,
-        row_max=row_max,
-        row_exp=row_exp,
-        row_weights=row_weights,
-        fully_masked=fully,
-    )
-
-
-SUM_ROW = "sum of the products = score"
-
-
-def products_table(drill: DrillDown) -> pd.DataFrame:
-    """q_i, k_j and their elementwise product, one row per dimension of the head."""
-    return pd.DataFrame(
-        {"q_i": drill.q_i, "k_j": drill.k_j, "q_i × k_j": drill.products},
-        index=pd.Index(drill.dims, name="dim"),
-    )
-
-
-def score_table(drill: DrillDown) -> pd.DataFrame:
-    """The numbers from the products to the logit, each on its own row."""
-    values = {
-        SUM_ROW: drill.score,
-        "engine's S[i, j] (should be equal)": drill.engine_score,
-        "scale s": drill.scale,
-        "score × s": drill.score * drill.scale,
-        "logit after the mask": drill.logit,
-    }
-    return pd.DataFrame({"value": list(values.values())}, index=pd.Index(list(values), name="quantity"))
-
-
-def softmax_row_table(drill: DrillDown) -> pd.DataFrame:
-    """Query i's row through the softmax: logit, logit − max, exp, weight; the chosen key marked."""
-    return pd.DataFrame(
-        {
-            "logit": drill.row_logits,
-            "logit − max": drill.row_logits - drill.row_max,
-            "exp(logit − max)": drill.row_exp,
-            "weight": drill.row_weights,
-            "chosen": ["◀ key j" if s == drill.j else "" for s in range(len(drill.key_labels))],
-        },
-        index=pd.Index(drill.key_labels, name="key"),
-    )
-
-
-def highlight_key(frame: pd.DataFrame, label: str, colour: str = "rgba(255, 0, 255, 0.25)"):
-    """A Styler that shades the row ``label`` (the chosen key) of a softmax-row table."""
-    def shade(row: pd.Series) -> list[str]:
-        return [f"background-color: {colour}; font-weight: bold" if row.name == label else "" for _ in row]
-
-    return frame.style.apply(shade, axis=1).format(precision=4)
-
-
-def dot_product_latex(drill: DrillDown) -> str:
-    """S_ij written out term by term with the numbers, two terms a line (abbreviated when the head is wide)."""
-    terms = [f"{_paren(a)} \\times {_paren(b)}" for a, b in zip(drill.q_i, drill.k_j, strict=True)]
-    if len(terms) > MAX_LATEX_TERMS:
-        hidden = len(terms) - MAX_LATEX_TERMS
-        terms = terms[: MAX_LATEX_TERMS - 1] + [rf"\dots\ ({hidden}\text{{ more terms}})", terms[-1]]
-    lines = [" + ".join(terms[k : k + 2]) for k in range(0, len(terms), 2)]
-    ij = f"{drill.i},{drill.j}"
-    body = r" \\ &\quad + ".join(lines)
-    return (
-        rf"\begin{{aligned}} S_{{{ij}}} &= q_{{{drill.i}}} \cdot k_{{{drill.j}}} = \textstyle\sum_d q_{{{drill.i},d}}\, k_{{{drill.j},d}} \\ "
-        rf"&= {body} \\ &= {_num(drill.score)} \end{{aligned}}"
-    )
-
-
-def logit_latex(drill: DrillDown) -> str:
-    """The scaling and the mask with the numbers put in."""
-    ij = f"{drill.i},{drill.j}"
-    scaled = rf"{_num(drill.score)} \times {_num(drill.scale)} = {_num(drill.score * drill.scale)}"
-    if drill.allowed:
-        return rf"L_{{{ij}}} = S_{{{ij}}} \times s = {scaled} \quad (\text{{allowed by the mask}})"
-    return rf"L_{{{ij}}} = -\infty \quad (\text{{masked; without the mask it would be }} {scaled})"
-
-
-def softmax_latex(drill: DrillDown) -> str:
-    """The chosen cell's softmax with the numbers put in."""
-    i, ij = drill.i, f"{drill.i},{drill.j}"
-    if drill.fully_masked:
-        return rf"A_{{{ij}}} = 0 \quad (\text{{row {i} has every key masked: zeros by our policy}})"
-    total = float(drill.row_exp.sum())
-    if not drill.allowed:
-        return rf"A_{{{ij}}} = \frac{{e^{{-\infty}}}}{{{_num(total)}}} = 0"
-    return (
-        rf"A_{{{ij}}} = \frac{{e^{{L_{{{ij}}} - m_{{{i}}}}}}}{{\sum_k e^{{L_{{{i},k}} - m_{{{i}}}}}}}"
-        rf" = \frac{{e^{{{_num(drill.logit)} - {_paren(drill.row_max)}}}}}{{{_num(total)}}}"
-        rf" = \frac{{{_num(float(drill.row_exp[drill.j]))}}}{{{_num(total)}}} = {_num(drill.weight)}"
-    )
-
-
-# ---- predict, then reveal ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PredictionCheck:
-    """The verdict on a guess of the largest weight in one row."""
-
-    correct: bool
-    best: tuple[int, ...]  # every key tied for the largest weight (empty for a fully masked row)
-    guess: int
-    guess_weight: float
-    best_weight: float
-
-
-def check_prediction(weights_row: np.ndarray, guess: int, *, fully_masked: bool = False,
-                     tol: float = TIE_TOLERANCE) -> PredictionCheck:
-    """Was ``guess`` the key with the largest weight in this row? Ties within ``tol`` all count as right.
-
-    A fully masked row has all weights 0 by our policy: no key is largest, so no guess is right.
-    """
-    row = np.asarray(weights_row, dtype=np.float64)  # (Tk,)
-    if row.ndim != 1 or row.size == 0:
-        raise ValueError(f"a row of weights must be a non-empty 1-D array, got shape {row.shape}")
-    if not 0 <= guess < row.size:
-        raise ValueError(f"guess {guess} is not a key of this row: choose 0 to {row.size - 1}")
-    peak = float(row.max())
-    if fully_masked or peak <= 0:
-        return PredictionCheck(False, (), guess, float(row[guess]), peak)
-    best = tuple(int(s) for s in np.flatnonzero(row >= peak - tol))
-    return PredictionCheck(guess in best, best, guess, float(row[guess]), peak)
-
-
-def prediction_message(check: PredictionCheck, query_label: str, key_labels: list[str]) -> str:
-    """One or two sentences (Markdown) saying whether the guess was right and what the right answer was."""
-    row = literal(query_label)
-    guessed = f"{literal(key_labels[check.guess])} (weight {check.guess_weight:.4f})"
-    if not check.best:
-        return f"Row {row} has every key masked: all its weights are 0 by our policy, so no key is largest."
-    names = literals(key_labels[s] for s in check.best)
-    if check.correct:
-        tie = f" It is tied with {len(check.best) - 1} other key(s): {names}." if len(check.best) > 1 else ""
-        return f"**Right!** In row {row} the largest weight goes to {guessed}.{tie}"
-    return (
-        f"**Not this time.** You chose {guessed}; the largest weight in row {row} goes to {names} "
-        f"(weight {check.best_weight:.4f})."
-    )
 
 
 # ---- the About page ------------------------------------------------------------------------
