@@ -92,3 +92,67 @@ def test_stacked_csv_reads_back_with_its_two_level_index():
     frame = tables.stacked_frame(result.trace.weights, titles, result.query_labels, result.key_labels)
     back = pd.read_csv(io.BytesIO(export.csv_bytes(frame)), index_col=[0, 1])
     np.testing.assert_allclose(back.loc["head 1"].to_numpy(), result.trace.weights[1], rtol=1e-8)
+
+
+# ---- every exported name against the engine array it must hold -------------------------------
+
+# name in the download -> the RunResult attribute it must equal (never read through ui.export)
+EXPORTED = {
+    "embeddings": lambda r: r.embeddings,
+    "key_embeddings": lambda r: r.key_embeddings,
+    "positional": lambda r: r.positional,
+    "x_q": lambda r: r.x_q,
+    "x_kv": lambda r: r.x_kv,
+    "w_q": lambda r: r.weights.w_q,
+    "w_k": lambda r: r.weights.w_k,
+    "w_v": lambda r: r.weights.w_v,
+    "w_o": lambda r: r.weights.w_o,
+    "b_q": lambda r: r.weights.b_q,
+    "b_k": lambda r: r.weights.b_k,
+    "b_v": lambda r: r.weights.b_v,
+    "b_o": lambda r: r.weights.b_o,
+    "mask": lambda r: r.mask,
+    "q": lambda r: r.trace.q,
+    "k": lambda r: r.trace.k,
+    "v": lambda r: r.trace.v,
+    "scores": lambda r: r.trace.scores,
+    "logits": lambda r: r.trace.logits,
+    "weights": lambda r: r.trace.weights,
+    "heads": lambda r: r.trace.heads,
+    "concat": lambda r: r.trace.concat,
+    "output": lambda r: r.trace.output,
+    "fully_masked": lambda r: r.trace.fully_masked,
+    "scale": lambda r: r.trace.scale,
+    "query_labels": lambda r: r.query_labels,
+    "key_labels": lambda r: r.key_labels,
+}
+
+
+def expected_exports(result) -> dict[str, np.ndarray]:
+    """Every name of the table whose attribute is set on this run, with the array it must hold."""
+    found = {name: attribute(result) for name, attribute in EXPORTED.items()}
+    return {name: np.asarray(value) for name, value in found.items() if value is not None}
+
+
+def test_every_name_in_the_npz_holds_the_run_result_attribute_of_that_name(result):
+    loaded = np.load(io.BytesIO(export.npz_bytes(result)), allow_pickle=False)
+    expected = expected_exports(result)
+    assert set(loaded.files) == set(expected), "an exported name is missing from the table, or the reverse"
+    for name, array in expected.items():
+        assert loaded[name].shape == array.shape, name
+        np.testing.assert_array_equal(loaded[name], array, err_msg=name)
+
+
+def test_every_name_in_the_json_holds_the_run_result_attribute_of_that_name(result):
+    document = json.loads(export.json_bytes(result))
+    expected = expected_exports(result)
+    labels = {"query_labels", "key_labels"}
+    assert set(document["arrays"]) == set(expected) - labels
+    for name in labels:
+        assert document[name] == list(expected[name]), name
+    for name, array in expected.items():
+        if name in labels:
+            continue
+        stored = np.array(document["arrays"][name], dtype=object)
+        stored = np.where(np.equal(stored, None), -np.inf, stored).astype(array.dtype)  # null is a masked -inf
+        np.testing.assert_array_equal(stored, array, err_msg=name)

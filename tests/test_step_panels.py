@@ -1,0 +1,102 @@
+"""Every panel of every step of Step by step shows the engine array it claims to show.
+
+The table below says, for each step, which array of the ``RunResult`` / ``AttentionTrace`` each
+panel (found by the start of its title) must equal. The expectations are read from the engine's
+run, never from the step builders; and every panel a step draws must be in the table, so a new
+panel cannot slip through unchecked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mha_core.config import MHAConfig, run
+from ui.steps import build_steps, step_inputs
+
+
+def side_by_side(per_head: np.ndarray) -> np.ndarray:
+    """(nh, T, hs) -> (T, nh*hs): the heads' blocks next to each other, head 0 first (written out here)."""
+    return np.concatenate([per_head[h] for h in range(per_head.shape[0])], axis=1)
+
+
+# step slug -> {start of a panel's title: the engine array it shows}, for head h of run r
+EXPECTED = {
+    "input": lambda r, h: {
+        "E: token embeddings": r.embeddings,
+        "E_q: query sentence": r.embeddings,
+        "E_kv: key/value sentence": r.key_embeddings,
+    },
+    "positional": lambda r, h: {"P: positional encoding": r.positional, "X = E + P": r.x_q, "X_kv = E_kv + P": r.x_kv},
+    "qkv": lambda r, h: {
+        "W_Q": r.weights.w_q,
+        "W_K": r.weights.w_k,
+        "W_V": r.weights.w_v,
+        "Q (queries)": side_by_side(r.trace.q),
+        "K (keys)": side_by_side(r.trace.k),
+        "V (values)": side_by_side(r.trace.v),
+    },
+    "split": lambda r, h: {f"Q_{h}": r.trace.q[h], f"K_{h}": r.trace.k[h], f"V_{h}": r.trace.v[h]},
+    "scores": lambda r, h: {f"S_{h} = ": r.trace.scores[h]},
+    "scale": lambda r, h: {f"S_{h} × scale": r.trace.scores[h] * r.trace.scale},
+    "mask": lambda r, h: {"M: mask": r.mask, f"L_{h}: logits": r.trace.logits[h]},
+    "softmax": lambda r, h: {f"A_{h} = softmax": r.trace.weights[h]},
+    "mix": lambda r, h: {f"head_{h} = A_{h} V_{h}": r.trace.heads[h]},
+    "concat": lambda r, h: {"concat of all heads": r.trace.concat},
+    "output": lambda r, h: {"W_O": r.weights.w_o, "Y: output": r.trace.output},
+}
+
+CONFIGS = {
+    "default": MHAConfig(),
+    "cross, positions, bias": MHAConfig(kv_tokens=("a", "dog", "ran"), positional_encoding=True, bias=True),
+    "causal, no W_O": MHAConfig(d_model=12, n_heads=3, mask="causal", output_projection=False),
+    "padding, fully masked, temperature": MHAConfig(
+        kv_tokens=("x", "y"), mask="padding", valid_len=0, scale_rule="temperature", temperature=3.0
+    ),
+    "window, sqrt(T)": MHAConfig(mask="window", window=1, scale_rule="sqrt_t", seed=4),
+    "hand-built previous-token head": MHAConfig(init="previous"),
+}
+
+
+def claimed_array(expected: dict, title: str) -> np.ndarray:
+    matches = [name for name in expected if title.startswith(name)]
+    assert len(matches) == 1, f"panel {title!r} matches {matches} in the table: add it, or make the titles distinct"
+    return expected[matches[0]]
+
+
+@pytest.mark.parametrize("config", list(CONFIGS.values()), ids=list(CONFIGS))
+def test_every_panel_shows_the_engine_array_it_claims(config):
+    result = run(config)
+    for head in range(config.n_heads):
+        steps = build_steps(step_inputs(result), head)
+        assert [s.slug for s in steps] == list(EXPECTED)
+        for step in steps:
+            expected = EXPECTED[step.slug](result, head)
+            for panel in step.panels:
+                array = claimed_array(expected, panel.title)
+                assert array is not None, f"{step.slug}: {panel.title!r} is drawn but the run has no such array"
+                np.testing.assert_array_equal(panel.matrix, np.asarray(array, dtype=panel.matrix.dtype),
+                                              err_msg=f"{step.slug}: {panel.title}, head {head}")
+
+
+@pytest.mark.parametrize("config", list(CONFIGS.values()), ids=list(CONFIGS))
+def test_the_scale_panel_is_the_engines_logits_wherever_the_mask_allows(config):
+    """The scaled scores are the logits before the mask: equal to trace.logits on every allowed cell."""
+    result = run(config)
+    trace = result.trace
+    for head in range(config.n_heads):
+        scale = next(s for s in build_steps(step_inputs(result), head) if s.slug == "scale").panels[0]
+        allowed = np.isfinite(trace.logits[head])
+        np.testing.assert_array_equal(scale.matrix[allowed], trace.logits[head][allowed])
+
+
+def test_every_step_draws_the_panels_its_configuration_calls_for():
+    """Switched-off steps draw nothing, so the table is not satisfied by empty steps."""
+    drawn = {
+        name: {s.slug: len(s.panels) for s in build_steps(step_inputs(run(config)), 0)}
+        for name, config in CONFIGS.items()
+    }
+    assert drawn["default"] == {"input": 1, "positional": 0, "qkv": 6, "split": 3, "scores": 1, "scale": 1,
+                                "mask": 0, "softmax": 1, "mix": 1, "concat": 1, "output": 2}
+    assert drawn["cross, positions, bias"]["input"] == 2 and drawn["cross, positions, bias"]["positional"] == 3
+    assert drawn["causal, no W_O"]["mask"] == 2 and drawn["causal, no W_O"]["output"] == 0
