@@ -100,3 +100,40 @@ def test_every_step_draws_the_panels_its_configuration_calls_for():
                                 "mask": 0, "softmax": 1, "mix": 1, "concat": 1, "output": 2}
     assert drawn["cross, positions, bias"]["input"] == 2 and drawn["cross, positions, bias"]["positional"] == 3
     assert drawn["causal, no W_O"]["mask"] == 2 and drawn["causal, no W_O"]["output"] == 0
+
+
+# ---- the Real model page: the same steps on one layer of the checkpoint ----------------------
+
+
+def head_slice(array: np.ndarray, shown: np.ndarray, head: int) -> np.ndarray:
+    """The part of ``array`` a panel too large to send shows: the head's columns, else the head's rows."""
+    width = shown.shape[1] if shown.shape[0] == array.shape[0] else shown.shape[0]
+    start, stop = head * width, (head + 1) * width
+    return array[:, start:stop] if shown.shape[0] == array.shape[0] else array[start:stop]
+
+
+def test_every_real_model_panel_shows_the_checkpoints_arrays(model):
+    from types import SimpleNamespace
+
+    from ui import real_model as rm
+
+    run_ = model.forward(rm.DEFAULT_SENTENCE)
+    layer, head = 2, 7
+    layer_run = run_.layers[layer]
+    x = layer_run.input  # (T, C)
+    engine = SimpleNamespace(  # the arrays as the forward pass produced them, named as in a RunResult
+        embeddings=x, key_embeddings=x, positional=None, x_q=x, x_kv=x, mask=None,
+        trace=layer_run.attention, weights=model.layers[layer].attention,
+    )
+    real_only = {
+        "input": {"X": x},
+        "add_norm": {"LayerNorm(X + Y)": layer_run.after_attention, "layer output": layer_run.output},
+    }
+    steps = rm.real_steps(run_, rm.layer_inputs(run_, layer, engine.weights), layer, head)
+    for step in steps:
+        expected = real_only.get(step.slug) or EXPECTED[step.slug](engine, head)
+        for panel in step.panels:
+            array = np.asarray(claimed_array(expected, panel.title))
+            if panel.matrix.shape != array.shape:  # slimmed for the payload: the head's block only
+                array = head_slice(array, panel.matrix, head)
+            np.testing.assert_array_equal(panel.matrix, array, err_msg=f"{step.slug}: {panel.title}")
