@@ -15,11 +15,12 @@ from ui.markdown import literals
 VIEW_LABELS = {"scores": "raw scores q·k", "logits": "scaled + masked logits", "weights": "weights (softmax)"}
 VIEW_CAPTIONS = {
     "weights": "Colour = attention weight: how much of each key's value goes into the query's output. "
-    "Each row sums to 1. A bright cell is a large weight, not an 'important word'.",
+    "Each row sums to 1. A bright cell is a large weight, not an 'important word'. "
+    "Grey cells are masked: weight exactly 0.",
     "logits": "Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
     "Grey cells are masked (−∞): the softmax gives them weight 0.",
     "scores": "Colour = the raw dot product q·k before any scaling or mask, centred on 0. "
-    "Its size grows with the head size d_k — that is why it gets scaled.",
+    "Its size grows with the head size d_k — that is why it gets scaled. Grey cells are masked in the next step.",
 }
 
 
@@ -63,6 +64,11 @@ def download_csv(label: str, frame, file_name: str, key: str) -> None:
     download(label, lambda: export.csv_bytes(frame), file_name, "text/csv", key)
 
 
+def heads_phrase(n_heads: int) -> str:
+    """'1 head', '4 heads'."""
+    return f"{n_heads} head" if n_heads == 1 else f"{n_heads} heads"
+
+
 def heads_section(result, view: str, average: bool) -> None:
     """All heads in one figure (plus the average panel), its caption and its CSV."""
     trace, config = result.trace, result.config
@@ -74,12 +80,19 @@ def heads_section(result, view: str, average: bool) -> None:
     panel_px = int(np.clip(700 / cols, 200, 360))  # about square panels in a ~800 px wide main area
     st.caption(VIEW_CAPTIONS[view])
     fig = figures.attention_grid(
-        matrices, result.query_labels, result.key_labels, kind=view, titles=titles, max_cols=cols, panel_px=panel_px
+        matrices,
+        result.query_labels,
+        result.key_labels,
+        kind=view,
+        titles=titles,
+        max_cols=cols,
+        panel_px=panel_px,
+        mask=result.mask,
     )
     st.plotly_chart(fig, key="heads_grid")
     st.caption(
         f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
-        f"{config.n_heads} heads of size d_k = {config.head_size}; hover a cell for its numbers."
+        f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."
     )
     frame = tables.stacked_frame(matrices, titles, result.query_labels, result.key_labels)
     download_csv(f"{VIEW_LABELS[view]} (CSV)", frame, f"{view}.csv", "dl_grid")
@@ -218,6 +231,7 @@ def presentation(result) -> None:
         fit_height=PRESENT_FIGURE_PX - (80 if average else 0),
         font_size=18 if n_tokens <= 24 else 15,
         square=True,
+        mask=result.mask,
     )
     row = st.container(horizontal=True, gap="large")
     row.plotly_chart(fig, key="heads_grid", width="content")
