@@ -10,9 +10,11 @@ import streamlit as st
 from ui import export, figures, tables
 from ui.compute import compute
 from ui.controls import KEEP, presenting, sidebar
+from ui.device import chart_config, on_phone
 from ui.markdown import literals
 
 VIEW_LABELS = {"scores": "raw scores q·k", "logits": "scaled + masked logits", "weights": "weights (softmax)"}
+SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}  # fit a phone's width
 VIEW_CAPTIONS = {
     "weights": "Colour = attention weight: how much of each key's value goes into the query's output. "
     "Each row sums to 1. A bright cell is a large weight, not an 'important word'. "
@@ -39,7 +41,7 @@ def view_switch(where, labels: dict[str, str], **options) -> str:
 def view_toolbar(average_help: str) -> tuple[str, bool]:
     """The matrix switch (w_view) and the average toggle (w_avg), side by side."""
     left, right = st.columns([3, 2], vertical_alignment="bottom")
-    view = view_switch(left, VIEW_LABELS)
+    view = view_switch(left, SHORT_VIEW_LABELS if on_phone() else VIEW_LABELS)
     average = right.toggle("Add the average of the heads", key="w_avg", persist_state=KEEP, help=average_help)
     return view, average
 
@@ -76,8 +78,8 @@ def heads_section(result, view: str, average: bool) -> None:
     titles = [f"head {h}" for h in range(trace.n_heads)]
     if average:
         matrices, titles = figures.with_average(matrices, titles)
-    cols = min(len(titles), 4)
-    panel_px = int(np.clip(700 / cols, 200, 360))  # about square panels in a ~800 px wide main area
+    cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another
+    panel_px = 220 if on_phone() else int(np.clip(700 / cols, 200, 360))  # about square in the width there is
     st.caption(VIEW_CAPTIONS[view])
     fig = figures.attention_grid(
         matrices,
@@ -89,7 +91,7 @@ def heads_section(result, view: str, average: bool) -> None:
         panel_px=panel_px,
         mask=result.mask,
     )
-    st.plotly_chart(fig, key="heads_grid")
+    st.plotly_chart(fig, key="heads_grid", config=chart_config())
     st.caption(
         f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
         f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."

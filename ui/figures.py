@@ -36,6 +36,7 @@ KIND_LABELS = {"weights": "weight", "logits": "scaled, masked logit", "scores": 
 # How wide a heatmap's cells are drawn when it spans the ~820 px main column of a 1280 px screen,
 # its row labels and colour bar taken off: the column labels are thinned to fit this by default.
 FULL_WIDTH_PX = 700
+MODEBAR_PX = 24  # room above the panel titles for plotly's mode bar, so that it never covers them
 
 
 def plot_text(label: str) -> str:
@@ -180,8 +181,8 @@ def _masked_layer(values: np.ndarray, masked: np.ndarray, kind: str, title: str,
         hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{number}{MASKED_HOVER}<extra>{title}</extra>",
         **axes,
     )
-    if max(masked.shape) <= CROSS_MAX_TOKENS:
-        layer.update(texttemplate="×", textfont=dict(color="white"))
+    if max(masked.shape) <= CROSS_MAX_TOKENS:  # plotly writes a text template into gaps too: text per cell instead
+        layer.update(text=np.where(masked, "×", "").tolist(), texttemplate="%{text}", textfont=dict(color="white"))
     return layer
 
 
@@ -300,8 +301,8 @@ def attention_grid(
         layout["coloraxis"] = _colour_axis(kind, matrices, tick_font, plot_px, colour_range)
     layout.update(
         annotations=annotations,
-        height=plot_px + title_px + label_px,
-        margin=dict(l=10, r=10, t=title_px, b=label_px, pad=0),
+        height=plot_px + title_px + MODEBAR_PX + label_px,
+        margin=dict(l=10, r=10, t=title_px + MODEBAR_PX, b=label_px, pad=0),
         font=dict(size=font_size),
         plot_bgcolor=MASKED_COLOUR,
     )
