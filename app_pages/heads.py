@@ -14,7 +14,7 @@ from ui.device import chart_config, on_phone
 from ui.markdown import literals
 
 VIEW_LABELS = {"scores": "raw scores q·k", "logits": "scaled + masked logits", "weights": "weights (softmax)"}
-SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}  # fit a phone's width
+SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}  # presentation bar, phones
 VIEW_CAPTIONS = {
     "weights": "Colour = attention weight: how much of each key's value goes into the query's output. "
     "Each row sums to 1. A bright cell is a large weight, not an 'important word'. "
@@ -187,20 +187,20 @@ def step_head(delta: int, n_heads: int) -> None:
 
 # The presentation figure's height: what a 1280x720 projector leaves under the header and two bars.
 PRESENT_FIGURE_PX = 520
-SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}
 
 
 def presentation_toolbar(n_heads: int) -> tuple[int, str, bool]:
     """One row: previous / head (``w_head``) / next, the matrix switch and the average toggle."""
     row = st.container(horizontal=True, vertical_alignment="center", gap="small")
-    row.button("◀ Previous", key="head_prev", on_click=step_head, args=(-1, n_heads))
+    # The arrow keys step too, as a presenter's clicker does (it sends Left / Right).
+    row.button("◀ Previous", key="head_prev", on_click=step_head, args=(-1, n_heads), shortcut="Left")
     heads = list(range(n_heads))
     common = dict(key="w_head", persist_state=KEEP, format_func=lambda h: f"head {h}", label_visibility="collapsed")
     if n_heads <= 4:  # a few heads: one button each
         head = row.segmented_control("Head", heads, required=True, **common)
     else:
         head = row.selectbox("Head", heads, width=140, **common)
-    row.button("Next ▶", key="head_next", on_click=step_head, args=(1, n_heads))
+    row.button("Next ▶", key="head_next", on_click=step_head, args=(1, n_heads), shortcut="Right")
     row.space("medium")
     view = view_switch(row, SHORT_VIEW_LABELS, label_visibility="collapsed")
     average = row.toggle(

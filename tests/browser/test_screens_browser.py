@@ -83,3 +83,25 @@ def test_token_text_is_shown_as_typed_in_tick_labels(app_page, app_url):
     wait_for_charts(app_page)
     ticks = app_page.locator(".st-key-heads_grid .ytick text").all_text_contents()
     assert "1:<b>x</b>" in ticks and "2:a<br>b" in ticks, ticks
+
+
+def first_title(page, key: str = "heads_grid") -> str:
+    return live_figure(page, key)["layout"]["annotations"][0]["text"]
+
+
+def test_in_presentation_mode_the_arrow_keys_step_through_the_heads(app_page, app_url):
+    open_app(app_page, app_url, "?present=1&heads=4")
+    wait_for_charts(app_page)
+    assert first_title(app_page) == "head 0 of 4"
+    app_page.locator(".st-key-head_next").wait_for()
+    app_page.keyboard.press("ArrowRight")
+    app_page.wait_for_function(
+        """() => { const el = document.querySelector('.st-key-heads_grid .js-plotly-plot');
+                   return el && el.layout && el.layout.annotations[0].text === 'head 1 of 4'; }"""
+    )
+    app_page.keyboard.press("ArrowLeft")
+    app_page.keyboard.press("ArrowLeft")
+    app_page.wait_for_function(
+        """() => { const el = document.querySelector('.st-key-heads_grid .js-plotly-plot');
+                   return el && el.layout && el.layout.annotations[0].text === 'head 3 of 4'; }"""
+    )
