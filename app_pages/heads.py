@@ -10,16 +10,19 @@ import streamlit as st
 from ui import export, figures, tables
 from ui.compute import compute
 from ui.controls import KEEP, presenting, sidebar
+from ui.device import chart_config, on_phone
 from ui.markdown import literals
 
 VIEW_LABELS = {"scores": "raw scores q·k", "logits": "scaled + masked logits", "weights": "weights (softmax)"}
+SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}  # presentation bar, phones
 VIEW_CAPTIONS = {
     "weights": "Colour = attention weight: how much of each key's value goes into the query's output. "
-    "Each row sums to 1. A bright cell is a large weight, not an 'important word'.",
+    "Each row sums to 1. A bright cell is a large weight, not an 'important word'. "
+    "Grey cells are masked: weight exactly 0.",
     "logits": "Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
     "Grey cells are masked (−∞): the softmax gives them weight 0.",
     "scores": "Colour = the raw dot product q·k before any scaling or mask, centred on 0. "
-    "Its size grows with the head size d_k — that is why it gets scaled.",
+    "Its size grows with the head size d_k — that is why it gets scaled. Grey cells are masked in the next step.",
 }
 
 
@@ -38,7 +41,7 @@ def view_switch(where, labels: dict[str, str], **options) -> str:
 def view_toolbar(average_help: str) -> tuple[str, bool]:
     """The matrix switch (w_view) and the average toggle (w_avg), side by side."""
     left, right = st.columns([3, 2], vertical_alignment="bottom")
-    view = view_switch(left, VIEW_LABELS)
+    view = view_switch(left, SHORT_VIEW_LABELS if on_phone() else VIEW_LABELS)
     average = right.toggle("Add the average of the heads", key="w_avg", persist_state=KEEP, help=average_help)
     return view, average
 
@@ -63,6 +66,11 @@ def download_csv(label: str, frame, file_name: str, key: str) -> None:
     download(label, lambda: export.csv_bytes(frame), file_name, "text/csv", key)
 
 
+def heads_phrase(n_heads: int) -> str:
+    """'1 head', '4 heads'."""
+    return f"{n_heads} head" if n_heads == 1 else f"{n_heads} heads"
+
+
 def heads_section(result, view: str, average: bool) -> None:
     """All heads in one figure (plus the average panel), its caption and its CSV."""
     trace, config = result.trace, result.config
@@ -70,16 +78,23 @@ def heads_section(result, view: str, average: bool) -> None:
     titles = [f"head {h}" for h in range(trace.n_heads)]
     if average:
         matrices, titles = figures.with_average(matrices, titles)
-    cols = min(len(titles), 4)
-    panel_px = int(np.clip(700 / cols, 200, 360))  # about square panels in a ~800 px wide main area
+    cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another
+    panel_px = 220 if on_phone() else int(np.clip(700 / cols, 200, 360))  # about square in the width there is
     st.caption(VIEW_CAPTIONS[view])
     fig = figures.attention_grid(
-        matrices, result.query_labels, result.key_labels, kind=view, titles=titles, max_cols=cols, panel_px=panel_px
+        matrices,
+        result.query_labels,
+        result.key_labels,
+        kind=view,
+        titles=titles,
+        max_cols=cols,
+        panel_px=panel_px,
+        mask=result.mask,
     )
-    st.plotly_chart(fig, key="heads_grid")
+    st.plotly_chart(fig, key="heads_grid", config=chart_config())
     st.caption(
         f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
-        f"{config.n_heads} heads of size d_k = {config.head_size}; hover a cell for its numbers."
+        f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."
     )
     frame = tables.stacked_frame(matrices, titles, result.query_labels, result.key_labels)
     download_csv(f"{VIEW_LABELS[view]} (CSV)", frame, f"{view}.csv", "dl_grid")
@@ -172,20 +187,20 @@ def step_head(delta: int, n_heads: int) -> None:
 
 # The presentation figure's height: what a 1280x720 projector leaves under the header and two bars.
 PRESENT_FIGURE_PX = 520
-SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}
 
 
 def presentation_toolbar(n_heads: int) -> tuple[int, str, bool]:
     """One row: previous / head (``w_head``) / next, the matrix switch and the average toggle."""
     row = st.container(horizontal=True, vertical_alignment="center", gap="small")
-    row.button("◀ Previous", key="head_prev", on_click=step_head, args=(-1, n_heads))
+    # The arrow keys step too, as a presenter's clicker does (it sends Left / Right).
+    row.button("◀ Previous", key="head_prev", on_click=step_head, args=(-1, n_heads), shortcut="Left")
     heads = list(range(n_heads))
     common = dict(key="w_head", persist_state=KEEP, format_func=lambda h: f"head {h}", label_visibility="collapsed")
     if n_heads <= 4:  # a few heads: one button each
         head = row.segmented_control("Head", heads, required=True, **common)
     else:
         head = row.selectbox("Head", heads, width=140, **common)
-    row.button("Next ▶", key="head_next", on_click=step_head, args=(1, n_heads))
+    row.button("Next ▶", key="head_next", on_click=step_head, args=(1, n_heads), shortcut="Right")
     row.space("medium")
     view = view_switch(row, SHORT_VIEW_LABELS, label_visibility="collapsed")
     average = row.toggle(
@@ -218,6 +233,7 @@ def presentation(result) -> None:
         fit_height=PRESENT_FIGURE_PX - (80 if average else 0),
         font_size=18 if n_tokens <= 24 else 15,
         square=True,
+        mask=result.mask,
     )
     row = st.container(horizontal=True, gap="large")
     row.plotly_chart(fig, key="heads_grid", width="content")

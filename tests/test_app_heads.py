@@ -42,8 +42,13 @@ def decode(z) -> np.ndarray:
 
 
 def grid_matrices(at: AppTest) -> list[np.ndarray]:
-    """The matrices of the heads figure, one per panel."""
-    return [decode(trace["z"]) for trace in charts(at)["heads_grid"]["data"]]
+    """The matrices of the heads figure, one per panel (the masked cells' grey layers left out)."""
+    return [decode(trace["z"]) for trace in charts(at)["heads_grid"]["data"] if "coloraxis" in trace]
+
+
+def masked_layers(at: AppTest) -> list[np.ndarray]:
+    """The grey layers over the masked cells of the heads figure, one per panel that has any."""
+    return [decode(trace["z"]) for trace in charts(at)["heads_grid"]["data"] if "coloraxis" not in trace]
 
 
 def messages(at: AppTest) -> str:
@@ -91,14 +96,17 @@ def test_changing_heads_changes_the_number_of_heatmaps(heads):
     assert len(charts(at)["concat"]["layout"]["shapes"]) == heads - 1  # head boundaries
 
 
-def test_a_causal_mask_gives_a_zero_upper_triangle():
+def test_a_causal_mask_gives_a_grey_upper_triangle_and_rows_that_sum_to_1():
     at = app()
     at.selectbox(key="w_mask").set_value("causal").run()
     assert_page_ok(at)
-    for z in grid_matrices(at):
-        assert np.all(z[np.triu_indices(6, k=1)] == 0.0)
-        assert np.all(z[np.tril_indices(6)] > 0.0)
-        np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-6)
+    panels, layers = grid_matrices(at), masked_layers(at)
+    assert len(panels) == len(layers) == 4
+    above, below = np.triu_indices(6, k=1), np.tril_indices(6)
+    for z, grey in zip(panels, layers, strict=True):
+        assert np.all(np.isnan(z[above])) and not np.any(np.isnan(grey[above]))  # masked: drawn grey, not as 0
+        assert np.all(z[below] > 0.0) and np.all(np.isnan(grey[below]))
+        np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=1e-6)
 
 
 def test_the_view_switch_shows_logits_with_masked_cells_blank():
@@ -134,7 +142,8 @@ def test_fully_masked_rows_are_named_and_their_policy_stated():
     assert_page_ok(at)
     text = messages(at)
     assert "Fully masked rows: `0:the`." in text and "by our policy their weights and outputs are 0" in text
-    assert np.all(grid_matrices(at)[0][0] == 0.0)
+    assert np.all(np.isnan(grid_matrices(at)[0][0]))  # row 0: every key masked, drawn grey
+    assert not np.any(np.isnan(masked_layers(at)[0][0]))
 
 
 def test_each_matrix_shown_has_a_download_button(default_app):
@@ -213,7 +222,7 @@ def test_a_custom_mask_travels_in_the_url():
     assert at.session_state["config"].custom_mask == grid
     assert _query(at)["cmask"] == "100.110.011"
     z = grid_matrices(at)[0]
-    np.testing.assert_array_equal(z == 0.0, ~np.array(grid))
+    np.testing.assert_array_equal(np.isnan(z), ~np.array(grid))  # masked cells: the grey layer, not 0
 
 
 def test_presentation_mode_travels_in_the_url():
@@ -318,17 +327,19 @@ def test_presentation_mode_shows_one_head_and_steps_through_them():
     assert_page_ok(at)
     assert set(charts(at)) == {"heads_grid"}  # one large figure, nothing else
     figure = charts(at)["heads_grid"]
-    assert len(figure["data"]) == 1 and figure["layout"]["font"]["size"] >= 18
+    assert len(grid_matrices(at)) == 1 and figure["layout"]["font"]["size"] >= 18
     assert figure["layout"]["annotations"][0]["text"] == "head 0 of 4"
     at.button(key="head_next").click().run()
     assert charts(at)["heads_grid"]["layout"]["annotations"][0]["text"] == "head 1 of 4"
     expected = run(MHAConfig(n_heads=4, mask="causal")).trace.weights[1]
-    np.testing.assert_allclose(grid_matrices(at)[0], expected, atol=1e-7)
+    shown = grid_matrices(at)[0]
+    np.testing.assert_allclose(shown[~np.isnan(shown)], expected[np.tril_indices(6)], atol=1e-7)
+    assert np.all(expected[np.isnan(shown)] == 0.0)  # the grey cells are the masked ones
     at.button(key="head_prev").click().run()
     at.button(key="head_prev").click().run()
     assert at.session_state["w_head"] == 3  # wraps around
     at.toggle(key="w_avg").set_value(True).run()
-    assert len(charts(at)["heads_grid"]["data"]) == 2
+    assert len(grid_matrices(at)) == 2
 
 
 def test_presentation_mode_moves_the_controls_out_of_the_sidebar():

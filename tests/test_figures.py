@@ -114,8 +114,8 @@ def test_long_sentences_print_every_kth_label_but_keep_every_cell():
 
 def test_a_heatmap_labels_every_kth_column_to_fit_the_width_it_is_drawn_at():
     labels = [f"d{k}" for k in range(100)]
-    fig = figures.matrix_heatmap(np.zeros((2, 100)), ["a", "b"], labels, width_px=150)  # tick font 12 - 2 = 10
-    assert list(fig.layout.xaxis.tickvals) == labels[::10]  # ceil(1.5 * 10 * 100 / 150) = 10
+    fig = figures.matrix_heatmap(np.zeros((2, 100)), ["a", "b"], labels, width_px=150)  # tick font 12 - 1 = 11
+    assert list(fig.layout.xaxis.tickvals) == labels[::11]  # ceil(1.5 * 11 * 100 / 150) = 11
     assert list(fig.data[0].x) == labels  # every column keeps its cell
 
 
@@ -148,7 +148,7 @@ def test_font_size_reaches_titles_and_ticks():
     layout = spec(figures.attention_grid(np.zeros((1, 6, 6)), LABELS, LABELS, font_size=20))["layout"]
     assert layout["font"]["size"] == 20
     assert layout["annotations"][0]["font"]["size"] == 22
-    assert layout["xaxis"]["tickfont"]["size"] == 18
+    assert layout["xaxis"]["tickfont"]["size"] == 19
 
 
 def test_concat_marks_every_head_boundary():
@@ -193,3 +193,81 @@ def test_the_heads_figure_at_the_caps_is_well_under_2_mb():
     mats = np.random.default_rng(0).random((17, 64, 64))  # 16 heads + the average panel
     size = len(pio.to_json(figures.attention_grid(mats, labels, labels), validate=False))
     assert size < 600_000  # float32: 17 * 64 * 64 * 4 bytes = 279 kB before base64
+
+
+def test_tick_labels_are_at_least_11_px_outside_presentation_mode():
+    layout = spec(figures.attention_grid(np.zeros((2, 6, 6)), LABELS, LABELS))["layout"]
+    assert layout["xaxis"]["tickfont"]["size"] >= 11 and layout["yaxis"]["tickfont"]["size"] >= 11
+
+
+def test_the_grid_names_its_axes_queries_down_keys_across():
+    layout = spec(figures.attention_grid(np.zeros((6, 3, 3)), LABELS[:3], LABELS[:3], max_cols=4))["layout"]
+    # 6 panels in rows of 4: panels 2..5 are the lowest of their columns, panels 0 and 4 start a row
+    named_keys = sorted(k for k, v in layout.items() if k.startswith("xaxis") and "title" in v)
+    assert named_keys == ["xaxis3", "xaxis4", "xaxis5", "xaxis6"]
+    assert layout["xaxis3"]["title"]["text"].startswith("key")
+    assert layout["yaxis"]["title"]["text"].startswith("query") and layout["yaxis5"]["title"]["text"].startswith("query")
+    assert "title" not in layout["yaxis2"]
+
+
+@pytest.mark.parametrize("kind", ["weights", "logits", "scores"])
+def test_masked_cells_are_a_grey_layer_of_their_own_that_says_masked_on_hover(causal_run, kind):
+    matrices = getattr(causal_run.trace, kind)
+    s = spec(figures.attention_grid(matrices, LABELS, LABELS, kind=kind, mask=causal_run.mask))
+    heads, layers = s["data"][:4], s["data"][4:]
+    assert len(layers) == 4  # one masked layer per head
+    above = np.triu_indices(6, k=1)  # the causal mask's masked cells
+    for h, (head, layer) in enumerate(zip(heads, layers, strict=True)):
+        base, over = decode(head["z"]), decode(layer["z"])
+        assert np.all(np.isnan(base[above])) and not np.any(np.isnan(base[np.tril_indices(6)]))
+        assert not np.any(np.isnan(over[above])) and np.all(np.isnan(over[np.tril_indices(6)]))
+        np.testing.assert_allclose(base[np.tril_indices(6)], matrices[h][np.tril_indices(6)], rtol=1e-6)
+        assert figures.MASKED_HOVER in layer["hovertemplate"] and figures.MASKED_HOVER not in head["hovertemplate"]
+        assert layer["colorscale"][0][1] == layer["colorscale"][-1][1] == figures.MASKED_SOLID
+        assert layer["xaxis"] == head["xaxis"] and layer["yaxis"] == head["yaxis"]
+        crosses = np.array(layer["text"]) == "×"  # 6 tokens: large enough cells for a cross, on masked cells only
+        np.testing.assert_array_equal(crosses, ~np.isnan(over))
+    if kind == "scores":  # the raw score still exists before masking: the hover gives it
+        np.testing.assert_allclose(decode(layers[0]["z"])[above], matrices[0][above], rtol=1e-6)
+        assert "raw score %{z" in layers[0]["hovertemplate"]
+
+
+def test_masked_logits_are_found_without_a_mask(causal_run):
+    s = spec(figures.attention_grid(causal_run.trace.logits, LABELS, LABELS, kind="logits"))
+    assert len(s["data"]) == 8  # 4 heads + 4 masked layers
+
+
+def test_no_mask_adds_no_layer(causal_run):
+    s = spec(figures.attention_grid(causal_run.trace.weights, LABELS, LABELS, mask=np.ones((6, 6), bool)))
+    assert len(s["data"]) == 4
+
+
+def test_the_adaptive_colour_range_reaches_the_largest_weight_and_says_so():
+    mats = np.full((2, 4, 4), 0.25)
+    mats[1, 0, 0] = 0.4
+    fixed = spec(figures.attention_grid(mats, LABELS[:4], LABELS[:4]))["layout"]["coloraxis"]
+    assert (fixed["cmin"], fixed["cmax"]) == (0.0, 1.0) and "0..1" in fixed["colorbar"]["title"]["text"]
+    top = spec(figures.attention_grid(mats, LABELS[:4], LABELS[:4], colour_range="max"))["layout"]["coloraxis"]
+    assert top["cmax"] == pytest.approx(0.4) and "0..0.4" in top["colorbar"]["title"]["text"]
+
+
+def test_per_head_colour_range_gives_each_panel_its_own_axis():
+    mats = np.full((3, 4, 4), 0.25)
+    mats[1, 0, 0], mats[2, 1, 1] = 0.4, 0.7
+    s = spec(figures.attention_grid(mats, LABELS[:4], LABELS[:4], colour_range="head"))
+    assert [t["coloraxis"] for t in s["data"]] == ["coloraxis", "coloraxis2", "coloraxis3"]
+    tops = [s["layout"][name]["cmax"] for name in ("coloraxis", "coloraxis2", "coloraxis3")]
+    assert tops == pytest.approx([0.25, 0.4, 0.7])
+    assert "own largest" in s["layout"]["coloraxis"]["colorbar"]["title"]["text"]
+    assert s["layout"]["coloraxis2"]["showscale"] is False
+    validated(figures.attention_grid(mats, LABELS[:4], LABELS[:4], colour_range="head"))
+
+
+def test_token_text_is_shown_literally_not_as_markup():
+    labels = ["0:<b>x</b>", "1:<br>", "2:a&amp;b"]
+    s = spec(figures.attention_grid(np.zeros((1, 3, 3)), labels, labels))
+    trace, axis = s["data"][0], s["layout"]["xaxis"]
+    assert trace["x"] == ["0:&lt;b&gt;x&lt;/b&gt;", "1:&lt;br&gt;", "2:a&amp;amp;b"]
+    assert axis["ticktext"] == trace["x"] and trace["y"] == trace["x"]
+    heat = spec(figures.matrix_heatmap(np.zeros((3, 3)), labels, labels))["data"][0]
+    assert "<" not in "".join(heat["x"] + heat["y"])

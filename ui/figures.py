@@ -24,11 +24,29 @@ WEIGHT_SCALE = make_colorscale(plotly.colors.sequential.Viridis)
 SIGNED_SCALE = make_colorscale(plotly.colors.diverging.RdBu_r)
 # What a blank (masked, -inf) cell shows: a mid grey, readable on light and dark themes.
 MASKED_COLOUR = "rgba(128, 128, 128, 0.45)"
+# Masked cells are drawn by a layer of their own in this solid grey (outside viridis and RdBu), with a
+# cross in each cell when the cells are large enough to hold one, so they never pass for small weights.
+MASKED_SOLID = "rgb(150, 150, 150)"
+MASKED_HOVER = "masked (−∞ → weight 0)"
+CROSS_MAX_TOKENS = 24  # above this many tokens a cell is too small for its cross
+# Colour ranges of the weights view: the fixed 0..1 compares heads; the others make long sentences readable.
+COLOUR_RANGES = ("fixed", "max", "head")
 
 KIND_LABELS = {"weights": "weight", "logits": "scaled, masked logit", "scores": "raw score q·k"}
 # How wide a heatmap's cells are drawn when it spans the ~820 px main column of a 1280 px screen,
 # its row labels and colour bar taken off: the column labels are thinned to fit this by default.
 FULL_WIDTH_PX = 700
+MODEBAR_PX = 24  # room above the panel titles for plotly's mode bar, so that it never covers them
+
+
+def plot_text(label: str) -> str:
+    """``label`` as plotly shows it literally: plotly reads ``<b>``, ``<br>`` and ``&...;`` as markup, so escape them."""
+    return label.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def plot_texts(labels) -> list[str]:
+    """Every label through ``plot_text``."""
+    return [plot_text(str(label)) for label in labels]
 
 
 def for_plotly(matrix: np.ndarray) -> np.ndarray:
@@ -94,10 +112,9 @@ def _category_axis(labels: list[str], axis_px: float, font_size: int, **extra) -
     )
 
 
-def _colour_axis(kind: str, matrices: np.ndarray, font_size: int, height_px: int) -> dict:
-    """A shared colour axis: 0..1 sequential for weights, symmetric diverging for signed values."""
-    colorbar = dict(
-        title=dict(text=KIND_LABELS.get(kind, kind), side="right"),
+def _colorbar(title: str, font_size: int, height_px: int) -> dict:
+    return dict(
+        title=dict(text=title, side="right"),
         thickness=12 + font_size // 2,
         tickfont=dict(size=font_size),
         lenmode="pixels",
@@ -105,10 +122,68 @@ def _colour_axis(kind: str, matrices: np.ndarray, font_size: int, height_px: int
         y=1.0,
         yanchor="top",
     )
+
+
+def largest_weight(matrices: np.ndarray) -> float:
+    """The largest finite value (at least 1e-9): the top of an adaptive weights scale."""
+    finite = np.asarray(matrices)[np.isfinite(matrices)]
+    return float(max(finite.max(), 1e-9)) if finite.size else 1.0
+
+
+def _colour_axis(kind: str, matrices: np.ndarray, font_size: int, height_px: int, colour_range: str = "fixed") -> dict:
+    """A shared colour axis: sequential for weights (0..1, or 0..the largest weight shown), diverging for signed values.
+
+    The colour bar's title says which range is in force.
+    """
+    what = KIND_LABELS.get(kind, kind)
     if kind == "weights":
-        return dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=1.0, colorbar=colorbar)
+        if colour_range == "max":
+            top = largest_weight(matrices)
+            title = f"{what}, 0..{top:.3g} (largest shown)"
+        else:
+            top, title = 1.0, f"{what}, fixed 0..1"
+        return dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=top, colorbar=_colorbar(title, font_size, height_px))
     bound = signed_range(matrices)
+    colorbar = _colorbar(what, font_size, height_px)
     return dict(colorscale=SIGNED_SCALE, cmin=-bound, cmax=bound, cmid=0.0, colorbar=colorbar)
+
+
+def _per_head_axes(matrices: np.ndarray, font_size: int, height_px: int) -> dict:
+    """One colour axis per panel, each 0..that panel's largest weight; one colour bar, read as 0..max."""
+    axes = {}
+    for h in range(matrices.shape[0]):
+        name = "coloraxis" if h == 0 else f"coloraxis{h + 1}"
+        axes[name] = dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=largest_weight(matrices[h]), showscale=h == 0)
+    bar = _colorbar("weight, each head 0..its own largest", font_size, height_px)
+    bar.update(tickmode="array", tickvals=[0.0, axes["coloraxis"]["cmax"]], ticktext=["0", "max"])
+    axes["coloraxis"]["colorbar"] = bar
+    return axes
+
+
+def masked_cells(matrices: np.ndarray, kind: str, mask: np.ndarray | None) -> np.ndarray:
+    """(n, Tq, Tk) booleans, True where the cell is masked: from ``mask`` (True = may attend), and -inf logits."""
+    masked = np.isneginf(matrices) if kind == "logits" else np.zeros(matrices.shape, dtype=bool)  # (n, Tq, Tk)
+    if mask is not None:
+        masked = masked | ~np.broadcast_to(np.asarray(mask, dtype=bool), matrices.shape)
+    return masked
+
+
+def _masked_layer(values: np.ndarray, masked: np.ndarray, kind: str, title: str, axes: dict) -> dict:
+    """A heatmap over the masked cells only, solid grey, whose hover says what masking does."""
+    z = np.where(masked, np.nan_to_num(values, neginf=0.0, posinf=0.0), np.nan).astype(np.float32)  # (Tq, Tk)
+    number = "raw score %{z:.4f}<br>" if kind == "scores" else ""
+    layer = dict(
+        type="heatmap",
+        z=z,
+        colorscale=[[0.0, MASKED_SOLID], [1.0, MASKED_SOLID]],
+        showscale=False,
+        hoverongaps=False,
+        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{number}{MASKED_HOVER}<extra>{title}</extra>",
+        **axes,
+    )
+    if max(masked.shape) <= CROSS_MAX_TOKENS:  # plotly writes a text template into gaps too: text per cell instead
+        layer.update(text=np.where(masked, "×", "").tolist(), texttemplate="%{text}", textfont=dict(color="white"))
+    return layer
 
 
 def attention_grid(
@@ -123,12 +198,17 @@ def attention_grid(
     font_size: int = 12,
     square: bool = False,
     fit_height: int | None = None,
+    mask: np.ndarray | None = None,
+    colour_range: str = "fixed",
 ) -> go.Figure:
     """One heatmap per head, all on one shared colour axis. ``matrices`` has shape (nh, Tq, Tk).
 
-    kind = "weights": fixed 0..1 sequential scale so heads are comparable; "logits"/"scores":
-    a diverging scale centred on 0 over all heads, masked cells blank (grey background).
-    Hover shows the query token, the key token and the number. Query labels are printed on
+    kind = "weights": a sequential scale, fixed 0..1 by default so heads are comparable
+    (``colour_range`` "max": 0..the largest weight shown; "head": each panel 0..its own largest);
+    "logits"/"scores": a diverging scale centred on 0 over all heads. Masked cells (``mask``
+    False, broadcastable to (nh, Tq, Tk), and -inf logits) are drawn solid grey by a layer of
+    their own whose hover says they are masked, in every view.
+    Hover shows the query token, the key token and the number. Labels are shown literally. Query labels are printed on
     the first panel of each row only (the panels of a row share them). ``font_size`` scales
     every text (presentation mode uses ~18). ``square`` keeps the cells square (each panel
     shrinks to fit and prints its own query labels), for a few large panels. ``fit_height``
@@ -137,37 +217,40 @@ def attention_grid(
     n = matrices.shape[0]
     rows, cols = _grid_shape(n, max_cols)
     titles = titles or [f"head {h}" for h in range(n)]
-    tick_font = max(font_size - 2, 9)
+    tick_font = max(font_size - 1, 11)
     title_px = 2 * font_size + 8
     label_px = int(0.55 * tick_font * max(map(len, key_labels))) + 12  # x labels at -45 degrees
-    if square:
-        label_px += font_size + 12  # the axis title under them
+    label_px += font_size + 12  # the axis title under them
+    per_head = kind == "weights" and colour_range == "head"
+    masked = masked_cells(matrices, kind, mask)  # (n, Tq, Tk)
+    query_labels, key_labels = plot_texts(query_labels), plot_texts(key_labels)
     if fit_height is not None:
         panel_px = max(120, (fit_height - rows * (title_px + label_px)) // rows)
     plot_px = rows * panel_px + (rows - 1) * (title_px + label_px)  # the domain [0, 1] in pixels
     col_domains = _domains(cols, 0.025 if cols > 1 else 0.0)
     row_domains = _domains(rows, (title_px + label_px) / plot_px)[::-1]  # first row on top
     z_all = for_plotly(matrices)
+    z_all[masked] = np.nan  # drawn by the masked layer instead
     what = KIND_LABELS.get(kind, kind)
-    data, annotations = [], []
+    data, masked_layers, annotations = [], [], []
     layout: dict = {}
     for h in range(n):
         r, c = divmod(h, cols)
         suffix = "" if h == 0 else str(h + 1)
         row_anchor = "y" if r == 0 else f"y{r * cols + 1}"  # the first panel of this row owns the y labels
+        axes = dict(x=key_labels, y=query_labels, xaxis=f"x{suffix}", yaxis=f"y{suffix}")
         data.append(
             dict(
                 type="heatmap",
                 z=z_all[h],
-                x=key_labels,
-                y=query_labels,
-                coloraxis="coloraxis",
-                xaxis=f"x{suffix}",
-                yaxis=f"y{suffix}",
+                coloraxis=f"coloraxis{suffix}" if per_head else "coloraxis",
                 hoverongaps=False,
                 hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{what} %{{z:.4f}}<extra>{titles[h]}</extra>",
+                **axes,
             )
         )
+        if masked[h].any():
+            masked_layers.append(_masked_layer(matrices[h], masked[h], kind, titles[h], axes))
         layout[f"xaxis{suffix}"] = _category_axis(
             key_labels,
             panel_px * 0.9,
@@ -178,13 +261,14 @@ def attention_grid(
             range=[-0.5, len(key_labels) - 0.5],
             constrain="domain",
         )
-        if square:  # few, large panels: name the axes too
+        if square:  # few, large panels
             shared = {"scaleanchor": f"x{suffix}", "scaleratio": 1, "constrain": "domain", "showticklabels": c == 0}
-            layout[f"xaxis{suffix}"]["title"] = dict(text="key (looked at)", font=dict(size=font_size))
-            if c == 0:
-                shared["title"] = dict(text="query (looking)", font=dict(size=font_size))
         else:
             shared = {"showticklabels": c == 0, **({} if c == 0 else {"matches": row_anchor})}
+        if h + cols >= n:  # the lowest panel of its column names the keys
+            layout[f"xaxis{suffix}"]["title"] = dict(text="key (looked at) →", font=dict(size=font_size))
+        if c == 0:
+            shared["title"] = dict(text="query (looking) ↓", font=dict(size=font_size))
         layout[f"yaxis{suffix}"] = _category_axis(
             query_labels,
             panel_px,
@@ -211,15 +295,18 @@ def attention_grid(
         label_w = int(0.6 * tick_font * max(map(len, query_labels))) + 32 + font_size  # labels + axis title
         panel_w = panel_px * len(key_labels) / len(query_labels)
         layout["width"] = int(cols * panel_w / (1 - 0.025 * (cols - 1)) + label_w + 120)
+    if per_head:
+        layout.update(_per_head_axes(matrices, tick_font, plot_px))
+    else:
+        layout["coloraxis"] = _colour_axis(kind, matrices, tick_font, plot_px, colour_range)
     layout.update(
-        coloraxis=_colour_axis(kind, matrices, tick_font, plot_px),
         annotations=annotations,
-        height=plot_px + title_px + label_px,
-        margin=dict(l=10, r=10, t=title_px, b=label_px, pad=0),
+        height=plot_px + title_px + MODEBAR_PX + label_px,
+        margin=dict(l=10, r=10, t=title_px + MODEBAR_PX, b=label_px, pad=0),
         font=dict(size=font_size),
         plot_bgcolor=MASKED_COLOUR,
     )
-    return figure(data, layout)
+    return figure(data + masked_layers, layout)
 
 
 def matrix_heatmap(
@@ -249,7 +336,8 @@ def matrix_heatmap(
         zmin, zmax, scale = -bound, bound, SIGNED_SCALE
     else:
         scale = WEIGHT_SCALE
-    tick_font = max(font_size - 2, 9)
+    tick_font = max(font_size - 1, 11)
+    row_labels, col_labels = plot_texts(row_labels), plot_texts(col_labels)
     height = height or int(np.clip(22 * len(row_labels) + 110, 220, 560))
     row_part = f"{row_name} %{{y}}" if row_name else "%{y}"
     trace = dict(

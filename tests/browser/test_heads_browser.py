@@ -17,10 +17,11 @@ PAGES = ["Step by step", "Lessons", "Seed notebooks", "Real model", "About", "He
 
 
 def wait_for_traces(page, count: int, key: str = "heads_grid", timeout: float = 30_000) -> None:
-    """Wait until the live figure of widget ``key`` holds exactly ``count`` traces."""
+    """Wait until the live figure of widget ``key`` holds exactly ``count`` panels (masked cells' grey layers,
+    which have no colour axis, left out)."""
     page.wait_for_function(
         """([key, n]) => { const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
-                          return !!el && !!el.data && el.data.length === n; }""",
+                          return !!el && !!el.data && el.data.filter(t => t.coloraxis).length === n; }""",
         arg=[key, count],
         timeout=timeout,
     )

@@ -1,0 +1,23 @@
+"""What kind of screen a page is drawn for. Streamlit cannot read the viewport's width, so a phone
+is told by its browser's User-Agent (every phone browser names itself "Mobi…", "Android" or "iPhone")."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+PHONE_MARKERS = ("Mobi", "Android", "iPhone")
+
+
+def is_phone(user_agent: str | None) -> bool:
+    """True for a phone's browser, from its User-Agent header."""
+    return bool(user_agent) and any(marker in user_agent for marker in PHONE_MARKERS)
+
+
+def on_phone() -> bool:
+    """True when this session's browser is a phone's."""
+    return is_phone(st.context.headers.get("User-Agent"))
+
+
+def chart_config() -> dict:
+    """plotly's settings for a chart: no mode bar on a phone (there it stays on and covers the titles)."""
+    return {"displayModeBar": False} if on_phone() else {"displayModeBar": "hover"}
