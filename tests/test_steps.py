@@ -179,8 +179,8 @@ def test_panel_figure_passes_the_font_size_and_the_drawn_width_through():
     labels = dim_labels(32)
     wide = panel_figure(Panel("W", np.ones((4, 32)), list("abcd"), labels), width_px=700)
     narrow = panel_figure(Panel("W", np.ones((4, 32)), list("abcd"), labels), width_px=100)
-    assert list(wide.layout.xaxis.tickvals) == labels  # 32 labels of a 10 px font, 1.5 fonts apart, fit 700 px
-    assert list(narrow.layout.xaxis.tickvals) == labels[::5]  # ceil(1.5 * 10 * 32 / 100) = 5
+    assert list(wide.layout.xaxis.tickvals) == labels  # 32 labels of an 11 px font, 1.5 fonts apart, fit 700 px
+    assert list(narrow.layout.xaxis.tickvals) == labels[::6]  # ceil(1.5 * 11 * 32 / 100) = 6
     assert list(narrow.data[0].x) == labels  # every column keeps its cell
 
 

@@ -63,6 +63,8 @@ def hover_text(page, panel: int, row: int, col: int, key: str = "heads_grid") ->
         }""",
         [key, panel, row, col],
     )
+    page.mouse.move(1, 1)  # away first, so that the label read below is this cell's, not the last one's
+    page.wait_for_selector(".hoverlayer .hovertext", state="detached", timeout=5_000)
     page.mouse.move(point["x"], point["y"])
     page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
     return " ".join(page.locator(".hoverlayer .hovertext").all_text_contents())
