@@ -152,7 +152,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("bias", "flag", "bias", label="Biases", section="Model", widget="toggle", disabled=_hand_built),
     Setting("wo", "flag", "output_projection", label="Output projection W_O", section="Model", widget="toggle",
             written="changed"),
-    Setting("embedding", "choice", "embedding", url="emb", label="Embeddings", section="Inputs", widget="embedding",
+    Setting("embedding", "choice", "embedding", url="emb", label="Embeddings", section="Inputs", widget="select",
             choices=EMBEDDING_LABELS, url_choices=LINK_EMBEDDINGS, written="changed"),
     Setting("pe", "flag", "positional_encoding", label="Add sinusoidal positional encoding", section="Inputs",
             widget="toggle", disabled=_hand_built),
