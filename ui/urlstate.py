@@ -18,19 +18,14 @@ from ui.settings import VIEW_DEFAULTS, VIEW_SETTINGS, Setting, Values, config_of
 DEFAULT = MHAConfig()
 
 
-def _raw(params, row: Setting) -> str | None:
-    """The link's text for ``row``; None when it is missing or empty."""
-    raw = params.get(row.param)
-    return None if raw is None or raw == "" else raw
+# A reader turns a link's text for one row into its value; "" means "use the default" except where
+# an empty value is itself worth a message (an empty sentence, a custom mask without its grid).
 
 
-def _int(params, row: Setting, values: Values, messages: list[str]) -> int:
+def _int(raw: str, row: Setting, values: Values, messages: list[str]) -> int:
     default, (low, high) = row.default_for(values), row.bounds(values)
-    raw = _raw(params, row)
-    if raw is None:
-        return default
     try:
-        value = int(raw)
+        value = int(raw) if raw else default
     except ValueError:
         messages.append(f"`{row.param}={raw}` is not a whole number: using {default}.")
         return default
@@ -41,11 +36,10 @@ def _int(params, row: Setting, values: Values, messages: list[str]) -> int:
     return value
 
 
-def _float(params, row: Setting, values: Values, messages: list[str]) -> float:
+def _float(raw: str, row: Setting, values: Values, messages: list[str]) -> float:
     """A number in (low, high]; anything else (NaN too) falls back to the default."""
     default, (low, high) = row.default_for(values), row.bounds(values)
-    raw = _raw(params, row)
-    if raw is None:
+    if not raw:
         return default
     try:
         value = float(raw)
@@ -57,35 +51,24 @@ def _float(params, row: Setting, values: Values, messages: list[str]) -> float:
     return value
 
 
-def _choice(params, row: Setting, values: Values, messages: list[str]) -> str:
+def _choice(raw: str, row: Setting, values: Values, messages: list[str]) -> str:
     default, choices = row.default_for(values), row.link_choices()
-    raw = _raw(params, row)
-    if raw is None:
-        return default
     if raw in row.legacy:
         return row.legacy[raw]
-    if raw not in choices:
+    if raw and raw not in choices:
         messages.append(f"`{row.param}={raw}` is not one of {', '.join(choices)}: using {default}.")
-        return default
-    return raw
+    return raw if raw in choices else default
 
 
-def _flag(params, row: Setting, values: Values, messages: list[str]) -> bool:
+def _flag(raw: str, row: Setting, values: Values, messages: list[str]) -> bool:
     default = row.default_for(values)
-    raw = _raw(params, row)
-    if raw is None:
-        return default
-    if raw not in ("0", "1"):
+    if raw and raw not in ("0", "1"):
         messages.append(f"`{row.param}={raw}` must be 0 or 1: using {int(default)}.")
-        return default
-    return raw == "1"
+    return raw == "1" if raw in ("0", "1") else default
 
 
-def _tokens(params, row: Setting, values: Values, messages: list[str]):
+def _tokens(raw: str, row: Setting, values: Values, messages: list[str]):
     default = row.default_for(values)
-    raw = params.get(row.param)
-    if raw is None:
-        return default
     tokens = tokenize(raw)
     if not tokens:
         if default is not None:
@@ -100,11 +83,11 @@ def _tokens(params, row: Setting, values: Values, messages: list[str]):
     return tokens
 
 
-def _grid(params, row: Setting, values: Values, messages: list[str]):
+def _grid(raw: str, row: Setting, values: Values, messages: list[str]):
     """A (Tq, Tk) grid of booleans; a malformed one becomes 'all allowed'."""
     tq, tk = len(values["tokens"]), len(key_tokens(values))
     try:
-        grid = decode_mask(params.get(row.param, ""))
+        grid = decode_mask(raw)
         if len(grid) != tq or any(len(r) != tk for r in grid):
             raise ValueError(f"the custom mask must have {tq} rows of {tk} digits")
     except ValueError as err:
@@ -127,8 +110,9 @@ WRITERS = {
 def read_settings(params: Mapping[str, str], rows: Sequence[Setting], values: dict, messages: list[str]) -> dict:
     """Read ``rows`` from the link in order into ``values``; a row that does not apply gets its default."""
     for row in rows:
-        if row.applies(values) or row.kept_unused:
-            value = READERS[row.kind](params, row, values, messages)
+        raw = params.get(row.param)
+        if (raw is not None or row.kind == "grid") and (row.applies(values) or row.kept_unused):
+            value = READERS[row.kind](raw or "", row, values, messages)
         else:
             value = row.default_for(values)
         if row.fit is not None:

@@ -1,6 +1,14 @@
-"""Freeze what the URL reader/writer did before the settings table (run once against the old code)."""
-import json, sys
+"""Freeze what the URL reader and writer do, as ``url_links_before_settings_table.json``.
+
+Run once from the repository root at commit 2bf5f30, before ``ui/settings.py``:
+``python tests/data/make_url_links_fixture.py``. ``tests/test_url_links.py`` checks today's code against it.
+"""
+
+import json
+import sys
+from pathlib import Path
 from urllib.parse import parse_qsl
+
 sys.path.insert(0, ".")
 from ui.urlstate import config_from_params, params_from_config, view_from_params, view_params
 
@@ -59,5 +67,7 @@ def record(query: str) -> dict:
     }
 
 
-json.dump({q: record(q) for q in LINKS}, open("tests/data/url_links_before_settings_table.json", "w"), indent=1, ensure_ascii=False)
-print(len(LINKS))
+if __name__ == "__main__":
+    frozen = json.dumps({q: record(q) for q in LINKS}, indent=1, ensure_ascii=False)
+    Path("tests/data/url_links_before_settings_table.json").write_text(frozen + "\n")
+    print(len(LINKS), "links")
