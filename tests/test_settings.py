@@ -97,3 +97,12 @@ def test_a_row_that_does_not_apply_keeps_the_configs_default():
     values = values_of(MHAConfig(mask="padding", valid_len=2))
     assert config_of(values).valid_len == 2
     assert config_of({**values, "mask": "causal"}).valid_len is None
+
+
+def test_a_link_whose_window_is_wider_than_the_sentence_opens_with_the_slider_at_its_end():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params.update(mask="window", window="10")  # 6 tokens: the slider ends at 5 (it used to raise)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.sidebar.slider(key="w_window").value == 5
+    assert at.session_state["config"].window == 5 and at.query_params["window"] == "5"

@@ -38,6 +38,7 @@ KEEP = "session"
 FONT_SIZE = 12  # the figures' base font size (plotly's default)
 PRESENT_FONT_SIZE = 16  # ... in presentation mode
 
+
 def keep_widget_state() -> None:
     """Re-assign every widget value so that Streamlit keeps it across page switches."""
     for key in list(st.session_state.keys()):
@@ -113,8 +114,9 @@ def _startup() -> None:
 def _sentence(key: str, label: str, help_text: str) -> tuple[str, ...] | None:
     tokens = tokenize(st.text_input(label, key=key, help=help_text, persist_state=KEEP))
     if not tokens:
-        st.error(f"{label} is empty: type at least one word. Using the example 'the cat sat on the mat'.")
-        return ("the", "cat", "sat", "on", "the", "mat")
+        example = MHAConfig().tokens
+        st.error(f"{label} is empty: type at least one word. Using the example '{' '.join(example)}'.")
+        return example
     if len(tokens) > LIMITS["max_tokens"]:
         st.warning(
             f"{len(tokens)} tokens: the limit is {LIMITS['max_tokens']}, "

@@ -68,6 +68,7 @@ def record(query: str) -> dict:
 
 
 if __name__ == "__main__":
-    frozen = json.dumps({q: record(q) for q in LINKS}, indent=1, ensure_ascii=False)
+    rows = [f" {json.dumps(q, ensure_ascii=False)}: {json.dumps(record(q), ensure_ascii=False)}" for q in LINKS]
+    frozen = "{\n" + ",\n".join(rows) + "\n}"  # one link a line
     Path("tests/data/url_links_before_settings_table.json").write_text(frozen + "\n")
     print(len(LINKS), "links")
