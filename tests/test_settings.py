@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui.settings as table
-from mha_core.config import INITS, MASKS, SCALE_RULES, MHAConfig
+from mha_core.config import EMBEDDINGS, INITS, MASKS, SCALE_RULES, MHAConfig
 from ui.settings import VIEW_SETTINGS, Setting, config_of, model_settings, values_of
 from ui.urlstate import config_from_params, params_from_config, read_settings, write_settings
 
@@ -87,7 +87,9 @@ def test_the_defaults_are_the_configs():
     assert config_of(values) == MHAConfig()
 
 
-@pytest.mark.parametrize(("name", "engine"), [("init", INITS), ("scale", SCALE_RULES), ("mask", MASKS)])
+@pytest.mark.parametrize(
+    ("name", "engine"), [("init", INITS), ("scale", SCALE_RULES), ("mask", MASKS), ("embedding", EMBEDDINGS)]
+)
 def test_every_choice_the_engine_knows_has_a_label(name, engine):
     row = next(r for r in model_settings() if r.name == name)
     assert tuple(row.choices) == tuple(engine) and all(row.choices.values())

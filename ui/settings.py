@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from types import MappingProxyType
 
-from mha_core.config import LIMITS, MHAConfig, valid_head_counts
+from mha_core.config import EMBEDDINGS, LIMITS, MHAConfig, valid_head_counts
 from mha_core.presets import PRESET_INITS
 
 Values = Mapping[str, object]  # setting name -> value, for the rows read so far
@@ -134,7 +134,7 @@ MASK_LABELS = {
     "custom": "custom (edit the grid)",
 }
 EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
-LINK_EMBEDDINGS = ("random", "onehot")  # an uploaded matrix cannot travel in a link
+LINK_EMBEDDINGS = tuple(e for e in EMBEDDINGS if e != "custom")  # an uploaded matrix cannot travel in a link
 VIEW_LABELS = {"weights": "weights", "logits": "logits", "scores": "scores"}
 
 # The model's settings, in sidebar order. Rows below may depend on rows above.
