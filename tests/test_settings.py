@@ -13,8 +13,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui.settings as table
-from mha_core.config import EMBEDDINGS, INITS, MASKS, SCALE_RULES, MHAConfig
-from ui.settings import VIEW_SETTINGS, Setting, config_of, model_settings, values_of
+from mha_core.config import EMBEDDINGS, INITS, LIMITS, MASKS, SCALE_RULES, MHAConfig
+from ui.settings import VIEW_SETTINGS, Setting, config_of, fit_sentence, model_settings, values_of
 from ui.urlstate import config_from_params, params_from_config, read_settings, write_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,3 +108,13 @@ def test_a_link_whose_window_is_wider_than_the_sentence_opens_with_the_slider_at
     assert not at.exception, [e.message for e in at.exception]
     assert at.sidebar.slider(key="w_window").value == 5
     assert at.session_state["config"].window == 5 and at.query_params["window"] == "5"
+
+
+def test_a_sentence_is_fitted_to_the_limits_with_the_reason():
+    example = ("the", "cat")
+    assert fit_sentence(("a", "b"), example) == (("a", "b"), None)
+    assert fit_sentence((), example) == (example, "is empty: using 'the cat'")
+    assert fit_sentence((), None) == (None, None)  # an optional sentence left empty is simply absent
+    long = tuple(f"w{i}" for i in range(LIMITS["max_tokens"] + 3))
+    tokens, reason = fit_sentence(long, example)
+    assert tokens == long[: LIMITS["max_tokens"]] and reason == "has 67 tokens; the limit is 64: keeping the first 64"

@@ -24,6 +24,7 @@ from ui.settings import (
     VIEW_SETTINGS,
     Setting,
     config_of,
+    fit_sentence,
     fitting_heads,
     key_tokens,
     model_settings,
@@ -111,18 +112,12 @@ def _startup() -> None:
         _seed_widgets(*pending)
 
 
-def _sentence(key: str, label: str, help_text: str) -> tuple[str, ...] | None:
-    tokens = tokenize(st.text_input(label, key=key, help=help_text, persist_state=KEEP))
-    if not tokens:
-        example = MHAConfig().tokens
-        st.error(f"{label} is empty: type at least one word. Using the example '{' '.join(example)}'.")
-        return example
-    if len(tokens) > LIMITS["max_tokens"]:
-        st.warning(
-            f"{len(tokens)} tokens: the limit is {LIMITS['max_tokens']}, "
-            f"so only the first {LIMITS['max_tokens']} are used."
-        )
-        return tokens[: LIMITS["max_tokens"]]
+def _sentence(key: str, label: str, help_text: str) -> tuple[str, ...]:
+    """A text box of words; an empty one gives the example sentence, a long one its first tokens."""
+    typed = tokenize(st.text_input(label, key=key, help=help_text, persist_state=KEEP))
+    tokens, reason = fit_sentence(typed, MHAConfig().tokens)
+    if reason:
+        (st.warning if typed else st.error)(f"{label} {reason}.")
     return tokens
 
 

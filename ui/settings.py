@@ -91,6 +91,19 @@ def key_tokens(values: Values) -> tuple[str, ...]:
     return values["kv_tokens"] or values["tokens"]
 
 
+def fit_sentence(tokens: tuple[str, ...], example) -> tuple[tuple[str, ...] | None, str | None]:
+    """The tokens a sentence may use, and why they differ from those given (None when they do not).
+
+    An empty sentence becomes ``example``; a longer one than the limit keeps its first tokens.
+    """
+    limit = LIMITS["max_tokens"]
+    if not tokens:
+        return example, None if example is None else f"is empty: using '{' '.join(example)}'"
+    if len(tokens) > limit:
+        return tokens[:limit], f"has {len(tokens)} tokens; the limit is {limit}: keeping the first {limit}"
+    return tokens, None
+
+
 def fitting_heads(heads: int, d_model: int) -> int:
     """The largest head count that divides ``d_model`` and is at most ``heads`` (at least 1)."""
     return max(h for h in valid_head_counts(d_model) if h <= max(heads, 1))

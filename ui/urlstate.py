@@ -10,10 +10,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from mha_core.config import LIMITS, MHAConfig
+from mha_core.config import MHAConfig
 from mha_core.inputs import tokenize
 from mha_core.presets import PRESET_INITS
-from ui.settings import VIEW_DEFAULTS, VIEW_SETTINGS, Setting, Values, config_of, key_tokens, model_settings, values_of
+from ui.settings import (
+    VIEW_DEFAULTS,
+    VIEW_SETTINGS,
+    Setting,
+    Values,
+    config_of,
+    fit_sentence,
+    key_tokens,
+    model_settings,
+    values_of,
+)
 
 DEFAULT = MHAConfig()
 
@@ -68,18 +78,9 @@ def _flag(raw: str, row: Setting, values: Values, messages: list[str]) -> bool:
 
 
 def _tokens(raw: str, row: Setting, values: Values, messages: list[str]):
-    default = row.default_for(values)
-    tokens = tokenize(raw)
-    if not tokens:
-        if default is not None:
-            messages.append(f"`{row.param}` is empty: using '{' '.join(default)}'.")
-        return default
-    if len(tokens) > LIMITS["max_tokens"]:
-        messages.append(
-            f"`{row.param}` has {len(tokens)} tokens; the limit is {LIMITS['max_tokens']}: "
-            f"keeping the first {LIMITS['max_tokens']}."
-        )
-        tokens = tokens[: LIMITS["max_tokens"]]
+    tokens, reason = fit_sentence(tokenize(raw), row.default_for(values))
+    if reason:
+        messages.append(f"`{row.param}` {reason}.")
     return tokens
 
 
