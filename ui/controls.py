@@ -17,7 +17,20 @@ import streamlit as st
 from mha_core.config import LIMITS, MHAConfig, build_mask, valid_head_counts
 from mha_core.inputs import token_labels, tokenize
 from mha_core.presets import PRESET_DESCRIPTIONS, PRESET_INITS
-from ui.urlstate import VIEW_DEFAULTS, config_from_params, params_from_config, repair, view_from_params, view_params
+from ui.settings import (
+    INIT_LABELS,
+    MASK_LABELS,
+    SCALE_LABELS,
+    VIEW_SETTINGS,
+    Setting,
+    config_of,
+    fit_sentence,
+    fitting_heads,
+    key_tokens,
+    model_settings,
+    values_of,
+)
+from ui.urlstate import config_from_params, params_from_config, repair, view_from_params, view_params
 
 MAX_UPLOAD_BYTES = 1_000_000
 # Widgets keep their values across page switches and while hidden (Streamlit >= 1.5x); without it
@@ -25,32 +38,6 @@ MAX_UPLOAD_BYTES = 1_000_000
 KEEP = "session"
 FONT_SIZE = 12  # the figures' base font size (plotly's default)
 PRESENT_FONT_SIZE = 16  # ... in presentation mode
-
-INIT_LABELS = {
-    "xavier": "Xavier / Glorot normal (default)",
-    "uniform": "uniform [0, 1)  (seed 000)",
-    "normal": "standard normal  (seed 003)",
-    "he": "He normal  (seed 004)",
-    "identity": "hand-built: identity head",
-    "previous": "hand-built: previous-token head",
-    "first": "hand-built: first-token (sink) head",
-    "same": "hand-built: same-token head",
-    "uniform_head": "hand-built: uniform head",
-}
-SCALE_LABELS = {
-    "sqrt_dk": "1/√d_k  (standard)",
-    "sqrt_t": "1/√T  (seed 001: number of tokens)",
-    "none": "none (×1)",
-    "temperature": "1/temperature",
-}
-MASK_LABELS = {
-    "none": "none",
-    "causal": "causal (no peeking ahead)",
-    "padding": "padding (valid length)",
-    "window": "sliding window",
-    "custom": "custom (edit the grid)",
-}
-EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
 
 
 def keep_widget_state() -> None:
@@ -60,29 +47,49 @@ def keep_widget_state() -> None:
             st.session_state[key] = st.session_state[key]
 
 
+SECOND_SENTENCE = ("a", "dog", "ran")  # offered when cross-attention is switched on
+
+
 def _seed_widgets(config: MHAConfig, view: dict | None = None) -> None:
     """Put ``config`` into the widgets' session state (only before they are drawn in a run)."""
     ss = st.session_state
-    ss.w_tokens = " ".join(config.tokens)
-    ss.w_cross = config.kv_tokens is not None
-    ss.w_kv_tokens = " ".join(config.kv_tokens or ("a", "dog", "ran"))
-    ss.w_d_model = config.d_model
-    ss.w_heads = config.n_heads
-    ss.w_seed = config.seed
-    ss.w_init = config.init
-    ss.w_bias = config.bias
-    ss.w_pe = config.positional_encoding
-    ss.w_scale = config.scale_rule
-    ss.w_temperature = float(config.temperature)
-    ss.w_mask = config.mask
-    ss.w_valid_len = len(config.key_tokens) if config.valid_len is None else config.valid_len
-    ss.w_window = config.window
-    ss.w_embedding = config.embedding if config.embedding != "custom" else "random"
-    ss.w_wo = config.output_projection
-    ss.custom_grid = config.custom_mask
-    ss.grid_version = ss.get("grid_version", 0) + 1
-    for name, default in VIEW_DEFAULTS.items():
-        ss[f"w_{name}"] = (view or {}).get(name, default)
+    values = values_of(config)
+    for row in model_settings():
+        value = values[row.name]
+        SEEDS.get(row.widget, _seed_value)(row, row.default_for(values) if value is None else value)
+    for row in VIEW_SETTINGS:
+        ss[row.key] = (view or {}).get(row.name, row.default)
+
+
+def _seed_value(row: Setting, value) -> None:
+    st.session_state[row.key] = value
+
+
+def _seed_sentence(row: Setting, value) -> None:
+    st.session_state[row.key] = " ".join(value)
+
+
+def _seed_second_sentence(row: Setting, value) -> None:
+    st.session_state.w_cross = value is not None
+    st.session_state[row.key] = " ".join(value or SECOND_SENTENCE)
+
+
+def _seed_select(row: Setting, value) -> None:
+    """A choice a link cannot carry (an uploaded embedding) starts from the default."""
+    st.session_state[row.key] = value if value in row.link_choices() else row.default_for({})
+
+
+def _seed_grid(row: Setting, value) -> None:
+    st.session_state.custom_grid = value
+    st.session_state.grid_version = st.session_state.get("grid_version", 0) + 1
+
+
+SEEDS = {  # Setting.widget -> how a value goes into its widget, where not as it is
+    "sentence": _seed_sentence,
+    "second_sentence": _seed_second_sentence,
+    "select": _seed_select,
+    "grid": _seed_grid,
+}
 
 
 def open_config(config: MHAConfig, view: dict | None = None) -> None:
@@ -105,17 +112,12 @@ def _startup() -> None:
         _seed_widgets(*pending)
 
 
-def _sentence(key: str, label: str, help_text: str) -> tuple[str, ...] | None:
-    tokens = tokenize(st.text_input(label, key=key, help=help_text, persist_state=KEEP))
-    if not tokens:
-        st.error(f"{label} is empty: type at least one word. Using the example 'the cat sat on the mat'.")
-        return ("the", "cat", "sat", "on", "the", "mat")
-    if len(tokens) > LIMITS["max_tokens"]:
-        st.warning(
-            f"{len(tokens)} tokens: the limit is {LIMITS['max_tokens']}, "
-            f"so only the first {LIMITS['max_tokens']} are used."
-        )
-        return tokens[: LIMITS["max_tokens"]]
+def _sentence(key: str, label: str, help_text: str) -> tuple[str, ...]:
+    """A text box of words; an empty one gives the example sentence, a long one its first tokens."""
+    typed = tokenize(st.text_input(label, key=key, help=help_text, persist_state=KEEP))
+    tokens, reason = fit_sentence(typed, MHAConfig().tokens)
+    if reason:
+        (st.warning if typed else st.error)(f"{label} {reason}.")
     return tokens
 
 
@@ -301,106 +303,9 @@ def sidebar() -> MHAConfig:
         for message in ss.get("url_messages", []):
             box.warning(f"Link: {message}")
     with box:
-        st.header("Model")
-        tokens = _sentence("w_tokens", "Sentence", "Words separated by spaces; repeated words stay separate tokens.")
-        cross = st.toggle("Cross-attention (keys/values from a second sentence)", key="w_cross", persist_state=KEEP)
-        kv_tokens = None
-        if cross:
-            kv_tokens = _sentence("w_kv_tokens", "Key/value sentence", "The tokens the queries look at.")
-        d_model = st.number_input(
-            "d_model (model width)",
-            min_value=1,
-            max_value=LIMITS["max_d_model"],
-            step=1,
-            key="w_d_model",
-            persist_state=KEEP,
-        )
-        choices = valid_head_counts(int(d_model))
-        if ss.get("w_heads") not in choices:
-            ss.w_heads = max(h for h in choices if h <= max(ss.get("w_heads") or 1, 1))
-        heads = st.selectbox("Heads (only those dividing d_model)", choices, key="w_heads", persist_state=KEEP)
-        st.caption(
-            f"Head size d_k = {int(d_model) // heads}. Limits: {LIMITS['max_tokens']} tokens, "
-            f"d_model ≤ {LIMITS['max_d_model']}, {LIMITS['max_heads']} heads."
-        )
-        seed = st.number_input(
-            "Seed", min_value=0, max_value=LIMITS["max_seed"], step=1, key="w_seed", persist_state=KEEP
-        )
-        init = st.selectbox("Weights", list(INIT_LABELS), key="w_init", persist_state=KEEP, format_func=INIT_LABELS.get)
-        if init in PRESET_INITS:
-            st.caption(
-                PRESET_DESCRIPTIONS[init] + " Inputs are hand-built too: position in dims 0-1, word in dims 2-3."
-            )
-        bias = st.toggle("Biases", key="w_bias", persist_state=KEEP, disabled=init in PRESET_INITS)
-        output_projection = st.toggle("Output projection W_O", key="w_wo", persist_state=KEEP)
-
-        st.header("Inputs")
-        embedding = st.selectbox(
-            "Embeddings",
-            list(EMBEDDING_LABELS),
-            key="w_embedding",
-            persist_state=KEEP,
-            format_func=EMBEDDING_LABELS.get,
-        )
-        pe = st.toggle(
-            "Add sinusoidal positional encoding", key="w_pe", persist_state=KEEP, disabled=init in PRESET_INITS
-        )
-
-        st.header("Scores")
-        scale = st.selectbox(
-            "Scale", list(SCALE_LABELS), key="w_scale", persist_state=KEEP, format_func=SCALE_LABELS.get
-        )
-        temperature = float(ss.get("w_temperature", 1.0))
-        if scale == "temperature":
-            temperature = st.number_input(
-                "Temperature",
-                min_value=0.01,
-                max_value=LIMITS["max_temperature"],
-                step=0.1,
-                key="w_temperature",
-                persist_state=KEEP,
-            )
-        mask = st.selectbox("Mask", list(MASK_LABELS), key="w_mask", persist_state=KEEP, format_func=MASK_LABELS.get)
-        key_tokens = kv_tokens or tokens
-        config = MHAConfig(
-            tokens=tokens,
-            kv_tokens=kv_tokens,
-            d_model=int(d_model),
-            n_heads=int(heads),
-            seed=int(seed),
-            init=init,
-            bias=bool(bias),
-            positional_encoding=bool(pe),
-            scale_rule=scale,
-            temperature=float(temperature),
-            mask=mask,
-            output_projection=bool(output_projection),
-        )
-        if mask == "padding":
-            ss.w_valid_len = min(int(ss.get("w_valid_len", len(key_tokens))), len(key_tokens))
-            valid = st.slider(
-                "Valid length (keys that are real)", 0, len(key_tokens), key="w_valid_len", persist_state=KEEP
-            )
-            config = replace(config, valid_len=int(valid))
-        if mask == "window":
-            window = st.slider(
-                "Window radius |i − j| ≤", 0, max(len(key_tokens) - 1, 1), key="w_window", persist_state=KEEP
-            )
-            config = replace(config, window=int(window))
-        if mask == "custom":
-            config = replace(config, custom_mask=_custom_grid(tokens, key_tokens, config))
-        if embedding == "onehot" and len(set(tokens) | set(key_tokens)) > int(d_model):
-            st.error(
-                f"One-hot embeddings need d_model ≥ {len(set(tokens) | set(key_tokens))} (the number of distinct "
-                "words): using seeded random embeddings."
-            )
-        elif embedding == "custom":
-            n_rows = len(tokens) + (len(kv_tokens) if kv_tokens else 0)
-            table = _uploaded_embedding(n_rows, int(d_model))
-            if table is not None:
-                config = replace(config, embedding="custom", custom_embedding=table)
-        else:
-            config = replace(config, embedding=embedding)
+        values = _draw_settings()
+        embedding, table = _embedding_in_use(values)
+        config = config_of({**values, "embedding": embedding}, custom_embedding=table)
         repairs: list[str] = []
         config = repair(config, repairs)
         for message in repairs:
@@ -413,17 +318,126 @@ def sidebar() -> MHAConfig:
     return config
 
 
+def _draw_settings() -> dict[str, object]:
+    """One widget per setting that applies, under its section's header; the values by setting name."""
+    values: dict[str, object] = {}
+    section = None
+    for row in model_settings():
+        if row.section != section:
+            section = row.section
+            st.header(section)
+        if row.applies(values):
+            values[row.name] = WIDGETS[row.widget](row, values)
+        elif row.kept_unused:
+            values[row.name] = st.session_state.get(row.key, row.default_for(values))
+        else:
+            values[row.name] = row.default_for(values)
+    return values
+
+
+def _sentence_widget(row: Setting, values) -> tuple[str, ...]:
+    return _sentence(row.key, row.label, row.help)
+
+
+def _second_sentence_widget(row: Setting, values) -> tuple[str, ...] | None:
+    cross = st.toggle("Cross-attention (keys/values from a second sentence)", key="w_cross", persist_state=KEEP)
+    return _sentence(row.key, row.label, row.help) if cross else None
+
+
+def _number_widget(row: Setting, values) -> int | float:
+    low, high = row.widget_bounds(values)
+    step = 1 if row.kind == "int" else 0.1
+    value = st.number_input(
+        row.label, min_value=low, max_value=high, step=step, key=row.key, help=row.help, persist_state=KEEP
+    )
+    return int(value) if row.kind == "int" else float(value)
+
+
+def _heads_widget(row: Setting, values) -> int:
+    """Only the head counts that divide d_model; a count that no longer fits becomes the nearest below."""
+    ss = st.session_state
+    d_model = values["d_model"]
+    choices = valid_head_counts(d_model)
+    if ss.get(row.key) not in choices:
+        ss[row.key] = fitting_heads(ss.get(row.key) or 1, d_model)
+    heads = st.selectbox(row.label, choices, key=row.key, help=row.help, persist_state=KEEP)
+    st.caption(
+        f"Head size d_k = {d_model // heads}. Limits: {LIMITS['max_tokens']} tokens, "
+        f"d_model ≤ {LIMITS['max_d_model']}, {LIMITS['max_heads']} heads."
+    )
+    return int(heads)
+
+
+def _select_widget(row: Setting, values) -> str:
+    return st.selectbox(
+        row.label, list(row.choices), key=row.key, help=row.help, persist_state=KEEP, format_func=row.choices.get
+    )
+
+
+def _init_widget(row: Setting, values) -> str:
+    init = _select_widget(row, values)
+    if init in PRESET_INITS:
+        st.caption(PRESET_DESCRIPTIONS[init] + " Inputs are hand-built too: position in dims 0-1, word in dims 2-3.")
+    return init
+
+
+def _toggle_widget(row: Setting, values) -> bool:
+    return bool(st.toggle(row.label, key=row.key, help=row.help, persist_state=KEEP, disabled=row.disabled(values)))
+
+
+def _slider_widget(row: Setting, values) -> int:
+    """A slider whose range follows the sentence; a stored value outside it is moved to the nearest end."""
+    ss = st.session_state
+    low, high = row.widget_bounds(values)
+    ss[row.key] = min(max(int(ss.get(row.key, row.default_for(values))), low), high)
+    return int(st.slider(row.label, low, high, key=row.key, help=row.help, persist_state=KEEP))
+
+
+def _grid_widget(row: Setting, values) -> tuple[tuple[bool, ...], ...]:
+    return _custom_grid(values["tokens"], key_tokens(values), config_of({**values, row.name: None}))
+
+
+WIDGETS = {  # Setting.widget -> how the sidebar draws it; each returns the setting's value
+    "sentence": _sentence_widget,
+    "second_sentence": _second_sentence_widget,
+    "number": _number_widget,
+    "heads": _heads_widget,
+    "select": _select_widget,
+    "init": _init_widget,
+    "toggle": _toggle_widget,
+    "slider": _slider_widget,
+    "grid": _grid_widget,
+}
+
+
+def _embedding_in_use(values) -> tuple[str, tuple | None]:
+    """The embedding the sidebar's choice can give now, and the uploaded matrix when it is one."""
+    tokens, keys, d_model, embedding = values["tokens"], key_tokens(values), values["d_model"], values["embedding"]
+    if embedding == "onehot" and len(set(tokens) | set(keys)) > d_model:
+        st.error(
+            f"One-hot embeddings need d_model ≥ {len(set(tokens) | set(keys))} (the number of distinct "
+            "words): using seeded random embeddings."
+        )
+        return "random", None
+    if embedding == "custom":
+        n_rows = len(tokens) + (len(values["kv_tokens"]) if values["kv_tokens"] else 0)
+        table = _uploaded_embedding(n_rows, d_model)
+        return ("custom", table) if table is not None else ("random", None)
+    return embedding, None
+
+
 def _clamp_view(config: MHAConfig) -> None:
     """Keep the chosen head, query and key inside the current shapes."""
-    limits = {"w_head": config.n_heads, "w_qi": len(config.tokens), "w_kj": len(config.key_tokens)}
-    for key, size in limits.items():
-        clamp_choice(key, size)
+    values = values_of(config)
+    for row in VIEW_SETTINGS:
+        if row.limits is not None:
+            clamp_choice(row.key, row.bounds(values)[1] + 1)
 
 
 def _write_url(config: MHAConfig) -> None:
     """Make the address bar describe ``config`` and the current view (only when it changed)."""
     params = params_from_config(config)
-    params.update(view_params({name: st.session_state.get(f"w_{name}", d) for name, d in VIEW_DEFAULTS.items()}))
+    params.update(view_params({row.name: st.session_state.get(row.key, row.default) for row in VIEW_SETTINGS}))
     current = st.query_params.to_dict()
     if current != params:
         st.query_params.from_dict(params)

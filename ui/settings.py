@@ -1,0 +1,216 @@
+"""Every setting a user can change, once: config field, widget, URL name, default, limits, label, help.
+
+The sidebar (``ui/controls.py``), the URL reader and writer (``ui/urlstate.py``) and the
+``MHAConfig`` they build all walk these tables, so adding a setting is one row here plus its use in
+the engine. Pure data and small rules: no streamlit.
+
+A row's functions (``applies``, ``limits``, ``default``, ``disabled``) take the *values so far*: a
+mapping from setting name to value, filled in table order (so a row may depend on rows above it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from types import MappingProxyType
+
+from mha_core.config import EMBEDDINGS, LIMITS, MHAConfig, valid_head_counts
+from mha_core.presets import PRESET_INITS
+
+Values = Mapping[str, object]  # setting name -> value, for the rows read so far
+
+FROM_CONFIG = object()  # a row's default: the config field's default in MHAConfig
+CONFIG_CLASS = MHAConfig  # what the settings build (a test swaps in a subclass with one more field)
+
+
+def _always(values: Values) -> bool:
+    return True
+
+
+def _never(values: Values) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: how it is stored (config field), drawn (widget), linked (URL) and bounded."""
+
+    name: str  # widget key "w_<name>"; also the URL parameter unless ``url`` says otherwise
+    kind: str  # tokens | int | float | flag | choice | grid: how the URL value is read and written
+    field: str | None = None  # the MHAConfig field; None for a view setting (what is on screen)
+    url: str | None = None  # URL parameter name, when it is not ``name``
+    label: str = ""
+    help: str | None = None
+    section: str = ""  # the sidebar header the widget sits under
+    widget: str = ""  # how the sidebar draws it (ui/controls.py WIDGETS); "" = a page draws it
+    default: object = FROM_CONFIG  # a value, or a function of the values so far
+    limits: tuple | Callable[[Values], tuple] | None = None  # (low, high), inclusive (float: low excluded)
+    choices: Mapping[str, str] = dataclasses.field(default_factory=dict)  # value -> the widget's label for it
+    url_choices: tuple[str, ...] | None = None  # the values a link may carry, when not every choice
+    legacy: Mapping[str, str] = dataclasses.field(default_factory=dict)  # old URL values still read -> today's value
+    applies: Callable[[Values], bool] = _always  # drawn, written to the URL and put in the config only then
+    kept_unused: bool = False  # a link's value reaches the config even where the row does not apply
+    written: str = "always"  # always | changed: the URL carries the value only when it is not the default
+    disabled: Callable[[Values], bool] = _never  # the widget is drawn but cannot be changed
+    widget_limits: tuple | Callable[[Values], tuple] | None = None  # the widget's range, when not ``limits``
+    fit: Callable[[object, Values], tuple[object, str | None]] | None = None  # a rule tying it to rows above
+
+    @property
+    def key(self) -> str:
+        """The widget's session-state key."""
+        return f"w_{self.name}"
+
+    @property
+    def param(self) -> str:
+        """The URL query parameter."""
+        return self.url or self.name
+
+    def default_for(self, values: Values):
+        """The value when neither the link nor the user set one."""
+        if self.default is FROM_CONFIG:
+            return next(f.default for f in fields(CONFIG_CLASS) if f.name == self.field)
+        return self.default(values) if callable(self.default) else self.default
+
+    def bounds(self, values: Values) -> tuple:
+        """(low, high) for this row given the values so far."""
+        return self.limits(values) if callable(self.limits) else self.limits
+
+    def widget_bounds(self, values: Values) -> tuple:
+        """(low, high) the widget offers given the values so far."""
+        limits = self.widget_limits if self.widget_limits is not None else self.limits
+        return limits(values) if callable(limits) else limits
+
+    def link_choices(self) -> tuple[str, ...]:
+        """The values a link may carry."""
+        return self.url_choices or tuple(self.choices)
+
+
+def key_tokens(values: Values) -> tuple[str, ...]:
+    """The keys' tokens: the second sentence in cross-attention, else the sentence."""
+    return values["kv_tokens"] or values["tokens"]
+
+
+def fit_sentence(tokens: tuple[str, ...], example) -> tuple[tuple[str, ...] | None, str | None]:
+    """The tokens a sentence may use, and why they differ from those given (None when they do not).
+
+    An empty sentence becomes ``example``; a longer one than the limit keeps its first tokens.
+    """
+    limit = LIMITS["max_tokens"]
+    if not tokens:
+        return example, None if example is None else f"is empty: using '{' '.join(example)}'"
+    if len(tokens) > limit:
+        return tokens[:limit], f"has {len(tokens)} tokens; the limit is {limit}: keeping the first {limit}"
+    return tokens, None
+
+
+def fitting_heads(heads: int, d_model: int) -> int:
+    """The largest head count that divides ``d_model`` and is at most ``heads`` (at least 1)."""
+    return max(h for h in valid_head_counts(d_model) if h <= max(heads, 1))
+
+
+def _fit_heads(heads: int, values: Values) -> tuple[int, str | None]:
+    """Heads that divide d_model, and why the given count was changed (None when it was kept)."""
+    d_model = values["d_model"]
+    fitting = fitting_heads(heads, d_model)
+    if fitting == heads:
+        return heads, None
+    return fitting, f"does not divide d_model {d_model} (choose {', '.join(map(str, valid_head_counts(d_model)))})"
+
+
+def _hand_built(values: Values) -> bool:
+    return values["init"] in PRESET_INITS
+
+
+INIT_LABELS = {
+    "xavier": "Xavier / Glorot normal (default)",
+    "uniform": "uniform [0, 1)  (seed 000)",
+    "normal": "standard normal  (seed 003)",
+    "he": "He normal  (seed 004)",
+    "identity": "hand-built: identity head",
+    "previous": "hand-built: previous-token head",
+    "first": "hand-built: first-token (sink) head",
+    "same": "hand-built: same-token head",
+    "uniform_head": "hand-built: uniform head",
+}
+SCALE_LABELS = {
+    "sqrt_dk": "1/√d_k  (standard)",
+    "sqrt_t": "1/√T  (seed 001: number of tokens)",
+    "none": "none (×1)",
+    "temperature": "1/temperature",
+}
+MASK_LABELS = {
+    "none": "none",
+    "causal": "causal (no peeking ahead)",
+    "padding": "padding (valid length)",
+    "window": "sliding window",
+    "custom": "custom (edit the grid)",
+}
+EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
+LINK_EMBEDDINGS = tuple(e for e in EMBEDDINGS if e != "custom")  # an uploaded matrix cannot travel in a link
+VIEW_LABELS = {"weights": "weights", "logits": "logits", "scores": "scores"}
+
+# The model's settings, in sidebar order. Rows below may depend on rows above.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("tokens", "tokens", "tokens", label="Sentence", section="Model", widget="sentence",
+            help="Words separated by spaces; repeated words stay separate tokens."),
+    Setting("kv_tokens", "tokens", "kv_tokens", label="Key/value sentence", section="Model", widget="second_sentence",
+            help="The tokens the queries look at."),
+    Setting("d_model", "int", "d_model", label="d_model (model width)", section="Model", widget="number",
+            limits=(1, LIMITS["max_d_model"])),
+    Setting("heads", "int", "n_heads", label="Heads (only those dividing d_model)", section="Model", widget="heads",
+            limits=(1, LIMITS["max_heads"]), fit=_fit_heads),
+    Setting("seed", "int", "seed", label="Seed", section="Model", widget="number", limits=(0, LIMITS["max_seed"])),
+    Setting("init", "choice", "init", label="Weights", section="Model", widget="init", choices=INIT_LABELS),
+    Setting("bias", "flag", "bias", label="Biases", section="Model", widget="toggle", disabled=_hand_built),
+    Setting("wo", "flag", "output_projection", label="Output projection W_O", section="Model", widget="toggle",
+            written="changed"),
+    Setting("embedding", "choice", "embedding", url="emb", label="Embeddings", section="Inputs", widget="select",
+            choices=EMBEDDING_LABELS, url_choices=LINK_EMBEDDINGS, written="changed"),
+    Setting("pe", "flag", "positional_encoding", label="Add sinusoidal positional encoding", section="Inputs",
+            widget="toggle", disabled=_hand_built),
+    Setting("scale", "choice", "scale_rule", label="Scale", section="Scores", widget="select", choices=SCALE_LABELS),
+    Setting("temperature", "float", "temperature", label="Temperature", section="Scores", widget="number",
+            limits=(0.0, LIMITS["max_temperature"]), widget_limits=(0.01, LIMITS["max_temperature"]), applies=lambda v: v["scale"] == "temperature", kept_unused=True),
+    Setting("mask", "choice", "mask", label="Mask", section="Scores", widget="select", choices=MASK_LABELS),
+    Setting("valid_len", "int", "valid_len", label="Valid length (keys that are real)", section="Scores",
+            widget="slider", default=lambda v: len(key_tokens(v)), limits=lambda v: (0, len(key_tokens(v))),
+            applies=lambda v: v["mask"] == "padding"),
+    Setting("window", "int", "window", label="Window radius |i − j| ≤", section="Scores", widget="slider",
+            limits=(0, LIMITS["max_tokens"]), widget_limits=lambda v: (0, max(len(key_tokens(v)) - 1, 1)),
+            applies=lambda v: v["mask"] == "window", kept_unused=True),
+    Setting("custom_mask", "grid", "custom_mask", url="cmask", section="Scores", widget="grid",
+            applies=lambda v: v["mask"] == "custom"),
+)
+
+# What is on screen rather than computed; in links too, only where not the default. ``values`` are the
+# model's settings (a page draws these widgets, except the presentation toggle).
+VIEW_SETTINGS: tuple[Setting, ...] = (
+    Setting("view", "choice", default="weights", choices=VIEW_LABELS, written="changed"),
+    Setting("avg", "flag", default=False, written="changed"),
+    Setting("head", "int", default=0, limits=lambda v: (0, v["heads"] - 1), written="changed"),
+    Setting("qi", "int", default=0, limits=lambda v: (0, len(v["tokens"]) - 1), written="changed"),
+    Setting("kj", "int", default=0, limits=lambda v: (0, len(key_tokens(v)) - 1), written="changed"),
+    Setting("present", "flag", default=False, written="changed"),
+)
+
+VIEW_DEFAULTS = MappingProxyType({row.name: row.default for row in VIEW_SETTINGS})
+
+
+def model_settings() -> tuple[Setting, ...]:
+    """The model's settings (read at call time, so a test may extend the table)."""
+    return SETTINGS
+
+
+def values_of(config: MHAConfig) -> dict[str, object]:
+    """A configuration as the settings' values, by setting name."""
+    return {row.name: getattr(config, row.field) for row in model_settings()}
+
+
+def config_of(values: Values, **extra) -> MHAConfig:
+    """The configuration the settings' values describe; a row that does not apply keeps its default."""
+    chosen = {}
+    for row in model_settings():
+        if row.applies(values) or row.kept_unused:
+            chosen[row.field] = values[row.name]
+    return CONFIG_CLASS(**chosen, **extra)
