@@ -9,9 +9,10 @@ import streamlit as st
 
 from ui import export, figures, tables
 from ui.compute import compute
-from ui.controls import KEEP, presenting, sidebar
+from ui.controls import KEEP, mask_editor, presenting, sidebar
 from ui.device import chart_config, on_phone
 from ui.markdown import literals
+from ui.settings import COLOUR_RANGE_LABELS
 
 VIEW_LABELS = {"scores": "raw scores q·k", "logits": "scaled + masked logits", "weights": "weights (softmax)"}
 SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}  # presentation bar, phones
@@ -38,12 +39,27 @@ def view_switch(where, labels: dict[str, str], **options) -> str:
     )
 
 
-def view_toolbar(average_help: str) -> tuple[str, bool]:
-    """The matrix switch (w_view) and the average toggle (w_avg), side by side."""
+def colour_range_switch(where) -> str:
+    """The weights view's colour range (``w_colours``): fixed 0..1, the largest weight shown, or per head."""
+    return where.segmented_control(
+        "Colour range",
+        list(COLOUR_RANGE_LABELS),
+        key="w_colours",
+        persist_state=KEEP,
+        format_func=COLOUR_RANGE_LABELS.get,
+        required=True,
+        help="0..1 compares heads fairly. For a long sentence, where every weight is small, stretch the colours "
+        "to the largest weight shown, or to each head's own largest (the colour bar says which is in force).",
+    )
+
+
+def view_toolbar(average_help: str) -> tuple[str, bool, str]:
+    """The matrix switch (w_view), the average toggle (w_avg) and, for weights, the colour range (w_colours)."""
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     view = view_switch(left, SHORT_VIEW_LABELS if on_phone() else VIEW_LABELS)
     average = right.toggle("Add the average of the heads", key="w_avg", persist_state=KEEP, help=average_help)
-    return view, average
+    colours = colour_range_switch(st) if view == "weights" else "fixed"
+    return view, average, colours
 
 
 def fully_masked_note(result) -> None:
@@ -71,7 +87,7 @@ def heads_phrase(n_heads: int) -> str:
     return f"{n_heads} head" if n_heads == 1 else f"{n_heads} heads"
 
 
-def heads_section(result, view: str, average: bool) -> None:
+def heads_section(result, view: str, average: bool, colours: str = "fixed") -> None:
     """All heads in one figure (plus the average panel), its caption and its CSV."""
     trace, config = result.trace, result.config
     matrices = shown_matrices(trace, view)
@@ -90,6 +106,7 @@ def heads_section(result, view: str, average: bool) -> None:
         max_cols=cols,
         panel_px=panel_px,
         mask=result.mask,
+        colour_range=colours,
     )
     st.plotly_chart(fig, key="heads_grid", config=chart_config())
     st.caption(
@@ -261,11 +278,12 @@ def main() -> None:
     if result is None:
         return
     fully_masked_note(result)
-    view, average = view_toolbar(
+    mask_editor(config)
+    view, average, colours = view_toolbar(
         "One extra panel: the mean of the heads on the same colour scale. "
         "The model never uses it — each head's output is kept separate."
     )
-    heads_section(result, view, average)
+    heads_section(result, view, average, colours)
     diagnostics_section(result)
     outputs_section(result)
     export_section(result)

@@ -377,3 +377,50 @@ def test_the_figures_at_the_caps_stay_under_2_mb_per_rerun():
         sizes[view] = sum(len(c.proto.spec) for c in at.get("plotly_chart"))
     print(f"figure JSON per rerun at the caps: {sizes}")
     assert max(sizes.values()) <= TWO_MB
+
+
+def test_a_long_sentence_can_stretch_the_colours_to_its_largest_weight_and_the_link_keeps_it():
+    words = " ".join(f"w{i}" for i in range(64))
+    at = app({"tokens": words, "d_model": "32", "heads": "4"})
+    assert charts(at)["heads_grid"]["layout"]["coloraxis"]["cmax"] == 1.0  # the default compares heads on 0..1
+    at.button_group(key="w_colours").set_value("max").run()
+    assert_page_ok(at)
+    axis = charts(at)["heads_grid"]["layout"]["coloraxis"]
+    weights = run(at.session_state["config"]).trace.weights
+    assert axis["cmax"] == pytest.approx(weights.max(), rel=1e-6) and axis["cmax"] < 1.0
+    assert "largest shown" in axis["colorbar"]["title"]["text"]
+    assert _query(at)["colours"] == "max"
+    at.button_group(key="w_colours").set_value("head").run()
+    layout = charts(at)["heads_grid"]["layout"]
+    tops = [layout["coloraxis" if h == 0 else f"coloraxis{h + 1}"]["cmax"] for h in range(4)]
+    np.testing.assert_allclose(tops, weights.max(axis=(1, 2)), rtol=1e-6)
+
+
+def test_the_colour_range_comes_from_the_link_and_only_with_weights():
+    at = app({"colours": "head", "heads": "2"})
+    assert at.button_group(key="w_colours").value == "head"
+    assert "coloraxis2" in charts(at)["heads_grid"]["layout"]
+    at.button_group(key="w_view").set_value("logits").run()
+    assert not any(w.key == "w_colours" for w in at.get("button_group"))
+    bad = app({"colours": "rainbow"})
+    assert "colours=rainbow" in messages(bad) and bad.button_group(key="w_colours").value == "fixed"
+
+
+def test_a_custom_mask_is_edited_in_the_main_area_not_the_sidebar():
+    at = app({"tokens": "x y z", "mask": "custom", "cmask": "100.110.111"})
+    assert_page_ok(at)
+    assert not at.sidebar.dataframe  # the sidebar keeps only where the grid starts from
+    editor = at.main.dataframe[0]  # above the heads, before the diagnostics table
+    assert list(editor.value.columns) == ["0:x", "1:y", "2:z"] and list(editor.value.index) == ["0:x", "1:y", "2:z"]
+    np.testing.assert_array_equal(editor.value.to_numpy(), run(at.session_state["config"]).mask)
+
+
+def test_the_mask_editor_applies_its_edits_to_the_grid_it_started_from():
+    import streamlit as st
+
+    from ui.controls import _apply_grid_edits
+
+    st.session_state["grid_base"] = ((True, False, False), (True, True, False))
+    st.session_state["grid_7"] = {"edited_rows": {0: {"2:c": True}, "1": {"0:a": False}}}
+    _apply_grid_edits("grid_7", ["0:a", "1:b", "2:c"])
+    assert st.session_state["custom_grid"] == ((True, False, True), (False, True, False))

@@ -110,5 +110,10 @@ def test_a_long_sentence_is_cut_in_the_summary_line():
 def test_the_summary_line_mentions_what_differs_from_the_standard_layer():
     config = MHAConfig(kv_tokens=("a", "dog"), init="previous", scale_rule="none", output_projection=False)
     line = summary_line(config)
-    assert "**the cat sat on the mat** → **a dog**" in line
+    assert "**`the cat sat on the mat`** → **`a dog`**" in line
     assert "previous-token" in line and "scale: none" in line and "no W_O" in line
+
+
+def test_the_summary_line_shows_the_words_as_typed_not_as_markdown():
+    line = summary_line(MHAConfig(tokens=(":smile:", "$x$", "*a*", "<b>b</b>")))
+    assert "`:smile: $x$ *a* <b>b</b>`" in line  # one code span: Streamlit shows it verbatim

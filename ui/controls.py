@@ -17,6 +17,7 @@ import streamlit as st
 from mha_core.config import LIMITS, MHAConfig, build_mask, valid_head_counts
 from mha_core.inputs import token_labels, tokenize
 from mha_core.presets import PRESET_DESCRIPTIONS, PRESET_INITS
+from ui.markdown import literal
 from ui.settings import (
     INIT_LABELS,
     MASK_LABELS,
@@ -80,8 +81,7 @@ def _seed_select(row: Setting, value) -> None:
 
 
 def _seed_grid(row: Setting, value) -> None:
-    st.session_state.custom_grid = value
-    st.session_state.grid_version = st.session_state.get("grid_version", 0) + 1
+    _set_grid(value)
 
 
 SEEDS = {  # Setting.widget -> how a value goes into its widget, where not as it is
@@ -121,16 +121,27 @@ def _sentence(key: str, label: str, help_text: str) -> tuple[str, ...]:
     return tokens
 
 
-def _custom_grid(tokens, key_tokens, start: MHAConfig) -> tuple[tuple[bool, ...], ...]:
-    """An editable checkbox grid (rows = queries, columns = keys), kept outside widget state."""
-    import pandas as pd  # only this control needs pandas
-
+def _set_grid(grid) -> None:
+    """Make ``grid`` the custom mask and the editor's new starting point (a new editor: old edits go)."""
     ss = st.session_state
-    tq, tk = len(tokens), len(key_tokens)
-    grid = ss.get("custom_grid")
+    ss.custom_grid = ss.grid_base = grid
+    ss.grid_version = ss.get("grid_version", 0) + 1
+
+
+def _fitted_grid(tq: int, tk: int) -> tuple[tuple[bool, ...], ...]:
+    """The custom mask, or all allowed when it was made for another sentence."""
+    grid = st.session_state.get("custom_grid")
     if grid is None or len(grid) != tq or any(len(r) != tk for r in grid):
         grid = tuple(tuple(True for _ in range(tk)) for _ in range(tq))
-        ss.custom_grid = grid
+        _set_grid(grid)
+    return grid
+
+
+def _custom_grid(tokens, key_tokens, start: MHAConfig) -> tuple[tuple[bool, ...], ...]:
+    """In the sidebar: which mask the grid starts from. The grid itself is edited on the page (``mask_editor``),
+    where there is room for a column per key, and kept outside widget state."""
+    tq, tk = len(tokens), len(key_tokens)
+    grid = _fitted_grid(tq, tk)
     base = st.selectbox(
         "Start the grid from",
         ["none", "causal", "padding", "window"],
@@ -141,21 +152,46 @@ def _custom_grid(tokens, key_tokens, start: MHAConfig) -> tuple[tuple[bool, ...]
     if st.button("Reset the grid to it", key="grid_reset"):
         mask = build_mask(replace(start, mask=base))
         grid = tuple(tuple(bool(c) for c in row) for row in (np.ones((tq, tk), bool) if mask is None else mask))
-        ss.custom_grid = grid
-        ss.grid_version = ss.get("grid_version", 0) + 1
-    columns = token_labels(key_tokens)
-    frame = pd.DataFrame(list(grid), index=token_labels(tokens), columns=columns)
-    edited = st.data_editor(
-        frame,
-        key=f"grid_{ss.get('grid_version', 0)}",
+        _set_grid(grid)
+    st.caption("Edit the grid on the page, beside the heatmap: a click on a cell allows or blocks that key.")
+    return grid
+
+
+def _apply_grid_edits(editor_key: str, columns: list[str]) -> None:
+    """The editor's changes (cells set since it was drawn from ``grid_base``) onto the custom mask, before the run."""
+    ss = st.session_state
+    grid = [list(row) for row in ss.grid_base]
+    for row, changes in ss[editor_key]["edited_rows"].items():
+        for column, allowed in changes.items():
+            grid[int(row)][columns.index(column)] = bool(allowed)
+    ss.custom_grid = tuple(tuple(row) for row in grid)
+
+
+def mask_editor(config: MHAConfig) -> None:
+    """The custom mask as a grid of checkboxes in the main area: rows = queries, columns = keys, a click
+    toggles a cell. Draws nothing unless the mask is custom. Its edits reach the sidebar's configuration
+    through a callback, before the next run computes anything."""
+    import pandas as pd  # only this control needs pandas
+
+    if config.mask != "custom":
+        return
+    ss = st.session_state
+    base = ss.get("grid_base")
+    if base is None or np.shape(base) != (len(config.tokens), len(config.key_tokens)):
+        _set_grid(config.custom_mask)
+        base = ss.grid_base
+    columns = token_labels(config.key_tokens)
+    key = f"grid_{ss.grid_version}"
+    st.markdown("**Custom mask** — ticked: the query (row) may attend to the key (column).")
+    st.data_editor(
+        pd.DataFrame(list(base), index=token_labels(config.tokens), columns=columns),
+        key=key,
         num_rows="fixed",
-        width="stretch",
+        width="content",
+        on_change=_apply_grid_edits,
+        args=(key, columns),
         column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in columns},
     )
-    grid = tuple(tuple(bool(v) for v in row) for row in edited.to_numpy())
-    ss.custom_grid = grid
-    st.caption("Ticked = the query (row) may attend to the key (column).")
-    return grid
 
 
 def _uploaded_embedding(n_rows: int, d_model: int):
@@ -233,9 +269,9 @@ def _short(tokens: tuple[str, ...], words: int = 6) -> str:
 
 def summary_line(config: MHAConfig) -> str:
     """The settings in one line of Markdown, for the compact bar of presentation mode."""
-    sentence = f"**{_short(config.tokens)}**"
+    sentence = f"**{literal(_short(config.tokens))}**"  # as typed: no emoji, maths or italics from the words
     if config.kv_tokens is not None:
-        sentence += f" → **{_short(config.kv_tokens)}**"
+        sentence += f" → **{literal(_short(config.kv_tokens))}**"
     parts = [sentence, f"{config.n_heads} heads", f"mask: {MASK_LABELS[config.mask].split(' (')[0]}"]
     if config.init != "xavier":
         parts.append(f"weights: {INIT_LABELS[config.init].split('  ')[0]}")

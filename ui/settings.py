@@ -149,6 +149,11 @@ MASK_LABELS = {
 EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
 LINK_EMBEDDINGS = tuple(e for e in EMBEDDINGS if e != "custom")  # an uploaded matrix cannot travel in a link
 VIEW_LABELS = {"weights": "weights", "logits": "logits", "scores": "scores"}
+COLOUR_RANGE_LABELS = {  # the weights view's colour range (ui/figures.py COLOUR_RANGES)
+    "fixed": "0..1, all heads",
+    "max": "0..largest shown",
+    "head": "each head 0..its largest",
+}
 
 # The model's settings, in sidebar order. Rows below may depend on rows above.
 SETTINGS: tuple[Setting, ...] = (
@@ -188,6 +193,7 @@ SETTINGS: tuple[Setting, ...] = (
 VIEW_SETTINGS: tuple[Setting, ...] = (
     Setting("view", "choice", default="weights", choices=VIEW_LABELS, written="changed"),
     Setting("avg", "flag", default=False, written="changed"),
+    Setting("colours", "choice", default="fixed", choices=COLOUR_RANGE_LABELS, written="changed"),
     Setting("head", "int", default=0, limits=lambda v: (0, v["heads"] - 1), written="changed"),
     Setting("qi", "int", default=0, limits=lambda v: (0, len(v["tokens"]) - 1), written="changed"),
     Setting("kj", "int", default=0, limits=lambda v: (0, len(key_tokens(v)) - 1), written="changed"),

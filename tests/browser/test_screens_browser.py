@@ -118,3 +118,20 @@ def test_in_presentation_mode_the_arrow_keys_step_through_the_heads(app_page, ap
     assert press_until_title_changes(app_page, "ArrowRight") == "head 1 of 4"
     assert press_until_title_changes(app_page, "ArrowLeft") == "head 0 of 4"
     assert press_until_title_changes(app_page, "ArrowLeft") == "head 3 of 4"  # wraps around
+
+
+def test_a_click_on_the_mask_editor_toggles_a_cell_and_the_heads_follow(app_page, app_url):
+    open_app(app_page, app_url, "?tokens=x+y+z&heads=2&mask=custom&cmask=100.110.111")
+    wait_for_charts(app_page)
+    editor = app_page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').first
+    box = editor.bounding_box()
+    row_px = 35  # the data editor's header and row height
+    # the last column (key 2:z) of the first row (query 0:x): blocked, so a click allows it
+    app_page.mouse.click(box["x"] + box["width"] - 30, box["y"] + row_px + row_px / 2)
+    app_page.wait_for_function("() => new URLSearchParams(location.search).get('cmask') === '101.110.111'")
+    app_page.wait_for_function(  # head 0's grey layer no longer covers (query 0, key 2)
+        """() => { const el = document.querySelector('.st-key-heads_grid .js-plotly-plot');
+                   const grey = el && el.data ? el.data.find(t => !t.coloraxis) : null;
+                   return !!grey && grey.text[0][2] === '' && grey.text[0][1] === '×'; }"""
+    )
+    screenshot(app_page, "mask_editor_1440")
