@@ -7,7 +7,7 @@ This page has its own configurations and does not draw the sidebar controls.
 import streamlit as st
 
 from mha_core.presets import PRESET_DESCRIPTIONS
-from ui.controls import open_config
+from ui.controls import open_config, presentation_switch, presenting
 from ui.figures import attention_grid, matrix_heatmap
 from ui.lessons import (
     LESSONS,
@@ -26,6 +26,11 @@ from ui.lessons import (
 OVERVIEW = "overview"
 PAGE_PATH = "lessons"  # this page's URL path (from its file name)
 FONT_SIZE = 15  # readable from the back of a classroom
+PRESENT_FONT_SIZE = 18  # ... and from the back of a lecture hall, in presentation mode
+
+
+def font_size() -> int:
+    return PRESENT_FONT_SIZE if presenting() else FONT_SIZE
 
 
 # One entry per lesson: the findings depend on the lesson's key only (its configurations are fixed), so the
@@ -64,7 +69,7 @@ def draw_grid(grid: Grid, chart_key: str) -> None:
         titles=grid.titles,
         max_cols=grid.max_cols,
         panel_px=panel_px,
-        font_size=FONT_SIZE,
+        font_size=font_size(),
         square=grid.max_cols <= 2,
     )
     st.plotly_chart(figure, key=chart_key)
@@ -86,7 +91,7 @@ def draw_figures(lesson: Lesson, figures) -> None:
                 zmin=0.0,
                 zmax=1.0,
                 height=320,
-                font_size=FONT_SIZE,
+                font_size=font_size(),
                 row_name=heat.row_name,
                 col_name=heat.col_name,
             )
@@ -172,6 +177,7 @@ def render_presets() -> None:
             st.code(full_link(explorer_query(config)), language=None, wrap_lines=True)
 
 
+presentation_switch()
 requested = st.query_params.get("lesson")
 if requested is not None and requested not in LESSONS:
     st.warning(f"There is no lesson called '{requested}'. Choose one of: {', '.join(LESSONS)}.")

@@ -14,7 +14,7 @@ from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLM
 from ui import figures, tables
 from ui import real_model as rm
 from ui import step_views as views
-from ui.controls import KEEP, clamp_choice
+from ui.controls import KEEP, clamp_choice, presentation_switch
 from ui.drill_down import drill_down
 from ui.markdown import literals
 
@@ -215,6 +215,7 @@ def steps_section(model: MiniLM, run: MiniLMRun, layer: int, head: int) -> None:
 
 
 def main() -> None:
+    presentation_switch()
     st.title("Real model: all-MiniLM-L6-v2")
     model = model_or_message()
     if model is None:

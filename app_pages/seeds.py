@@ -3,7 +3,7 @@
 import streamlit as st
 
 from mha_core.examples import SEED_EXAMPLES, CaseComparison, SeedCase, SeedExample, compare
-from ui.controls import open_config
+from ui.controls import open_config, presentation_switch
 from ui.seeds import (
     check_lines,
     conventions_table,
@@ -94,6 +94,7 @@ def render_example(example: SeedExample, comparisons: tuple[CaseComparison, ...]
     render_explorer_button(example)
 
 
+presentation_switch()
 st.title("Seed notebooks")
 st.write(
     "Five documents wrote multi-head attention their own way. Each is rebuilt here from its own conventions and run "

@@ -157,3 +157,19 @@ def test_open_in_the_explorer_loads_the_lessons_configuration_into_the_sidebar(k
     # the explorer computes the same weights the lesson showed
     shown = run(panel.config).trace.weights
     np.testing.assert_array_equal(run(at.session_state["config"]).trace.weights, shown)
+
+
+def test_present_1_on_the_lessons_page_turns_presentation_mode_on_and_stays_in_the_link():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("app_pages/lessons.py")
+    at.query_params["present"] = "1"
+    at.query_params["lesson"] = "wo"
+    at.run()
+    assert not at.exception
+    assert at.toggle(key="w_present").value is True
+    assert not any(t.key == "w_present" for t in at.sidebar.toggle)  # the toggle sits on the page: no sidebar
+    assert any("stSidebar" in h.proto.body for h in at.get("html"))  # the CSS that hides the sidebar
+    sizes = {json.loads(c.proto.spec)["layout"]["font"]["size"] for c in at.get("plotly_chart")}
+    assert sizes == {18}
+    at.toggle(key="w_present").set_value(False).run()
+    assert "present" not in at.query_params and any(t.key == "w_present" for t in at.sidebar.toggle)

@@ -313,6 +313,29 @@ def _presentation_bar():
     return summary, controls
 
 
+def presentation_switch() -> bool:
+    """Presentation mode on a page without the model's sidebar (Lessons, Seed notebooks, Real model).
+
+    The link's ``present=1`` turns it on when the session starts here; the toggle sits in the sidebar, or
+    at the top of the page while presenting (the sidebar is hidden then); the link follows the toggle.
+    """
+    ss = st.session_state
+    if "w_present" not in ss:
+        ss.w_present = st.query_params.get("present") == "1"
+    if presenting():
+        st.html(PRESENTATION_CSS)
+        st.toggle("Presenting", key="w_present", persist_state=KEEP, help="Off: back to the normal layout.")
+    else:
+        st.sidebar.toggle(
+            "Presentation mode", key="w_present", persist_state=KEEP, help="For a projector: big text, no sidebar."
+        )
+    if presenting():
+        st.query_params["present"] = "1"
+    elif "present" in st.query_params:
+        del st.query_params["present"]
+    return presenting()
+
+
 def sidebar() -> MHAConfig:
     """Draw the controls, keep the URL in step, and return the configuration they describe.
 
