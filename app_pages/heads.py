@@ -107,8 +107,10 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
         panel_px=panel_px,
         mask=result.mask,
         colour_range=colours,
+        square=len(titles) == 1,  # one panel: square cells at a natural width, not stretched across the page
     )
-    st.plotly_chart(fig, key="heads_grid", config=chart_config())
+    width = "content" if len(titles) == 1 else "stretch"
+    st.plotly_chart(fig, key="heads_grid", config=chart_config(), width=width)
     st.caption(
         f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
         f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."
@@ -123,10 +125,11 @@ def diagnostics_section(result) -> None:
     trace = result.trace
     left, right = st.columns([3, 2])
     with left:
-        summary = tables.head_summary_frame(trace)
+        summary = tables.head_summary_frame(trace, cross=result.config.is_cross)
         config = {
             label: st.column_config.NumberColumn(label, help=meaning, format="%.3f")
             for label, meaning in tables.DIAGNOSTIC_COLUMNS.values()
+            if label in summary.columns
         }
         st.dataframe(summary, column_config=config, key="head_table")
         st.caption("Averages over the query rows (fully masked rows left out). Entropy 0 = sharp, 1 = even.")

@@ -424,3 +424,18 @@ def test_the_mask_editor_applies_its_edits_to_the_grid_it_started_from():
     st.session_state["grid_7"] = {"edited_rows": {0: {"2:c": True}, "1": {"0:a": False}}}
     _apply_grid_edits("grid_7", ["0:a", "1:b", "2:c"])
     assert st.session_state["custom_grid"] == ((True, False, True), (False, True, False))
+
+
+def test_cross_attention_diagnostics_leave_out_self_and_previous():
+    at = app({"kv_tokens": "a dog ran"})
+    assert_page_ok(at)
+    table = next(d for d in at.main.dataframe if "entropy" in d.value.columns)
+    assert "on itself" not in table.value.columns and "on previous" not in table.value.columns
+
+
+def test_one_head_is_one_square_panel_and_the_caption_says_1_head():
+    at = app({"heads": "1"})
+    assert_page_ok(at)
+    layout = charts(at)["heads_grid"]["layout"]
+    assert layout["yaxis"]["scaleanchor"] == "x" and "width" in layout  # square cells, not stretched
+    assert "1 head of size" in " ".join(c.value for c in at.caption)

@@ -62,3 +62,10 @@ def test_fully_masked_queries_lists_the_rows_with_nothing_to_attend_to():
 
 def test_concat_columns_name_the_head_and_the_column_inside_it():
     assert tables.concat_columns(6, 3) == ["h0·0", "h0·1", "h1·0", "h1·1", "h2·0", "h2·1"]
+
+
+def test_cross_attention_has_no_on_itself_or_on_previous_columns():
+    result = run(MHAConfig(kv_tokens=("a", "dog", "ran"), n_heads=2))
+    frame = tables.head_summary_frame(result.trace, cross=True)
+    assert list(frame.columns) == ["entropy", "max weight", "on first token"]
+    np.testing.assert_allclose(frame["on first token"], result.trace.weights[:, :, 0].mean(axis=1), atol=1e-12)

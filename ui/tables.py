@@ -47,10 +47,18 @@ def stacked_frame(
     return pd.DataFrame(matrices.reshape(n * r, c), index=index, columns=list(col_labels))
 
 
-def head_summary_frame(trace: AttentionTrace) -> pd.DataFrame:
-    """One row per head: entropy, max weight, diagonal / previous / first-token mass (NaN = no row counted)."""
+SELF_ONLY = ("diagonal", "previous")  # key i is token i only when the keys are the queries' own sentence
+
+
+def head_summary_frame(trace: AttentionTrace, cross: bool = False) -> pd.DataFrame:
+    """One row per head: entropy, max weight, diagonal / previous / first-token mass (NaN = no row counted).
+
+    In cross-attention (``cross``) key i is a word of another sentence, so "on itself" and "on previous"
+    mean nothing and are left out.
+    """
     summary = head_summary(trace.weights, trace.fully_masked, np.isfinite(trace.logits))
-    frame = pd.DataFrame({DIAGNOSTIC_COLUMNS[name][0]: values for name, values in summary.items()})
+    kept = {name: values for name, values in summary.items() if not (cross and name in SELF_ONLY)}
+    frame = pd.DataFrame({DIAGNOSTIC_COLUMNS[name][0]: values for name, values in kept.items()})
     frame.index = pd.Index([f"head {h}" for h in range(trace.n_heads)], name="head")
     return frame
 
