@@ -64,9 +64,14 @@ def hover_text(page, panel: int, row: int, col: int, key: str = "heads_grid") ->
         [key, panel, row, col],
     )
     page.mouse.move(1, 1)  # away first, so that the label read below is this cell's, not the last one's
-    page.wait_for_selector(".hoverlayer .hovertext", state="detached", timeout=5_000)
-    page.mouse.move(point["x"], point["y"])
-    page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
+    page.wait_for_selector(".hoverlayer .hovertext", state="detached", timeout=10_000)
+    for nudge in range(4):  # plotly may miss a move while it is still drawing: move again, a pixel over
+        page.mouse.move(point["x"] + nudge, point["y"] + nudge)
+        try:
+            page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
+            break
+        except Exception:  # playwright's TimeoutError
+            continue
     return " ".join(page.locator(".hoverlayer .hovertext").all_text_contents())
 
 
