@@ -51,11 +51,13 @@ def test_on_a_desktop_the_heads_sit_side_by_side(app_page, app_url):
     assert len({tuple(layout[f"xaxis{s}"]["domain"]) for s in ("", "2", "3", "4")}) == 4
 
 
-def hover_text(page, panel: int, row: int, col: int, key: str = "heads_grid") -> str:
-    """Move the mouse over cell (row, col) of panel ``panel`` and return plotly's hover label text."""
+def hover_text(page, panel: int, row: int, col: int, expect: str, key: str = "heads_grid") -> str:
+    """Move the mouse over cell (row, col) of panel ``panel`` until plotly's hover label contains ``expect``
+    (plotly may miss a move while it is still drawing); return the label's text, or the last one seen."""
     point = page.evaluate(
         """([key, p, r, c]) => {
             const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+            el.scrollIntoView({block: 'center'});  // the cell must be on screen to be hovered
             const suffix = p === 0 ? '' : String(p + 1);
             const xa = el._fullLayout['xaxis' + suffix], ya = el._fullLayout['yaxis' + suffix];
             const rect = el.getBoundingClientRect();
@@ -63,26 +65,32 @@ def hover_text(page, panel: int, row: int, col: int, key: str = "heads_grid") ->
         }""",
         [key, panel, row, col],
     )
-    page.mouse.move(1, 1)  # away first, so that the label read below is this cell's, not the last one's
-    page.wait_for_selector(".hoverlayer .hovertext", state="detached", timeout=10_000)
-    for nudge in range(4):  # plotly may miss a move while it is still drawing: move again, a pixel over
-        page.mouse.move(point["x"] + nudge, point["y"] + nudge)
+    text = ""
+    for nudge in range(6):
+        page.mouse.move(1, 1)  # away first, so that the label read is this cell's, not the last one's
+        page.mouse.move(point["x"] + nudge % 3, point["y"] + nudge % 3)
         try:
-            page.wait_for_selector(".hoverlayer .hovertext", timeout=5_000)
-            break
-        except Exception:  # playwright's TimeoutError
+            page.wait_for_function(
+                """want => [...document.querySelectorAll('.hoverlayer .hovertext')]
+                              .some(el => el.textContent.includes(want))""",
+                arg=expect,
+                timeout=5_000,
+            )
+        except Exception:  # playwright's TimeoutError: try again
             continue
-    return " ".join(page.locator(".hoverlayer .hovertext").all_text_contents())
+        text = " ".join(page.locator(".hoverlayer .hovertext").all_text_contents())
+        break
+    return text
 
 
 def test_hovering_a_masked_cell_says_masked_in_every_view(app_page, app_url):
     for view in ("weights", "logits", "scores"):
         open_app(app_page, app_url, f"?tokens=a+b+c+d&heads=2&mask=causal&view={view}")
         wait_for_charts(app_page)
-        masked = hover_text(app_page, panel=0, row=0, col=3)  # query 0 may not see key 3
+        masked = hover_text(app_page, panel=0, row=0, col=3, expect="key 3:d")  # query 0 may not see key 3
         assert "masked (−∞ → weight 0)" in masked, (view, masked)
-        allowed = hover_text(app_page, panel=0, row=3, col=0)
-        assert "masked (−∞" not in allowed and "3:d" in allowed, (view, allowed)
+        allowed = hover_text(app_page, panel=0, row=3, col=0, expect="query 3:d")
+        assert "masked (−∞" not in allowed and "key 0:a" in allowed, (view, allowed)
 
 
 def test_token_text_is_shown_as_typed_in_tick_labels(app_page, app_url):
