@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from mha_core.examples import SEED_EXAMPLES, CaseComparison, SeedCase, SeedExample, compare
+from content.seeds import SEED_EXAMPLES, CaseComparison, SeedCase, SeedExample, compare
 from ui.controls import open_config
 from ui.seeds import (
     check_lines,
