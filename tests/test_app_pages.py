@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from ui import navigation
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "app_pages").glob("*.py"))
 
@@ -24,9 +26,8 @@ def exceptions(at: AppTest) -> list[str]:
 
 def test_every_page_file_is_routed():
     assert "app_pages/heads.py" in PAGES and len(PAGES) >= 6
-    router = (ROOT / "app.py").read_text()
-    for page in PAGES:
-        assert f'"{page}"' in router, f"{page} is not in app.py's navigation"
+    assert sorted(info.path for info in navigation.PAGES) == PAGES, "a page file is missing from ui/navigation.py"
+    assert "st.navigation(all_pages())" in (ROOT / "app.py").read_text()
 
 
 @pytest.mark.parametrize("page", PAGES)
