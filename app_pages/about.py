@@ -8,6 +8,7 @@ import streamlit as st
 import mha_core
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
 from mha_core.config import LIMITS
+from ui import navigation
 from ui.controls import sidebar
 from ui.steps import FULLY_MASKED_POLICY, glossary_rows
 
@@ -47,14 +48,6 @@ CONVENTIONS = """
 - Everything is computed in float64 with NumPy; randomness only from `np.random.default_rng(seed)`.
 """
 
-PAGE_LINKS = [
-    ("app_pages/heads.py", "Heads: every head's attention at once", "🟪"),
-    ("app_pages/step_by_step.py", "Step by step: one head from embeddings to output, and a drill-down", "🪜"),
-    ("app_pages/lessons.py", "Lessons: six classic confusions, one link each", "🎓"),
-    ("app_pages/seeds.py", "Seed notebooks: the five seed documents, recomputed", "📓"),
-    ("app_pages/real_model.py", "Real model: attention in a small pretrained model", "🤖"),
-]
-
 
 def limit_text(value) -> str:
     """64 -> '64', 4294967295 -> '4,294,967,295', 1000.0 -> '1,000'."""
@@ -72,8 +65,9 @@ st.markdown(
 )
 
 st.header("Pages")
-for path, label, icon in PAGE_LINKS:
-    st.page_link(path, label=label, icon=icon)
+for info in navigation.PAGES:
+    if info.name != "about":
+        st.page_link(navigation.page(info.name), label=info.label, icon=info.icon)
 
 st.header("Why each step exists")
 st.table(pd.DataFrame(STEPS, columns=["step", "why"]).set_index("step"))

@@ -7,6 +7,7 @@ This page has its own configurations and does not draw the sidebar controls.
 import streamlit as st
 
 from mha_core.presets import PRESET_DESCRIPTIONS
+from ui import navigation
 from ui.controls import open_config, presentation_switch, presenting
 from ui.figures import attention_grid, matrix_heatmap
 from ui.lessons import (
@@ -100,7 +101,7 @@ def draw_figures(lesson: Lesson, figures) -> None:
 
 def open_button(label: str, config, view, key: str) -> None:
     if st.button(label, key=key, on_click=open_config, args=(config, dict(view)), icon=":material/open_in_new:"):
-        st.switch_page("app_pages/heads.py")
+        st.switch_page(navigation.page("heads"))
 
 
 def render_lesson(lesson: Lesson) -> None:

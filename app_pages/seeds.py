@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from mha_core.examples import SEED_EXAMPLES, CaseComparison, SeedCase, SeedExample, compare
+from content.seeds import SEED_EXAMPLES, CaseComparison, SeedCase, SeedExample, compare
+from ui import navigation
 from ui.controls import open_config, presentation_switch
 from ui.seeds import (
     check_lines,
@@ -62,7 +63,7 @@ def render_explorer_button(example: SeedExample) -> None:
     if st.button(
         "Load these settings into the explorer", key=f"seed_load_{example.key}", on_click=open_config, args=(config,)
     ):
-        st.switch_page("app_pages/heads.py")
+        st.switch_page(navigation.page("heads"))
     csv = embedding_csv(config)
     if csv is not None:
         st.info(

@@ -71,7 +71,7 @@ class Control:
 class Case:
     """One table row: a page, its settings (URL query parameters) and the control that is changed."""
 
-    page: str  # file name in app_pages/, without .py
+    page: str  # a page's name in ui.navigation.PAGES (its file name, without .py)
     settings: str  # "defaults", "caps" or "caps+"
     params: dict
     control: Control
@@ -152,12 +152,14 @@ def open_session(case: Case):
     """A fresh AppTest session on the case's page and settings; (AppTest, seconds of the page switch)."""
     from streamlit.testing.v1 import AppTest
 
+    from ui.navigation import PAGE_INFO
+
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
     for name, value in case.params.items():
         at.query_params[name] = value
     at.run()  # the session's first run: the default page (Heads), the URL read into the widgets
     start = time.perf_counter()
-    at.switch_page(f"app_pages/{case.page}.py").run()
+    at.switch_page(PAGE_INFO[case.page].path).run()  # AppTest switches by file path
     switch = time.perf_counter() - start
     if case.settings == "caps+" and case.page == "real_model" and skip_reason(case, at) is None:
         at.toggle(key="w_rm_steps").set_value(True).run()

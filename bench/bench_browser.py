@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
-# Flags that keep Debian's chromium quiet on a machine with a closed network (see TESTING.md).
+# Flags that keep Debian's chromium quiet on a machine with a closed network (docs/TESTING.md).
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",

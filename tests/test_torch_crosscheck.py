@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from strategies import MHAProblem, random_problem, random_shape
 
+from content.seeds import SEED000_HEADS, SEED000_VALID_LENS, seed000_inputs
 from mha_core import multi_head_attention
-from mha_core.examples import SEED000_HEADS, SEED000_VALID_LENS, seed000_inputs
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

@@ -1,6 +1,6 @@
 """What the Seed notebooks page shows, as pure functions: match marks, side-by-side tables, downloads.
 
-Every number comes from ``mha_core.examples.compare``, the same function the tests call, so the
+Every number comes from ``content.seeds.compare``, the same function the tests call, so the
 page and the tests cannot disagree about whether a seed is reproduced. The builders take the
 comparisons as arguments: the page computes them once per server and hands the same ones to the
 overview and to each case. No streamlit in here.
@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from content.seeds import CaseComparison, SeedCase, SeedExample
 from mha_core.config import MHAConfig
-from mha_core.examples import CaseComparison, SeedCase, SeedExample
 
 MATCH = "✅"
 MISMATCH = "❌"

@@ -81,7 +81,7 @@ def app_page(browser_context):
 
 
 def wait_idle(page, timeout: float = 30_000) -> None:
-    """Wait until the app's script has finished its run (see TESTING.md: check content as well)."""
+    """Wait until the app's script has finished its run (docs/TESTING.md: then wait for the content too)."""
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
 
 

@@ -1,0 +1,65 @@
+"""The app's pages, defined once: ``app.py`` routes to them and pages link to them by name.
+
+Each page is one row of ``PAGES``; its file is ``app_pages/<name>.py`` and its URL path is
+``/<name>`` (Streamlit derives it from the file name), so deep links such as
+``/step_by_step?tokens=...`` depend on these names staying as they are.
+
+The pages live in ``app_pages/``, not ``pages/``: Streamlit 1.67 treats a top-level ``pages/``
+folder as the old multipage layout and routes a first deep link to a page without running
+``app.py`` (no page config, no server tuning, no navigation).
+
+An ``st.Page`` can only be made while a script runs (it resolves its file against the running
+app), so ``page`` and ``all_pages`` build the objects on each call; two objects made from one
+row are the same page to ``st.switch_page`` and ``st.page_link``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+PAGES_DIR = "app_pages"
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """One page: its file name (without .py), title, icon, and a line saying what it shows."""
+
+    name: str
+    title: str
+    icon: str
+    summary: str
+
+    @property
+    def path(self) -> str:
+        """The page's file, relative to app.py: the one place this path is spelled."""
+        return f"{PAGES_DIR}/{self.name}.py"
+
+    @property
+    def label(self) -> str:
+        """A link text: the title and what the page shows."""
+        return f"{self.title}: {self.summary}"
+
+
+PAGES = (
+    PageInfo("heads", "Heads", "🟪", "every head's attention at once"),
+    PageInfo("step_by_step", "Step by step", "🪜", "one head from embeddings to output, and a drill-down"),
+    PageInfo("lessons", "Lessons", "🎓", "six classic confusions, one link each"),
+    PageInfo("seeds", "Seed notebooks", "📓", "the five seed documents, recomputed"),
+    PageInfo("real_model", "Real model", "🤖", "attention in a small pretrained model"),
+    PageInfo("about", "About", "ℹ️", "what the app computes and why"),
+)
+PAGE_INFO = {info.name: info for info in PAGES}
+DEFAULT_PAGE = "heads"
+
+
+def page(name: str) -> st.Page:
+    """The ``st.Page`` of one page, by name (a key of ``PAGE_INFO``)."""
+    info = PAGE_INFO[name]
+    return st.Page(info.path, title=info.title, icon=info.icon, default=name == DEFAULT_PAGE)
+
+
+def all_pages() -> list[st.Page]:
+    """Every page, in the sidebar's order (the default first)."""
+    return [page(info.name) for info in PAGES]
