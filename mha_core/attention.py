@@ -131,9 +131,7 @@ def attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
 
     Query head h meets key head h // (nh/kv); with kv = nh that is its own.
     """
-    k_t = np.ascontiguousarray(k.transpose(0, 2, 1))  # (kv, hs, Tk)
-    # k^T as a plain array rather than a transposed view: OpenBLAS multiplies a transposed
-    # operand on a slower path (row "scores q @ k^T" of bench/bench_kernels.py).
+    k_t = k.transpose(0, 2, 1)  # (kv, hs, Tk), a view
     scores = group_heads(q, k.shape[0]) @ k_t[:, None]  # (kv, nh/kv, Tq, Tk)
     return scores.reshape(q.shape[0], q.shape[1], k.shape[1])  # (nh, Tq, Tk)
 
