@@ -8,7 +8,7 @@ from bench.machine import blas_threads
 from bench.timing import Candidate, median_ms, time_interleaved
 from mha_core import AttentionWeights, multi_head_attention
 from mha_core.kv_cache import decode, decode_step
-from mha_core.positions import alibi_bias, alibi_slopes
+from mha_core.positions import alibi_slopes
 
 SIZES = ((16, 64, 4), (128, 256, 8), (512, 512, 8), (1024, 768, 12))  # (T, d_model, heads)
 QUICK_SIZES = ((16, 64, 4), (32, 64, 4))

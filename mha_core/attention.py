@@ -63,9 +63,10 @@ class AttentionTrace:
 
     With RoPE, ``q`` and ``k`` are the rotated ones (the scores are their products);
     ``q_unrotated``, ``k_unrotated`` hold them before the turn and ``q_angles (Tq,hs/2)``,
-    ``k_angles (Tk,hs/2)`` the angle of every pair. With ALiBi, ``bias (nh,Tq,Tk)`` is what was
-    added to the scaled scores. With ``null_key``, each row may also put weight 1 - sum(row) on
-    an implicit key of logit 0 and value 0. The new fields are None (False) otherwise.
+    ``k_angles (Tk,hs/2)`` the angle of every pair (always float64, see ``rope_angles``).
+    With ALiBi, ``bias (nh,Tq,Tk)`` is what was added to the scaled scores. With ``null_key``,
+    each row may also put weight 1 - sum(row) on an implicit key of logit 0 and value 0. The
+    new fields are None (False) otherwise.
     """
 
     q: np.ndarray

@@ -20,7 +20,6 @@ from bench.registry import SECTIONS, select
 from bench.report import format_value, markdown_table
 from bench.seed_loops import seed002_attention, seed003_attention
 from bench.timing import Candidate, time_interleaved
-from mha_core import AttentionWeights, multi_head_attention
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 ENGINE_KEYS = {"dtype", "T", "d_model", "heads", "gflop", "ours_ms", "ours_gflops", "peak_gflops", "ours_peak_fraction",

@@ -176,3 +176,17 @@ def test_alibi_matches_transformers_bloom(n_heads):
     logits = np.where(causal, trace.scores * trace.scale + theirs[:, None, :], -np.inf)
     weights = torch.softmax(torch.from_numpy(logits), dim=-1).numpy()
     assert np.abs(trace.weights - weights).max() <= 1e-6
+
+
+@pytest.mark.parametrize("options", [{"pe": "rope"}, {"pe": "alibi"}, {"kv_heads": 1}, {"null_key": True}])
+def test_every_option_keeps_float32_and_read_only_arrays(options):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    width = 2 if options.get("kv_heads") == 1 else 4
+    weights = layer(rng, 4, 4, width)
+    weights = AttentionWeights(*(a.astype(np.float32) for a in (weights.w_q, weights.w_k, weights.w_v, weights.w_o)))
+    trace = multi_head_attention(x, weights, 2, mask=causal_mask(3), **options)
+    for name, value in trace.__dict__.items():
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            assert value.dtype == (np.float64 if name.endswith("_angles") else np.float32), name  # angles: see rope_angles
+            assert not value.flags.writeable, name
