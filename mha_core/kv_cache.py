@@ -151,7 +151,7 @@ def decode(x: np.ndarray, weights: AttentionWeights, n_heads: int, **options) ->
     dtype = compute_dtype(x, *weights.arrays())
     x = np.asarray(x, dtype=dtype)
     weights = weights.astype(dtype)
-    kv_heads = options.get("kv_heads") or n_heads
+    kv_heads = n_heads if options.get("kv_heads") is None else options["kv_heads"]
     if kv_heads < 1 or n_heads % kv_heads or weights.w_k.shape[1] % kv_heads or weights.w_v.shape[1] % kv_heads:
         raise ValueError(f"kv_heads = {kv_heads} must divide n_heads = {n_heads} and the widths of w_k and w_v")
     cache = empty_cache(kv_heads, weights.w_k.shape[1] // kv_heads, weights.w_v.shape[1] // kv_heads, dtype)

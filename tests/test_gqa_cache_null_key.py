@@ -137,6 +137,8 @@ def test_decoding_refuses_bad_combinations():
     eye = np.eye(6)
     with pytest.raises(ValueError, match="kv_heads = 4 must divide n_heads = 2"):
         decode(np.ones((2, 6)), AttentionWeights(eye, eye, eye), 2, kv_heads=4)
+    with pytest.raises(ValueError, match="kv_heads = 0 must divide"):
+        decode(np.ones((2, 6)), AttentionWeights(eye, eye, eye), 2, kv_heads=0)
     with pytest.raises(ValueError, match="head size must be even; it is 3"):
         decode(np.ones((2, 6)), AttentionWeights(eye, eye, eye), 2, pe="rope")
 
