@@ -3,11 +3,14 @@
 import streamlit as st
 
 from ui.controls import keep_widget_state
-from ui.navigation import all_pages
+from ui.navigation import all_pages, page_links, scroll_if_requested
 from ui.server import tune_server
 
 st.set_page_config(page_title="MHA Explorer", page_icon="🔍", layout="wide")
 tune_server()
 keep_widget_state()
+scroll_if_requested()
 
-st.navigation(all_pages()).run()
+menu = st.sidebar.container()  # the page links, above everything a page puts in the sidebar
+st.navigation(all_pages(), position="hidden").run()
+page_links(menu)  # after the page: its links carry the parameters the page has just written

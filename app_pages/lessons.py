@@ -56,7 +56,9 @@ def full_link(query: str, page: str = "") -> str:
 
 
 def pick(key: str) -> None:
+    """Button callback: show lesson ``key``, from its top."""
     st.session_state.lesson_pick = key
+    navigation.request_top()
 
 
 def draw_grid(grid: Grid, chart_key: str) -> None:
@@ -100,8 +102,11 @@ def draw_figures(lesson: Lesson, figures) -> None:
 
 
 def open_button(label: str, config, view, key: str) -> None:
-    if st.button(label, key=key, on_click=open_config, args=(config, dict(view)), icon=":material/open_in_new:"):
-        st.switch_page(navigation.page("heads"))
+    """Load ``config`` into the explorer in this tab, and beside it the same view in a new tab."""
+    row = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    if row.button(label, key=key, on_click=open_config, args=(config, dict(view)), icon=":material/arrow_forward:"):
+        navigation.go_to("heads")
+    row.link_button("New tab", full_link(explorer_query(config, view)), icon=":material/open_in_new:")
 
 
 def render_lesson(lesson: Lesson) -> None:

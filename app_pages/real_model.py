@@ -72,9 +72,9 @@ def read_link(n_layers: int, n_heads: int) -> None:
 
 def write_link(view: rm.RealView) -> None:
     """Keep the address bar in step with the view (only the rm_* parameters; the others are left alone)."""
-    for name, value in rm.params_from_view(view).items():
-        if st.query_params.get(name) != value:
-            st.query_params[name] = value
+    changed = {name: value for name, value in rm.params_from_view(view).items() if st.query_params.get(name) != value}
+    if changed:
+        st.query_params.update(changed)  # one message, so one history entry, however many changed
 
 
 def jump_to(layer: int, head: int) -> None:

@@ -63,7 +63,7 @@ def render_explorer_button(example: SeedExample) -> None:
     if st.button(
         "Load these settings into the explorer", key=f"seed_load_{example.key}", on_click=open_config, args=(config,)
     ):
-        st.switch_page(navigation.page("heads"))
+        navigation.go_to("heads")
     csv = embedding_csv(config)
     if csv is not None:
         st.info(

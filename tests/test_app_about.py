@@ -40,7 +40,7 @@ def test_about_has_the_glossary_the_conventions_the_policy_and_the_limits():
 
 def test_about_links_to_every_other_page():
     at = open_page("app_pages/about.py")
-    assert len(at.get("page_link")) == 5
+    assert len(at.main.get("page_link")) == 5  # the sidebar has the menu besides
 
 
 def test_about_draws_the_same_sidebar_controls():

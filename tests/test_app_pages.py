@@ -27,7 +27,8 @@ def exceptions(at: AppTest) -> list[str]:
 def test_every_page_file_is_routed():
     assert "app_pages/heads.py" in PAGES and len(PAGES) >= 6
     assert sorted(info.path for info in navigation.PAGES) == PAGES, "a page file is missing from ui/navigation.py"
-    assert "st.navigation(all_pages())" in (ROOT / "app.py").read_text()
+    links = [link.proto for link in start().sidebar.get("page_link")]
+    assert [link.label for link in links] == [info.title for info in navigation.PAGES]  # the menu: every page
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -78,7 +79,7 @@ def test_the_explorer_buttons_switch_to_the_heads_page(page, params, button):
 def test_about_links_each_other_page_under_its_own_title():
     at = start()
     at.switch_page("app_pages/about.py").run()
-    links = [(link.proto.page, link.proto.label) for link in at.get("page_link")]
+    links = [(link.proto.page, link.proto.label) for link in at.main.get("page_link")]  # not the sidebar's menu
     others = [info for info in navigation.PAGES if info.name != "about"]
     # the default page's URL path is empty: "/" opens it
     assert [page for page, _ in links] == ["" if info.name == navigation.DEFAULT_PAGE else info.name for info in others]

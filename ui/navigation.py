@@ -63,3 +63,44 @@ def page(name: str) -> st.Page:
 def all_pages() -> list[st.Page]:
     """Every page, in the sidebar's order (the default first)."""
     return [page(info.name) for info in PAGES]
+
+
+# Streamlit keeps the scroll position when a page or a lesson changes, so a page opened from a button
+# at the bottom of another would open ~600 px down. A one-off script scrolls the main area back up.
+SCROLL_TO_TOP = """<script>/* {nonce} */
+for (const el of [document.querySelector('[data-testid="stMain"]'), document.scrollingElement]) {{
+  if (el) el.scrollTo(0, 0);
+}}
+</script>"""
+
+
+def go_to(name: str) -> None:
+    """Switch to page ``name`` and open it at its top (ends this run)."""
+    request_top()
+    st.switch_page(page(name))
+
+
+def request_top() -> None:
+    """Open the next run at the top of the page (call from a button's callback before it switches)."""
+    st.session_state.scroll_to_top = st.session_state.get("scroll_to_top", 0) + 1
+
+
+def scroll_if_requested() -> None:
+    """Scroll to the top when a callback asked for it (app.py calls this on every run, before the page)."""
+    nonce = st.session_state.pop("scroll_to_top", None)
+    if nonce is not None:  # a fresh script each time, so the browser runs it again
+        st.html(SCROLL_TO_TOP.format(nonce=nonce), unsafe_allow_javascript=True)
+
+
+def page_links(where) -> None:
+    """The pages as links that carry the address bar's parameters along.
+
+    Streamlit's own menu opens a page with an empty query; the page then writes its settings back, and that
+    second address is a second history entry, so Back needed two presses. A link that already carries the
+    parameters leaves the page nothing to write: one click, one entry. Drawn after the page has run (see
+    app.py), so the parameters are this run's.
+    """
+    params = st.query_params.to_dict()
+    with where:
+        for info in PAGES:
+            st.page_link(page(info.name), query_params=params)
