@@ -27,7 +27,7 @@ from bench.bench_browser import ROOT, Server, cpu_seconds, free_port, skipped_ro
 from bench.st_client import run_classroom
 
 PERIOD_S = 5.0  # one change per student every 5 s
-FULL_LADDER = (10, 25, 50, 100, 150, 200, 300)  # students per rung
+FULL_LADDER = (2, 5, 10, 25, 50, 100, 150, 200, 300)  # students per rung
 QUICK_LADDER = (3,)
 FULL_DURATION_S = 30.0
 QUICK_DURATION_S = 3.0
@@ -142,3 +142,51 @@ def run(quick: bool) -> list[dict]:
         time.sleep(0.5)
         rows = ladder(server.url, rungs, period, duration, [server.pid])
     return rows + [capacity_row(rows, None if quick else GOAL_RATE)]
+
+
+REPLICA_COUNTS = (1, 2)
+GOAL_SPEEDUP = 1.7
+WARM_STUDENTS = 6  # enough keys that both replicas see a first run before the ladder
+
+
+@contextlib.contextmanager
+def replicas_behind_nginx(count: int, directory: Path) -> Iterator[tuple[str, list[int]]]:
+    """deploy/replicas.sh with ``count`` replicas (replica i on core i): the proxy URL and the replicas' pids."""
+    env = {**os.environ, "MHA_PREFIX": str(directory), "MHA_PROXY_PORT": str(free_port()),
+           "MHA_BASE_PORT": str(free_port()), "MHA_PIN": "1", "PYTHON": sys.executable}
+    script = ["bash", str(ROOT / "deploy" / "replicas.sh")]
+    try:
+        subprocess.run([*script, "start", str(count)], env=env, check=True, timeout=180, capture_output=True)
+        pids = [int(path.read_text()) for path in sorted(directory.glob("replica-*.pid"))]
+        yield f"http://127.0.0.1:{env['MHA_PROXY_PORT']}", pids
+    finally:
+        subprocess.run([*script, "stop"], env=env, timeout=60, capture_output=True)
+
+
+def run_replicas(quick: bool) -> list[dict]:
+    """1 replica against 2 replicas behind nginx (deploy/replicas.sh): the sustained change rate of each.
+
+    Replica i runs on core i (taskset); nginx and the protocol clients are not pinned, so on this
+    2-core machine they share the replicas' cores (a real proxy and real students would not). The
+    same ladder as the "capacity" section per replica count (quick: 3 students, 1 change/s, 3 s);
+    ``speedup``: the highest offered rate that held with 2 replicas over that with 1 (goal >= 1.7).
+    ``load_avg_1m`` beside every row: other programs share these cores.
+    """
+    if shutil.which("nginx") is None:
+        return [skipped_row("nginx is missing (apt-get install nginx)")]
+    rungs, duration, period = (QUICK_LADDER, QUICK_DURATION_S, QUICK_PERIOD_S) if quick else \
+        (FULL_LADDER, FULL_DURATION_S, PERIOD_S)
+    rows, best = [], {}
+    for count in REPLICA_COUNTS:
+        with tempfile.TemporaryDirectory(prefix=f"mha-bench-replicas-{count}-") as directory, \
+                replicas_behind_nginx(count, Path(directory)) as (url, pids):
+            run_classroom(url, WARM_STUDENTS, period, 0.0)
+            ladder_rows = ladder(url, rungs, period, duration, pids)
+            summary = capacity_row(ladder_rows, None)
+            best[count] = summary["offered_per_s"]
+            rows += [{"replicas": count} | row for row in [*ladder_rows, summary]]
+    speedup = best[2] / best[1] if best[1] else None
+    rows.append({"replicas": "2 vs 1", "students": "speedup", "speedup": speedup,
+                 "goal": f">= {GOAL_SPEEDUP}x", "met": None if quick else (speedup or 0) >= GOAL_SPEEDUP,
+                 "load_avg_1m": os.getloadavg()[0]})
+    return rows

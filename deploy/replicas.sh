@@ -34,7 +34,7 @@ proxy_config() {  # proxy_config N: deploy/nginx.conf with this prefix's port an
         servers+="        server 127.0.0.1:$((BASE_PORT + i));  # replica\\n"
     done
     sed -e "/# replica\$/d" \
-        -e "s|hash \$mha_route consistent;|&\\n${servers%\\n}|" \
+        -e "s|^    upstream streamlit {\$|&\\n${servers%\\n}|" \
         -e "s|listen 127.0.0.1:8080;|listen 127.0.0.1:${PROXY_PORT};|" \
         "$ROOT/deploy/nginx.conf"
 }
