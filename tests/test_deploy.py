@@ -8,7 +8,6 @@ nginx or kubernetes-validate skip with the reason when they are missing.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import os
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_browser import free_port
+from bench.bench_browser import free_port, run_coroutine
 from bench.st_client import SEED_KEY, StreamlitClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,7 +226,7 @@ def test_one_replica_behind_the_proxy_serves_a_student(tmp_path):
             finally:
                 await client.close()
 
-        query, exceptions = asyncio.run(student())
+        query, exceptions = run_coroutine(student())  # beside the browser tests' running loop too
         assert exceptions == []
         assert "seed=41" in query.split("&")  # the server ran the page with the new seed and said so
     finally:
