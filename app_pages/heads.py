@@ -7,7 +7,7 @@ previous / next buttons, for a projector.
 import numpy as np
 import streamlit as st
 
-from ui import export, figures, tables
+from ui import cached_figures, export, figures, tables
 from ui.compute import compute
 from ui.controls import KEEP, mask_editor, presenting, sidebar
 from ui.device import chart_config, on_phone
@@ -97,7 +97,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
     cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another
     panel_px = 220 if on_phone() else int(np.clip(700 / cols, 200, 360))  # about square in the width there is
     st.caption(VIEW_CAPTIONS[view])
-    fig = figures.attention_grid(
+    fig = cached_figures.attention_grid(
         matrices,
         result.query_labels,
         result.key_labels,
@@ -136,7 +136,7 @@ def diagnostics_section(result) -> None:
         download_csv("Head diagnostics (CSV)", summary, "head_diagnostics.csv", "dl_summary")
     with right:
         similarity = tables.similarity_frame(trace)
-        st.plotly_chart(figures.similarity_heatmap(similarity.to_numpy()), key="similarity")
+        st.plotly_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity")
         st.caption("Cosine similarity of two heads' weight matrices: 1 = the same pattern.")
         download_csv("Head similarity (CSV)", similarity, "head_similarity.csv", "dl_similarity")
 
@@ -146,7 +146,7 @@ def outputs_section(result) -> None:
     st.subheader("After the heads: concatenate, then W_O")
     trace, config = result.trace, result.config
     columns = tables.concat_columns(trace.concat.shape[1], trace.n_heads)
-    st.plotly_chart(figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat")
+    st.plotly_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat")
     st.caption(
         f"Each head's output (weights × V) is {trace.heads.shape[-1]} numbers per token; the heads are laid "
         f"side by side (black lines) into {trace.concat.shape[1]} columns. Nothing mixes the heads yet."
@@ -160,7 +160,7 @@ def outputs_section(result) -> None:
     if config.output_projection:
         out_cols = [str(c) for c in range(trace.output.shape[1])]
         st.plotly_chart(
-            figures.matrix_heatmap(
+            cached_figures.matrix_heatmap(
                 trace.output,
                 result.query_labels,
                 out_cols,
@@ -243,7 +243,7 @@ def presentation(result) -> None:
         matrices = np.concatenate([matrices, figures.head_average(shown_matrices(trace, view))[None]])
         titles.append("average of all heads")
     n_tokens = max(len(result.query_labels), len(result.key_labels))
-    fig = figures.attention_grid(
+    fig = cached_figures.attention_grid(
         matrices,
         result.query_labels,
         result.key_labels,

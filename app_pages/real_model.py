@@ -11,7 +11,7 @@ import os
 import streamlit as st
 
 from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
-from ui import figures, tables
+from ui import cached_figures, tables
 from ui import real_model as rm
 from ui import step_views as views
 from ui.controls import KEEP, clamp_choice, presentation_switch
@@ -113,7 +113,7 @@ def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
     matrices, labels, block = rm.grid_matrices(trace.weights, run.tokens)  # (nh, P, P)
     st.subheader(f"Layer {layer}: all {trace.n_heads} heads")
     titles = [f"head {h} ◀ chosen" if h == head else f"head {h}" for h in range(trace.n_heads)]
-    fig = figures.attention_grid(
+    fig = cached_figures.attention_grid(
         matrices, labels, labels, kind="weights", titles=titles, max_cols=4, panel_px=GRID_PANEL_PX
     )
     st.plotly_chart(fig, key="rm_grid")
@@ -144,7 +144,7 @@ def diagnostics_section(run: MiniLMRun, layer: int) -> None:
     )
     left, right = st.columns([3, 2], vertical_alignment="center")
     similarity = tables.similarity_frame(trace).to_numpy()
-    left.plotly_chart(figures.similarity_heatmap(similarity), key="rm_similarity")
+    left.plotly_chart(cached_figures.similarity_heatmap(similarity), key="rm_similarity")
     right.markdown(
         "**Which heads look alike?** Cosine similarity of two heads' weight matrices on this sentence: "
         "1 = the same pattern, 0 = no overlap. A bright block off the diagonal is a group of heads doing "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from ui import cached_figures
 from ui.controls import FONT_SIZE, KEEP
 from ui.drill_down import (
     DrillDown,
@@ -23,7 +24,7 @@ from ui.drill_down import (
     softmax_row_table,
 )
 from ui.markdown import literal
-from ui.steps import Panel, Step, panel_figure, panel_table
+from ui.steps import Panel, Step, panel_table
 
 NUMBER_FORMAT = "%.4f"
 MAIN_COLUMN_PX = 820  # the main column of a 1280 px screen with the sidebar open
@@ -43,7 +44,7 @@ def number_columns(columns, number_format: str = NUMBER_FORMAT) -> dict:
 def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: float, font_size: int = FONT_SIZE) -> None:
     """One matrix: a heatmap whose cells are ``width_px`` wide in all, or its table of numbers."""
     if not as_table:
-        st.plotly_chart(panel_figure(panel, font_size=font_size, width_px=width_px), key=key)
+        st.plotly_chart(cached_figures.panel_figure(panel, font_size=font_size, width_px=width_px), key=key)
         return
     frame = panel_table(panel)
     st.markdown(f"**{panel.title}**")
