@@ -22,3 +22,14 @@ def compute(config: MHAConfig) -> RunResult | None:
     except ValueError as err:
         st.error(f"These settings cannot be computed: {err}")
         return None
+
+
+def result_on_click(config: MHAConfig) -> RunResult:
+    """The result for ``config`` again, for a download button's callable when it is clicked.
+
+    A deferred download's callable is kept for as long as its session lives, and a session
+    outlives its closed tab by ``server.disconnectedSessionTTL`` (.streamlit/config.toml). So the
+    callables keep only the frozen config and ask the cache (or the engine: ~0.1 s at the caps)
+    on click; callables that held the RunResult kept ~11 MB per session at the caps (issue 15).
+    """
+    return cached_run(config)
