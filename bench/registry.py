@@ -39,6 +39,7 @@ SECTIONS = (
     Section("app", "App reruns per page: time and figure bytes", "bench.bench_app:run"),
     Section("browser", "Browser: control change to updated heatmap", "bench.bench_browser:run"),
     Section("load", "Classroom load test: N sessions at once", "bench.bench_load:run"),
+    Section("memory", "Server memory over 200 configurations at the caps", "bench.bench_memory:run"),
 )
 
 
