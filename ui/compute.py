@@ -8,7 +8,9 @@ from mha_core.config import MHAConfig, RunResult, run
 
 
 # An entry at the caps (64 tokens, d_model 512) pickles to 11.8 MB (python -m bench --only app): 16 entries
-# hold at most ~190 MB, within the smallest host's 690 MB beside the real model; 64 would hold 755 MB.
+# hold at most ~190 MB; 64 would hold 755 MB. All st.cache_data entries together are also capped at 160 MB
+# (server.maxCacheDataSize in .streamlit/config.toml, least recently used evicted first), which keeps the
+# server under 600 MB beside the real model (python -m bench --only memory).
 @st.cache_data(max_entries=16, show_spinner=False)
 def cached_run(config: MHAConfig) -> RunResult:
     """``mha_core.run`` memoised on the frozen configuration (bounded: 16 entries per server)."""
