@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from ui import cached_figures, export, figures, tables
-from ui.compute import compute
+from ui.compute import compute, result_on_click
 from ui.controls import KEEP, mask_editor, presenting, sidebar
 from ui.device import chart_config, on_phone
 from ui.markdown import literals
@@ -77,9 +77,22 @@ def download(label: str, data, file_name: str, mime: str, key: str) -> None:
     )
 
 
-def download_csv(label: str, frame, file_name: str, key: str) -> None:
-    """A download button for one table as CSV."""
-    download(label, lambda: export.csv_bytes(frame), file_name, "text/csv", key)
+def download_csv(label: str, config, table, file_name: str, key: str) -> None:
+    """A download button for one table as CSV: ``table(result)`` builds it from ``config``'s result on click.
+
+    The button's callable lives as long as the session (closed tabs too, for server.disconnectedSessionTTL):
+    it keeps the small frozen config, never the arrays (issue 15: ~11 MB per session at the caps).
+    """
+    download(label, lambda: export.csv_bytes(table(result_on_click(config))), file_name, "text/csv", key)
+
+
+def grid_frame(result, view: str, average: bool):
+    """The matrices of the heads figure (plus the average panel) as one long table."""
+    matrices = shown_matrices(result.trace, view)
+    titles = [f"head {h}" for h in range(result.trace.n_heads)]
+    if average:
+        matrices, titles = figures.with_average(matrices, titles)
+    return tables.stacked_frame(matrices, titles, result.query_labels, result.key_labels)
 
 
 def heads_phrase(n_heads: int) -> str:
@@ -115,8 +128,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
         f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
         f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."
     )
-    frame = tables.stacked_frame(matrices, titles, result.query_labels, result.key_labels)
-    download_csv(f"{VIEW_LABELS[view]} (CSV)", frame, f"{view}.csv", "dl_grid")
+    download_csv(f"{VIEW_LABELS[view]} (CSV)", config, lambda r: grid_frame(r, view, average), f"{view}.csv", "dl_grid")
 
 
 def diagnostics_section(result) -> None:
@@ -133,12 +145,14 @@ def diagnostics_section(result) -> None:
         }
         st.dataframe(summary, column_config=config, key="head_table")
         st.caption("Averages over the query rows (fully masked rows left out). Entropy 0 = sharp, 1 = even.")
-        download_csv("Head diagnostics (CSV)", summary, "head_diagnostics.csv", "dl_summary")
+        download_csv("Head diagnostics (CSV)", result.config, lambda r: tables.head_summary_frame(r.trace, cross=r.config.is_cross),
+                     "head_diagnostics.csv", "dl_summary")
     with right:
         similarity = tables.similarity_frame(trace)
         st.plotly_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity")
         st.caption("Cosine similarity of two heads' weight matrices: 1 = the same pattern.")
-        download_csv("Head similarity (CSV)", similarity, "head_similarity.csv", "dl_similarity")
+        download_csv("Head similarity (CSV)", result.config, lambda r: tables.similarity_frame(r.trace),
+                     "head_similarity.csv", "dl_similarity")
 
 
 def outputs_section(result) -> None:
@@ -153,7 +167,8 @@ def outputs_section(result) -> None:
     )
     download_csv(
         "Concatenation (CSV)",
-        tables.matrix_frame(trace.concat, result.query_labels, columns),
+        config,
+        lambda r: tables.matrix_frame(r.trace.concat, r.query_labels, columns),
         "concat.csv",
         "dl_concat",
     )
@@ -176,7 +191,8 @@ def outputs_section(result) -> None:
         )
         download_csv(
             "Output after W_O (CSV)",
-            tables.matrix_frame(trace.output, result.query_labels, out_cols),
+            config,
+            lambda r: tables.matrix_frame(r.trace.output, r.query_labels, out_cols),
             "output.csv",
             "dl_output",
         )
@@ -188,11 +204,12 @@ def export_section(result) -> None:
     """Every intermediate at once, as .npz and as .json."""
     st.subheader("Download everything")
     left, right = st.columns(2)
+    config = result.config  # the callables keep the config, not the arrays (see download_csv)
     with left:
-        download("All intermediates (.npz)", lambda: export.npz_bytes(result), "mha_trace.npz",
+        download("All intermediates (.npz)", lambda: export.npz_bytes(result_on_click(config)), "mha_trace.npz",
                  "application/octet-stream", "dl_npz")
     with right:
-        download("All intermediates (.json)", lambda: export.json_bytes(result), "mha_trace.json",
+        download("All intermediates (.json)", lambda: export.json_bytes(result_on_click(config)), "mha_trace.json",
                  "application/json", "dl_json")
     st.caption(
         "Inputs, W_Q/W_K/W_V/W_O, mask, Q, K, V, scores, logits, weights, head outputs, concat, output. "

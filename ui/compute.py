@@ -8,7 +8,9 @@ from mha_core.config import MHAConfig, RunResult, run
 
 
 # An entry at the caps (64 tokens, d_model 512) pickles to 11.8 MB (python -m bench --only app): 16 entries
-# hold at most ~190 MB, within the smallest host's 690 MB beside the real model; 64 would hold 755 MB.
+# hold at most ~190 MB; 64 would hold 755 MB. All st.cache_data entries together are also capped at 160 MB
+# (server.maxCacheDataSize in .streamlit/config.toml, least recently used evicted first), which keeps the
+# server under 600 MB beside the real model (python -m bench --only memory).
 @st.cache_data(max_entries=16, show_spinner=False)
 def cached_run(config: MHAConfig) -> RunResult:
     """``mha_core.run`` memoised on the frozen configuration (bounded: 16 entries per server)."""
@@ -22,3 +24,14 @@ def compute(config: MHAConfig) -> RunResult | None:
     except ValueError as err:
         st.error(f"These settings cannot be computed: {err}")
         return None
+
+
+def result_on_click(config: MHAConfig) -> RunResult:
+    """The result for ``config`` again, for a download button's callable when it is clicked.
+
+    A deferred download's callable is kept for as long as its session lives, and a session
+    outlives its closed tab by ``server.disconnectedSessionTTL`` (.streamlit/config.toml). So the
+    callables keep only the frozen config and ask the cache (or the engine: ~0.1 s at the caps)
+    on click; callables that held the RunResult kept ~11 MB per session at the caps (issue 15).
+    """
+    return cached_run(config)
