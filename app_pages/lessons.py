@@ -74,6 +74,7 @@ def draw_grid(grid: Grid, chart_key: str) -> None:
         panel_px=panel_px,
         font_size=font_size(),
         square=grid.max_cols <= 2,
+        mask=grid.mask,
     )
     st.plotly_chart(figure, key=chart_key)
 

@@ -34,9 +34,11 @@ def chart(at: AppTest, key: str) -> dict:
 
 
 def panels(figure: dict) -> list[np.ndarray]:
-    """Every heatmap's z as a float array (plotly 7 sends numpy arrays as base64)."""
+    """Every panel's z as a float array (plotly 7 sends numpy arrays as base64); grey masked layers left out."""
     out = []
     for trace in figure["data"]:
+        if "coloraxis" not in trace:  # the layer that draws masked cells grey
+            continue
         z = trace["z"]
         shape = tuple(int(n) for n in str(z["shape"]).split(","))  # plotly writes e.g. "6, 6"
         out.append(np.frombuffer(base64.b64decode(z["bdata"]), z["dtype"]).reshape(shape).astype(np.float64))
@@ -74,10 +76,12 @@ def test_each_lesson_opens_from_its_url_with_every_claim_marked_true(key):
 
 def test_causal_lesson_figure_has_a_zero_upper_triangle_and_rows_summing_to_one():
     at = lessons_page("causal")
-    free, causal = panels(chart(at, "lesson_causal_grid_0"))
+    figure = chart(at, "lesson_causal_grid_0")
+    free, causal = panels(figure)
     t = causal.shape[0]
-    assert np.all(causal[np.triu_indices(t, k=1)] == 0)
-    np.testing.assert_allclose(causal.sum(axis=1), 1.0, atol=FIGURE_TOL)
+    assert np.all(np.isnan(causal[np.triu_indices(t, k=1)]))  # masked: drawn by the grey layer, weight 0
+    assert sum("coloraxis" not in trace for trace in figure["data"]) == 1  # one grey layer: the causal panel's
+    np.testing.assert_allclose(np.nansum(causal, axis=1), 1.0, atol=FIGURE_TOL)
     assert np.all(free[np.triu_indices(t, k=1)] > 0), "without the mask every key gets some weight"
 
 

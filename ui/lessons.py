@@ -53,6 +53,7 @@ class Grid:
     titles: list[str]
     kind: str = "weights"
     max_cols: int = 4
+    mask: np.ndarray | None = None  # True = may attend, broadcast to (n, Tq, Tk); masked cells are drawn grey
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,7 @@ def causal_findings(panels: tuple[LessonPanel, ...]) -> Findings:
             labels,
             ["no mask", "causal mask"],
             max_cols=2,
+            mask=np.stack([np.ones_like(causal.mask), causal.mask]),  # (2, T, T)
         ),
     )
     tables = (
