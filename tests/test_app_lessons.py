@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import run
+from ui.figures import MASKED_HOVER
 from ui.lessons import LESSONS, explorer_query
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +38,7 @@ def panels(figure: dict) -> list[np.ndarray]:
     """Every panel's z as a float array (plotly 7 sends numpy arrays as base64); grey masked layers left out."""
     out = []
     for trace in figure["data"]:
-        if "coloraxis" not in trace:  # the layer that draws masked cells grey
+        if MASKED_HOVER in trace.get("hovertemplate", ""):  # the layer that draws masked cells grey
             continue
         z = trace["z"]
         shape = tuple(int(n) for n in str(z["shape"]).split(","))  # plotly writes e.g. "6, 6"
@@ -80,7 +81,7 @@ def test_causal_lesson_figure_has_a_zero_upper_triangle_and_rows_summing_to_one(
     free, causal = panels(figure)
     t = causal.shape[0]
     assert np.all(np.isnan(causal[np.triu_indices(t, k=1)]))  # masked: drawn by the grey layer, weight 0
-    assert sum("coloraxis" not in trace for trace in figure["data"]) == 1  # one grey layer: the causal panel's
+    assert sum(MASKED_HOVER in trace["hovertemplate"] for trace in figure["data"]) == 1  # the causal panel's
     np.testing.assert_allclose(np.nansum(causal, axis=1), 1.0, atol=FIGURE_TOL)
     assert np.all(free[np.triu_indices(t, k=1)] > 0), "without the mask every key gets some weight"
 
