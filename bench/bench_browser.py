@@ -207,27 +207,38 @@ def wait_healthy(server: Server, process: subprocess.Popen, timeout: float) -> N
     raise RuntimeError(f"streamlit was not healthy within {timeout:.0f} s:\n{server.log.read_text()[-3000:]}")
 
 
+def app_command(port: int) -> list[str]:
+    """``streamlit run app.py`` on loopback, with the flags every test and benchmark server uses."""
+    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+            "--server.headless", "true", "--server.address", "127.0.0.1",
+            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+
+
+@contextlib.contextmanager
+def running_server(command: list[str], port: int, log: Path, start_s: float = SERVER_START_S,
+                   **popen) -> Iterator[tuple[Server, subprocess.Popen]]:
+    """Start ``command`` (a server on ``port``), its output in ``log``; wait until healthy; always stopped."""
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, **popen)
+    server = Server(f"http://127.0.0.1:{port}", process.pid, log)
+    try:
+        wait_healthy(server, process, start_s)
+        yield server, process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
 @contextlib.contextmanager
 def streamlit_server(directory: Path) -> Iterator[Server]:
     """``streamlit run app.py`` on a free loopback port, its output in ``directory``/server.log; always stopped."""
     port = free_port()
-    log = directory / "server.log"
-    command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-               "--server.headless", "true", "--server.address", "127.0.0.1",
-               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
-    server = Server(f"http://127.0.0.1:{port}", process.pid, log)
-    try:
-        wait_healthy(server, process, SERVER_START_S)
+    with running_server(app_command(port), port, directory / "server.log", env={**os.environ}) as (server, _):
         yield server
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 async def wait_idle(page, timeout_ms: float) -> None:

@@ -23,7 +23,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.bench_browser import ROOT, Server, cpu_seconds, free_port, skipped_row, status_kb, wait_healthy
+from bench.bench_browser import (
+    ROOT,
+    Server,
+    app_command,
+    cpu_seconds,
+    free_port,
+    running_server,
+    skipped_row,
+    status_kb,
+)
 from bench.st_client import run_classroom
 
 PERIOD_S = 5.0  # one change per student every 5 s
@@ -41,9 +50,7 @@ SERVER_START_S = 60.0
 
 def server_command(port: int, cpus: str | None) -> list[str]:
     """The command line of one app server on loopback, pinned to ``cpus`` when given and taskset exists."""
-    command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-               "--server.headless", "true", "--server.address", "127.0.0.1",
-               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    command = app_command(port)
     if cpus is not None and shutil.which("taskset"):
         return ["taskset", "-c", cpus, *command]
     return command
@@ -53,20 +60,8 @@ def server_command(port: int, cpus: str | None) -> list[str]:
 def pinned_server(directory: Path, cpus: str | None = SERVER_CPU, port: int | None = None) -> Iterator[Server]:
     """One app server (taskset execs it: the pid is streamlit's), its log in ``directory``; always stopped."""
     port = port or free_port()
-    log = directory / f"server-{port}.log"
-    with open(log, "w") as out:
-        process = subprocess.Popen(server_command(port, cpus), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    server = Server(f"http://127.0.0.1:{port}", process.pid, log)
-    try:
-        wait_healthy(server, process, SERVER_START_S)
+    with running_server(server_command(port, cpus), port, directory / f"server-{port}.log") as (server, _):
         yield server
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 @contextlib.contextmanager

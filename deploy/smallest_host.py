@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_browser import Server, free_port, status_kb, wait_healthy  # noqa: E402
+from bench.bench_browser import free_port, running_server, status_kb  # noqa: E402
 from bench.bench_capacity import PERIOD_S, capacity_row, ladder, server_command  # noqa: E402
 from bench.report import text_table  # noqa: E402
 from bench.st_client import StreamlitClient  # noqa: E402
@@ -143,19 +142,8 @@ def limited_server(directory: Path, limits: Limits):
             procs.write_text(str(os.getpid()))
 
     command = [*limits.prefix, *server_command(port, None)]
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, preexec_fn=join_group)
-    server = Server(f"http://127.0.0.1:{port}", process.pid, log)
-    try:
-        wait_healthy(server, process, 120)
+    with running_server(command, port, log, 120, preexec_fn=join_group) as (server, process):
         yield server, process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 async def open_every_page(url: str) -> list[dict]:
