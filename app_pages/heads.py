@@ -7,7 +7,7 @@ previous / next buttons, for a projector.
 import numpy as np
 import streamlit as st
 
-from ui import export, figures, tables
+from ui import apart, export, figures, quiz, tables
 from ui.compute import compute
 from ui.controls import KEEP, mask_editor, presenting, sidebar
 from ui.device import chart_config, on_phone
@@ -184,6 +184,114 @@ def outputs_section(result) -> None:
         st.info("W_O is off (sidebar): the layer's output is the concatenation above, so the heads are never mixed.")
 
 
+SINK_NOTE = (
+    "**Why is all the attention on the first token?** Softmax must give every row weights that sum to 1, so a "
+    "query with nothing useful to read still has to put its weight somewhere; trained models learn to park it "
+    "on the first token (in BERT on [CLS] and [SEP]: Clark et al. 2019), whose value vector is short, so the "
+    "output barely changes (an *attention sink*). Try it: Weights → *hand-built: first-token (sink) head*, then "
+    "compare the weights with the norm-weighted view, and switch on **Null key (softmax₁)** under Scores: a row "
+    "may then put weight on an implicit key of score 0 and value 0, and its weights sum to less than 1."
+)
+
+
+def take_apart_section(result) -> None:
+    """Output = sum of the heads' contributions (checked live), a knock-out per head, and what each key carries."""
+    st.subheader("Take it apart: each head's contribution, and knocking heads out")
+    trace, config = result.trace, result.config
+    n_heads = trace.n_heads
+    ss = st.session_state
+    ss.w_knock = [h for h in ss.get("w_knock", ()) if h < n_heads]  # the head count may have shrunk
+    off = st.pills(
+        "Knock out heads (zero their contribution)",
+        list(range(n_heads)),
+        selection_mode="multi",
+        key="w_knock",
+        persist_state=KEEP,
+        format_func=lambda h: f"head {h}",
+        help="Head ablation: the output is rebuilt without these heads' terms; b_O stays.",
+    )
+    parts = apart.take_apart(result, off)
+    w_o_name = "W_O[rows of h]" if config.output_projection else "its own columns (W_O is off)"
+    st.markdown(
+        f"output = Σ_h head_h · {w_o_name}" + (" + b_O" if result.weights.b_o is not None else "")
+        + f" — checked now: max |output − Σ contributions| = **{parts.identity_gap:.1e}**"
+    )
+    left, right = st.columns(2)
+    with left:
+        head = st.selectbox("Contribution of", list(range(n_heads)), key="apart_head",
+                            format_func=lambda h: f"head {h}")
+        c_out = parts.contributions.shape[-1]
+        st.plotly_chart(
+            figures.matrix_heatmap(parts.contributions[head], result.query_labels, apart.feature_labels(c_out),
+                                   title=f"head {head}'s contribution", value_name="contribution",
+                                   row_name="query", col_name="feature", width_px=560),
+            key="apart_contribution",
+        )
+        download_csv("Contributions, all heads (CSV)", apart.contributions_frame(parts, result.query_labels),
+                     "contributions.csv", "dl_contributions")
+    with right:
+        change = apart.change_frame(parts, result.query_labels)
+        st.plotly_chart(apart.change_bars(change["‖change‖"].to_numpy(), result.query_labels,
+                                           title=f"‖change in output‖ per token, heads off: "
+                                           f"{', '.join(map(str, parts.knocked.heads_off)) or 'none'}",
+                                           value_name="‖change‖"),
+                        key="apart_change")
+        st.dataframe(change, key="apart_change_table", height=min(38 + 35 * len(change), 300))
+        download_csv("Output change per token (CSV)", change, "knock_out_change.csv", "dl_knock_change")
+        download_csv("Output after knock-out (CSV)",
+                     tables.matrix_frame(parts.knocked.output, result.query_labels,
+                                         apart.feature_labels(parts.knocked.output.shape[1])),
+                     "knocked_output.csv", "dl_knock_output")
+    st.markdown("**Where the mass goes, and what it carries.** Left: the weights. Right: weight × ‖v_j W_O(h)‖, "
+                "the size of what key j adds to query i's row of head h's contribution (v_j measured *after* W_O, "
+                "Kobayashi et al. 2020). A key can take much weight and add little.")
+    shown = np.concatenate([trace.weights, parts.carried])  # (2 nh, Tq, Tk)
+    pair = st.columns(2)
+    with pair[0]:
+        st.plotly_chart(figures.attention_grid(trace.weights, result.query_labels, result.key_labels,
+                                               max_cols=min(n_heads, 4), panel_px=150, mask=result.mask),
+                        key="apart_weights")
+    with pair[1]:
+        st.plotly_chart(figures.attention_grid(parts.carried, result.query_labels, result.key_labels,
+                                               titles=[f"head {h}: weight × ‖v W_O‖" for h in range(n_heads)],
+                                               max_cols=min(n_heads, 4), panel_px=150, mask=result.mask,
+                                               colour_range="max"),
+                        key="apart_carried")
+    titles = [f"head {h} weight" for h in range(n_heads)] + [f"head {h} weight x |v W_O|" for h in range(n_heads)]
+    download_csv("Weights and norm-weighted weights (CSV)",
+                 tables.stacked_frame(shown, titles, result.query_labels, result.key_labels),
+                 "norm_weighted.csv", "dl_carried")
+    st.markdown(SINK_NOTE)
+
+
+@st.fragment
+def quiz_section(result) -> None:
+    """Quick checks: a question from this run's own arrays, the answer computed; a score for the session."""
+    st.subheader("Quick check")
+    ss = st.session_state
+    score = ss.setdefault("quiz_score", [0, 0])  # right, asked
+    number = ss.setdefault("quiz_number", 0)
+    question = quiz.question(result, number)
+    st.markdown(question.text)
+    if question.options:
+        given = st.radio("Your answer", question.options, key=f"quiz_answer_{number}", index=None, horizontal=True)
+    else:
+        given = st.number_input("Your answer", key=f"quiz_answer_{number}", value=None, step=0.01, format="%.3f")
+    row = st.container(horizontal=True)
+    if row.button("Check", key="quiz_check", disabled=given is None or f"quiz_done_{number}" in ss):
+        right = quiz.is_right(question, given)
+        ss[f"quiz_done_{number}"] = right
+        score[0] += int(right)
+        score[1] += 1
+    if f"quiz_done_{number}" in ss:
+        verdict = "Right" if ss[f"quiz_done_{number}"] else "Not quite"
+        st.markdown(f"**{verdict}**: the answer is **{question.answer_text}**. {question.why}")
+    if row.button("Next question", key="quiz_next"):
+        ss.quiz_number = number + 1
+        st.rerun(scope="fragment")
+    st.caption(f"Score this session: {score[0]} of {score[1]} (kept in this browser tab only).")
+
+
 def export_section(result) -> None:
     """Every intermediate at once, as .npz and as .json."""
     st.subheader("Download everything")
@@ -289,6 +397,8 @@ def main() -> None:
     heads_section(result, view, average, colours)
     diagnostics_section(result)
     outputs_section(result)
+    take_apart_section(result)
+    quiz_section(result)
     export_section(result)
 
 

@@ -186,6 +186,9 @@ SETTINGS: tuple[Setting, ...] = (
             applies=lambda v: v["mask"] == "window", kept_unused=True),
     Setting("custom_mask", "grid", "custom_mask", url="cmask", section="Scores", widget="grid",
             applies=lambda v: v["mask"] == "custom"),
+    Setting("null_key", "flag", "null_key", url="null", label="Null key (softmax₁)", section="Scores", widget="toggle",
+            written="changed", help="An extra key of score 0 and value 0 that every query may attend to: each row's "
+            "weights then sum to at most 1, and a row may put its weight 'nowhere' (softmax with +1 in the denominator)."),
 )
 
 # What is on screen rather than computed; in links too, only where not the default. ``values`` are the
@@ -198,6 +201,7 @@ VIEW_SETTINGS: tuple[Setting, ...] = (
     Setting("qi", "int", default=0, limits=lambda v: (0, len(v["tokens"]) - 1), written="changed"),
     Setting("kj", "int", default=0, limits=lambda v: (0, len(key_tokens(v)) - 1), written="changed"),
     Setting("present", "flag", default=False, written="changed"),
+    Setting("knock", "heads", default=(), written="changed"),  # heads knocked out on the Heads page, e.g. 0,2
 )
 
 VIEW_DEFAULTS = MappingProxyType({row.name: row.default for row in VIEW_SETTINGS})
