@@ -190,7 +190,9 @@ SINK_NOTE = (
     "on the first token (in BERT on [CLS] and [SEP]: Clark et al. 2019), whose value vector is short, so the "
     "output barely changes (an *attention sink*). Try it: Weights → *hand-built: first-token (sink) head*, then "
     "compare the weights with the norm-weighted view, and switch on **Null key (softmax₁)** under Scores: a row "
-    "may then put weight on an implicit key of score 0 and value 0, and its weights sum to less than 1."
+    "may then put weight on an implicit key of score 0 and value 0, and its weights sum to less than 1. "
+    "In the hand-built head the first key's score (about 150) dwarfs the null key's 0, so the sink stays; with the "
+    "seeded random weights, where scores are small, every row visibly gives part of its weight to nothing."
 )
 
 

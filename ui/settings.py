@@ -37,7 +37,7 @@ class Setting:
     """One setting: how it is stored (config field), drawn (widget), linked (URL) and bounded."""
 
     name: str  # widget key "w_<name>"; also the URL parameter unless ``url`` says otherwise
-    kind: str  # tokens | int | float | flag | choice | grid: how the URL value is read and written
+    kind: str  # tokens | int | float | flag | choice | grid | heads: how the URL value is read and written
     field: str | None = None  # the MHAConfig field; None for a view setting (what is on screen)
     url: str | None = None  # URL parameter name, when it is not ``name``
     label: str = ""
