@@ -39,7 +39,7 @@ def test_b_parameters_carry_only_what_differs_and_unset_returns_to_the_default()
     link = compare.b_params(a, b)
     assert link["b_scale"] == "none"
     assert link["b_mask"] == "none"
-    assert link.get("b_kv") == ""
+    assert link["b_kv_tokens"] == ""  # A cross-attends, B does not: empty = the default (none)
     assert compare.config_b(a, compare.b_overrides(link))[0] == b
     assert compare.b_params(A, A) == {}
 
