@@ -91,3 +91,30 @@ def change_bars(values: np.ndarray, labels: list[str], *, title: str, value_name
         yaxis=dict(title=value_name, rangemode="tozero"),
     )
     return fig
+
+
+# ---- a real model: how much each head puts on [CLS] and [SEP] --------------------------------
+
+
+def special_mass(traces, w_os, position: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per layer and head: the mean weight queries put on key ``position``, and its norm-weighted share.
+
+    ``traces`` one AttentionTrace per layer, ``w_os`` each layer's W_O (C, C). The share is
+    weight x ||v_j W_O(h)|| for that key divided by the same summed over all keys (Kobayashi et
+    al. 2020), averaged over the queries. Returns two (L, nh) arrays.
+    """
+    weight, share = [], []
+    for trace, w_o in zip(traces, w_os, strict=True):
+        carried = output_norm_weights(trace.weights, trace.v, w_o)  # (nh, T, T)
+        total = carried.sum(axis=-1)  # (nh, T)
+        part = np.divide(carried[..., position], total, out=np.zeros_like(total), where=total > 0)  # (nh, T)
+        weight.append(trace.weights[..., position].mean(axis=-1))  # (nh,)
+        share.append(part.mean(axis=-1))  # (nh,)
+    return np.array(weight), np.array(share)  # (L, nh) each
+
+
+def special_mass_frame(masses: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The (L, nh) arrays by name as one long table: one row per (layer, head)."""
+    first = next(iter(masses.values()))
+    index = pd.MultiIndex.from_product([range(first.shape[0]), range(first.shape[1])], names=["layer", "head"])
+    return pd.DataFrame({name: m.reshape(-1) for name, m in masses.items()}, index=index)
