@@ -251,12 +251,12 @@ def take_apart_section(result) -> None:
     pair = st.columns(2)
     with pair[0]:
         st.plotly_chart(figures.attention_grid(trace.weights, result.query_labels, result.key_labels,
-                                               max_cols=min(n_heads, 4), panel_px=150, mask=result.mask),
+                                               max_cols=min(n_heads, 2), panel_px=170, mask=result.mask),
                         key="apart_weights")
     with pair[1]:
         st.plotly_chart(figures.attention_grid(parts.carried, result.query_labels, result.key_labels,
                                                titles=[f"head {h}: weight × ‖v W_O‖" for h in range(n_heads)],
-                                               max_cols=min(n_heads, 4), panel_px=150, mask=result.mask,
+                                               max_cols=min(n_heads, 2), panel_px=170, mask=result.mask,
                                                colour_range="max"),
                         key="apart_carried")
     titles = [f"head {h} weight" for h in range(n_heads)] + [f"head {h} weight x |v W_O|" for h in range(n_heads)]
