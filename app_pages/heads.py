@@ -196,6 +196,9 @@ SINK_NOTE = (
 )
 
 
+CARRIED_MAX_CELLS = 20_000  # above this many cells (nh x Tq x Tk) the norm-weighted view draws one head
+
+
 def take_apart_section(result) -> None:
     """Output = sum of the heads' contributions (checked live), a knock-out per head, and what each key carries."""
     st.subheader("Take it apart: each head's contribution, and knocking heads out")
@@ -244,21 +247,19 @@ def take_apart_section(result) -> None:
                      tables.matrix_frame(parts.knocked.output, result.query_labels,
                                          apart.feature_labels(parts.knocked.output.shape[1])),
                      "knocked_output.csv", "dl_knock_output")
-    st.markdown("**Where the mass goes, and what it carries.** Left: the weights. Right: weight × ‖v_j W_O(h)‖, "
+    st.markdown("**Where the mass goes, and what it carries.** Beside the weights (the first figure on this page): "
+                "weight × ‖v_j W_O(h)‖, "
                 "the size of what key j adds to query i's row of head h's contribution (v_j measured *after* W_O, "
                 "Kobayashi et al. 2020). A key can take much weight and add little.")
     shown = np.concatenate([trace.weights, parts.carried])  # (2 nh, Tq, Tk)
-    pair = st.columns(2)
-    with pair[0]:
-        st.plotly_chart(figures.attention_grid(trace.weights, result.query_labels, result.key_labels,
-                                               max_cols=min(n_heads, 2), panel_px=170, mask=result.mask),
-                        key="apart_weights")
-    with pair[1]:
-        st.plotly_chart(figures.attention_grid(parts.carried, result.query_labels, result.key_labels,
-                                               titles=[f"head {h}: weight × ‖v W_O‖" for h in range(n_heads)],
-                                               max_cols=min(n_heads, 2), panel_px=170, mask=result.mask,
-                                               colour_range="max"),
-                        key="apart_carried")
+    shown_heads = list(range(n_heads)) if parts.carried.size <= CARRIED_MAX_CELLS else [head]
+    st.plotly_chart(figures.attention_grid(parts.carried[shown_heads], result.query_labels, result.key_labels,
+                                           titles=[f"head {h}: weight × ‖v W_O‖" for h in shown_heads],
+                                           max_cols=min(len(shown_heads), 4), panel_px=170, mask=result.mask,
+                                           colour_range="max"),
+                    key="apart_carried")
+    if len(shown_heads) < n_heads:
+        st.caption(f"At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")
     titles = [f"head {h} weight" for h in range(n_heads)] + [f"head {h} weight x |v W_O|" for h in range(n_heads)]
     download_csv("Weights and norm-weighted weights (CSV)",
                  tables.stacked_frame(shown, titles, result.query_labels, result.key_labels),

@@ -177,6 +177,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("scale", "choice", "scale_rule", label="Scale", section="Scores", widget="select", choices=SCALE_LABELS),
     Setting("temperature", "float", "temperature", label="Temperature", section="Scores", widget="number",
             limits=(0.0, LIMITS["max_temperature"]), widget_limits=(0.01, LIMITS["max_temperature"]), applies=lambda v: v["scale"] == "temperature", kept_unused=True),
+    Setting("null_key", "flag", "null_key", url="null", label="Null key (softmax₁)", section="Scores", widget="toggle",
+            written="changed", help="An extra key of score 0 and value 0 that every query may attend to: each row's "
+            "weights then sum to at most 1, and a row may put its weight 'nowhere' (softmax with +1 in the denominator)."),
     Setting("mask", "choice", "mask", label="Mask", section="Scores", widget="select", choices=MASK_LABELS),
     Setting("valid_len", "int", "valid_len", label="Valid length (keys that are real)", section="Scores",
             widget="slider", default=lambda v: len(key_tokens(v)), limits=lambda v: (0, len(key_tokens(v))),
@@ -186,9 +189,6 @@ SETTINGS: tuple[Setting, ...] = (
             applies=lambda v: v["mask"] == "window", kept_unused=True),
     Setting("custom_mask", "grid", "custom_mask", url="cmask", section="Scores", widget="grid",
             applies=lambda v: v["mask"] == "custom"),
-    Setting("null_key", "flag", "null_key", url="null", label="Null key (softmax₁)", section="Scores", widget="toggle",
-            written="changed", help="An extra key of score 0 and value 0 that every query may attend to: each row's "
-            "weights then sum to at most 1, and a row may put its weight 'nowhere' (softmax with +1 in the denominator)."),
 )
 
 # What is on screen rather than computed; in links too, only where not the default. ``values`` are the
