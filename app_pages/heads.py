@@ -7,7 +7,7 @@ previous / next buttons, for a projector.
 import numpy as np
 import streamlit as st
 
-from ui import cached_figures, export, figures, tables
+from ui import apart, cached_figures, export, figures, quiz, tables
 from ui.compute import compute, result_on_click
 from ui.controls import KEEP, mask_editor, presenting, sidebar
 from ui.device import chart_config, on_phone
@@ -200,6 +200,129 @@ def outputs_section(result) -> None:
         st.info("W_O is off (sidebar): the layer's output is the concatenation above, so the heads are never mixed.")
 
 
+SINK_NOTE = (
+    "**Why is all the attention on the first token?** Softmax must give every row weights that sum to 1, so a "
+    "query with nothing useful to read still has to put its weight somewhere; trained models learn to park it "
+    "on the first token (in BERT on [CLS] and [SEP]: Clark et al. 2019), whose value vector is short, so the "
+    "output barely changes (an *attention sink*). Try it: Weights → *hand-built: first-token (sink) head*, then "
+    "compare the weights with the norm-weighted view, and switch on **Null key (softmax₁)** under Scores: a row "
+    "may then put weight on an implicit key of score 0 and value 0, and its weights sum to less than 1. "
+    "In the hand-built head the first key's score (about 150) dwarfs the null key's 0, so the sink stays; with the "
+    "seeded random weights, where scores are small, every row visibly gives part of its weight to nothing."
+)
+
+
+CARRIED_MAX_CELLS = 20_000  # above this many cells (nh x Tq x Tk) the norm-weighted view draws one head
+
+
+def take_apart_section(result) -> None:
+    """Output = sum of the heads' contributions (checked live), a knock-out per head, and what each key carries."""
+    st.subheader("Take it apart: each head's contribution, and knocking heads out")
+    trace, config = result.trace, result.config
+    n_heads = trace.n_heads
+    ss = st.session_state
+    ss.w_knock = [h for h in ss.get("w_knock", ()) if h < n_heads]  # the head count may have shrunk
+    off = st.pills(
+        "Knock out heads (zero their contribution)",
+        list(range(n_heads)),
+        selection_mode="multi",
+        key="w_knock",
+        persist_state=KEEP,
+        format_func=lambda h: f"head {h}",
+        help="Head ablation: the output is rebuilt without these heads' terms; b_O stays.",
+    )
+    parts = apart.take_apart(result, off)
+    w_o_name = "W_O[rows of h]" if config.output_projection else "its own columns (W_O is off)"
+    st.markdown(
+        f"output = Σ_h head_h · {w_o_name}" + (" + b_O" if result.weights.b_o is not None else "")
+        + f" — checked now: max |output − Σ contributions| = **{parts.identity_gap:.1e}**"
+    )
+    left, right = st.columns(2)
+    with left:
+        head = st.selectbox("Contribution of", list(range(n_heads)), key="apart_head",
+                            format_func=lambda h: f"head {h}")
+        c_out = parts.contributions.shape[-1]
+        st.plotly_chart(
+            figures.matrix_heatmap(parts.contributions[head], result.query_labels, apart.feature_labels(c_out),
+                                   title=f"head {head}'s contribution", value_name="contribution",
+                                   row_name="query", col_name="feature", width_px=560),
+            key="apart_contribution",
+        )
+        download_csv("Contributions, all heads (CSV)", config,
+                     lambda r: apart.contributions_frame(apart.take_apart(r, off), r.query_labels),
+                     "contributions.csv", "dl_contributions")
+    with right:
+        change = apart.change_frame(parts, result.query_labels)
+        st.plotly_chart(apart.change_bars(change["‖change‖"].to_numpy(), result.query_labels,
+                                           title=f"‖change in output‖ per token, heads off: "
+                                           f"{', '.join(map(str, parts.knocked.heads_off)) or 'none'}",
+                                           value_name="‖change‖"),
+                        key="apart_change")
+        st.dataframe(change, key="apart_change_table", height=min(38 + 35 * len(change), 300))
+        download_csv("Output change per token (CSV)", config,
+                     lambda r: apart.change_frame(apart.take_apart(r, off), r.query_labels),
+                     "knock_out_change.csv", "dl_knock_change")
+        download_csv("Output after knock-out (CSV)", config, lambda r: knocked_output_frame(r, off),
+                     "knocked_output.csv", "dl_knock_output")
+    st.markdown("**Where the mass goes, and what it carries.** Beside the weights (the first figure on this page): "
+                "weight × ‖v_j W_O(h)‖, "
+                "the size of what key j adds to query i's row of head h's contribution (v_j measured *after* W_O, "
+                "Kobayashi et al. 2020). A key can take much weight and add little.")
+    shown_heads = list(range(n_heads)) if parts.carried.size <= CARRIED_MAX_CELLS else [head]
+    st.plotly_chart(figures.attention_grid(parts.carried[shown_heads], result.query_labels, result.key_labels,
+                                           titles=[f"head {h}: weight × ‖v W_O‖" for h in shown_heads],
+                                           max_cols=min(len(shown_heads), 4), panel_px=170, mask=result.mask,
+                                           colour_range="max"),
+                    key="apart_carried")
+    if len(shown_heads) < n_heads:
+        st.caption(f"At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")
+    download_csv("Weights and norm-weighted weights (CSV)", config, lambda r: carried_frame(r, off),
+                 "norm_weighted.csv", "dl_carried")
+    st.markdown(SINK_NOTE)
+
+
+def knocked_output_frame(result, off):
+    """The output with heads ``off`` knocked out, as a table (built on a download's click)."""
+    output = apart.take_apart(result, off).knocked.output  # (Tq, C_out)
+    return tables.matrix_frame(output, result.query_labels, apart.feature_labels(output.shape[1]))
+
+
+def carried_frame(result, off):
+    """Every head's weights, then its weight × ‖v_j W_O(h)‖, as one long table (built on a download's click)."""
+    n_heads = result.trace.n_heads
+    shown = np.concatenate([result.trace.weights, apart.take_apart(result, off).carried])  # (2 nh, Tq, Tk)
+    titles = [f"head {h} weight" for h in range(n_heads)] + [f"head {h} weight x |v W_O|" for h in range(n_heads)]
+    return tables.stacked_frame(shown, titles, result.query_labels, result.key_labels)
+
+
+@st.fragment
+def quiz_section(result) -> None:
+    """Quick checks: a question from this run's own arrays, the answer computed; a score for the session."""
+    st.subheader("Quick check")
+    ss = st.session_state
+    score = ss.setdefault("quiz_score", [0, 0])  # right, asked
+    number = ss.setdefault("quiz_number", 0)
+    question = quiz.question(result, number)
+    st.markdown(question.text)
+    if question.options:
+        given = st.radio("Your answer", question.options, key=f"quiz_answer_{number}", index=None, horizontal=True)
+    else:
+        given = st.number_input("Your answer", key=f"quiz_answer_{number}", value=None, step=0.01, format="%.3f")
+    row = st.container(horizontal=True)
+    if row.button("Check", key="quiz_check", disabled=given is None or f"quiz_done_{number}" in ss):
+        right = quiz.is_right(question, given)
+        ss[f"quiz_done_{number}"] = right
+        score[0] += int(right)
+        score[1] += 1
+    if f"quiz_done_{number}" in ss:
+        verdict = "Right" if ss[f"quiz_done_{number}"] else "Not quite"
+        st.markdown(f"**{verdict}**: the answer is **{question.answer_text}**. {question.why}")
+    if row.button("Next question", key="quiz_next"):
+        ss.quiz_number = number + 1
+        st.rerun(scope="fragment")
+    st.caption(f"Score this session: {score[0]} of {score[1]} (kept in this browser tab only).")
+
+
 def export_section(result) -> None:
     """Every intermediate at once, as .npz and as .json."""
     st.subheader("Download everything")
@@ -306,6 +429,8 @@ def main() -> None:
     heads_section(result, view, average, colours)
     diagnostics_section(result)
     outputs_section(result)
+    take_apart_section(result)
+    quiz_section(result)
     export_section(result)
 
 

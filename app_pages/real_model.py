@@ -214,6 +214,39 @@ def steps_section(model: MiniLM, run: MiniLMRun, layer: int, head: int) -> None:
     views.show_drill_down(drill_down(inputs, head, i, j), KEY_PREFIX, outlined="above", mask_line=False)
 
 
+SINK_CITATION = (
+    "Many BERT-style heads put most of their weight on [CLS] or [SEP] (Clark et al. 2019, *What does BERT look "
+    "at?*): a head with nothing useful to read parks its weight there. Weighting by what the key carries, "
+    "weight × ‖v_j W_O(h)‖ (Kobayashi et al. 2020, *Attention is not only a weight*), shows how little of it reaches "
+    "the output: the right-hand maps are the share of that norm-weighted total, averaged over the queries."
+)
+
+
+def sink_section(model: MiniLM, run: MiniLMRun) -> None:
+    """Mass on [CLS] and [SEP] per layer and head, beside the norm-weighted share (ui/apart.py)."""
+    from ui import apart  # imported here: this section is the only user on this page
+
+    st.subheader("Where the mass goes: [CLS] and [SEP]")
+    traces = [layer.attention for layer in run.layers]
+    w_os = [layer.attention.w_o for layer in model.layers]
+    masses = {}
+    for name, position in (("[CLS]", 0), ("[SEP]", run.n_tokens - 1)):
+        masses[f"weight on {name}"], masses[f"norm-weighted share on {name}"] = apart.special_mass(traces, w_os, position)
+    layers = [f"layer {n}" for n in range(len(traces))]
+    heads = [str(h) for h in range(traces[0].n_heads)]
+    columns = st.columns(2)
+    for n, (name, matrix) in enumerate(masses.items()):
+        columns[n % 2].plotly_chart(
+            cached_figures.matrix_heatmap(matrix, layers, heads, title=name, value_name=name, signed=False, zmin=0.0,
+                                   zmax=1.0, height=260, row_name="", col_name="head", width_px=420),
+            key=f"rm_sink_{n}",
+        )
+    st.markdown(SINK_CITATION)
+    frame = apart.special_mass_frame(masses)
+    st.download_button("Mass on [CLS] / [SEP] (CSV)", data=frame.to_csv().encode(), file_name="cls_sep_mass.csv",
+                       mime="text/csv", key="dl_rm_sink", on_click="ignore", icon=":material/download:")
+
+
 def main() -> None:
     presentation_switch()
     st.title("Real model: all-MiniLM-L6-v2")
@@ -266,6 +299,7 @@ def main() -> None:
     diagnostics_section(run, layer)
     patterns_section(run)
     overview_section(run)
+    sink_section(model, run)
     steps_section(model, run, layer, head)
 
 

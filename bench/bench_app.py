@@ -137,6 +137,7 @@ def cases() -> list[Case]:
         Case("lessons", "defaults", {}, lesson, "the lessons' own sizes"),
         Case("seeds", "defaults", {}, PLAIN, "the seeds' own sizes"),
         Case("real_model", "defaults", {}, sentence, "~20 word pieces"),
+        Case("compare", "defaults", {"b_scale": "none"}, SEED, defaults + ", B: scale none"),
         Case("about", "defaults", {}, SEED, defaults),
         Case("heads", "caps", CAPS, SEED, caps),
         Case("heads", "caps+", CAPS | {"view": "logits", "avg": "1"}, SEED, caps + ", logits + average"),

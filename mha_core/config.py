@@ -61,6 +61,7 @@ class MHAConfig:
     embedding: str = "random"  # one of EMBEDDINGS
     custom_embedding: tuple[tuple[float, ...], ...] | None = None  # (Tq [+ Tk], C) rows, queries first
     output_projection: bool = True  # False: output = concat of the heads, no W_O
+    null_key: bool = False  # softmax_1: every row may also put weight on a key of logit 0 and value 0
 
     @property
     def is_cross(self) -> bool:
@@ -174,7 +175,9 @@ def run(config: MHAConfig) -> RunResult:
             config.d_model, config.seed, config.init, bias=config.bias, output_projection=config.output_projection
         )
     mask = build_mask(config)
-    trace = multi_head_attention(x_q, weights, config.n_heads, x_k=x_kv, mask=mask, scale=scale)
+    trace = multi_head_attention(
+        x_q, weights, config.n_heads, x_k=x_kv, mask=mask, scale=scale, null_key=config.null_key
+    )
     return RunResult(
         config=config,
         query_labels=token_labels(config.tokens),

@@ -20,6 +20,7 @@ from ui.urlstate import encode_mask, params_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO_MB = 2 * 1024 * 1024
+APART_CHARTS = {"apart_contribution", "apart_change", "apart_carried"}  # Take it apart
 
 
 def app(params: dict[str, str] | None = None) -> AppTest:
@@ -71,9 +72,9 @@ def default_app() -> AppTest:
 
 def test_the_default_page_renders_every_section(default_app):
     assert_page_ok(default_app)
-    assert set(charts(default_app)) == {"heads_grid", "similarity", "concat", "output"}
+    assert set(charts(default_app)) == {"heads_grid", "similarity", "concat", "output"} | APART_CHARTS
     assert default_app.title[0].value == "Heads"
-    assert len(default_app.dataframe) == 1  # the head diagnostics
+    assert len(default_app.dataframe) == 2  # the head diagnostics, and the knock-out change per token
     table = default_app.dataframe[0].value
     assert list(table.index) == ["head 0", "head 1", "head 2", "head 3"]
     assert "entropy" in table.columns

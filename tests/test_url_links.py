@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mha_core.config import MHAConfig
 from ui.settings import VIEW_DEFAULTS
 from ui.urlstate import config_from_params, params_from_config, view_from_params, view_params
 
@@ -30,7 +31,10 @@ def test_a_link_reads_and_writes_as_before(link):
     expected = BEFORE[link]
     config, messages = config_from_params(expected["params"])
     view, view_messages = view_from_params(expected["params"], config)
-    assert as_json(config) == expected["config"]
+    actual = as_json(config)
+    assert {name: actual[name] for name in expected["config"]} == expected["config"]
+    added = set(actual) - set(expected["config"])  # config fields added since: an old link opens them at their default
+    assert {name: actual[name] for name in added} == {name: as_json(MHAConfig())[name] for name in added}
     assert {name: view[name] for name in expected["view"]} == expected["view"]
     newer = set(view) - set(expected["view"])  # view settings added since: an old link opens them at their default
     assert {name: view[name] for name in newer} == {name: VIEW_DEFAULTS[name] for name in newer}

@@ -47,6 +47,7 @@ PAGES = (
     PageInfo("step_by_step", "Step by step", "🪜", "one head from embeddings to output, and a drill-down"),
     PageInfo("lessons", "Lessons", "🎓", "six classic confusions, one link each"),
     PageInfo("seeds", "Seed notebooks", "📓", "the five seed documents, recomputed"),
+    PageInfo("compare", "Compare A/B", "⚖️", "two settings side by side, and their difference, in one link"),
     PageInfo("real_model", "Real model", "🤖", "attention in a small pretrained model"),
     PageInfo("about", "About", "ℹ️", "what the app computes and why"),
 )

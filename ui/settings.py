@@ -37,7 +37,7 @@ class Setting:
     """One setting: how it is stored (config field), drawn (widget), linked (URL) and bounded."""
 
     name: str  # widget key "w_<name>"; also the URL parameter unless ``url`` says otherwise
-    kind: str  # tokens | int | float | flag | choice | grid: how the URL value is read and written
+    kind: str  # tokens | int | float | flag | choice | grid | heads: how the URL value is read and written
     field: str | None = None  # the MHAConfig field; None for a view setting (what is on screen)
     url: str | None = None  # URL parameter name, when it is not ``name``
     label: str = ""
@@ -177,6 +177,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("scale", "choice", "scale_rule", label="Scale", section="Scores", widget="select", choices=SCALE_LABELS),
     Setting("temperature", "float", "temperature", label="Temperature", section="Scores", widget="number",
             limits=(0.0, LIMITS["max_temperature"]), widget_limits=(0.01, LIMITS["max_temperature"]), applies=lambda v: v["scale"] == "temperature", kept_unused=True),
+    Setting("null_key", "flag", "null_key", url="null", label="Null key (softmax₁)", section="Scores", widget="toggle",
+            written="changed", help="An extra key of score 0 and value 0 that every query may attend to: each row's "
+            "weights then sum to at most 1, and a row may put its weight 'nowhere' (softmax with +1 in the denominator)."),
     Setting("mask", "choice", "mask", label="Mask", section="Scores", widget="select", choices=MASK_LABELS),
     Setting("valid_len", "int", "valid_len", label="Valid length (keys that are real)", section="Scores",
             widget="slider", default=lambda v: len(key_tokens(v)), limits=lambda v: (0, len(key_tokens(v))),
@@ -198,6 +201,7 @@ VIEW_SETTINGS: tuple[Setting, ...] = (
     Setting("qi", "int", default=0, limits=lambda v: (0, len(v["tokens"]) - 1), written="changed"),
     Setting("kj", "int", default=0, limits=lambda v: (0, len(key_tokens(v)) - 1), written="changed"),
     Setting("present", "flag", default=False, written="changed"),
+    Setting("knock", "heads", default=(), written="changed"),  # heads knocked out on the Heads page, e.g. 0,2
 )
 
 VIEW_DEFAULTS = MappingProxyType({row.name: row.default for row in VIEW_SETTINGS})

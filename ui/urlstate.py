@@ -97,7 +97,24 @@ def _grid(raw: str, row: Setting, values: Values, messages: list[str]):
     return grid
 
 
-READERS = {"int": _int, "float": _float, "choice": _choice, "flag": _flag, "tokens": _tokens, "grid": _grid}
+def _heads(raw: str, row: Setting, values: Values, messages: list[str]) -> tuple[int, ...]:
+    """A set of head numbers, e.g. '0,2'; anything that is not a head of this model is left out."""
+    n_heads = values["heads"]
+    heads, bad = set(), []
+    for part in filter(None, (p.strip() for p in raw.split(","))):
+        if part.isdigit() and int(part) < n_heads:
+            heads.add(int(part))
+        else:
+            bad.append(part)
+    if bad:
+        messages.append(
+            f"`{row.param}={raw}`: {', '.join(bad)} is not a head (choose 0..{n_heads - 1}): "
+            f"using {','.join(map(str, sorted(heads))) or 'none'}."
+        )
+    return tuple(sorted(heads))
+
+
+READERS = {"int": _int, "float": _float, "choice": _choice, "flag": _flag, "tokens": _tokens, "grid": _grid, "heads": _heads}
 WRITERS = {
     "int": str,
     "float": lambda value: f"{value:g}",
@@ -105,6 +122,7 @@ WRITERS = {
     "flag": lambda value: str(int(value)),
     "tokens": " ".join,
     "grid": lambda grid: encode_mask(grid),
+    "heads": lambda heads: ",".join(map(str, sorted(heads))),
 }
 
 
@@ -133,6 +151,7 @@ def write_settings(rows: Sequence[Setting], values: Values) -> dict[str, str]:
             continue
         value = values.get(row.name)
         value = row.default_for(values) if value is None else value
+        value = tuple(value) if isinstance(value, list) else value  # a multi-select widget holds a list
         if value is None or (row.written == "changed" and value == row.default_for(values)):
             continue
         if row.kind == "choice" and value not in row.link_choices():

@@ -1,0 +1,147 @@
+"""Compare A/B: the sidebar's configuration (A) against B, A with some settings changed, in one link.
+
+B's changes travel as ``b_`` parameters (ui/compare.py); its controls are drawn from the settings
+table, one per setting that applies to B.
+"""
+
+import numpy as np
+import streamlit as st
+
+from ui import compare, figures, tables
+from ui.compute import compute
+from ui.controls import sidebar
+from ui.device import chart_config
+from ui.settings import Setting, model_settings, values_of
+from ui.urlstate import WRITERS
+
+B_KINDS = ("tokens", "int", "float", "flag", "choice")  # the kinds B has a control for (not a custom grid)
+
+
+def _key(row: Setting) -> str:
+    return f"cmp_{row.name}"
+
+
+def _widget_value(row: Setting, value):
+    """B's value as its control holds it."""
+    if row.kind == "tokens":
+        return " ".join(value or ())
+    if row.kind == "choice" and value not in row.link_choices():
+        return row.default_for({})
+    return value
+
+
+def _remember(row: Setting) -> None:
+    """A B control changed: keep its value as link text (B's settings are A's link plus these)."""
+    value = st.session_state[_key(row)]
+    text = value if row.kind == "tokens" else WRITERS[row.kind](value)
+    st.session_state.cmp_overrides = {**st.session_state.cmp_overrides, row.param: text}
+
+
+def _reset() -> None:
+    st.session_state.cmp_overrides = {}
+
+
+def b_controls(config_b) -> None:
+    """One control per setting that applies to B, showing B's value; a change becomes a ``b_`` parameter."""
+    ss = st.session_state
+    values = values_of(config_b)
+    rows = [row for row in model_settings() if row.kind in B_KINDS and row.applies(values)]
+    columns = st.columns(4)
+    for n, row in enumerate(rows):
+        ss[_key(row)] = _widget_value(row, values[row.name])
+        where = columns[n % 4]
+        common = dict(key=_key(row), on_change=_remember, args=(row,), help=row.help)
+        label = f"B: {row.label or row.name}"
+        if row.kind == "tokens":
+            where.text_input(label, **common)
+        elif row.kind == "flag":
+            where.toggle(label, **common)
+        elif row.kind == "choice":
+            where.selectbox(label, list(row.link_choices()), format_func=lambda c, r=row: r.choices.get(c, c), **common)
+        elif row.kind == "int":
+            low, high = row.widget_bounds(values)
+            where.number_input(label, min_value=low, max_value=high, step=1, **common)
+        else:
+            low, high = row.widget_bounds(values)
+            where.number_input(label, min_value=float(low), max_value=float(high), **common)
+    st.button("B = A again", key="cmp_reset", on_click=_reset)
+
+
+def pair_figure(comparison, result_a, result_b, head: int):
+    """Head ``head`` of A and of B side by side, weights on the fixed 0..1 scale, each with its own mask."""
+    tq, tk = comparison.weights_a.shape[1:]
+    masks = np.stack([np.ones((tq, tk), bool) if r.mask is None else r.mask for r in (result_a, result_b)])
+    return figures.attention_grid(
+        np.stack([comparison.weights_a[head], comparison.weights_b[head]]),  # (2, Tq, Tk)
+        result_a.query_labels,
+        result_a.key_labels,
+        titles=[f"A: head {head}", f"B: head {head}"],
+        max_cols=2,
+        panel_px=300,
+        square=True,
+        mask=masks,
+    )
+
+
+def main() -> None:
+    incoming = compare.b_overrides(st.query_params.to_dict())  # read before the sidebar rewrites the URL
+    config_a = sidebar()
+    ss = st.session_state
+    if "cmp_overrides" not in ss:
+        ss.cmp_overrides = incoming
+    config_b, messages = compare.config_b(config_a, ss.cmp_overrides)
+    link = compare.b_params(config_a, config_b)
+    ss.cmp_overrides = compare.b_overrides(link)  # only what differs from A
+    for name, value in link.items():
+        st.query_params[name] = value
+    st.title("Compare A and B")
+    st.caption("A is the sidebar's configuration; B is A with the settings below changed. The link carries both.")
+    for message in messages:
+        st.warning(message)
+    with st.expander("Configuration B", expanded=not link):
+        b_controls(config_b)
+    changed = compare.differences(config_a, config_b)
+    if not changed:
+        st.info("B is the same as A: change one of B's settings above (e.g. B: Scale → none, or B: Mask → causal).")
+    else:
+        st.markdown("B differs from A in: " + "; ".join(f"**{label}** {a} → {b}" for label, a, b in changed))
+    result_a, result_b = compute(config_a), compute(config_b)
+    if result_a is None or result_b is None:
+        return
+    comparison = compare.compare(result_a, result_b)
+    if isinstance(comparison, str):
+        st.warning(comparison)
+        return
+    changes = compare.head_changes(comparison, result_a.query_labels, result_a.key_labels)
+    st.caption(comparison.note)
+    st.markdown("\n".join(f"- {compare.summary_line(row)}" for _, row in changes.iterrows()))
+    left, right = st.columns([5, 4])
+    with left:
+        head = st.selectbox("Head", list(range(comparison.n_heads)), key="cmp_head", format_func=lambda h: f"head {h}")
+        st.plotly_chart(pair_figure(comparison, result_a, result_b, head), key="cmp_pair", config=chart_config(),
+                        width="content")
+    with right:
+        st.plotly_chart(
+            figures.attention_grid(
+                comparison.delta,
+                result_a.query_labels,
+                result_a.key_labels,
+                kind="Δ weight (B − A)",
+                titles=[f"B − A, head {h}" for h in range(comparison.n_heads)],
+                max_cols=2,
+                panel_px=170,
+            ),
+            key="cmp_delta",
+            config=chart_config(),
+        )
+        st.caption("Red: B gives the cell more weight than A; blue: less. Centred on 0.")
+    titles = [f"{which} head {h}" for which in ("A", "B", "B-A") for h in range(comparison.n_heads)]
+    stacked = np.concatenate([comparison.weights_a, comparison.weights_b, comparison.delta])  # (3n, Tq, Tk)
+    frame = tables.stacked_frame(stacked, titles, result_a.query_labels, result_a.key_labels)
+    st.download_button("A, B and B − A weights (CSV)", data=frame.to_csv().encode(), file_name="compare.csv",
+                       mime="text/csv", key="dl_compare", on_click="ignore", icon=":material/download:")
+    st.download_button("Per-head changes (CSV)", data=changes.to_csv().encode(), file_name="compare_heads.csv",
+                       mime="text/csv", key="dl_compare_heads", on_click="ignore", icon=":material/download:")
+
+
+main()

@@ -1,0 +1,86 @@
+"""The Compare A/B page in AppTest: panels against the engine's weights for A and B, links round-trip."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from mha_core.config import MHAConfig, run
+from tests.test_app_heads import charts, decode, messages
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def compare_page(params: dict[str, str]) -> AppTest:
+    """The Compare page opened by a link with ``params``."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.switch_page("app_pages/compare.py")
+    return at.run()
+
+
+def assert_page_ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def panels(at: AppTest, key: str) -> list[np.ndarray]:
+    return [decode(t["z"]) for t in charts(at)[key]["data"] if "coloraxis" in t]
+
+
+def test_a_b_and_difference_are_the_engine_weights():
+    at = compare_page({"mask": "causal", "b_scale": "none", "b_mask": "none"})
+    assert_page_ok(at)
+    ra = run(MHAConfig(mask="causal"))
+    rb = run(MHAConfig(scale_rule="none"))
+    at.selectbox(key="cmp_head").set_value(2).run()
+    a, b = panels(at, "cmp_pair")
+    np.testing.assert_allclose(a, np.where(ra.mask, ra.trace.weights[2], np.nan), atol=1e-6)  # masked: grey layer
+    np.testing.assert_allclose(b, rb.trace.weights[2], atol=1e-6)
+    delta = panels(at, "cmp_delta")
+    assert len(delta) == 4
+    for h, z in enumerate(delta):
+        np.testing.assert_allclose(z, rb.trace.weights[h] - ra.trace.weights[h], atol=1e-6)
+    d = np.abs(rb.trace.weights[0] - ra.trace.weights[0])
+    i, j = np.unravel_index(np.argmax(d), d.shape)
+    summary = next(m.value for m in at.markdown if m.value.startswith("- head 0"))
+    assert f"largest change {d.max():.3f} at query {ra.query_labels[i]} → key {ra.key_labels[j]}" in summary
+    assert "**Scale** sqrt_dk → none" in "\n".join(m.value for m in at.markdown)
+
+
+def test_link_keeps_b_after_a_sidebar_change_and_b_controls_write_b_params():
+    at = compare_page({"b_scale": "none"})
+    assert at.session_state["cmp_scale"] == "none"
+    at.selectbox(key="w_mask").set_value("causal").run()
+    assert_page_ok(at)
+    assert at.query_params["mask"] == "causal" and at.query_params["b_scale"] == "none"
+    assert "b_mask" not in at.query_params  # B is A plus its own changes: it follows A's new mask
+    assert at.session_state["cmp_mask"] == "causal"
+    at.selectbox(key="cmp_init").set_value("first").run()
+    assert_page_ok(at)
+    assert at.query_params["b_init"] == "first"
+    expected = run(MHAConfig(mask="causal", scale_rule="none", init="first")).trace.weights[0]
+    causal = np.tril(np.ones_like(expected, dtype=bool))
+    np.testing.assert_allclose(panels(at, "cmp_pair")[1], np.where(causal, expected, np.nan), atol=1e-6)
+
+
+def test_different_tokens_are_refused_and_bad_b_values_fall_back():
+    at = compare_page({"b_tokens": "a b c"})
+    assert_page_ok(at)
+    assert "different tokens" in messages(at)
+    assert "cmp_delta" not in charts(at)
+    at = compare_page({"b_scale": "cubic", "b_heads": "x"})
+    assert_page_ok(at)
+    assert "B: `scale=cubic`" in messages(at)
+    assert "cmp_delta" in charts(at)
+
+
+def test_other_head_count_compares_the_smaller_number():
+    at = compare_page({"b_heads": "2"})
+    assert_page_ok(at)
+    assert len(panels(at, "cmp_delta")) == 2
+    ra, rb = run(MHAConfig()), run(replace(MHAConfig(), n_heads=2))
+    np.testing.assert_allclose(panels(at, "cmp_delta")[1], rb.trace.weights[1] - ra.trace.weights[1], atol=1e-6)

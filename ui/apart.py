@@ -1,0 +1,120 @@
+"""Taking a run apart for the page: per-head contributions, a knock-out, norm-weighted attention.
+
+Pure: a ``RunResult`` in, arrays and tables out (no streamlit). The maths is in
+``mha_core/contributions.py``; this module names what a page shows and builds its CSV tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from mha_core.config import RunResult
+from mha_core.contributions import KnockOut, contribution_identity, knock_out, output_norm_weights
+from ui import figures, tables
+
+
+@dataclass(frozen=True)
+class TakenApart:
+    """What the 'Take it apart' section shows for one run and one set of knocked-out heads."""
+
+    contributions: np.ndarray  # (nh, Tq, C_out) head_h @ W_O[rows of h]
+    identity_gap: float  # max |output - (sum of contributions + b_O)|
+    knocked: KnockOut  # output without the knocked-out heads, and its change
+    carried: np.ndarray  # (nh, Tq, Tk) weight x ||v_j W_O(h)||
+
+
+def take_apart(result: RunResult, heads_off) -> TakenApart:
+    """Contributions, the identity's gap, the knock-out of ``heads_off`` and the norm-weighted weights."""
+    trace, w = result.trace, result.weights
+    w_o = w.w_o if result.config.output_projection else None
+    b_o = w.b_o if result.config.output_projection else None
+    contributions, gap = contribution_identity(trace.heads, w_o, b_o, trace.output)  # (nh, Tq, C_out)
+    knocked = knock_out(trace.heads, w_o, b_o, heads_off)
+    carried = output_norm_weights(trace.weights, trace.v, w_o)  # (nh, Tq, Tk)
+    return TakenApart(contributions, gap, knocked, carried)
+
+
+def feature_labels(n: int) -> list[str]:
+    """Output column names: '0', '1', ..."""
+    return [str(c) for c in range(n)]
+
+
+def contributions_frame(parts: TakenApart, query_labels: list[str]) -> pd.DataFrame:
+    """Every head's contribution as one long table: index (head, query), one column per output feature."""
+    nh, _, c_out = parts.contributions.shape
+    titles = [f"head {h}" for h in range(nh)]
+    return tables.stacked_frame(parts.contributions, titles, query_labels, feature_labels(c_out))
+
+
+def change_frame(parts: TakenApart, query_labels: list[str]) -> pd.DataFrame:
+    """Per token: the norm of the full output, of the knocked-out output and of the change."""
+    full = parts.knocked.output - parts.knocked.change  # (Tq, C_out): the output before the knock-out
+    return pd.DataFrame(
+        {
+            "‖output‖": np.linalg.norm(full, axis=-1),
+            "‖output after knock-out‖": np.linalg.norm(parts.knocked.output, axis=-1),
+            "‖change‖": parts.knocked.change_norm,
+        },
+        index=pd.Index(query_labels, name="query"),
+    )
+
+
+def head_size_frame(parts: TakenApart) -> pd.DataFrame:
+    """Per head: the norm of its whole contribution and its share of the sum of those norms."""
+    size = np.linalg.norm(parts.contributions.reshape(parts.contributions.shape[0], -1), axis=1)  # (nh,)
+    share = size / size.sum() if size.sum() > 0 else np.zeros_like(size)
+    return pd.DataFrame(
+        {"‖contribution‖": size, "share": share},
+        index=pd.Index([f"head {h}" for h in range(size.shape[0])], name="head"),
+    )
+
+
+def change_bars(values: np.ndarray, labels: list[str], *, title: str, value_name: str) -> go.Figure:
+    """One bar per token (``values`` shape (Tq,)), labelled with its position so repeated words stay apart."""
+    fig = go.Figure(
+        go.Bar(
+            x=figures.plot_texts(labels),
+            y=np.asarray(values, dtype=np.float64),
+            marker_color="#3b528b",
+            hovertemplate=f"query %{{x}}<br>{value_name} %{{y:.4f}}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=dict(text=title, font=dict(size=14)),
+        height=300,
+        margin=dict(l=50, r=10, t=50, b=60),
+        xaxis=dict(type="category", tickangle=-45),
+        yaxis=dict(title=value_name, rangemode="tozero"),
+    )
+    return fig
+
+
+# ---- a real model: how much each head puts on [CLS] and [SEP] --------------------------------
+
+
+def special_mass(traces, w_os, position: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per layer and head: the mean weight queries put on key ``position``, and its norm-weighted share.
+
+    ``traces`` one AttentionTrace per layer, ``w_os`` each layer's W_O (C, C). The share is
+    weight x ||v_j W_O(h)|| for that key divided by the same summed over all keys (Kobayashi et
+    al. 2020), averaged over the queries. Returns two (L, nh) arrays.
+    """
+    weight, share = [], []
+    for trace, w_o in zip(traces, w_os, strict=True):
+        carried = output_norm_weights(trace.weights, trace.v, w_o)  # (nh, T, T)
+        total = carried.sum(axis=-1)  # (nh, T)
+        part = np.divide(carried[..., position], total, out=np.zeros_like(total), where=total > 0)  # (nh, T)
+        weight.append(trace.weights[..., position].mean(axis=-1))  # (nh,)
+        share.append(part.mean(axis=-1))  # (nh,)
+    return np.array(weight), np.array(share)  # (L, nh) each
+
+
+def special_mass_frame(masses: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The (L, nh) arrays by name as one long table: one row per (layer, head)."""
+    first = next(iter(masses.values()))
+    index = pd.MultiIndex.from_product([range(first.shape[0]), range(first.shape[1])], names=["layer", "head"])
+    return pd.DataFrame({name: m.reshape(-1) for name, m in masses.items()}, index=index)
