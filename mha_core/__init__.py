@@ -4,14 +4,19 @@ Glossary of shapes, used in every shape comment of this package:
 
     T    number of tokens (Tq queries, Tk keys and values when they differ)
     C    model width, d_model (C_q, C_k, C_v, C_out when the widths differ)
-    nh   number of heads
+    nh   number of heads (query heads)
+    kv   number of key/value heads (nh: multi-head, 1: multi-query, a divisor between: grouped-query)
     hs   head size of queries and keys, also called d_k (= C / nh in the app)
     hv   head size of values, d_v
+    t    tokens held in a decoder's key/value cache
 
 Conventions: row vectors, ``y = x @ w + b``; heads are contiguous column blocks of the
-fused projection (head i owns columns i*hs:(i+1)*hs), as in torch; a boolean mask is
-True where a query may attend to a key. This package never imports streamlit, plotly or
-pandas: it knows nothing of screens.
+fused projection (head i owns columns i*hs:(i+1)*hs), as in torch; query head h reads
+key/value head h // (nh/kv); a boolean mask is True where a query may attend to a key.
+Positions: sinusoidal encodings are added to the tokens (``inputs``); RoPE and ALiBi act
+inside attention (``positions``, ``pe=`` of ``multi_head_attention``); ``kv_cache`` decodes
+one token at a time. This package never imports streamlit, plotly or pandas: it knows
+nothing of screens.
 """
 
 from mha_core.attention import (

@@ -1,5 +1,8 @@
 """Multi-head attention, one function per step of the maths.
 
+    project -> split heads -> [rotate (RoPE)] -> scores -> scale -> [+ bias (ALiBi)] -> mask
+    -> softmax -> weighted sum -> merge heads (concat) -> output projection
+
 Every step returns its result instead of printing it; ``multi_head_attention`` collects all
 of them in a frozen ``AttentionTrace`` so that a page can show any intermediate.
 """
@@ -11,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha_core.positions import PE_KINDS, ROPE_BASE, alibi_bias, alibi_slopes, rope_angles, rotate
+
 
 @dataclass(frozen=True)
 class AttentionWeights:
@@ -19,10 +24,10 @@ class AttentionWeights:
     Parameters
     ----------
     w_q : ndarray, shape (C_q, nh*hs)
-    w_k : ndarray, shape (C_k, nh*hs)
-    w_v : ndarray, shape (C_v, nh*hv)
+    w_k : ndarray, shape (C_k, kv*hs); kv = nh unless keys and values are shared (kv_heads)
+    w_v : ndarray, shape (C_v, kv*hv)
     w_o : ndarray, shape (nh*hv, C_out), or None for no output projection (output = concat)
-    b_q, b_k, b_v, b_o : ndarray, shape (nh*hs,), (nh*hs,), (nh*hv,), (C_out,), or None
+    b_q, b_k, b_v, b_o : ndarray, shape (nh*hs,), (kv*hs,), (kv*hv,), (C_out,), or None
     """
 
     w_q: np.ndarray
@@ -39,16 +44,29 @@ class AttentionWeights:
         fields = (self.w_q, self.w_k, self.w_v, self.w_o, self.b_q, self.b_k, self.b_v, self.b_o)
         return [np.asarray(a) for a in fields if a is not None]
 
+    def astype(self, dtype: np.dtype) -> AttentionWeights:
+        """The same parameters as arrays of ``dtype`` (no copy where they already are)."""
+        return AttentionWeights(**{name: None if a is None else np.asarray(a, dtype=dtype)
+                                   for name, a in self.__dict__.items()})
+
 
 @dataclass(frozen=True)
 class AttentionTrace:
     """Every intermediate of one multi-head attention call; arrays are read-only.
 
-    Fields: ``q (nh,Tq,hs)``, ``k (nh,Tk,hs)``, ``v (nh,Tk,hv)``, ``scores (nh,Tq,Tk)`` = raw q.k,
-    ``logits (nh,Tq,Tk)`` = scores * scale with masked entries exactly -inf,
+    Fields: ``q (nh,Tq,hs)``, ``k (kv,Tk,hs)``, ``v (kv,Tk,hv)`` (kv = nh unless key/value heads
+    are shared; query head h reads key/value head h // (nh/kv)), ``scores (nh,Tq,Tk)`` = raw q.k,
+    ``logits (nh,Tq,Tk)`` = scores * scale (+ bias) with masked entries exactly -inf,
     ``weights (nh,Tq,Tk)`` = softmax of logits over keys, ``heads (nh,Tq,hv)`` = weights @ v,
     ``concat (Tq, nh*hv)``, ``output (Tq, C_out)``, ``fully_masked (nh,Tq)`` = rows with no key
     to attend to (their weights and head outputs are 0), ``scale`` = the factor applied to scores.
+
+    With RoPE, ``q`` and ``k`` are the rotated ones (the scores are their products);
+    ``q_unrotated``, ``k_unrotated`` hold them before the turn and ``q_angles (Tq,hs/2)``,
+    ``k_angles (Tk,hs/2)`` the angle of every pair (always float64, see ``rope_angles``).
+    With ALiBi, ``bias (nh,Tq,Tk)`` is what was added to the scaled scores. With ``null_key``,
+    each row may also put weight 1 - sum(row) on an implicit key of logit 0 and value 0. The
+    new fields are None (False) otherwise.
     """
 
     q: np.ndarray
@@ -62,6 +80,13 @@ class AttentionTrace:
     output: np.ndarray
     fully_masked: np.ndarray
     scale: float
+    pe: str = "none"
+    q_unrotated: np.ndarray | None = None
+    k_unrotated: np.ndarray | None = None
+    q_angles: np.ndarray | None = None
+    k_angles: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    null_key: bool = False
 
     def __post_init__(self) -> None:
         for value in self.__dict__.values():
@@ -72,40 +97,22 @@ class AttentionTrace:
     def n_heads(self) -> int:
         return self.q.shape[0]
 
+    @property
+    def kv_heads(self) -> int:
+        """Number of key/value heads: nh (MHA), 1 (MQA) or a divisor in between (GQA)."""
+        return self.k.shape[0]
 
-def softmax(logits: np.ndarray, axis: int = -1, *, out: np.ndarray | None = None) -> np.ndarray:
-    """Softmax along ``axis``, safe for any finite logits and for -inf (masked) entries.
-
-    The maximum is subtracted first, so no finite input overflows. Each slice sums to 1,
-    except a slice whose entries are all -inf: it comes out as all zeros, with no NaN and
-    no RuntimeWarning. The result is written to ``out`` when given (logits' shape and dtype),
-    else to one new array; the exponential and the normalisation work in it in place.
-    Integer logits compute in float64.
-    """
-    logits = np.asarray(logits)
-    if logits.dtype.kind != "f":
-        logits = logits.astype(np.float64)
-    peak = logits.max(axis=axis, keepdims=True)  # logits' shape with size 1 along axis
-    np.maximum(peak, np.finfo(peak.dtype).min, out=peak)  # an all -inf slice gets a finite peak: exp(-inf) = 0
-    out = np.subtract(logits, peak, out=out)  # logits' shape
-    np.exp(out, out=out)
-    total = sum_along(out, axis)  # logits' shape with size 1 along axis
-    # A slice with a finite entry sums to >= 1 (its maximum contributes exp(0) = 1); only an
-    # all -inf slice sums to 0, and it is all 0 already: dividing it by 1 keeps it so, silently.
-    np.maximum(total, 1, out=total)
-    out /= total
-    return out
+    def kv_head_of(self, head: int) -> int:
+        """The key/value head that query head ``head`` reads."""
+        return head // (self.n_heads // self.kv_heads)
 
 
-def sum_along(x: np.ndarray, axis: int) -> np.ndarray:
-    """``x.sum(axis, keepdims=True)`` computed as a matmul with a column of ones.
-
-    For the short rows of attention (T <= 1024) BLAS sums 2-4x faster than ``np.sum``; the
-    result differs from it only by rounding.
-    """
-    rows = np.swapaxes(x, axis, -1)  # the summed axis last
-    total = rows @ np.ones((rows.shape[-1], 1), dtype=x.dtype)  # rows' shape with size 1 last
-    return np.swapaxes(total, axis, -1)  # x's shape with size 1 along axis
+def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """Linear map in row convention: (T, C_in) @ (C_in, C_out) + (C_out,) -> (T, C_out)."""
+    y = x @ w  # (T, C_out)
+    if b is not None:
+        y += b
+    return y
 
 
 def split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
@@ -114,50 +121,89 @@ def split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
     return x.reshape(t, n_heads, width // n_heads).transpose(1, 0, 2)  # (nh, T, hs)
 
 
+def group_heads(x: np.ndarray, kv_heads: int) -> np.ndarray:
+    """(nh, T, d) -> (kv, nh/kv, T, d): the query heads that read the same key/value head, together."""
+    n_heads, t, size = x.shape
+    return x.reshape(kv_heads, n_heads // kv_heads, t, size)  # (kv, nh/kv, T, d)
+
+
+def attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Dot product of every query with every key: (nh,Tq,hs), (kv,Tk,hs) -> (nh,Tq,Tk).
+
+    Query head h meets key head h // (nh/kv); with kv = nh that is its own.
+    """
+    k_t = k.transpose(0, 2, 1)  # (kv, hs, Tk), a view
+    scores = group_heads(q, k.shape[0]) @ k_t[:, None]  # (kv, nh/kv, Tq, Tk)
+    return scores.reshape(q.shape[0], q.shape[1], k.shape[1])  # (nh, Tq, Tk)
+
+
+def default_scale(head_size: int) -> float:
+    """1 / sqrt(hs): keeps the scores' spread near 1 whatever the head size."""
+    return 1.0 / math.sqrt(head_size)
+
+
+def scale_scores(scores: np.ndarray, scale: float) -> np.ndarray:
+    """scores * scale, (nh, Tq, Tk); a Python float keeps float32 scores float32."""
+    return scores * scale  # (nh, Tq, Tk)
+
+
+def apply_mask(logits: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """Logits with entries where ``mask`` is False set to exactly -inf, (nh, Tq, Tk).
+
+    ``mask`` may be any shape that broadcasts to the logits'; None leaves them as they are.
+    """
+    if mask is None:
+        return logits
+    return np.where(mask, logits, -np.inf)  # (nh, Tq, Tk)
+
+
+def softmax(logits: np.ndarray, axis: int = -1, *, null_key: bool = False) -> np.ndarray:
+    """Softmax along ``axis``, safe for any finite logits and for -inf (masked) entries.
+
+    The maximum is subtracted first, so no finite input overflows. Each slice sums to 1,
+    except a slice whose entries are all -inf: it comes out as all zeros, with no NaN and
+    no RuntimeWarning. Integer logits compute in float64.
+
+    ``null_key=True`` is softmax_1: exp(l_j) / (1 + sum_k exp(l_k)), as if every slice had
+    one more entry of logit 0 whose weight is left out; slices then sum to at most 1.
+    """
+    logits = np.asarray(logits)
+    if logits.dtype.kind != "f":
+        logits = logits.astype(np.float64)
+    peak = logits.max(axis=axis, keepdims=True)  # logits' shape with size 1 along axis
+    # The peak must be finite: an all -inf slice would give -inf - (-inf) = NaN. With the null
+    # key the slice's true maximum includes its logit 0.
+    floor = 0.0 if null_key else np.finfo(logits.dtype).min
+    np.maximum(peak, floor, out=peak)
+    weights = np.exp(logits - peak)  # logits' shape
+    total = weights.sum(axis=axis, keepdims=True)  # logits' shape with size 1 along axis
+    if null_key:
+        total += np.exp(-peak)  # the null key's exp(0 - peak); total >= 1 now
+    else:
+        # A slice with a finite entry sums to >= 1 (its maximum contributes exp(0) = 1); only
+        # an all -inf slice sums to 0, and it is all 0 already: dividing it by 1 keeps it so.
+        np.maximum(total, 1, out=total)
+    weights /= total
+    return weights
+
+
+def weighted_sum(weights: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Each query's average of the values under its weights: (nh,Tq,Tk), (kv,Tk,hv) -> (nh,Tq,hv)."""
+    heads = group_heads(weights, v.shape[0]) @ v[:, None]  # (kv, nh/kv, Tq, hv)
+    return heads.reshape(weights.shape[0], weights.shape[1], v.shape[-1])  # (nh, Tq, hv)
+
+
 def merge_heads(x: np.ndarray) -> np.ndarray:
-    """(nh, T, hs) -> (T, nh*hs), the inverse of ``split_heads``."""
+    """(nh, T, hs) -> (T, nh*hs), the inverse of ``split_heads`` (the concat of the heads)."""
     n_heads, t, size = x.shape
     return x.transpose(1, 0, 2).reshape(t, n_heads * size)  # (T, nh*hs)
 
 
-def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    """Linear map in row convention: (T, C_in) @ (C_in, C_out) + (C_out,) -> (T, C_out)."""
-    y = x @ w  # (T, C_out)
-    if b is not None:
-        y += b
-    return y
-
-
-def project_keys(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, n_heads: int) -> np.ndarray:
-    """Keys split into heads, (Tk, C_k) -> (nh, Tk, hs), laid out so that each head's k^T is contiguous.
-
-    The numbers of ``split_heads(project(x, w, b), n_heads)``, computed as (x w)^T = w^T x^T:
-    the score matmul q @ k^T then gets a plain (hs, Tk) operand without a transposing copy.
-    """
-    k_t = w.T @ x.T  # (nh*hs, Tk)
-    if b is not None:
-        k_t += b[:, None]
-    return k_t.reshape(n_heads, -1, x.shape[0]).transpose(0, 2, 1)  # (nh, Tk, hs), a view of (nh, hs, Tk)
-
-
-def attention_scores(q: np.ndarray, k: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
-    """Raw dot products of every query with every key: (nh,Tq,hs), (nh,Tk,hs) -> (nh,Tq,Tk), into ``out`` if given."""
-    k_t = np.ascontiguousarray(k.transpose(0, 2, 1))  # (nh, hs, Tk); no copy for keys from project_keys
-    # A plain (hs, Tk) operand, not a transposed view: OpenBLAS multiplies by a transposed one
-    # up to 3x slower at T = 128 (a badly threaded path; bench/bench_kernels.py).
-    return np.matmul(q, k_t, out=out)  # (nh, Tq, Tk)
-
-
-def scale_and_mask(scores: np.ndarray, scale, mask: np.ndarray | None, *, out: np.ndarray | None = None) -> np.ndarray:
-    """Multiply by ``scale`` and set entries where ``mask`` is False to exactly -inf, into ``out`` if given.
-
-    ``mask`` may be any shape that broadcasts to the scores'; pass it un-broadcast, so that
-    ``~mask`` stays small: (Tq, Tk) rather than (nh, Tq, Tk).
-    """
-    logits = np.multiply(scores, scale, out=out)  # (nh, Tq, Tk); scale has the scores' dtype, so no promotion
-    if mask is not None:
-        np.copyto(logits, -np.inf, where=~mask)
-    return logits
+def output_projection(concat: np.ndarray, w_o: np.ndarray | None, b_o: np.ndarray | None) -> np.ndarray:
+    """W_O mixes the heads: (Tq, nh*hv) -> (Tq, C_out); without W_O the output is a copy of the concat."""
+    if w_o is None:
+        return concat.copy()  # (Tq, nh*hv)
+    return project(concat, w_o, b_o)  # (Tq, C_out)
 
 
 def scaled_dot_product_attention(
@@ -166,63 +212,58 @@ def scaled_dot_product_attention(
     v: np.ndarray,
     mask: np.ndarray | None = None,
     scale: float | None = None,
+    *,
+    bias: np.ndarray | None = None,
+    null_key: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """softmax(q k^T * scale, masked) @ v for every head at once.
+    """softmax(q k^T * scale + bias, masked) @ v for every head at once.
 
     Parameters
     ----------
     q : ndarray, shape (nh, Tq, hs)
-    k : ndarray, shape (nh, Tk, hs)
-    v : ndarray, shape (nh, Tk, hv)
+    k : ndarray, shape (kv, Tk, hs), kv dividing nh (query head h reads key head h // (nh/kv))
+    v : ndarray, shape (kv, Tk, hv)
     mask : bool ndarray broadcastable to (nh, Tq, Tk), True = may attend; None = all keys
     scale : float, default 1/sqrt(hs)
+    bias : ndarray broadcastable to (nh, Tq, Tk), optional; added to the scaled scores (ALiBi)
+    null_key : bool, default False; softmax_1 (an implicit key of logit 0 and value 0)
 
     Returns
     -------
     scores, logits, weights : ndarray, shape (nh, Tq, Tk)
-        Raw q.k, scaled and masked (-inf where masked), softmax over keys (rows sum to 1,
-        except rows with every key masked, which are 0).
+        Raw q.k, scaled (+ bias) and masked (-inf where masked), softmax over keys (rows sum
+        to 1, except rows with every key masked, which are 0; below 1 with ``null_key``).
     heads : ndarray, shape (nh, Tq, hv)
     """
-    dtype = compute_dtype(q, k, v)
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
-    scale = dtype.type(scale)  # a float64 scalar would promote float32 arrays
-    scores, logits, weights = attention_maps(q.shape[0], q.shape[1], k.shape[1], dtype)  # (nh, Tq, Tk) each
-    attention_scores(q, k, out=scores)
-    scale_and_mask(scores, scale, mask, out=logits)
-    softmax(logits, axis=-1, out=weights)
-    heads = weights @ v  # (nh, Tq, hv)
+    scale = default_scale(q.shape[-1]) if scale is None else scale
+    scores = attention_scores(q, k)  # (nh, Tq, Tk)
+    logits = scale_scores(scores, scale)  # (nh, Tq, Tk)
+    if bias is not None:
+        logits += bias
+    logits = apply_mask(logits, mask)  # (nh, Tq, Tk)
+    weights = softmax(logits, axis=-1, null_key=null_key)  # (nh, Tq, Tk)
+    heads = weighted_sum(weights, v)  # (nh, Tq, hv)
     return scores, logits, weights, heads
-
-
-def attention_maps(n_heads: int, tq: int, tk: int, dtype: np.dtype) -> np.ndarray:
-    """Uninitialised memory for scores, logits and weights: (3, nh, Tq, Tk), one allocation.
-
-    Why one block: glibc's malloc keeps freed memory for reuse only up to a threshold that
-    follows the largest block freed so far (twice its size); beyond it the memory goes back
-    to the system, and the next call pays a page fault for every page it touches again. One
-    block is large enough to lift the threshold above a whole call's arrays, so they are
-    reused from call to call: a call at T = 128 ran twice as fast (bench/bench_kernels.py).
-    Blocks above 32 MiB (T = 1024 with 12 heads) are mapped afresh on every call regardless.
-    """
-    return np.empty((3, n_heads, tq, tk), dtype=dtype)  # (3, nh, Tq, Tk)
 
 
 def compute_dtype(*arrays: np.ndarray) -> np.dtype:
     """float32 stays float32, float64 stays float64, integers and booleans compute in float64."""
     dtype = np.result_type(*arrays)
-    if dtype.kind != "f":  # not a floating type (np.issubdtype says the same, 6x slower)
+    if dtype.kind != "f":
         return np.dtype(np.float64)
     if dtype.itemsize < 4:
         return np.dtype(np.float32)
     return dtype
 
 
-def _check_shapes(x_q, x_k, x_v, weights: AttentionWeights, n_heads: int) -> None:
+def _check_shapes(x_q, x_k, x_v, weights: AttentionWeights, n_heads: int, kv_heads: int) -> None:
     """Raise ValueError, naming the shapes, when the inputs and parameters do not fit together."""
-    if isinstance(n_heads, bool) or not isinstance(n_heads, int | np.integer) or n_heads < 1:
-        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+    for name, count in (("n_heads", n_heads), ("kv_heads", kv_heads)):
+        if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 1:
+            raise ValueError(f"{name} must be a positive integer, got {count!r}")
+    if n_heads % kv_heads:
+        raise ValueError(f"kv_heads = {kv_heads} does not divide n_heads = {n_heads}: each key/value head serves "
+                         f"an equal group of query heads (try a divisor of {n_heads}, e.g. 1 or {n_heads})")
     for name, x in (("x_q", x_q), ("x_k", x_k), ("x_v", x_v)):
         if x.ndim != 2:
             raise ValueError(f"{name} must be a (tokens, features) matrix, got shape {x.shape}")
@@ -231,14 +272,16 @@ def _check_shapes(x_q, x_k, x_v, weights: AttentionWeights, n_heads: int) -> Non
     for name, x, w in (("q", x_q, weights.w_q), ("k", x_k, weights.w_k), ("v", x_v, weights.w_v)):
         if w.ndim != 2 or w.shape[0] != x.shape[1]:
             raise ValueError(f"w_{name} has shape {w.shape} but x_{name} has {x.shape[1]} features")
-    if weights.w_q.shape[1] != weights.w_k.shape[1]:
-        raise ValueError(f"w_q {weights.w_q.shape} and w_k {weights.w_k.shape} must have as many columns")
-    for name in ("q", "v"):
-        width = getattr(weights, f"w_{name}").shape[1]
-        if width % n_heads:
-            raise ValueError(f"w_{name} has {width} columns, not divisible by {n_heads} heads")
-    if weights.w_o is not None and weights.w_o.shape[0] != weights.w_v.shape[1]:
-        raise ValueError(f"w_o has {weights.w_o.shape[0]} rows but the heads concatenate to {weights.w_v.shape[1]}")
+    for name, width, count in (("q", weights.w_q.shape[1], n_heads), ("v", weights.w_v.shape[1], kv_heads)):
+        if width % count:
+            raise ValueError(f"w_{name} has {width} columns, not divisible by {count} heads")
+    head_size = weights.w_q.shape[1] // n_heads
+    if weights.w_k.shape[1] != kv_heads * head_size:
+        raise ValueError(f"w_q {weights.w_q.shape} and w_k {weights.w_k.shape} must have as many columns per head: "
+                         f"w_k needs kv_heads * hs = {kv_heads} * {head_size} = {kv_heads * head_size}")
+    concat_width = n_heads * (weights.w_v.shape[1] // kv_heads)
+    if weights.w_o is not None and weights.w_o.shape[0] != concat_width:
+        raise ValueError(f"w_o has {weights.w_o.shape[0]} rows but the heads concatenate to {concat_width}")
     if weights.w_o is None and weights.b_o is not None:
         raise ValueError("b_o is set but w_o is None: an output bias needs an output projection")
     for name in ("q", "k", "v", "o"):
@@ -248,11 +291,7 @@ def _check_shapes(x_q, x_k, x_v, weights: AttentionWeights, n_heads: int) -> Non
 
 
 def _checked_mask(mask, n_heads: int, tq: int, tk: int) -> np.ndarray | None:
-    """The boolean mask as given (it broadcasts to (nh, Tq, Tk)), or a ValueError that says what was wrong.
-
-    It is not broadcast here: a (Tq, Tk) mask stays (Tq, Tk), so masking never builds an
-    (nh, Tq, Tk) boolean array.
-    """
+    """The boolean mask as given (it broadcasts to (nh, Tq, Tk)), or a ValueError that says what was wrong."""
     if mask is None:
         return None
     mask = np.asarray(mask)
@@ -267,11 +306,42 @@ def _checked_mask(mask, n_heads: int, tq: int, tk: int) -> np.ndarray | None:
     return mask
 
 
+def _checked_positions(positions, count: int, name: str) -> np.ndarray:
+    """Token positions as a (count,) array, 0..count-1 by default."""
+    if positions is None:
+        return np.arange(count)  # (count,)
+    positions = np.asarray(positions)
+    if positions.shape != (count,) or positions.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must give one number per token, shape ({count},), got {positions.shape}")
+    return positions
+
+
+def _check_position_options(pe: str, rope_base, head_size: int, cross: bool, explicit_positions: bool) -> None:
+    """Raise ValueError with a message for a student when the positional scheme cannot run here."""
+    if pe not in PE_KINDS:
+        raise ValueError(f"pe must be one of {', '.join(PE_KINDS)}, got {pe!r} "
+                         "(the sinusoidal encoding is added to the tokens before attention: mha_core.inputs)")
+    if pe == "rope":
+        if head_size % 2:
+            raise ValueError(f"RoPE turns the features of a head in pairs, so the head size must be even; "
+                             f"it is {head_size} (choose d_model and heads so that d_model / heads is even)")
+        if not (isinstance(rope_base, int | float | np.floating | np.integer) and rope_base > 1):
+            raise ValueError(f"rope_base must be a number above 1 (LLaMA uses 10000), got {rope_base!r}")
+    if pe == "alibi" and cross and not explicit_positions:
+        raise ValueError("ALiBi penalises the distance i - j between positions of one sequence; in cross-attention "
+                         "queries and keys come from different sequences. Use pe='rope' or 'none' there.")
+
+
 def _fully_masked_rows(mask: np.ndarray | None, n_heads: int, tq: int) -> np.ndarray:
     """(nh, Tq) booleans: True where a query may attend to no key at all."""
     if mask is None:
         return np.zeros((n_heads, tq), dtype=bool)  # (nh, Tq)
     return np.broadcast_to(~mask.any(axis=-1), (n_heads, tq)).copy()  # (nh, Tq)
+
+
+def _is_cross_attention(x_q: np.ndarray, x_k: np.ndarray) -> bool:
+    """True when the keys' tokens are not the queries' own."""
+    return x_k is not x_q and not (x_k.shape == x_q.shape and np.array_equal(x_k, x_q))
 
 
 def multi_head_attention(
@@ -283,6 +353,12 @@ def multi_head_attention(
     x_v: np.ndarray | None = None,
     mask: np.ndarray | None = None,
     scale: float | None = None,
+    kv_heads: int | None = None,
+    pe: str = "none",
+    rope_base: float = ROPE_BASE,
+    q_positions: np.ndarray | None = None,
+    k_positions: np.ndarray | None = None,
+    null_key: bool = False,
 ) -> AttentionTrace:
     """Multi-head attention with every intermediate returned.
 
@@ -299,33 +375,62 @@ def multi_head_attention(
         **True = may attend.** torch's ``nn.MultiheadAttention`` uses the opposite sense for a
         boolean ``attn_mask`` (True = blocked); ``F.scaled_dot_product_attention`` uses ours.
     scale : float, default 1/sqrt(hs)
+    kv_heads : int, default nh
+        Key/value heads, dividing nh: nh is multi-head, 1 multi-query, between grouped-query
+        attention. ``w_k``/``w_v`` then have kv*hs / kv*hv columns; query head h reads
+        key/value head h // (nh/kv).
+    pe : {"none", "rope", "alibi"}
+        Positions inside attention: RoPE turns q and k by their positions before the scores;
+        ALiBi adds -m_h |i - j| to the logits (self-attention only, see ``mha_core.positions``).
+    rope_base : float, default 10000, RoPE's theta
+    q_positions : ndarray, shape (Tq,), default 0..Tq-1
+    k_positions : ndarray, shape (Tk,), default 0..Tk-1
+        Where the tokens stand, for RoPE and ALiBi (a decoder's cache gives later positions).
+    null_key : bool, default False
+        softmax_1: each row may put weight on an implicit key of logit 0 and value 0.
 
     Returns
     -------
     AttentionTrace
         A query row whose keys are all masked gets weights 0 and head output 0 and is flagged
-        in ``fully_masked``; no NaN, no warning. Rows otherwise sum to 1.
+        in ``fully_masked``; no NaN, no warning. Rows otherwise sum to 1 (at most 1 with
+        ``null_key``).
 
     dtype: float32 in, float32 throughout and out; float64 in, float64 out; integer inputs
     compute in float64.
     """
+    given_x_k = x_k
     x_k = x_q if x_k is None else x_k
     x_v = x_k if x_v is None else x_v
+    kv_heads = n_heads if kv_heads is None else kv_heads
     dtype = compute_dtype(x_q, x_k, x_v, *weights.arrays())
     x_q, x_k, x_v = (np.asarray(x, dtype=dtype) for x in (x_q, x_k, x_v))
-    cast = {name: None if a is None else np.asarray(a, dtype=dtype) for name, a in weights.__dict__.items()}
-    weights = AttentionWeights(**cast)
-    _check_shapes(x_q, x_k, x_v, weights, n_heads)
-    mask = _checked_mask(mask, n_heads, x_q.shape[0], x_k.shape[0])  # broadcasts to (nh, Tq, Tk)
+    weights = weights.astype(dtype)
+    _check_shapes(x_q, x_k, x_v, weights, n_heads, kv_heads)
+    tq, tk = x_q.shape[0], x_k.shape[0]
+    mask = _checked_mask(mask, n_heads, tq, tk)  # broadcasts to (nh, Tq, Tk)
+    head_size = weights.w_q.shape[1] // n_heads
+    cross = pe == "alibi" and given_x_k is not None and _is_cross_attention(x_q, x_k)
+    _check_position_options(pe, rope_base, head_size, cross, q_positions is not None and k_positions is not None)
+    scale = default_scale(head_size) if scale is None else float(scale)  # computed once, used and reported
 
     q = split_heads(project(x_q, weights.w_q, weights.b_q), n_heads)  # (nh, Tq, hs)
-    k = project_keys(x_k, weights.w_k, weights.b_k, n_heads)  # (nh, Tk, hs)
-    v = split_heads(project(x_v, weights.w_v, weights.b_v), n_heads)  # (nh, Tk, hv)
-    scores, logits, attn, heads = scaled_dot_product_attention(q, k, v, mask, scale)
+    k = split_heads(project(x_k, weights.w_k, weights.b_k), kv_heads)  # (kv, Tk, hs)
+    v = split_heads(project(x_v, weights.w_v, weights.b_v), kv_heads)  # (kv, Tk, hv)
+    positional = {"pe": pe}
+    bias = None
+    if pe != "none":
+        q_positions = _checked_positions(q_positions, tq, "q_positions")  # (Tq,)
+        k_positions = _checked_positions(k_positions, tk, "k_positions")  # (Tk,)
+    if pe == "rope":
+        q_angles = rope_angles(q_positions, head_size, rope_base)  # (Tq, hs/2)
+        k_angles = rope_angles(k_positions, head_size, rope_base)  # (Tk, hs/2)
+        positional |= {"q_unrotated": q, "k_unrotated": k, "q_angles": q_angles, "k_angles": k_angles}
+        q, k = rotate(q, q_angles), rotate(k, k_angles)  # (nh, Tq, hs), (kv, Tk, hs)
+    elif pe == "alibi":
+        bias = alibi_bias(alibi_slopes(n_heads), q_positions, k_positions).astype(dtype)  # (nh, Tq, Tk)
+    scores, logits, attn, heads = scaled_dot_product_attention(q, k, v, mask, scale, bias=bias, null_key=null_key)
     concat = merge_heads(heads)  # (Tq, nh*hv)
-    output = concat if weights.w_o is None else project(concat, weights.w_o, weights.b_o)  # (Tq, C_out)
-    fully_masked = _fully_masked_rows(mask, n_heads, x_q.shape[0])  # (nh, Tq)
-    used_scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     return AttentionTrace(
         q=q,
         k=k,
@@ -335,7 +440,10 @@ def multi_head_attention(
         weights=attn,
         heads=heads,
         concat=concat,
-        output=output.copy() if output is concat else output,
-        fully_masked=fully_masked,
-        scale=float(used_scale),
+        output=output_projection(concat, weights.w_o, weights.b_o),  # (Tq, C_out)
+        fully_masked=_fully_masked_rows(mask, n_heads, tq),  # (nh, Tq)
+        scale=scale,
+        bias=bias,
+        null_key=bool(null_key),
+        **positional,
     )

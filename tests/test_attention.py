@@ -287,3 +287,22 @@ def test_invalid_calls_raise_value_error(kwargs, message):
 def test_inconsistent_weights_raise_value_error(weights, message):
     with pytest.raises(ValueError, match=message):
         multi_head_attention(np.ones((2, 4)), weights, 2)
+
+
+def test_each_step_function_does_its_one_step():
+    from mha_core.attention import apply_mask, group_heads, output_projection, scale_scores, weighted_sum
+
+    scores = np.arange(8.0).reshape(2, 2, 2)  # (nh, Tq, Tk)
+    np.testing.assert_array_equal(scale_scores(scores, 0.5), scores / 2)
+    masked = apply_mask(scores, np.array([[True, False], [True, True]]))
+    assert masked[0, 0, 1] == -np.inf and masked[1, 1, 1] == 7.0
+    assert apply_mask(scores, None) is scores
+    # 4 query heads sharing 2 key/value heads: heads 0, 1 read kv head 0; heads 2, 3 read kv head 1
+    assert group_heads(np.zeros((4, 3, 5)), 2).shape == (2, 2, 3, 5)
+    weights = np.full((4, 1, 2), 0.5)  # (nh, Tq, Tk)
+    v = np.array([[[1.0], [3.0]], [[10.0], [30.0]]])  # (kv=2, Tk=2, hv=1)
+    np.testing.assert_array_equal(weighted_sum(weights, v)[:, 0, 0], [2.0, 2.0, 20.0, 20.0])
+    concat = np.ones((2, 3))
+    copy = output_projection(concat, None, None)
+    assert copy is not concat and np.array_equal(copy, concat)
+    np.testing.assert_array_equal(output_projection(concat, np.eye(3, 2), np.array([1.0, 2.0])), [[2.0, 3.0]] * 2)

@@ -14,14 +14,12 @@ import math
 import numpy as np
 import pytest
 
-import mha_core.attention as engine
 from bench import bench_engine, bench_kernels, bench_seeds
 from bench.__main__ import main
 from bench.registry import SECTIONS, select
 from bench.report import format_value, markdown_table
 from bench.seed_loops import seed002_attention, seed003_attention
 from bench.timing import Candidate, time_interleaved
-from mha_core import AttentionWeights, multi_head_attention
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 ENGINE_KEYS = {"dtype", "T", "d_model", "heads", "gflop", "ours_ms", "ours_gflops", "peak_gflops", "ours_peak_fraction",
@@ -35,8 +33,29 @@ def finite_positive(value) -> bool:
 
 
 @pytest.fixture(scope="module")
-def engine_rows():
+def all_engine_rows():
     return bench_engine.run(quick=True)
+
+
+@pytest.fixture(scope="module")
+def engine_rows(all_engine_rows):
+    """The rows of plain multi-head attention against torch's three ways."""
+    return [row for row in all_engine_rows if row["variant"] == "mha"]
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_engine_variant_rows_time_every_variant_against_torch_and_agree(all_engine_rows):
+    variants = [row for row in all_engine_rows if row["variant"] != "mha"]
+    assert [row["variant"] for row in variants] == list(bench_engine.VARIANTS) * len(bench_engine.QUICK_VARIANT_SIZES)
+    for row in variants:
+        for key in ("ours_ms", "sdpa_ms", "ours_vs_sdpa"):
+            assert finite_positive(row[key]), (key, row[key])
+        assert row["agrees"] is True, (row["variant"], row["max_abs_diff"])
+    decode_row = next(row for row in variants if row["variant"] == "decode")
+    t, d_model, n_heads, kv_heads = bench_engine.QUICK_VARIANT_SIZES[0]
+    assert decode_row["cache_numbers"] == 2 * kv_heads * t * (d_model // n_heads)
+    assert decode_row["cache_bytes"] == 4 * decode_row["cache_numbers"]
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +113,7 @@ def test_seeds_rows_have_the_keys_finite_times_and_agree(seeds_rows):
 
 def test_kernels_rows_compare_each_choice_with_finite_times():
     rows = bench_kernels.run(quick=True)
-    assert len(rows) == 3 * len(bench_kernels.QUICK_SIZES)
+    assert len(rows) == len(bench_kernels.QUICK_SIZES)
     for row in rows:
         for key in ("engine_ms", "alternative_ms", "ours_vs_alternative"):
             assert finite_positive(row[key]), (key, row[key])
@@ -103,16 +122,6 @@ def test_kernels_rows_compare_each_choice_with_finite_times():
 def test_kernels_alternatives_compute_the_same_numbers():
     for what, _name, ours, _other_name, other in bench_kernels.in_process_comparisons(8, 12, 2):
         np.testing.assert_allclose(ours(), other(), rtol=1e-5, atol=1e-6, err_msg=what)
-
-
-def test_three_new_arrays_gives_the_engine_the_same_trace(monkeypatch):
-    x = np.random.default_rng(0).standard_normal((5, 6))
-    weights = AttentionWeights(*(np.random.default_rng(i).standard_normal((6, 6)) for i in range(3)))
-    one_block = multi_head_attention(x, weights, 2)
-    monkeypatch.setattr(engine, "attention_maps", bench_kernels.three_new_arrays)
-    three = multi_head_attention(x, weights, 2)
-    for name in ("scores", "logits", "weights", "output"):
-        np.testing.assert_array_equal(getattr(one_block, name), getattr(three, name), err_msg=name)
 
 
 def test_seed002_loop_reproduces_the_seed_identity_example():
