@@ -132,7 +132,9 @@ def attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
 
     Query head h meets key head h // (nh/kv); with kv = nh that is its own.
     """
-    k_t = k.transpose(0, 2, 1)  # (kv, hs, Tk), a view
+    k_t = np.ascontiguousarray(k.transpose(0, 2, 1))  # (kv, hs, Tk)
+    # k^T copied to a plain array rather than passed as a transposed view: OpenBLAS multiplies
+    # a transposed operand on a slower path (row "scores q @ k^T" of bench/bench_kernels.py).
     scores = group_heads(q, k.shape[0]) @ k_t[:, None]  # (kv, nh/kv, Tq, Tk)
     return scores.reshape(q.shape[0], q.shape[1], k.shape[1])  # (nh, Tq, Tk)
 
@@ -175,7 +177,8 @@ def softmax(logits: np.ndarray, axis: int = -1, *, null_key: bool = False) -> np
     # key the slice's true maximum includes its logit 0.
     floor = 0.0 if null_key else np.finfo(logits.dtype).min
     np.maximum(peak, floor, out=peak)
-    weights = np.exp(logits - peak)  # logits' shape
+    weights = logits - peak  # logits' shape
+    np.exp(weights, out=weights)
     total = weights.sum(axis=axis, keepdims=True)  # logits' shape with size 1 along axis
     if null_key:
         total += np.exp(-peak)  # the null key's exp(0 - peak); total >= 1 now
