@@ -46,7 +46,7 @@ PAGES = (
     PageInfo("heads", "Heads", "🟪", "every head's attention at once"),
     PageInfo("step_by_step", "Step by step", "🪜", "one head from embeddings to output, and a drill-down"),
     PageInfo("decoding", "Decoding", "⏩", "generation token by token with a KV cache; positions compared"),
-    PageInfo("lessons", "Lessons", "🎓", "six classic confusions, one link each"),
+    PageInfo("lessons", "Lessons", "🎓", "classic confusions and modern attention, one link each"),
     PageInfo("seeds", "Seed notebooks", "📓", "the five seed documents, recomputed"),
     PageInfo("real_model", "Real model", "🤖", "attention in a small pretrained model"),
     PageInfo("about", "About", "ℹ️", "what the app computes and why"),
