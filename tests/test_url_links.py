@@ -62,6 +62,7 @@ def test_the_readme_example_and_every_parameter_of_its_table_are_among_the_links
     example = re.search(r"Example: `\?([^`]+)`", readme).group(1)
     assert example in BEFORE
     table = set(re.findall(r"^\| `(\w+)`(?:, `(\w+)`)*(?:, `(\w+)`)? \|", readme, flags=re.M))
-    names = {name for row in table for name in row if name} - {"lesson"}  # lesson: the Lessons page's own
+    # lesson: the Lessons page's own; kv_heads, rope_base: added after the fixture (issue 12, tested in test_app_decoding)
+    names = {name for row in table for name in row if name} - {"lesson", "kv_heads", "rope_base"}
     linked = {name for record in BEFORE.values() for name in record["params"]}
     assert names <= linked and {"tokens", "cmask", "emb", "kj"} <= names
