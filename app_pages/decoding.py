@@ -54,11 +54,13 @@ def stepper(result: RunResult) -> None:
     metrics[1].metric("Cache size (numbers)", f"{cost.cache_numbers:,}")
     metrics[2].metric("Cache size (bytes, float64)", f"{cost.cache_bytes:,}")
     metrics[3].metric("max |Δ| vs full causal", f"{delta:.1e}", help="Over the rows decoded so far, all heads.")
+    reused = (f"the keys and values of tokens 0..{t - 1} from the cache, never recomputed" if t else
+              "nothing yet, the cache starts empty")
     st.markdown(
         f"Step {t} generates **{labels[t]}**. Computed **fresh**: its query for all {trace.n_heads} heads and its "
-        f"key and value for the {trace.kv_heads} key/value head(s) (outlined, the last row). **Reused**: the keys "
-        f"and values of tokens 0..{t - 1} from the cache, never recomputed. Its weights are one new row. "
-        f"Numbers computed fresh: **{cost.fresh:,}**; read from the cache: **{cost.reused:,}**."
+        f"key and value for the {trace.kv_heads} key/value head(s) (outlined, the last row). **Reused**: {reused}. "
+        f"Its weights are one new row. Numbers computed fresh: **{cost.fresh:,}**; read from the cache: "
+        f"**{cost.reused:,}**."
     )
     hs, hv = step.cache.k.shape[-1], step.cache.v.shape[-1]
     panels = (
@@ -92,7 +94,7 @@ def compare_positions(config) -> None:
     clamp_choice("w_dec_head", config.n_heads)
     head = int(st.session_state.get("w_dec_head", 0))
     st.markdown(f"Head {head}, the same tokens and weights (causal mask); only the positional scheme changes.")
-    columns = st.columns(4)
+    columns = [*st.columns(2), *st.columns(2)]  # two by two: four across leave no room for the numbers
     for column, (pe, pe_config) in zip(columns, position_configs(config).items(), strict=True):
         with column:
             try:
@@ -105,7 +107,7 @@ def compare_positions(config) -> None:
             labels = result.query_labels
             views.show_panel(Panel(POSITION_LABELS[pe], result.trace.weights[head], labels, labels, "weight",
                                    kind="weights", axis_titles=QK_AXES),
-                             f"dec_pe_{pe}", width_px=views.plot_px(1 / 4), font_size=figure_font_size())
+                             f"dec_pe_{pe}", width_px=views.plot_px(1 / 2), font_size=figure_font_size())
 
 
 def rope_offsets(result: RunResult) -> None:

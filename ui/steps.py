@@ -378,7 +378,7 @@ def _alibi_step(inputs: StepInputs, head: int, cell) -> Step:
     slope = float(alibi_slopes(trace.n_heads)[head])
     scaled = trace.scores[head] * trace.scale  # (Tq, Tk) before the bias
     panels = (
-        Panel(f"B_{head} = −m·|i − j| (ALiBi bias)", trace.bias[head], inputs.query_labels, inputs.key_labels,
+        Panel(f"B_{head} = −m·|i − j| (ALiBi bias)", trace.bias[head] + 0.0, inputs.query_labels, inputs.key_labels,  # -0 -> 0
               "bias", cell=cell, axis_titles=QK_AXES),
         Panel(f"S_{head} × scale + B_{head}", scaled + trace.bias[head], inputs.query_labels, inputs.key_labels,
               "logit before mask", cell=cell, axis_titles=QK_AXES),
