@@ -141,7 +141,7 @@ def test_the_sidebar_sets_pe_rope_base_and_kv_heads_and_the_url_follows():
     at = open_page("app_pages/step_by_step.py")
     at.selectbox(key="w_pe").set_value("rope").run()
     at.number_input(key="w_rope_base").set_value(250.0).run()
-    at.selectbox(key="w_kv_heads").set_value(2).run()
+    at.button_group(key="w_kv_heads").set_value(2).run()
     assert not at.exception
     assert at.session_state["config"] == MHAConfig(pe="rope", rope_base=250.0, kv_heads=2)
     assert at.query_params["pe"] in ("rope", ["rope"]) and at.query_params["kv_heads"] in ("2", ["2"])

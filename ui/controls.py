@@ -442,8 +442,9 @@ def _kv_heads_widget(row: Setting, values) -> int:
     choices = valid_kv_head_counts(heads)
     if ss.get(row.key) not in choices:
         ss[row.key] = fitting_kv_heads(ss.get(row.key) or heads, heads)
-    kv = st.selectbox(row.label, choices, key=row.key, help=row.help, persist_state=KEEP,
-                      format_func=lambda k: f"{k}  ({'MHA' if k == heads else 'MQA' if k == 1 else 'GQA'})")
+    kv = st.segmented_control(row.label, choices, key=row.key, help=row.help, persist_state=KEEP, required=True)
+    st.caption(f"{heads // kv} query head(s) per K/V head: "
+               + ("multi-head (MHA)." if kv == heads else "multi-query (MQA)." if kv == 1 else "grouped-query (GQA)."))
     return int(kv)
 
 
