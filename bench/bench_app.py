@@ -127,6 +127,7 @@ def cases() -> list[Case]:
         Case("seeds", "defaults", {}, PLAIN, "the seeds' own sizes"),
         Case("real_model", "defaults", {}, sentence, "~20 word pieces"),
         Case("about", "defaults", {}, SEED, defaults),
+        Case("decoding", "defaults", {}, SEED, defaults),
         Case("heads", "caps", CAPS, SEED, caps),
         Case("heads", "caps+", CAPS | {"view": "logits", "avg": "1"}, SEED, caps + ", logits + average"),
         Case("step_by_step", "caps", CAPS, SEED, caps),

@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
 from mha_core.config import LIMITS
+from ui import navigation
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,7 +41,7 @@ def test_about_has_the_glossary_the_conventions_the_policy_and_the_limits():
 
 def test_about_links_to_every_other_page():
     at = open_page("app_pages/about.py")
-    assert len(at.get("page_link")) == 5
+    assert len(at.get("page_link")) == len(navigation.PAGES) - 1
 
 
 def test_about_draws_the_same_sidebar_controls():
