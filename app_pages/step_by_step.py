@@ -14,6 +14,7 @@ from ui.steps import FULLY_MASKED_POLICY, Step, StepInputs, build_steps, row_sum
 
 SHORT_NAMES = {  # for the "Jump to" line
     "input": "E", "positional": "+\u00a0P", "qkv": "Q,\u00a0K,\u00a0V", "split": "heads", "scores": "QKᵀ",
+    "kv_share": "K/V\u00a0sharing", "rope": "RoPE", "alibi": "ALiBi",
     "scale": "scale", "mask": "mask", "softmax": "softmax", "mix": "A·V", "concat": "concat", "output": "W\\_O",
 }
 KEY_PREFIX = "sbs"

@@ -8,7 +8,7 @@ configurations raise ``ValueError`` with a message that says what would work.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from mha_core.inputs import (
     vocabulary,
 )
 from mha_core.masks import causal_mask, padding_mask, window_mask
+from mha_core.positions import ROPE_BASE
 from mha_core.presets import PRESET_INITS, preset_inputs, preset_weights
 
 # Upper limits, so that one request cannot exhaust a small public host.
@@ -38,6 +39,8 @@ INITS = RANDOM_INITS + PRESET_INITS
 SCALE_RULES = ("sqrt_dk", "sqrt_t", "none", "temperature")
 MASKS = ("none", "causal", "padding", "window", "custom")
 EMBEDDINGS = ("random", "onehot", "custom")
+POSITIONS = ("none", "sinusoidal", "rope", "alibi")  # sinusoidal: added to X; rope, alibi: inside attention
+MAX_ROPE_BASE = 1e7
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ class MHAConfig:
     seed: int = 0
     init: str = "xavier"  # one of INITS; the preset inits are hand-built heads (presets.py)
     bias: bool = False
-    positional_encoding: bool = False  # add sinusoidal positions to the embeddings
+    positional_encoding: bool = False  # the old spelling of pe="sinusoidal"; kept equal to it (see __post_init__)
     scale_rule: str = "sqrt_dk"  # sqrt_dk: 1/sqrt(hs); sqrt_t: 1/sqrt(Tk) (seed 001); none: 1; temperature: 1/temperature
     temperature: float = 1.0
     mask: str = "none"  # one of MASKS
@@ -62,6 +65,24 @@ class MHAConfig:
     custom_embedding: tuple[tuple[float, ...], ...] | None = None  # (Tq [+ Tk], C) rows, queries first
     output_projection: bool = True  # False: output = concat of the heads, no W_O
     null_key: bool = False  # softmax_1: every row may also put weight on a key of logit 0 and value 0
+    pe: str | None = None  # one of POSITIONS; None: from positional_encoding (old callers)
+    rope_base: float = ROPE_BASE  # RoPE's theta; used only with pe="rope"
+    kv_heads: int | None = None  # key/value heads dividing n_heads (1: MQA); None = n_heads (MHA)
+
+    def __post_init__(self) -> None:
+        # One truth for positions: pe. An old caller's positional_encoding=True means "sinusoidal";
+        # afterwards positional_encoding always says whether pe is "sinusoidal". kv_heads equal to
+        # n_heads is stored as None, so that one layer has one configuration (and one cache entry).
+        if self.pe is None:
+            object.__setattr__(self, "pe", "sinusoidal" if self.positional_encoding else "none")
+        object.__setattr__(self, "positional_encoding", self.pe == "sinusoidal")
+        if self.kv_heads is not None and self.kv_heads == self.n_heads:
+            object.__setattr__(self, "kv_heads", None)
+
+    @property
+    def key_value_heads(self) -> int:
+        """kv: the number of key/value heads (n_heads unless shared)."""
+        return self.n_heads if self.kv_heads is None else self.kv_heads
 
     @property
     def is_cross(self) -> bool:
@@ -111,6 +132,36 @@ class MHAConfig:
             raise ValueError(
                 f"hand-built heads need d_model >= 4 and a head size of at least 2 "
                 f"(d_model {self.d_model} / {self.n_heads} heads = {self.head_size}): use fewer heads"
+            )
+        self._check_positions_and_kv_heads()
+
+    def _check_positions_and_kv_heads(self) -> None:
+        _check_choice("positional scheme", self.pe, POSITIONS)
+        kv = self.key_value_heads
+        _check_int("key/value heads", kv, 1, self.n_heads)
+        if self.n_heads % kv:
+            raise ValueError(
+                f"{kv} key/value heads do not divide {self.n_heads} heads (each serves an equal group of "
+                f"query heads): choose {_or_list(valid_kv_head_counts(self.n_heads))}"
+            )
+        if self.pe == "rope":
+            b = self.rope_base
+            if not isinstance(b, int | float) or not math.isfinite(b) or not 1 < b <= MAX_ROPE_BASE:
+                raise ValueError(f"RoPE base {b!r} must be a number above 1 and at most {MAX_ROPE_BASE:g}, e.g. 10000")
+            if self.head_size % 2:
+                raise ValueError(
+                    f"RoPE turns a head's features in pairs, so the head size must be even; d_model {self.d_model} "
+                    f"/ {self.n_heads} heads = {self.head_size}: choose an even head size"
+                )
+        if self.pe == "alibi" and self.is_cross:
+            raise ValueError(
+                "ALiBi penalises the distance between positions of one sentence; in cross-attention the keys "
+                "come from another sentence: use RoPE, sinusoidal or no positions there"
+            )
+        if self.init in PRESET_INITS and self.pe in ("rope", "alibi"):
+            raise ValueError(
+                f"hand-built heads carry their own positions (dims 0-1); {self.pe} would bend their "
+                "pattern: choose random weights to see it"
             )
 
     def _check_custom_mask(self, tq: int, tk: int) -> None:
@@ -164,7 +215,7 @@ def run(config: MHAConfig) -> RunResult:
         positional = None
     else:
         emb_q, emb_k = _embeddings(config)
-        positional = sinusoidal_positional_encoding(max(tq, tk), config.d_model) if config.positional_encoding else None
+        positional = sinusoidal_positional_encoding(max(tq, tk), config.d_model) if config.pe == "sinusoidal" else None
     x_q = emb_q if positional is None else emb_q + positional[:tq]  # (Tq, C)
     x_kv = emb_k if positional is None else emb_k + positional[:tk]  # (Tk, C)
     scale = scale_factor(config)
@@ -174,10 +225,12 @@ def run(config: MHAConfig) -> RunResult:
         weights = random_weights(
             config.d_model, config.seed, config.init, bias=config.bias, output_projection=config.output_projection
         )
+    weights = shared_kv_weights(weights, config)
     mask = build_mask(config)
-    trace = multi_head_attention(
-        x_q, weights, config.n_heads, x_k=x_kv, mask=mask, scale=scale, null_key=config.null_key
-    )
+    inside = config.pe if config.pe in ("rope", "alibi") else "none"  # sinusoidal was added to X above
+    trace = multi_head_attention(x_q, weights, config.n_heads, x_k=x_kv, mask=mask, scale=scale,
+                                 kv_heads=config.key_value_heads, pe=inside, rope_base=config.rope_base,
+                                 null_key=config.null_key)
     return RunResult(
         config=config,
         query_labels=token_labels(config.tokens),
@@ -216,6 +269,26 @@ def build_mask(config: MHAConfig) -> np.ndarray | None:
     if config.mask == "custom":
         return np.array(config.custom_mask, dtype=bool).reshape(tq, tk)
     return None
+
+
+def shared_kv_weights(weights: AttentionWeights, config: MHAConfig) -> AttentionWeights:
+    """W_K, W_V (and their biases) cut to the first kv*hs columns: kv key/value heads, (C, kv*hs).
+
+    With kv = nh nothing changes, so MHA is exactly the layer it always was; with fewer, the
+    key/value heads are the first kv heads of that layer (grouped-query attention's layout).
+    """
+    kv = config.key_value_heads
+    if kv == config.n_heads:
+        return weights
+    width = kv * config.head_size
+    cut = {name: getattr(weights, name)[..., :width] for name in ("w_k", "w_v", "b_k", "b_v")
+           if getattr(weights, name) is not None}  # (C, kv*hs) and (kv*hs,)
+    return replace(weights, **cut)
+
+
+def valid_kv_head_counts(n_heads: int) -> list[int]:
+    """Key/value head counts that divide the head count: 1 (multi-query) .. n_heads (multi-head)."""
+    return [k for k in range(1, n_heads + 1) if n_heads % k == 0]
 
 
 def valid_head_counts(d_model: int) -> list[int]:

@@ -40,7 +40,8 @@ def findings():
 
 
 def test_the_six_confusions_of_issue_6_each_have_a_lesson():
-    assert list(LESSONS) == ["wo", "causal", "colours", "average", "saturation", "sqrt_dk"]
+    assert list(LESSONS)[:6] == ["wo", "causal", "colours", "average", "saturation", "sqrt_dk"]
+    assert list(LESSONS)[6:] == ["rope", "alibi", "gqa", "kv_cache"]  # issue 12
     for lesson in LESSONS.values():
         assert lesson.title and lesson.question and lesson.source
         sentences = [s for s in lesson.explanation.replace("..", "").split(". ") if s.strip()]
@@ -240,3 +241,54 @@ def test_every_preset_has_a_configuration_and_a_short_link():
     for init, config in PRESETS.items():
         assert explorer_query(config) == f"?init={init}"
         assert config_from_params({"init": init}) == (config, [])
+
+
+# ---- issue 12's lessons, re-derived by separate computations ---------------------------------
+
+
+def test_rope_lesson_scores_by_offset_are_a_loop_of_2d_rotations():
+    """Each pair (f, f + hs/2) turned by p * 10000^(-2f/hs), written as a loop of 2x2 rotations."""
+    config = LESSONS["rope"].panels[0].config
+    trace = run(config).trace
+    q, k = trace.q_unrotated[0, 0], trace.k_unrotated[0, 1]
+    half = q.size // 2
+
+    def turned(x, p):
+        out = x.copy()
+        for f in range(half):
+            a = p * config.rope_base ** (-2 * f / q.size)
+            out[f], out[f + half] = np.cos(a) * x[f] - np.sin(a) * x[f + half], np.sin(a) * x[f] + np.cos(a) * x[f + half]
+        return out
+
+    assert turned(q, 4) @ turned(k, 1) == pytest.approx(turned(q, 3) @ turned(k, 0), abs=1e-12)
+    assert turned(q, 0) @ turned(k, 0) == pytest.approx(q @ k, abs=1e-12)
+    np.testing.assert_allclose(trace.q[0, 2], turned(trace.q_unrotated[0, 2], 2), atol=1e-12)
+
+
+def test_alibi_lesson_far_keys_lose_weight_in_every_head():
+    config = LESSONS["alibi"].panels[0].config
+    with_bias, without = run(config).trace.weights, run(replace(config, pe="none")).trace.weights
+    t = len(config.tokens)
+    far = np.abs(np.subtract.outer(np.arange(t), np.arange(t))) >= 3
+    assert np.all((with_bias * far).sum(axis=(1, 2)) < (without * far).sum(axis=(1, 2)))
+
+
+def test_gqa_lesson_cache_sizes_are_kv_times_tokens_times_head_sizes():
+    grouped, single = (p.config for p in LESSONS["gqa"].panels)
+    t, hs = len(grouped.tokens), grouped.head_size
+    for config, kv in ((grouped, 2), (single, 1)):
+        trace = run(config).trace
+        assert trace.k.size + trace.v.size == kv * t * 2 * hs
+        np.testing.assert_allclose(trace.k[0], run(config).x_kv @ run(config).weights.w_k[:, :hs], rtol=0, atol=1e-12)
+
+
+def test_kv_cache_lesson_rows_equal_an_unmasked_softmax_over_the_prefix():
+    """Row t of decoding = softmax over keys 0..t of the plain scores, computed here without a mask."""
+    config = LESSONS["kv_cache"].panels[0].config
+    free = run(replace(config, mask="none")).trace
+    causal = run(config).trace
+    for t in range(len(config.tokens)):
+        logits = free.logits[:, t, : t + 1]
+        expected = np.exp(logits - logits.max(-1, keepdims=True))
+        expected /= expected.sum(-1, keepdims=True)
+        np.testing.assert_allclose(causal.weights[:, t, : t + 1], expected, rtol=0, atol=1e-12)

@@ -74,7 +74,8 @@ def test_a_choice_can_still_read_the_values_old_links_carried():
 def test_every_config_field_a_user_sets_has_one_row():
     fields = [row.field for row in model_settings()]
     assert len(fields) == len(set(fields))
-    user_set = set(MHAConfig.__dataclass_fields__) - {"custom_embedding"}  # an upload, never in a link
+    # custom_embedding: an upload, never in a link; positional_encoding: the old spelling of pe="sinusoidal"
+    user_set = set(MHAConfig.__dataclass_fields__) - {"custom_embedding", "positional_encoding"}
     assert set(fields) == user_set
     assert len({row.param for row in model_settings() + VIEW_SETTINGS}) == len(model_settings() + VIEW_SETTINGS)
 
@@ -82,7 +83,9 @@ def test_every_config_field_a_user_sets_has_one_row():
 def test_the_defaults_are_the_configs():
     values = values_of(MHAConfig())
     for row in model_settings():
-        if row.field not in ("valid_len", "custom_mask"):  # these two default to "all keys"
+        if row.field == "kv_heads":  # None in the config: as many as the heads
+            assert row.default_for(values) == MHAConfig().key_value_heads == MHAConfig().n_heads
+        elif row.field not in ("valid_len", "custom_mask"):  # these two default to "all keys"
             assert row.default_for(values) == getattr(MHAConfig(), row.field), row.name
     assert config_of(values) == MHAConfig()
 

@@ -36,15 +36,41 @@ EXPECTED = {
         "K (keys)": side_by_side(r.trace.k),
         "V (values)": side_by_side(r.trace.v),
     },
-    "split": lambda r, h: {f"Q_{h}": r.trace.q[h], f"K_{h}": r.trace.k[h], f"V_{h}": r.trace.v[h]},
+    "split": lambda r, h: {  # before RoPE turns them; K_(g), V_(g): the shared key/value head g = h // (nh/kv)
+        f"Q_{h}": r.trace.q[h] if r.trace.pe != "rope" else r.trace.q_unrotated[h],
+        f"K_{h}" if kv_of(r, h) == h else f"K_({kv_of(r, h)})": unrotated_k(r)[kv_of(r, h)],
+        f"V_{h}" if kv_of(r, h) == h else f"V_({kv_of(r, h)})": r.trace.v[kv_of(r, h)],
+    },
+    "kv_share": lambda r, h: {
+        "Which K/V head": np.array([[r.trace.k[g] is not None and np.allclose(  # reads g: its scores are q_h . k_g
+            r.trace.scores[q], r.trace.q[q] @ r.trace.k[g].T, rtol=0, atol=1e-12) for g in range(r.trace.kv_heads)]
+            for q in range(r.trace.n_heads)]),
+        f"K_({kv_of(r, h)})": r.trace.k[kv_of(r, h)],
+    },
+    "rope": lambda r, h: {
+        "θ: angle": r.trace.q_angles,
+        "θ_k: angle": r.trace.k_angles,
+        f"Q_{h} before rotation": r.trace.q_unrotated[h],
+        f"Q_{h} rotated": r.trace.q[h],
+        f"K_({kv_of(r, h)}) before rotation": r.trace.k_unrotated[kv_of(r, h)],
+        f"K_({kv_of(r, h)}) rotated": r.trace.k[kv_of(r, h)],
+    },
     "scores": lambda r, h: {f"S_{h} = ": r.trace.scores[h]},
     "scale": lambda r, h: {f"S_{h} × scale": r.trace.scores[h] * r.trace.scale},
+    "alibi": lambda r, h: {
+        f"B_{h} = ": r.trace.bias[h],
+        # the logits before the mask: the engine's where the mask allows (exactly), recomputed where it does not
+        f"S_{h} × scale + B_{h}": np.where(np.isfinite(r.trace.logits[h]), r.trace.logits[h],
+                                           r.trace.scores[h] * r.trace.scale + r.trace.bias[h]),
+    },
     "mask": lambda r, h: {"M: mask": r.mask, f"L_{h}: logits": r.trace.logits[h]},
     "softmax": lambda r, h: {f"A_{h} = softmax": r.trace.weights[h]},
     "mix": lambda r, h: {f"head_{h} = A_{h} V_{h}": r.trace.heads[h]},
     "concat": lambda r, h: {"concat of all heads": r.trace.concat},
     "output": lambda r, h: {"W_O": r.weights.w_o, "Y: output": r.trace.output},
 }
+
+OPTIONAL = ("kv_share", "rope", "alibi")
 
 CONFIGS = {
     "default": MHAConfig(),
@@ -55,7 +81,27 @@ CONFIGS = {
     ),
     "window, sqrt(T)": MHAConfig(mask="window", window=1, scale_rule="sqrt_t", seed=4),
     "hand-built previous-token head": MHAConfig(init="previous"),
+    "rope": MHAConfig(pe="rope", mask="causal"),
+    "rope, cross, gqa": MHAConfig(pe="rope", kv_tokens=("a", "dog", "ran"), n_heads=4, kv_heads=2, rope_base=500.0),
+    "alibi, causal, gqa": MHAConfig(pe="alibi", mask="causal", d_model=24, n_heads=6, kv_heads=2),
+    "alibi, 3 heads, window": MHAConfig(pe="alibi", mask="window", d_model=12, n_heads=3),
+    "mqa, sinusoidal": MHAConfig(kv_heads=1, pe="sinusoidal", bias=True),
 }
+
+
+def optional_steps(result) -> set[str]:
+    """The steps that appear only with some settings (read from the engine's trace)."""
+    t = result.trace
+    return ({"kv_share"} if t.k.shape[0] < t.q.shape[0] else set()) | ({t.pe} & {"rope", "alibi"})
+
+
+def kv_of(r, h: int) -> int:
+    """The key/value head query head h reads: h // (nh/kv), written out here."""
+    return h // (r.trace.n_heads // r.trace.k.shape[0])
+
+
+def unrotated_k(r):
+    return r.trace.k_unrotated if r.trace.pe == "rope" else r.trace.k
 
 
 def claimed_array(expected: dict, title: str) -> np.ndarray:
@@ -69,7 +115,7 @@ def test_every_panel_shows_the_engine_array_it_claims(config):
     result = run(config)
     for head in range(config.n_heads):
         steps = build_steps(step_inputs(result), head)
-        assert [s.slug for s in steps] == list(EXPECTED)
+        assert [s.slug for s in steps] == [s for s in EXPECTED if s in optional_steps(result) or s not in OPTIONAL]
         for step in steps:
             expected = EXPECTED[step.slug](result, head)
             for panel in step.panels:
@@ -81,11 +127,13 @@ def test_every_panel_shows_the_engine_array_it_claims(config):
 
 @pytest.mark.parametrize("config", list(CONFIGS.values()), ids=list(CONFIGS))
 def test_the_scale_panel_is_the_engines_logits_wherever_the_mask_allows(config):
-    """The scaled scores are the logits before the mask: equal to trace.logits on every allowed cell."""
+    """The scaled scores (plus ALiBi's bias) are the logits before the mask: equal to trace.logits on every allowed cell."""
     result = run(config)
     trace = result.trace
+    last_before_mask = ("alibi", 1) if trace.pe == "alibi" else ("scale", 0)
     for head in range(config.n_heads):
-        scale = next(s for s in build_steps(step_inputs(result), head) if s.slug == "scale").panels[0]
+        steps = build_steps(step_inputs(result), head)
+        scale = next(s for s in steps if s.slug == last_before_mask[0]).panels[last_before_mask[1]]
         allowed = np.isfinite(trace.logits[head])
         np.testing.assert_array_equal(scale.matrix[allowed], trace.logits[head][allowed])
 
@@ -100,6 +148,9 @@ def test_every_step_draws_the_panels_its_configuration_calls_for():
                                 "mask": 0, "softmax": 1, "mix": 1, "concat": 1, "output": 2}
     assert drawn["cross, positions, bias"]["input"] == 2 and drawn["cross, positions, bias"]["positional"] == 3
     assert drawn["causal, no W_O"]["mask"] == 2 and drawn["causal, no W_O"]["output"] == 0
+    assert drawn["rope"]["rope"] == 5 and drawn["rope, cross, gqa"]["rope"] == 6  # + the keys' angles
+    assert drawn["rope, cross, gqa"]["kv_share"] == 2 and drawn["mqa, sinusoidal"]["kv_share"] == 2
+    assert drawn["alibi, causal, gqa"]["alibi"] == 2 and "kv_share" not in drawn["rope"]
 
 
 # ---- the Real model page: the same steps on one layer of the checkpoint ----------------------

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mha_core.config import INITS, LIMITS, MASKS, SCALE_RULES, MHAConfig, valid_head_counts
+from mha_core.presets import PRESET_INITS
 from ui.urlstate import (
     DEFAULT,
     VIEW_DEFAULTS,
@@ -37,15 +38,22 @@ def configs(draw) -> MHAConfig:
     if mask == "custom":
         custom = tuple(tuple(draw(st.booleans()) for _ in key_tokens) for _ in tokens)
     scale = draw(st.sampled_from(SCALE_RULES))
+    init = draw(st.sampled_from(INITS))
+    # positions that can run here (RoPE: even head size; ALiBi: self-attention; neither with hand-built heads)
+    schemes = ["none", "sinusoidal"] + ([] if init in PRESET_INITS else
+                                       ["rope"] * (d_model // n_heads % 2 == 0) + ["alibi"] * (kv_tokens is None))
+    pe = draw(st.sampled_from(schemes))
     return MHAConfig(
         tokens=tokens,
         kv_tokens=kv_tokens,
         d_model=d_model,
         n_heads=n_heads,
         seed=draw(st.integers(0, LIMITS["max_seed"])),
-        init=draw(st.sampled_from(INITS)),
+        init=init,
         bias=draw(st.booleans()),
-        positional_encoding=draw(st.booleans()),
+        pe=pe,
+        rope_base=draw(st.sampled_from([10000.0, 2.5, 500000.0])) if pe == "rope" else DEFAULT.rope_base,
+        kv_heads=draw(st.sampled_from([k for k in range(1, n_heads + 1) if n_heads % k == 0])),
         scale_rule=scale,
         temperature=draw(st.sampled_from([0.5, 1.0, 2.5, 10.0])) if scale == "temperature" else 1.0,
         mask=mask,

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
-from mha_core.config import LIMITS, MHAConfig, build_mask, valid_head_counts
+from mha_core.config import LIMITS, MHAConfig, build_mask, valid_head_counts, valid_kv_head_counts
 from mha_core.inputs import token_labels, tokenize
 from mha_core.presets import PRESET_DESCRIPTIONS, PRESET_INITS
 from ui.markdown import literal
@@ -27,6 +27,7 @@ from ui.settings import (
     config_of,
     fit_sentence,
     fitting_heads,
+    fitting_kv_heads,
     key_tokens,
     model_settings,
     values_of,
@@ -475,8 +476,22 @@ def _heads_widget(row: Setting, values) -> int:
 
 def _select_widget(row: Setting, values) -> str:
     return st.selectbox(
-        row.label, list(row.choices), key=row.key, help=row.help, persist_state=KEEP, format_func=row.choices.get
+        row.label, list(row.choices), key=row.key, help=row.help, persist_state=KEEP, format_func=row.choices.get,
+        disabled=row.disabled(values),
     )
+
+
+def _kv_heads_widget(row: Setting, values) -> int:
+    """Only the key/value head counts that divide the heads; one that no longer fits becomes the nearest below."""
+    ss = st.session_state
+    heads = values["heads"]
+    choices = valid_kv_head_counts(heads)
+    if ss.get(row.key) not in choices:
+        ss[row.key] = fitting_kv_heads(ss.get(row.key) or heads, heads)
+    kv = st.segmented_control(row.label, choices, key=row.key, help=row.help, persist_state=KEEP, required=True)
+    st.caption(f"{heads // kv} query head(s) per K/V head: "
+               + ("multi-head (MHA)." if kv == heads else "multi-query (MQA)." if kv == 1 else "grouped-query (GQA)."))
+    return int(kv)
 
 
 def _init_widget(row: Setting, values) -> str:
@@ -507,6 +522,7 @@ WIDGETS = {  # Setting.widget -> how the sidebar draws it; each returns the sett
     "second_sentence": _second_sentence_widget,
     "number": _number_widget,
     "heads": _heads_widget,
+    "kv_heads": _kv_heads_widget,
     "select": _select_widget,
     "init": _init_widget,
     "toggle": _toggle_widget,

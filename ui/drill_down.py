@@ -64,11 +64,13 @@ def drill_down(inputs: StepInputs, head: int, i: int, j: int) -> DrillDown:
         if not 0 <= value < size:
             raise ValueError(f"{name} {value} does not exist: choose 0 to {size - 1}")
     q_i = trace.q[head, i]  # (hs,)
-    k_j = trace.k[head, j]  # (hs,)
+    g = trace.kv_head_of(head)  # the key/value head it reads (itself unless K/V heads are shared)
+    k_j = trace.k[g, j]  # (hs,)
     products = q_i * k_j  # (hs,)
     allowed_row = np.ones(tk, dtype=bool) if inputs.mask is None else np.asarray(inputs.mask[i], dtype=bool)  # (Tk,)
-    row_scores = np.array([np.sum(q_i * trace.k[head, s]) for s in range(tk)])  # (Tk,) one dot product per key
-    row_logits = np.where(allowed_row, row_scores * trace.scale, -np.inf)  # (Tk,)
+    row_scores = np.array([np.sum(q_i * trace.k[g, s]) for s in range(tk)])  # (Tk,) one dot product per key
+    bias = 0.0 if trace.bias is None else trace.bias[head, i]  # (Tk,) ALiBi's -m|i - j|, or nothing
+    row_logits = np.where(allowed_row, row_scores * trace.scale + bias, -np.inf)  # (Tk,)
     fully = not allowed_row.any()
     row_max = 0.0 if fully else float(row_logits[allowed_row].max())
     row_exp = np.exp(row_logits - row_max)  # (Tk,) exp(-inf) = 0 where masked

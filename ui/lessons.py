@@ -22,6 +22,14 @@ from mha_core.config import MHAConfig, run
 from mha_core.contributions import head_contributions, head_output_shares, head_share_of_output
 from mha_core.diagnostics import heads_agree, max_weight, renormalised_rows, row_spread
 from mha_core.presets import PRESET_INITS
+from ui.decoding import (
+    assembled_weights,
+    cache_table,
+    decode_run,
+    decoder_config,
+    diagonal_spread,
+    rope_offset_scores,
+)
 from ui.markdown import literal
 from ui.urlstate import params_from_config, view_params
 
@@ -471,6 +479,146 @@ def scaling_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     return Findings(figures, claims, ((caption, table),))
 
 
+
+# ---------------------------------------------------------------------------------------------
+# 7. RoPE: relative position from a rotation
+# ---------------------------------------------------------------------------------------------
+
+OFFSET_POSITIONS = 6  # positions 0..5 of the RoPE and decoding lessons' tables
+
+
+def _mean_distance(weights: np.ndarray) -> np.ndarray:
+    """(nh,) each head's average over rows of sum_j A_ij |i - j|: how far it looks."""
+    t = weights.shape[-1]
+    distance = np.abs(np.subtract.outer(np.arange(t), np.arange(t)))  # (T, T)
+    return (weights * distance).sum(axis=-1).mean(axis=-1)  # (nh,)
+
+
+def rope_findings(panels: tuple[LessonPanel, ...]) -> Findings:
+    """The same q and k moved together keep their score; rotation keeps lengths; the offset changes the score."""
+    (panel,) = panels
+    result = run(panel.config)
+    trace, config = result.trace, panel.config
+    q, k = trace.q_unrotated[0, 0], trace.k_unrotated[0, 1]  # (hs,) head 0: query of token 0, key of token 1
+    scores = rope_offset_scores(q, k, OFFSET_POSITIONS, config.rope_base)  # (P, P)
+    spread = diagonal_spread(scores)
+    length_change = float(np.max(np.abs(np.linalg.norm(trace.q, axis=-1) - np.linalg.norm(trace.q_unrotated, axis=-1))))
+    offsets = np.arange(OFFSET_POSITIONS)
+    by_offset = np.array([scores[o, 0] for o in offsets])  # query o positions after the key
+    claims = (
+        Claim(f"Query and key moved together by any shift keep their score: along every diagonal of the table the "
+              f"scores differ by at most {_tiny(spread)}.", spread <= 1e-10),
+        Claim(f"The rotation only turns: every query keeps its length (max change {_tiny(length_change)}).",
+              length_change <= 1e-12),
+        Claim(f"The offset does matter: the same two vectors score from {by_offset.min():.3f} to "
+              f"{by_offset.max():.3f} as i − j goes from 0 to {OFFSET_POSITIONS - 1}.", np.ptp(by_offset) > 1e-3),
+    )
+    table = pd.DataFrame(scores, index=[f"q at {p}" for p in offsets], columns=[f"k at {p}" for p in offsets])
+    figures = (Grid(trace.weights, result.query_labels, result.key_labels, _head_titles("RoPE, ", config.n_heads)),)
+    return Findings(figures, claims, (("Head 0: the query of token 0 and the key of token 1, placed at every pair of "
+                                       "positions (score after RoPE).", table),))
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. ALiBi: a distance penalty
+# ---------------------------------------------------------------------------------------------
+
+
+def alibi_findings(panels: tuple[LessonPanel, ...]) -> Findings:
+    """The bias is -m_h |i - j| with the paper's slopes; every head looks nearer; it extends to any length."""
+    (panel,) = panels
+    config = panel.config
+    result, plain = run(config), run(replace(config, pe="none"))
+    nh, t = config.n_heads, len(config.tokens)
+    slopes = np.array([2.0 ** (-8.0 * (h + 1) / nh) for h in range(nh)])  # the paper's series, nh a power of 2
+    distance = np.abs(np.subtract.outer(np.arange(t), np.arange(t)))  # (T, T)
+    bias_gap = float(np.max(np.abs(result.trace.bias + slopes[:, None, None] * distance)))
+    near, far = _mean_distance(result.trace.weights), _mean_distance(plain.trace.weights)
+    longer = run(replace(config, tokens=config.tokens * 2))
+    extends = float(np.max(np.abs(longer.trace.bias[:, :t, :t] - result.trace.bias)))
+    claims = (
+        Claim(f"The bias is −m·|i − j| with slopes {', '.join(f'{m:g}' for m in slopes)} (max |Δ| = {_tiny(bias_gap)}).",
+              bias_gap == 0),
+        Claim("Every head looks nearer with the penalty: mean distance attended "
+              + ", ".join(f"{a:.2f} vs {b:.2f}" for a, b in zip(near, far, strict=True)) + " without it.",
+              bool(np.all(near <= far + 1e-12))),
+        Claim(f"Nothing is learned per position: on a sentence twice as long ({2 * t} tokens) the first {t}×{t} "
+              f"block of the bias is the same (max |Δ| = {_tiny(extends)}), so it extrapolates.", extends == 0),
+    )
+    table = pd.DataFrame({"slope m": slopes, "mean distance, ALiBi": near, "mean distance, no positions": far},
+                         index=pd.Index(_head_titles("", nh), name="head"))
+    figures = (Grid(np.concatenate([result.trace.weights, plain.trace.weights]), result.query_labels,
+                    result.key_labels, _head_titles("ALiBi, ", nh) + _head_titles("none, ", nh)),)
+    return Findings(figures, claims, (("How far each head looks, with and without the penalty.", table),))
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. GQA / MQA: fewer key/value heads
+# ---------------------------------------------------------------------------------------------
+
+
+def gqa_findings(panels: tuple[LessonPanel, ...]) -> Findings:
+    """Grouped heads read the same keys and values but keep their own queries; the cache shrinks by nh/kv."""
+    grouped, single = (run(p.config) for p in panels)
+    trace, nh = grouped.trace, grouped.config.n_heads
+    shared = float(np.max(np.abs(trace.scores[1] - trace.q[1] @ trace.k[0].T)))  # head 1 reads K/V head 0
+    differ = float(np.max(np.abs(trace.weights[0] - trace.weights[1])))
+    rows = []
+    for kv in (nh, grouped.config.key_value_heads, single.config.key_value_heads):
+        t = run(replace(grouped.config, kv_heads=kv)).trace
+        rows.append({"K/V heads": kv, "K shape": str(t.k.shape), "cache numbers": t.k.size + t.v.size,
+                     "cache bytes (float64)": t.k.nbytes + t.v.nbytes})
+    table = pd.DataFrame(rows, index=pd.Index(["MHA", "GQA", "MQA"], name="layout"))
+    sizes = table["cache numbers"].to_numpy()
+    claims = (
+        Claim(f"Query heads 0 and 1 share key/value head 0: head 1's scores are its q times K_0 (max |Δ| = "
+              f"{_tiny(shared)}).", shared <= 1e-12),
+        Claim(f"They still attend differently, with their own queries: their weights differ by up to {differ:.3f}.",
+              differ > 1e-3),
+        Claim(f"The cache holds {sizes[0]} numbers with {nh} K/V heads, {sizes[1]} with "
+              f"{grouped.config.key_value_heads}, {sizes[2]} with 1: nh/kv times fewer.",
+              bool(sizes[0] == sizes[1] * nh // grouped.config.key_value_heads == sizes[2] * nh)),
+    )
+    figures = (Grid(np.concatenate([grouped.trace.weights, single.trace.weights]), grouped.query_labels,
+                    grouped.key_labels, _head_titles("GQA, ", nh) + _head_titles("MQA, ", nh)),)
+    return Findings(figures, claims, (("Keys and values for this sentence under each layout.", table),))
+
+
+# ---------------------------------------------------------------------------------------------
+# 10. The KV cache: why decoding is memory-bound
+# ---------------------------------------------------------------------------------------------
+
+
+def kv_cache_findings(panels: tuple[LessonPanel, ...]) -> Findings:
+    """Decoding with the cache gives the causal rows; each step reads the whole cache for one row of work."""
+    (panel,) = panels
+    result = run(decoder_config(panel.config))
+    steps = decode_run(result)
+    t = len(steps)
+    assembled = assembled_weights(steps, t - 1)  # (nh, T, T)
+    gap = float(np.max(np.abs(assembled - result.trace.weights)))
+    last = steps[-1]
+    flops = 2 * last.weights.size * (last.cache.k.shape[-1] + last.cache.v.shape[-1])  # q.k and A.V of one row
+    decode_intensity = flops / last.cache.nbytes  # flops per byte of cache read
+    prefill_intensity = decode_intensity * t  # full attention uses each cached key and value for all T queries
+    fresh = {len(set(s.q.size + s.k_new.size + s.v_new.size for s in steps))}
+    claims = (
+        Claim(f"Token by token with the cache, the rows are those of full causal attention (max |Δ| = {_tiny(gap)}).",
+              gap <= 1e-12),
+        Claim(f"Every step computes the same amount fresh ({last.q.size + last.k_new.size + last.v_new.size} "
+              f"numbers) while the cache it reads grows by {last.cache.numbers // t} numbers per token.",
+              fresh == {1}),
+        Claim(f"The last step does {flops} flops on {last.cache.nbytes} bytes of cache: {decode_intensity:.2f} "
+              f"flops per byte, {t}× less than attention over the whole sentence at once "
+              f"({prefill_intensity:.2f}). Hardware does ~10-100 flops per byte it reads, so decoding waits on memory.",
+              decode_intensity < 1 and abs(prefill_intensity / decode_intensity - t) < 1e-9),
+    )
+    figures = (Grid(np.stack([assembled[0], result.trace.weights[0]]), result.query_labels, result.key_labels,
+                    ["decoded with the cache", "full causal attention"], max_cols=2),)
+    table = cache_table(steps, result.query_labels, result.config.n_heads)
+    return Findings(figures, claims, (("The cache, step by step.", table),))
+
+
 # ---------------------------------------------------------------------------------------------
 # The table of lessons
 # ---------------------------------------------------------------------------------------------
@@ -587,6 +735,67 @@ LESSONS: dict[str, Lesson] = {
             ),
             findings=scaling_findings,
         ),
+        Lesson(
+            key="rope",
+            title="RoPE: relative position from a rotation",
+            question="How can rotating q and k tell a head how far apart two tokens are?",
+            source="answered in Su et al. 2021, RoFormer (used by LLaMA, Mistral, Qwen)",
+            source_url="https://arxiv.org/abs/2104.09864",
+            panels=(LessonPanel("RoPE, causal mask", replace(BASE, pe="rope", mask="causal")),),
+            explanation=(
+                "RoPE adds nothing to the tokens: it turns each pair of a query's and a key's features by an angle "
+                "proportional to the token's position. A dot product of two turned vectors depends on the difference "
+                "of their angles, so the score of query i and key j depends on i − j, not on where the pair stands. "
+                "Values are not turned, and lengths never change."
+            ),
+            findings=rope_findings,
+        ),
+        Lesson(
+            key="alibi",
+            title="ALiBi: a distance penalty on the logits",
+            question="ALiBi has no position vectors at all: how does it know about order, and why does it extrapolate?",
+            source="answered in Press et al. 2022, Train Short, Test Long (used by BLOOM, MPT)",
+            source_url="https://arxiv.org/abs/2108.12409",
+            panels=(LessonPanel("ALiBi, causal mask", replace(BASE, pe="alibi", mask="causal")),),
+            explanation=(
+                "ALiBi subtracts m·|i − j| from every logit: the further the key, the lower its score. Each head has "
+                "its own fixed slope m, a geometric series, so some heads look near and some far. Nothing depends "
+                "on a learned position table, so a longer sentence than any seen in training gets the same rule."
+            ),
+            findings=alibi_findings,
+        ),
+        Lesson(
+            key="gqa",
+            title="GQA and MQA: fewer key/value heads",
+            question="What do grouped-query and multi-query attention share, and what do they save?",
+            source="answered in Ainslie et al. 2023 (GQA) and Shazeer 2019 (MQA)",
+            source_url="https://arxiv.org/abs/2305.13245",
+            panels=(
+                LessonPanel("GQA: 4 query heads, 2 K/V heads", replace(BASE, kv_heads=2)),
+                LessonPanel("MQA: 4 query heads, 1 K/V head", replace(BASE, kv_heads=1)),
+            ),
+            explanation=(
+                "Each query head keeps its own W_Q, but groups of query heads share one key head and one value head. "
+                "The heads of a group look up the same keys and mix the same values, with different questions, so "
+                "their weights still differ. K and V, and the decoder's cache that holds them, shrink by nh/kv."
+            ),
+            findings=gqa_findings,
+        ),
+        Lesson(
+            key="kv_cache",
+            title="The KV cache: why decoding is memory-bound",
+            question="What does the KV cache keep, and why is generating text limited by memory, not arithmetic?",
+            source="answered in Pope et al. 2022, Efficiently Scaling Transformer Inference",
+            source_url="https://arxiv.org/abs/2211.05102",
+            panels=(LessonPanel("Causal self-attention, decoded token by token", replace(BASE, mask="causal")),),
+            explanation=(
+                "A decoder generates one token at a time, and each new token attends to every earlier one. The cache "
+                "keeps the earlier keys and values, so a step computes only one query, one key and one value, and the "
+                "rows it builds are exactly full causal attention's. But each step reads the whole cache to do one "
+                "row of arithmetic: few flops per byte, so the speed of memory, not of arithmetic, sets the pace."
+            ),
+            findings=kv_cache_findings,
+        ),
     )
 }
 
@@ -659,4 +868,8 @@ SHORT_TITLES = {
     "average": "Average of heads",
     "saturation": "Saturation",
     "sqrt_dk": "÷ √d_k",
+    "rope": "RoPE",
+    "alibi": "ALiBi",
+    "gqa": "GQA / MQA",
+    "kv_cache": "KV cache",
 }

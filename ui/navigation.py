@@ -45,7 +45,8 @@ class PageInfo:
 PAGES = (
     PageInfo("heads", "Heads", "🟪", "every head's attention at once"),
     PageInfo("step_by_step", "Step by step", "🪜", "one head from embeddings to output, and a drill-down"),
-    PageInfo("lessons", "Lessons", "🎓", "six classic confusions, one link each"),
+    PageInfo("decoding", "Decoding", "⏩", "generation token by token with a KV cache; positions compared"),
+    PageInfo("lessons", "Lessons", "🎓", "classic confusions and modern attention, one link each"),
     PageInfo("seeds", "Seed notebooks", "📓", "the five seed documents, recomputed"),
     PageInfo("compare", "Compare A/B", "⚖️", "two settings side by side, and their difference, in one link"),
     PageInfo("real_model", "Real model", "🤖", "attention in a small pretrained model"),

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from types import MappingProxyType
 
-from mha_core.config import EMBEDDINGS, LIMITS, MHAConfig, valid_head_counts
+from mha_core.config import EMBEDDINGS, LIMITS, MAX_ROPE_BASE, MHAConfig, valid_head_counts, valid_kv_head_counts
 from mha_core.presets import PRESET_INITS
 
 Values = Mapping[str, object]  # setting name -> value, for the rows read so far
@@ -49,6 +49,7 @@ class Setting:
     choices: Mapping[str, str] = dataclasses.field(default_factory=dict)  # value -> the widget's label for it
     url_choices: tuple[str, ...] | None = None  # the values a link may carry, when not every choice
     legacy: Mapping[str, str] = dataclasses.field(default_factory=dict)  # old URL values still read -> today's value
+    writes_legacy: bool = False  # write a value that has an old spelling in it, so older apps read the link too
     applies: Callable[[Values], bool] = _always  # drawn, written to the URL and put in the config only then
     kept_unused: bool = False  # a link's value reaches the config even where the row does not apply
     written: str = "always"  # always | changed: the URL carries the value only when it is not the default
@@ -118,6 +119,20 @@ def _fit_heads(heads: int, values: Values) -> tuple[int, str | None]:
     return fitting, f"does not divide d_model {d_model} (choose {', '.join(map(str, valid_head_counts(d_model)))})"
 
 
+def fitting_kv_heads(kv_heads: int, heads: int) -> int:
+    """The largest key/value head count that divides ``heads`` and is at most ``kv_heads`` (at least 1)."""
+    return max(k for k in valid_kv_head_counts(heads) if k <= max(kv_heads, 1))
+
+
+def _fit_kv_heads(kv_heads: int, values: Values) -> tuple[int, str | None]:
+    """Key/value heads that divide the heads, and why the given count was changed (None when kept)."""
+    heads = values["heads"]
+    fitting = fitting_kv_heads(kv_heads, heads)
+    if fitting == kv_heads:
+        return kv_heads, None
+    return fitting, f"does not divide {heads} heads (choose {', '.join(map(str, valid_kv_head_counts(heads)))})"
+
+
 def _hand_built(values: Values) -> bool:
     return values["init"] in PRESET_INITS
 
@@ -146,6 +161,12 @@ MASK_LABELS = {
     "window": "sliding window",
     "custom": "custom (edit the grid)",
 }
+POSITION_LABELS = {
+    "none": "none",
+    "sinusoidal": "sinusoidal, added to the tokens",
+    "rope": "RoPE (rotate q and k)",
+    "alibi": "ALiBi (distance penalty on logits)",
+}
 EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
 LINK_EMBEDDINGS = tuple(e for e in EMBEDDINGS if e != "custom")  # an uploaded matrix cannot travel in a link
 VIEW_LABELS = {"weights": "weights", "logits": "logits", "scores": "scores"}
@@ -170,10 +191,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("bias", "flag", "bias", label="Biases", section="Model", widget="toggle", disabled=_hand_built),
     Setting("wo", "flag", "output_projection", label="Output projection W_O", section="Model", widget="toggle",
             written="changed"),
+    Setting("kv_heads", "int", "kv_heads", label="Key/value heads (GQA; 1 = MQA)", section="Model",
+            widget="kv_heads", default=lambda v: v["heads"], limits=lambda v: (1, v["heads"]), fit=_fit_kv_heads,
+            written="changed", help="Query heads in a group share one key/value head: fewer K/V heads, a "
+            "smaller KV cache. Equal to heads: ordinary multi-head attention."),
     Setting("embedding", "choice", "embedding", url="emb", label="Embeddings", section="Inputs", widget="select",
             choices=EMBEDDING_LABELS, url_choices=LINK_EMBEDDINGS, written="changed"),
-    Setting("pe", "flag", "positional_encoding", label="Add sinusoidal positional encoding", section="Inputs",
-            widget="toggle", disabled=_hand_built),
+    Setting("pe", "choice", "pe", label="Positions", section="Inputs", widget="select", choices=POSITION_LABELS,
+            default="none",
+            legacy={"0": "none", "1": "sinusoidal"}, writes_legacy=True, disabled=_hand_built,
+            help="Sinusoidal is added to the tokens; RoPE turns q and k by position; ALiBi subtracts "
+            "slope × distance from the logits."),
+    Setting("rope_base", "float", "rope_base", label="RoPE base θ", section="Inputs", widget="number",
+            limits=(1.0, MAX_ROPE_BASE), widget_limits=(1.5, MAX_ROPE_BASE), applies=lambda v: v["pe"] == "rope",
+            help="Pair p turns by position × θ^(−2p/d_k): a larger base turns the slow pairs slower."),
     Setting("scale", "choice", "scale_rule", label="Scale", section="Scores", widget="select", choices=SCALE_LABELS),
     Setting("temperature", "float", "temperature", label="Temperature", section="Scores", widget="number",
             limits=(0.0, LIMITS["max_temperature"]), widget_limits=(0.01, LIMITS["max_temperature"]), applies=lambda v: v["scale"] == "temperature", kept_unused=True),

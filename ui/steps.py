@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 
 from mha_core.attention import AttentionTrace, AttentionWeights, merge_heads
 from mha_core.config import RunResult
+from mha_core.positions import alibi_slopes
 from mha_core.presets import PRESET_INITS
 from ui.figures import FULL_WIDTH_PX, matrix_heatmap
 
@@ -63,6 +64,7 @@ class StepInputs:
     temperature: float = 1.0  # the divisor of scale_rule "temperature"
     is_cross: bool = False  # queries from one sentence, keys and values from another
     hand_built: bool = False  # a preset head: the positions are written into E, not added as P
+    rope_base: float = 10000.0  # RoPE's theta, for the text (the angles themselves are in the trace)
 
 
 def step_inputs(result: RunResult) -> StepInputs:
@@ -84,6 +86,7 @@ def step_inputs(result: RunResult) -> StepInputs:
         temperature=config.temperature,
         is_cross=config.is_cross,
         hand_built=config.init in PRESET_INITS,
+        rope_base=config.rope_base,
     )
 
 
@@ -160,13 +163,20 @@ def build_steps(inputs: StepInputs, head: int, cell: tuple[int, int] | None = No
     """Every step from the inputs X to the output Y, for head ``head``; ``cell`` = (query, key) to outline."""
     if not 0 <= head < inputs.trace.n_heads:
         raise ValueError(f"head {head} does not exist: choose 0 to {inputs.trace.n_heads - 1}")
+    trace = inputs.trace
+    sharing = [_kv_share_step(inputs, head)] if trace.kv_heads < trace.n_heads else []
+    rope = [_rope_step(inputs, head)] if trace.pe == "rope" else []
+    alibi = [_alibi_step(inputs, head, cell)] if trace.pe == "alibi" else []
     return [
         _input_step(inputs),
         _positional_step(inputs),
         _projection_step(inputs, head),
         _split_step(inputs, head),
+        *sharing,
+        *rope,
         _scores_step(inputs, head, cell),
         _scale_step(inputs, head, cell),
+        *alibi,
         _mask_step(inputs, head, cell),
         _softmax_step(inputs, head, cell),
         _mix_step(inputs, head),
@@ -246,14 +256,15 @@ def _projection_step(inputs: StepInputs, head: int) -> Step:
     x_q, x_kv = (r"X_q", r"X_{kv}") if inputs.is_cross else ("X", "X")
     b = {name: (f" + b_{name}" if getattr(w, f"b_{name.lower()}") is not None else "") for name in "QKV"}
     formula = rf"Q = {x_q} W_Q{b['Q']},\quad K = {x_kv} W_K{b['K']},\quad V = {x_kv} W_V{b['V']}"
-    q, k, v = merge_heads(trace.q), merge_heads(trace.k), merge_heads(trace.v)  # (Tq, nh*hs), (Tk, ..), (Tk, ..)
-    hv_block = head_block(head, trace.v.shape[-1])
+    q, k, v = merge_heads(trace.q), merge_heads(trace.k), merge_heads(trace.v)  # (Tq, nh*hs), (Tk, kv*hs), (Tk, kv*hv)
+    group = trace.kv_head_of(head)  # the key/value head this query head reads (itself unless shared)
+    kv_block, hv_block = head_block(group, hs), head_block(group, trace.v.shape[-1])
     panels = (
         weight_panel("W_Q", w.w_q, columns=block),
-        weight_panel("W_K", w.w_k, columns=block),
+        weight_panel("W_K", w.w_k, columns=kv_block),
         weight_panel("W_V", w.w_v, columns=hv_block),
         Panel("Q (queries)", q, inputs.query_labels, dim_labels(q.shape[1]), "q", block=block),
-        Panel("K (keys)", k, inputs.key_labels, dim_labels(k.shape[1]), "k", block=block),
+        Panel("K (keys)", k, inputs.key_labels, dim_labels(k.shape[1]), "k", block=kv_block),
         Panel("V (values)", v, inputs.key_labels, dim_labels(v.shape[1]), "v", block=hv_block),
     )
     shapes = f"Q: {matmul_shapes(inputs.x_q, w.w_q)};  K, V: {matmul_shapes(inputs.x_kv, w.w_k)}"
@@ -261,6 +272,11 @@ def _projection_step(inputs: StepInputs, head: int) -> Step:
         "Three learned matrices turn every token into a **query** (what it looks for), a **key** (what it offers "
         f"to be found by) and a **value** (what it passes on). The outlined columns are head {head}'s."
     )
+    if trace.kv_heads < trace.n_heads:
+        shapes = (f"Q: {matmul_shapes(inputs.x_q, w.w_q)};  K: {matmul_shapes(inputs.x_kv, w.w_k)};  "
+                  f"V: {matmul_shapes(inputs.x_kv, w.w_v)}")
+        why += (f" K and V have only {trace.kv_heads} heads' columns (grouped-query attention): head {head} "
+                f"reads key/value head {group}.")
     if w.w_q.size > MAX_FULL_CELLS:
         why = why.replace("The outlined columns are", "The weights shown are")
     return Step("qkv", "Project to queries, keys and values", why, formula, shapes, panels, _too_big_note(w.w_q))
@@ -270,10 +286,15 @@ def _split_step(inputs: StepInputs, head: int) -> Step:
     trace = inputs.trace
     nh, tq, hs = trace.q.shape
     start, stop = head_block(head, hs)
+    g = trace.kv_head_of(head)
+    kv_start = g * hs
     panels = (
-        Panel(f"Q_{head}", trace.q[head], inputs.query_labels, dim_labels(hs, start), "q"),
-        Panel(f"K_{head}", trace.k[head], inputs.key_labels, dim_labels(hs, start), "k"),
-        Panel(f"V_{head}", trace.v[head], inputs.key_labels, dim_labels(trace.v.shape[-1], start), "v"),
+        Panel(f"Q_{head}", trace.q_unrotated[head] if trace.pe == "rope" else trace.q[head], inputs.query_labels,
+              dim_labels(hs, start), "q"),
+        Panel(_kv_name("K", head, g), trace.k_unrotated[g] if trace.pe == "rope" else trace.k[g], inputs.key_labels,
+              dim_labels(hs, kv_start), "k"),
+        Panel(_kv_name("V", head, g), trace.v[g], inputs.key_labels, dim_labels(trace.v.shape[-1], g * trace.v.shape[-1]),
+              "v"),
     )
     shapes = (
         f"{shape_text(merge_heads(trace.q))} -> {shape_text(trace.q)} = (nh, T, hs); "
@@ -287,6 +308,92 @@ def _split_step(inputs: StepInputs, head: int) -> Step:
     return Step("split", "Split into heads", why, formula, shapes, panels)
 
 
+def _kv_name(matrix: str, head: int, g: int) -> str:
+    """'K_2' for multi-head attention; 'K_(0) (shared)' when head ``head`` reads the shared key/value head g."""
+    return f"{matrix}_{head}" if g == head else f"{matrix}_({g}) (K/V head {g}, shared)"
+
+
+def kv_sharing_matrix(n_heads: int, kv_heads: int) -> np.ndarray:
+    """(nh, kv) of 0/1: 1 where query head h reads key/value head g = h // (nh/kv)."""
+    group = n_heads // kv_heads
+    return (np.arange(n_heads)[:, None] // group == np.arange(kv_heads)[None, :]).astype(np.float64)  # (nh, kv)
+
+
+def _kv_share_step(inputs: StepInputs, head: int) -> Step:
+    trace = inputs.trace
+    nh, kv = trace.n_heads, trace.kv_heads
+    g, group = trace.kv_head_of(head), nh // kv
+    readers = [h for h in range(nh) if trace.kv_head_of(h) == g]
+    panels = (
+        Panel("Which K/V head each query head reads (1 = reads)", kv_sharing_matrix(nh, kv),
+              [f"q head {h}" for h in range(nh)], [f"K/V head {k}" for k in range(kv)], "reads", kind="mask",
+              cell=(head, g), axis_titles=("query head", "key/value head")),
+        Panel(f"K_({g}): the keys heads {', '.join(map(str, readers))} all read", trace.k[g], inputs.key_labels,
+              dim_labels(trace.k.shape[-1], g * trace.k.shape[-1]), "k"),
+    )
+    kind = "multi-query attention (MQA): one K/V head for all" if kv == 1 else "grouped-query attention (GQA)"
+    why = (
+        f"{kind}. {nh} query heads share {kv} key/value head(s), {group} query heads per group: head {head} "
+        f"reads K/V head {g}, together with heads {', '.join(map(str, readers))}. They still ask different "
+        f"questions (their own Q), but look them up in the same keys and mix the same values. "
+        f"K and V are {nh // kv}× smaller, and so is the KV cache of a decoder."
+    )
+    formula = rf"g(h) = \left\lfloor h \,/\, (n_h / n_{{kv}}) \right\rfloor,\qquad g({head}) = \lfloor {head} / {group} \rfloor = {g}"
+    shapes = f"Q {shape_text(trace.q)} = (nh, T, hs);  K {shape_text(trace.k)}, V {shape_text(trace.v)} = (kv, T, ·)"
+    return Step("kv_share", "Share keys and values among query heads", why, formula, shapes, panels)
+
+
+def _rope_step(inputs: StepInputs, head: int) -> Step:
+    trace = inputs.trace
+    hs = trace.q.shape[-1]
+    g = trace.kv_head_of(head)
+    half = hs // 2
+    pairs = [f"p{p} (d{p},d{p + half})" for p in range(half)]
+    panels = [
+        Panel("θ: angle (radians) of each query position and pair", trace.q_angles, inputs.query_labels, pairs,
+              "angle", axis_titles=("position", "pair")),
+        Panel(f"Q_{head} before rotation", trace.q_unrotated[head], inputs.query_labels, dim_labels(hs, head * hs), "q"),
+        Panel(f"Q_{head} rotated (what the scores use)", trace.q[head], inputs.query_labels, dim_labels(hs, head * hs), "q"),
+        Panel(f"K_({g}) before rotation", trace.k_unrotated[g], inputs.key_labels, dim_labels(hs, g * hs), "k"),
+        Panel(f"K_({g}) rotated", trace.k[g], inputs.key_labels, dim_labels(hs, g * hs), "k"),
+    ]
+    if inputs.is_cross:
+        panels.insert(1, Panel("θ_k: angle of each key position and pair", trace.k_angles, inputs.key_labels, pairs,
+                               "angle", axis_titles=("position", "pair")))
+    why = (
+        f"RoPE turns each pair of features (d_p, d_(p+{half})) of a query or key by an angle proportional to its "
+        f"position t, one speed per pair (base θ = {inputs.rope_base:g}). Lengths stay the same, only directions "
+        "turn; a dot product of two turned vectors depends on the **difference** of their angles, so the score "
+        "depends on the offset i − j, not on where the pair sits. Values are not rotated."
+    )
+    formula = (r"\begin{pmatrix} q'_p \\ q'_{p+h/2} \end{pmatrix} = \begin{pmatrix} \cos t\omega_p & -\sin t\omega_p \\ "
+               r"\sin t\omega_p & \cos t\omega_p \end{pmatrix} \begin{pmatrix} q_p \\ q_{p+h/2} \end{pmatrix},\quad "
+               rf"\omega_p = {inputs.rope_base:g}^{{-2p/{hs}}}")
+    shapes = f"θ {shape_text(trace.q_angles)} = (T, hs/2);  Q_{head} {shape_text(trace.q[head])} -> same shape"
+    return Step("rope", "Rotate queries and keys by position (RoPE)", why, formula, shapes, tuple(panels))
+
+
+def _alibi_step(inputs: StepInputs, head: int, cell) -> Step:
+    trace = inputs.trace
+    slope = float(alibi_slopes(trace.n_heads)[head])
+    scaled = trace.scores[head] * trace.scale  # (Tq, Tk) before the bias
+    panels = (
+        Panel(f"B_{head} = −m·|i − j| (ALiBi bias)", trace.bias[head] + 0.0, inputs.query_labels, inputs.key_labels,  # -0 -> 0
+              "bias", cell=cell, axis_titles=QK_AXES),
+        Panel(f"S_{head} × scale + B_{head}", scaled + trace.bias[head], inputs.query_labels, inputs.key_labels,
+              "logit before mask", cell=cell, axis_titles=QK_AXES),
+    )
+    slopes = ", ".join(f"{m:.4g}" for m in alibi_slopes(trace.n_heads))
+    why = (
+        f"ALiBi adds no vector to the tokens: it subtracts a penalty growing with the distance from each logit. "
+        f"Head {head}'s slope is m = {slope:.4g} (all heads: {slopes}); a steep head looks near, a gentle one far. "
+        "Nothing here was learned, so it works for longer sentences than those seen in training."
+    )
+    formula = rf"L_{{ij}} = S_{{ij}}\, s - m_{{{head}}}\, |i - j|,\qquad m_{{{head}}} = {slope:.4g}"
+    shapes = f"B {shape_text(trace.bias)} = (nh, Tq, Tk); head {head}: {shape_text(trace.bias[head])}"
+    return Step("alibi", "Add the ALiBi distance bias", why, formula, shapes, panels)
+
+
 def _scores_step(inputs: StepInputs, head: int, cell) -> Step:
     trace = inputs.trace
     panels = (
@@ -295,7 +402,7 @@ def _scores_step(inputs: StepInputs, head: int, cell) -> Step:
     )
     why = "Row i, column j is the dot product of query i with key j: large when the two vectors point the same way."
     formula = rf"S_{{{head}}} = Q_{{{head}}} K_{{{head}}}^\top,\qquad S_{{ij}} = q_i \cdot k_j = \sum_{{d}} q_{{i,d}}\, k_{{j,d}}"
-    shapes = matmul_shapes(trace.q[head], np.swapaxes(trace.k[head], 0, 1)) + "  (queries × keys)"
+    shapes = matmul_shapes(trace.q[head], np.swapaxes(trace.k[trace.kv_head_of(head)], 0, 1)) + "  (queries × keys)"
     return Step("scores", "Scores QKᵀ", why, formula, shapes, panels)
 
 
@@ -403,7 +510,8 @@ def _mix_step(inputs: StepInputs, head: int) -> Step:
     )
     why = "Each query's output is the weighted average of the value rows, with its attention weights as the weights."
     formula = rf"\mathrm{{head}}_{{{head}}} = A_{{{head}}} V_{{{head}}},\qquad \mathrm{{head}}_i = \sum_j A_{{ij}}\, v_j"
-    return Step("mix", "Weighted sum of values A·V", why, formula, matmul_shapes(trace.weights[head], trace.v[head]), panels)
+    return Step("mix", "Weighted sum of values A·V", why, formula,
+                matmul_shapes(trace.weights[head], trace.v[trace.kv_head_of(head)]), panels)
 
 
 def _concat_step(inputs: StepInputs, head: int) -> Step:

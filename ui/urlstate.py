@@ -156,8 +156,15 @@ def write_settings(rows: Sequence[Setting], values: Values) -> dict[str, str]:
             continue
         if row.kind == "choice" and value not in row.link_choices():
             continue
-        params[row.param] = WRITERS[row.kind](value)
+        params[row.param] = _old_spelling(row, value) or WRITERS[row.kind](value)
     return params
+
+
+def _old_spelling(row: Setting, value) -> str | None:
+    """The old URL value of a choice that has one (pe=0 / pe=1), where the row asks for it."""
+    if not row.writes_legacy:
+        return None
+    return next((old for old, new in row.legacy.items() if new == value), None)
 
 
 def encode_mask(mask) -> str:
@@ -201,6 +208,19 @@ def _fallback(config: MHAConfig) -> MHAConfig:
         return replace(config, init="xavier")
     if config.mask == "custom":
         return replace(config, mask="none", custom_mask=None)
+    return _fallback_positions_and_kv_heads(config)
+
+
+def _fallback_positions_and_kv_heads(config: MHAConfig) -> MHAConfig:
+    """Key/value heads that do not divide the heads -> as many as heads; RoPE or ALiBi where they
+    cannot run (odd head size, cross-attention, hand-built heads) -> no positions; a bad base -> 10000."""
+    kv = config.key_value_heads
+    if not 1 <= kv <= config.n_heads or config.n_heads % kv:
+        return replace(config, kv_heads=None)
+    if config.pe == "rope" and config.head_size % 2 == 0 and config.init not in PRESET_INITS:
+        return replace(config, rope_base=DEFAULT.rope_base)
+    if config.pe in ("rope", "alibi"):
+        return replace(config, pe="none")
     return DEFAULT
 
 

@@ -54,7 +54,10 @@ def wait_for_first_title(page, text: str, key: str = "heads_grid") -> None:
 
 def choose(page, widget_key: str, option: str) -> None:
     """Pick ``option`` in the selectbox with widget key ``widget_key``."""
-    page.locator(f".st-key-{widget_key} input[role='combobox']").click()
+    box = page.locator(f".st-key-{widget_key} input[role='combobox']")
+    box.scroll_into_view_if_needed()  # a click that first scrolls the sidebar can close the list it opens
+    page.wait_for_timeout(300)
+    box.click()
     page.get_by_role("option", name=option, exact=True).click()
 
 

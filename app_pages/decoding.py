@@ -1,0 +1,161 @@
+"""Decoding: generation one token at a time with a KV cache, checked live against full causal attention;
+then the same heads under every positional scheme, and RoPE's score as a function of the offset alone."""
+
+import numpy as np
+import streamlit as st
+
+from mha_core.config import RunResult
+from ui import step_views as views
+from ui.compute import compute
+from ui.controls import KEEP, clamp_choice, figure_font_size, sidebar
+from ui.decoding import (
+    assembled_weights,
+    cache_table,
+    decode_run,
+    decoder_config,
+    diagonal_spread,
+    max_difference,
+    position_configs,
+    rope_offset_scores,
+    step_cost,
+)
+from ui.settings import POSITION_LABELS
+from ui.steps import Panel, dim_labels
+
+QK_AXES = ("query i", "key j")
+MAX_OFFSET_POSITIONS = 8  # the RoPE offset matrix: positions 0..7
+
+
+def move_step(delta: int, last: int) -> None:
+    """The previous / next buttons: one step along, within 0..last."""
+    st.session_state.w_dec_step = min(max(int(st.session_state.get("w_dec_step", 0)) + delta, 0), last)
+
+
+@st.fragment
+def stepper(result: RunResult) -> None:
+    """The decoding stepper: only this part reruns while stepping."""
+    steps = decode_run(result)
+    trace, labels = result.trace, result.query_labels
+    last = len(steps) - 1
+    clamp_choice("w_dec_step", last + 1)
+    clamp_choice("w_dec_head", trace.n_heads)
+    left, back, forward, right = st.columns([6, 1, 1, 3], vertical_alignment="bottom")
+    t = left.slider("Step t (the token being generated)", 0, last, key="w_dec_step", persist_state=KEEP)
+    back.button("◀", key="dec_back", on_click=move_step, args=(-1, last), disabled=t == 0, help="previous token")
+    forward.button("▶", key="dec_next", on_click=move_step, args=(1, last), disabled=t == last, help="next token")
+    head = right.selectbox("Head", range(trace.n_heads), key="w_dec_head", persist_state=KEEP,
+                           format_func=lambda h: f"head {h}")
+    step, cost = steps[t], step_cost(steps[t])
+    g = trace.kv_head_of(head)
+    delta = max_difference(steps, t, trace.weights)
+
+    metrics = st.columns(4)
+    metrics[0].metric("Tokens in the cache", step.cache.length)
+    metrics[1].metric("Cache size (numbers)", f"{cost.cache_numbers:,}")
+    metrics[2].metric("Cache size (bytes, float64)", f"{cost.cache_bytes:,}")
+    metrics[3].metric("max |Δ| vs full causal", f"{delta:.1e}", help="Over the rows decoded so far, all heads.")
+    reused = (f"the keys and values of tokens 0..{t - 1} from the cache, never recomputed" if t else
+              "nothing yet, the cache starts empty")
+    st.markdown(
+        f"Step {t} generates **{labels[t]}**. Computed **fresh**: its query for all {trace.n_heads} heads and its "
+        f"key and value for the {trace.kv_heads} key/value head(s) (outlined, the last row). **Reused**: {reused}. "
+        f"Its weights are one new row. Numbers computed fresh: **{cost.fresh:,}**; read from the cache: "
+        f"**{cost.reused:,}**."
+    )
+    hs, hv = step.cache.k.shape[-1], step.cache.v.shape[-1]
+    panels = (
+        Panel(f"q_{t} (head {head}, new query)", step.q[head], [labels[t]], dim_labels(hs, head * hs), "q"),
+        Panel(f"K cache (K/V head {g})", step.cache.k[g], labels[: t + 1], dim_labels(hs, g * hs), "k",
+              row_block=(t, t + 1)),
+        Panel(f"V cache (K/V head {g})", step.cache.v[g], labels[: t + 1], dim_labels(hv, g * hv), "v",
+              row_block=(t, t + 1)),
+    )
+    views.show_panels(panels, "dec_cache", font_size=figure_font_size())
+    left, right = st.columns(2)
+    width = views.plot_px(1 / 2)
+    with left:
+        views.show_panel(Panel(f"Decoded rows 0..{t} (head {head})", assembled_weights(steps, t)[head], labels, labels,
+                               "weight", kind="weights", row_block=(t, t + 1), axis_titles=QK_AXES),
+                         "dec_assembled", width_px=width, font_size=figure_font_size())
+    with right:
+        views.show_panel(Panel(f"Full causal attention (head {head})", trace.weights[head], labels, labels,
+                               "weight", kind="weights", row_block=(t, t + 1), axis_titles=QK_AXES),
+                         "dec_full", width_px=width, font_size=figure_font_size())
+    with st.expander("The cache step by step (numbers and bytes)"):
+        st.dataframe(cache_table(steps[: t + 1], labels, trace.n_heads), key="dec_table")
+        st.caption("Every step reads the whole cache and computes only one row: the work per token is small, "
+                   "the memory read grows with the sentence. That is why decoding is memory-bound, and why fewer "
+                   "key/value heads (the last column: the same cache with one K/V head per query head) help.")
+
+
+def compare_positions(config) -> None:
+    """The same heads' weights under every positional scheme, side by side."""
+    st.header("Compare positions on the same sentence", anchor="positions")
+    clamp_choice("w_dec_head", config.n_heads)
+    head = int(st.session_state.get("w_dec_head", 0))
+    st.markdown(f"Head {head}, the same tokens and weights (causal mask); only the positional scheme changes.")
+    columns = [*st.columns(2), *st.columns(2)]  # two by two: four across leave no room for the numbers
+    for column, (pe, pe_config) in zip(columns, position_configs(config).items(), strict=True):
+        with column:
+            try:
+                pe_config.validate()
+            except ValueError as err:
+                st.markdown(f"**{POSITION_LABELS[pe]}**")
+                st.caption(f"Not available here: {err}.")
+                continue
+            result = compute(pe_config)
+            labels = result.query_labels
+            views.show_panel(Panel(POSITION_LABELS[pe], result.trace.weights[head], labels, labels, "weight",
+                                   kind="weights", axis_titles=QK_AXES),
+                             f"dec_pe_{pe}", width_px=views.plot_px(1 / 2), font_size=figure_font_size())
+
+
+def rope_offsets(result: RunResult) -> None:
+    """One query vector and one key vector moved along the sentence: RoPE's score depends on i − j only."""
+    st.header("RoPE: the score depends only on the offset i − j", anchor="rope-offset")
+    config, trace = result.config, result.trace
+    if config.head_size % 2:
+        st.caption(f"RoPE needs an even head size (it is {config.head_size} here).")
+        return
+    head = int(st.session_state.get("w_dec_head", 0))
+    q = (trace.q_unrotated if trace.pe == "rope" else trace.q)[head, 0]  # (hs,) the first token's query
+    k = (trace.k_unrotated if trace.pe == "rope" else trace.k)[trace.kv_head_of(head), min(1, len(result.key_labels) - 1)]
+    n = min(MAX_OFFSET_POSITIONS, len(config.tokens))
+    scores = rope_offset_scores(q, k, n, config.rope_base)  # (P, P)
+    spread = diagonal_spread(scores)
+    st.markdown(
+        f"Take head {head}'s query of token 0 and key of token 1 (before rotation) and place them at positions "
+        f"p and p′ = 0..{n - 1}. Each cell is the score after RoPE turns both: **every diagonal (one offset, "
+        f"shifted) holds a single number** (largest spread along a diagonal: {spread:.1e})."
+    )
+    left, right = st.columns([2, 1])
+    with left:
+        views.show_panel(Panel("q at p · k at p′ after RoPE", scores, [f"p={p}" for p in range(n)],
+                               [f"p′={p}" for p in range(n)], "score", axis_titles=("query position p", "key position p′")),
+                         "dec_rope_offsets", width_px=views.plot_px(2 / 3), font_size=figure_font_size())
+    with right:
+        offsets = np.arange(-(n - 1), n)
+        st.dataframe({"offset p − p′": offsets, "score": [scores.diagonal(-o)[0] for o in offsets]},
+                     key="dec_rope_offset_table", hide_index=True)
+
+
+config = sidebar()
+st.title("Decoding with a KV cache")
+decoder = decoder_config(config)
+notes = []
+if config.is_cross:
+    notes.append("a decoder attends to its own tokens: the key/value sentence is set aside")
+if config.mask != "causal":
+    notes.append(f"a decoder never sees the future: the causal mask replaces mask '{config.mask}'")
+if notes:
+    st.info("This page decodes the sentence token by token, so " + "; ".join(notes) + ".")
+result = compute(decoder)
+if result is not None:
+    st.markdown(
+        "A decoder generates one token per step. Attention at step t needs the keys and values of every earlier "
+        "token: a **KV cache** keeps them, so each step computes one new query row and appends one key and value. "
+        "The rows it assembles are exactly the rows of full causal attention, shown beside them."
+    )
+    stepper(result)
+    compare_positions(decoder)
+    rope_offsets(result)

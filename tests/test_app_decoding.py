@@ -1,0 +1,151 @@
+"""AppTest of the Decoding page and of issue 12's settings: the decoded rows are full causal attention's,
+every new setting goes sidebar -> config -> URL and back, and bad combinations fall back with a message."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from mha_core.attention import multi_head_attention
+from mha_core.config import MHAConfig, run
+from mha_core.positions import rope_angles, rotate
+from tests.test_app_step_by_step import charts, z_of
+from ui.decoding import assembled_weights, decode_run, decoder_config, diagonal_spread, rope_offset_scores
+from ui.urlstate import config_from_params, params_from_config
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = "app_pages/decoding.py"
+EXACT = 1e-12
+FIGURE = 1e-6  # the figures travel as float32 (ui/figures.py); the exact check is the live max |Δ| metric
+
+
+def open_page(page: str = PAGE, **params) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for name, value in params.items():
+        at.query_params[name] = str(value)
+    at.switch_page(page).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def causal_weights(config: MHAConfig) -> np.ndarray:
+    """Full causal self-attention over the sentence, from the engine directly (not from the page's builders)."""
+    causal = run(replace(config, kv_tokens=None, mask="causal"))
+    return causal.trace.weights  # (nh, T, T)
+
+
+@pytest.mark.parametrize("params", [
+    {},
+    {"pe": "rope", "heads": "4", "kv_heads": "2", "rope_base": "100"},
+    {"pe": "alibi", "kv_heads": "1", "mask": "window"},
+    {"pe": "1", "kv_tokens": "a dog ran"},
+])
+def test_the_assembled_rows_are_full_causal_attention(params):
+    at = open_page(**params)
+    config = at.session_state["config"]
+    expected = causal_weights(config)
+    figures = charts(at)
+    steps = len(config.tokens)
+    for t in (0, steps - 1):
+        at.slider(key="w_dec_step").set_value(t).run()
+        figures = charts(at)
+        assembled = z_of(next(f for title, f in figures.items() if title.startswith(f"Decoded rows 0..{t}")))
+        np.testing.assert_allclose(assembled[: t + 1], expected[0, : t + 1], rtol=0, atol=FIGURE)
+        assert np.isnan(assembled[t + 1 :]).all()  # not decoded yet
+        full = z_of(next(f for title, f in figures.items() if title.startswith("Full causal attention")))
+        np.testing.assert_allclose(full, expected[0], rtol=0, atol=FIGURE)
+    assert float(at.metric[3].value) <= EXACT  # the live max |Δ|
+
+
+def test_the_step_buttons_move_and_the_cache_grows_by_kv_heads_rows():
+    at = open_page(kv_heads=2)
+    config = at.session_state["config"]
+    hs = config.head_size
+    at.button(key="dec_next").click().run()
+    at.button(key="dec_next").click().run()
+    assert at.slider(key="w_dec_step").value == 2
+    assert at.metric[0].value == "3"
+    assert at.metric[1].value == f"{2 * 3 * (hs + hs):,}"  # kv * t * (hs + hv)
+    assert at.metric[2].value == f"{2 * 3 * (hs + hs) * 8:,}"
+    cache = z_of(next(f for title, f in charts(at).items() if title.startswith("K cache (K/V head 0)")))
+    engine = multi_head_attention(run(decoder_config(config)).x_q[:3], run(decoder_config(config)).weights, 4,
+                                  kv_heads=2, mask=np.tri(3, dtype=bool))
+    np.testing.assert_allclose(cache, engine.k[0], rtol=0, atol=FIGURE)
+
+
+def test_decoded_rows_match_for_every_scheme_and_kv_heads():
+    for pe in ("none", "sinusoidal", "rope", "alibi"):
+        for kv in (1, 2, 4):
+            config = MHAConfig(pe=pe, kv_heads=kv, seed=3)
+            result = run(decoder_config(config))
+            steps = decode_run(result)
+            np.testing.assert_allclose(assembled_weights(steps, len(steps) - 1), causal_weights(config), rtol=0, atol=EXACT)
+
+
+def test_the_position_comparison_shows_each_schemes_engine_weights():
+    at = open_page(heads=2)
+    figures = charts(at)
+    for pe, title in (("none", "none"), ("sinusoidal", "sinusoidal"), ("rope", "RoPE"), ("alibi", "ALiBi")):
+        shown = z_of(next(f for t, f in figures.items() if t.startswith(title)))
+        np.testing.assert_allclose(shown, causal_weights(MHAConfig(n_heads=2, pe=pe))[0], rtol=0, atol=FIGURE)
+
+
+def test_ropes_offset_matrix_is_constant_along_diagonals_and_is_the_rotated_dot_product():
+    rng = np.random.default_rng(1)
+    q, k = rng.normal(size=8), rng.normal(size=8)
+    scores = rope_offset_scores(q, k, 6, 10000.0)
+    assert diagonal_spread(scores) < 1e-12
+    angles = rope_angles(np.array([5, 2]), 8)  # written out: q at 5, k at 2
+    turned = rotate(np.stack([q, k])[None], angles)[0]
+    assert scores[5, 2] == pytest.approx(turned[0] @ turned[1], abs=1e-12)
+    assert diagonal_spread(np.add.outer(np.arange(6.0), np.zeros(6))) > 0  # the measure sees a non-constant one
+
+
+# ---- the settings ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", [
+    MHAConfig(pe="rope", rope_base=500.0),
+    MHAConfig(pe="alibi", kv_heads=2, mask="causal"),
+    MHAConfig(kv_heads=1, d_model=24, n_heads=6),
+    MHAConfig(pe="sinusoidal"),
+    MHAConfig(pe="none", kv_heads=2),
+])
+def test_a_new_setting_goes_to_the_url_and_back(config):
+    params = params_from_config(config)
+    assert config_from_params(params) == (config, [])
+    assert params["pe"] == {"none": "0", "sinusoidal": "1"}.get(config.pe, config.pe)  # old apps read 0 and 1
+
+
+@pytest.mark.parametrize(("params", "expected", "message"), [
+    ({"heads": "4", "kv_heads": "3"}, {"kv_heads": 2}, "does not divide 4 heads"),
+    ({"heads": "4", "kv_heads": "9"}, {"kv_heads": None}, "outside 1..4"),
+    ({"d_model": "12", "heads": "4", "pe": "rope"}, {"pe": "none"}, "head size must be even"),
+    ({"kv_tokens": "a b", "pe": "alibi"}, {"pe": "none"}, "cross-attention"),
+    ({"init": "previous", "pe": "rope"}, {"pe": "none"}, "hand-built heads"),
+    ({"pe": "rope", "rope_base": "0.5"}, {"pe": "rope", "rope_base": 10000.0}, "rope_base=0.5"),
+    ({"pe": "spiral"}, {"pe": "none"}, "pe=spiral"),
+])
+def test_a_bad_combination_gets_a_message_and_a_valid_fallback(params, expected, message):
+    config, messages = config_from_params(params)
+    config.validate()
+    assert {name: getattr(config, name) for name in expected} == expected
+    assert any(message in m for m in messages), messages
+
+
+def test_the_sidebar_sets_pe_rope_base_and_kv_heads_and_the_url_follows():
+    at = open_page("app_pages/step_by_step.py")
+    at.selectbox(key="w_pe").set_value("rope").run()
+    at.number_input(key="w_rope_base").set_value(250.0).run()
+    at.button_group(key="w_kv_heads").set_value(2).run()
+    assert not at.exception
+    assert at.session_state["config"] == MHAConfig(pe="rope", rope_base=250.0, kv_heads=2)
+    assert at.query_params["pe"] in ("rope", ["rope"]) and at.query_params["kv_heads"] in ("2", ["2"])
+    titles = [s.value for s in at.subheader]
+    assert any("RoPE" in t for t in titles) and any("Share keys and values" in t for t in titles)
+    at.selectbox(key="w_heads").set_value(1).run()  # kv_heads 2 no longer divides: the widget offers only 1
+    assert at.session_state["config"].key_value_heads == 1 and not at.exception
