@@ -77,3 +77,17 @@ def test_other_tokens_are_refused_and_other_head_counts_compare_up_to_the_smalle
     assert isinstance(compare.compare(ra, run(replace(A, kv_tokens=("a", "b")))), str)
     c = compare.compare(ra, run(replace(A, n_heads=2)))
     assert c.n_heads == 2 and "heads 0..1" in c.note
+
+
+def test_take_apart_reads_each_query_heads_shared_value_head():
+    import numpy as np
+
+    from mha_core.config import MHAConfig, run
+    from ui.apart import take_apart
+
+    result = run(MHAConfig(n_heads=4, kv_heads=2))
+    parts = take_apart(result, [])
+    t, w_o = result.trace, result.weights.w_o
+    for h in range(4):
+        v = t.v[h // 2] @ w_o[h * 4 : (h + 1) * 4]  # (Tk, C_out): query heads 0,1 read K/V head 0; 2,3 read 1
+        np.testing.assert_allclose(parts.carried[h], t.weights[h] * np.linalg.norm(v, axis=1)[None, :], atol=1e-12)

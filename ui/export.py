@@ -50,8 +50,8 @@ def intermediates(result: RunResult) -> dict[str, np.ndarray]:
         "b_o": params.b_o,
         "mask": result.mask,  # (Tq, Tk) bool or absent
         "q": trace.q,  # (nh, Tq, hs)
-        "k": trace.k,  # (nh, Tk, hs)
-        "v": trace.v,  # (nh, Tk, hv)
+        "k": trace.k,  # (kv, Tk, hs): kv = nh unless K/V heads are shared
+        "v": trace.v,  # (kv, Tk, hv)
         "scores": trace.scores,  # (nh, Tq, Tk)
         "logits": trace.logits,  # (nh, Tq, Tk), -inf where masked
         "weights": trace.weights,  # (nh, Tq, Tk)
