@@ -87,7 +87,10 @@ def test_controls_upload_and_download_of_one_session_reach_one_replica(app_page,
     wait_for_new_figure(page, before)
 
     before = figure_z(page)  # an upload: a 6 x 16 matrix as CSV
-    page.locator(".st-key-w_embedding input[role='combobox']").click()
+    box = page.locator(".st-key-w_embedding input[role='combobox']")
+    box.scroll_into_view_if_needed()  # a click that first scrolls the sidebar can close the list it opens
+    page.wait_for_timeout(300)
+    box.click()
     page.get_by_role("option", name="uploaded matrix", exact=True).click()
     wait_idle(page)
     table = np.random.default_rng(11).standard_normal((6, 16)).round(4)  # (T, C)

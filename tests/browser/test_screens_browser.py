@@ -54,6 +54,7 @@ def test_on_a_desktop_the_heads_sit_side_by_side(app_page, app_url):
 def hover_text(page, panel: int, row: int, col: int, expect: str, key: str = "heads_grid") -> str:
     """Move the mouse over cell (row, col) of panel ``panel`` until plotly's hover label contains ``expect``
     (plotly may miss a move while it is still drawing); return the label's text, or the last one seen."""
+    page.wait_for_selector(f".st-key-{key} .js-plotly-plot")  # other figures on the page may come first
     point = page.evaluate(
         """([key, p, r, c]) => {
             const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
