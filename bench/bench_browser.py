@@ -371,6 +371,15 @@ def latency_row(measurement: str, changes: list[Change], goal_ms: float | None =
     }
 
 
+async def chromium_page(playwright, directory: Path):
+    """Debian's chromium with a fresh profile in ``directory``, and its first tab: (context, page)."""
+    context = await playwright.chromium.launch_persistent_context(
+        str(directory / "profile"), executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True,
+        viewport=VIEWPORT,
+    )
+    return context, context.pages[0] if context.pages else await context.new_page()
+
+
 async def browser_rows(changes: int, directory: Path) -> list[dict]:
     """Start the server and chromium, open the Heads page, time the changes; everything stopped after."""
     from playwright.async_api import async_playwright
@@ -378,13 +387,9 @@ async def browser_rows(changes: int, directory: Path) -> list[dict]:
     timeout_ms = 60_000
     with streamlit_server(directory) as server:
         async with async_playwright() as playwright:
-            context = await playwright.chromium.launch_persistent_context(
-                str(directory / "profile"), executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS,
-                headless=True, viewport=VIEWPORT,
-            )
+            context, page = await chromium_page(playwright, directory)
             try:
                 await context.add_init_script(PAGE_SCRIPT)
-                page = context.pages[0] if context.pages else await context.new_page()
                 server_cpu, browser_cpu = cpu_seconds(server.pid), descendants_cpu_seconds(os.getpid(), server.pid)
                 shell, first = await open_heads(page, server.url, "", timeout_ms)
                 await asyncio.sleep(SETTLE_S)

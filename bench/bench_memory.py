@@ -21,9 +21,7 @@ import urllib.parse
 from pathlib import Path
 
 from bench.bench_browser import (
-    CHROMIUM,
-    CHROMIUM_FLAGS,
-    VIEWPORT,
+    chromium_page,
     exceptions_shown,
     missing_browser,
     run_coroutine,
@@ -70,12 +68,8 @@ async def memory_series(configs: int, every: int, directory: Path) -> tuple[list
     rows = []
     with streamlit_server(directory) as server:
         async with async_playwright() as playwright:
-            context = await playwright.chromium.launch_persistent_context(
-                str(directory / "profile"), executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS,
-                headless=True, viewport=VIEWPORT,
-            )
+            context, page = await chromium_page(playwright, directory)
             try:
-                page = context.pages[0] if context.pages else await context.new_page()
                 rows.append({"configs": 0, "step": "server started", "rss_mb": rss_mb(server.pid)})
                 await open_and_wait(page, f"{server.url}/real_model", REAL_MODEL_READY)
                 rows.append({"configs": 0, "step": "Real model page opened", "rss_mb": rss_mb(server.pid)})
