@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mha_core.config import MHAConfig, run
-from tests.test_app_heads import app, assert_page_ok, charts, decode, messages
+from tests.test_app_heads import app, assert_page_ok, charts, decode, messages, open_take_apart
 from ui import quiz
 
 
@@ -24,7 +24,7 @@ def rows_of(w_o: np.ndarray, head: int, hv: int) -> np.ndarray:
 
 
 def test_contribution_panel_is_head_times_its_rows_of_w_o():
-    at = app()
+    at = open_take_apart(app())
     assert_page_ok(at)
     trace, w = run(MHAConfig()).trace, run(MHAConfig()).weights
     hv = trace.heads.shape[-1]
@@ -60,7 +60,7 @@ def test_knock_out_from_the_link_changes_the_output_as_zeroed_rows_do(config):
 
 
 def test_norm_weighted_panels_are_weight_times_norm_of_v_w_o():
-    at = app()
+    at = open_take_apart(app())
     trace, w = run(MHAConfig()).trace, run(MHAConfig()).weights
     hv = trace.heads.shape[-1]
     panels = [decode(t["z"]) for t in charts(at)["apart_carried"]["data"] if "coloraxis" in t]
@@ -71,7 +71,7 @@ def test_norm_weighted_panels_are_weight_times_norm_of_v_w_o():
 
 
 def test_choosing_heads_writes_the_link_and_a_bad_link_falls_back():
-    at = app()
+    at = open_take_apart(app())
     at.pills(key="w_knock").set_value([3, 1]).run()
     assert_page_ok(at)
     assert at.query_params["knock"] == "1,3"
@@ -93,7 +93,7 @@ def test_null_key_link_gives_rows_below_one():
 
 
 def test_quiz_marks_the_engine_answer_right_and_counts():
-    at = app()
+    at = open_take_apart(app())
     result = run(MHAConfig())
     q = quiz.question(result, 0)  # the first question is a 'largest weight' one
     assert q.kind == "largest"

@@ -31,6 +31,12 @@ def app(params: dict[str, str] | None = None) -> AppTest:
     return at.run()
 
 
+def open_take_apart(at: AppTest) -> AppTest:
+    """Open the take-apart section (drawn only while open), as a click on its header does, and rerun."""
+    at.session_state["apart_open"] = True
+    return at.run()
+
+
 def charts(at: AppTest) -> dict[str, dict]:
     """Every plotly figure on the page by its widget key (the end of the element id)."""
     return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
@@ -72,9 +78,14 @@ def default_app() -> AppTest:
 
 def test_the_default_page_renders_every_section(default_app):
     assert_page_ok(default_app)
-    assert set(charts(default_app)) == {"heads_grid", "similarity", "concat", "output"} | APART_CHARTS
+    assert set(charts(default_app)) == {"heads_grid", "similarity", "concat", "output"}
     assert default_app.title[0].value == "Heads"
-    assert len(default_app.dataframe) == 2  # the head diagnostics, and the knock-out change per token
+    assert len(default_app.dataframe) == 1  # the head diagnostics
+    assert [e.label for e in default_app.expander] == ["**Take it apart: each head's contribution, and knocking heads out**"]
+    opened = open_take_apart(app())
+    assert_page_ok(opened)
+    assert set(charts(opened)) == {"heads_grid", "similarity", "concat", "output"} | APART_CHARTS
+    assert len(opened.dataframe) == 2  # and the knock-out change per token
     table = default_app.dataframe[0].value
     assert list(table.index) == ["head 0", "head 1", "head 2", "head 3"]
     assert "entropy" in table.columns

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import pickle
 
 import numpy as np
 import plotly.graph_objects as go
@@ -172,10 +173,11 @@ def test_matrix_heatmap_centres_signed_values_on_zero():
     assert (trace["zmin"], trace["zmax"]) == (-2.0, 2.0)
 
 
-def test_every_builder_passes_full_plotly_validation(causal_run):
+def every_builder(causal_run) -> list[go.Figure]:
+    """One figure from each builder in this module, masked logits included."""
     t = causal_run.trace
     with_average, titles = figures.with_average(t.scores)
-    built = [
+    return [
         figures.attention_grid(t.weights, LABELS, LABELS),
         figures.attention_grid(t.logits, LABELS, LABELS, kind="logits", square=True, font_size=18),
         figures.attention_grid(with_average, LABELS, LABELS, kind="scores", titles=titles, max_cols=2),
@@ -183,9 +185,32 @@ def test_every_builder_passes_full_plotly_validation(causal_run):
         figures.matrix_heatmap(t.weights[0], LABELS, LABELS, signed=False, zmin=0, zmax=1),
         figures.concat_heatmap(t.concat, LABELS, 4),
         figures.similarity_heatmap(np.eye(4)),
+        figures.attention_grid(t.logits, LABELS, LABELS, kind="logits", mask=causal_run.mask, colour_range="head"),
     ]
-    for fig in built:
+
+
+def test_every_builder_passes_full_plotly_validation(causal_run):
+    for fig in every_builder(causal_run):
         validated(fig)  # raises ValueError on anything plotly does not know
+
+
+def test_a_figure_sends_exactly_what_plotly_itself_would_send(causal_run):
+    # SentFigure hands Streamlit its dictionaries without building plotly's object tree; reading the
+    # figure as a Figure (here: .layout) builds that tree, after which to_dict is plotly's own route.
+    for fig in every_builder(causal_run):
+        sent = spec(fig)
+        assert not fig._built
+        assert fig.layout.template is not None  # builds the ordinary Figure
+        assert fig._built
+        assert sent == spec(fig)
+
+
+def test_a_figure_is_made_sendable_once_and_survives_pickling(causal_run):
+    fig = figures.attention_grid(causal_run.trace.weights, LABELS, LABELS, mask=causal_run.mask)
+    assert fig.to_dict() is fig.to_dict()  # a cached figure costs nothing to send again
+    again = pickle.loads(pickle.dumps(fig))
+    assert spec(again) == spec(fig)
+    assert np.array_equal(again.data[0].z, fig.data[0].z, equal_nan=True)
 
 
 def test_the_heads_figure_at_the_caps_is_well_under_2_mb():

@@ -75,22 +75,21 @@ def head_size_frame(parts: TakenApart) -> pd.DataFrame:
 
 def change_bars(values: np.ndarray, labels: list[str], *, title: str, value_name: str) -> go.Figure:
     """One bar per token (``values`` shape (Tq,)), labelled with its position so repeated words stay apart."""
-    fig = go.Figure(
-        go.Bar(
-            x=figures.plot_texts(labels),
-            y=np.asarray(values, dtype=np.float64),
-            marker_color="#3b528b",
-            hovertemplate=f"query %{{x}}<br>{value_name} %{{y:.4f}}<extra></extra>",
-        )
+    bars = dict(
+        type="bar",
+        x=figures.plot_texts(labels),
+        y=np.asarray(values, dtype=np.float64),
+        marker=dict(color="#3b528b"),
+        hovertemplate=f"query %{{x}}<br>{value_name} %{{y:.4f}}<extra></extra>",
     )
-    fig.update_layout(
+    layout = dict(
         title=dict(text=title, font=dict(size=14)),
         height=300,
         margin=dict(l=50, r=10, t=50, b=60),
         xaxis=dict(type="category", tickangle=-45),
-        yaxis=dict(title=value_name, rangemode="tozero"),
+        yaxis=dict(title=dict(text=value_name), rangemode="tozero"),
     )
-    return fig
+    return figures.figure([bars], layout)
 
 
 # ---- a real model: how much each head puts on [CLS] and [SEP] --------------------------------

@@ -25,7 +25,7 @@ from mha_core.attention import AttentionTrace, AttentionWeights, merge_heads
 from mha_core.config import RunResult
 from mha_core.positions import alibi_slopes
 from mha_core.presets import PRESET_INITS
-from ui.figures import FULL_WIDTH_PX, matrix_heatmap
+from ui.figures import FULL_WIDTH_PX, figure, matrix_heatmap_parts
 
 MAX_TEXT_ROWS = 16  # write the numbers inside the cells of heatmaps up to this size
 MAX_TEXT_COLS = 10
@@ -563,28 +563,31 @@ def panel_figure(panel: Panel, *, height: int | None = None, font_size: int = 12
     if height is None and panel.axis_titles is not None:
         height = int(np.clip(22 * rows + 150, 260, 600))  # matrix_heatmap's height plus room for axis titles
     colour_range = {"signed": True} if panel.kind == "signed" else {"signed": False, "zmin": 0.0, "zmax": 1.0}
-    fig = matrix_heatmap(panel.matrix, panel.row_labels, panel.col_labels, title=panel.title,
-                         value_name=panel.value_name, height=height, font_size=font_size, width_px=width_px,
-                         **colour_range)
+    trace, layout = matrix_heatmap_parts(panel.matrix, panel.row_labels, panel.col_labels, title=panel.title,
+                                         value_name=panel.value_name, height=height, font_size=font_size,
+                                         width_px=width_px, **colour_range)
     if panel.kind == "mask":
-        fig.update_traces(showscale=False)  # two values, written in the cells: no colour bar needed
+        trace["showscale"] = False  # two values, written in the cells: no colour bar needed
     if rows <= MAX_TEXT_ROWS and cols <= MAX_TEXT_COLS:
-        fig.update_traces(text=cell_text(panel.matrix, panel.kind), texttemplate="%{text}",
-                          textfont=dict(size=font_size + 2))
-    fig.update_layout(margin=dict(pad=0))  # the cells meet the axes, no grey frame
+        trace.update(text=cell_text(panel.matrix, panel.kind), texttemplate="%{text}", textfont=dict(size=font_size + 2))
+    layout["margin"]["pad"] = 0  # the cells meet the axes, no grey frame
     if panel.axis_titles is not None:
-        fig.update_yaxes(title_text=panel.axis_titles[0])
-        fig.update_xaxes(title_text=panel.axis_titles[1])
+        layout["yaxis"]["title"] = dict(text=panel.axis_titles[0])
+        layout["xaxis"]["title"] = dict(text=panel.axis_titles[1])
+    shapes = []
     if panel.block is not None:
         start, stop = panel.block
-        fig.add_shape(type="rect", x0=start - 0.5, x1=stop - 0.5, y0=-0.5, y1=rows - 0.5, line=OUTLINE)
+        shapes.append(dict(type="rect", x0=start - 0.5, x1=stop - 0.5, y0=-0.5, y1=rows - 0.5, line=OUTLINE))
     if panel.row_block is not None:
         start, stop = panel.row_block
-        fig.add_shape(type="rect", x0=-0.5, x1=cols - 0.5, y0=start - 0.5, y1=stop - 0.5, line=OUTLINE)
+        shapes.append(dict(type="rect", x0=-0.5, x1=cols - 0.5, y0=start - 0.5, y1=stop - 0.5, line=OUTLINE))
     if panel.cell is not None:
         i, j = panel.cell
-        fig.add_shape(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color="magenta", width=4))
-    return fig
+        shapes.append(dict(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
+                           line=dict(color="magenta", width=4)))
+    if shapes:
+        layout["shapes"] = shapes
+    return figure([trace], layout)
 
 
 def cell_text(matrix: np.ndarray, kind: str = "signed") -> list[list[str]]:

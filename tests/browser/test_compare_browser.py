@@ -38,3 +38,14 @@ def test_heads_take_it_apart_screens(app_page, app_url):
     app_page.get_by_text("Quick check", exact=True).scroll_into_view_if_needed()
     screenshot(app_page, "quiz_1280x720")
     assert "knock=0%2C2" in app_page.url or "knock=0,2" in app_page.url
+
+
+def test_the_take_it_apart_section_is_drawn_only_once_opened(app_page, app_url):
+    open_app(app_page, app_url, "")
+    wait_for_charts(app_page, count=4)  # the heads, the similarity, the concatenation and the output
+    main = app_page.locator('[data-testid="stMain"]')
+    assert main.locator(".st-key-apart_head").count() == 0  # closed: its widgets and figures were never sent
+    app_page.get_by_text("Take it apart", exact=False).first.click()
+    app_page.locator(".st-key-apart_head").wait_for()
+    wait_for_charts(app_page, count=7)
+    assert not exceptions_on_page(app_page)
