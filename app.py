@@ -4,7 +4,7 @@ import streamlit as st
 
 from ui.controls import keep_widget_state
 from ui.navigation import all_pages, page_links, scroll_if_requested
-from ui.server import tune_server
+from ui.server import collect_garbage, tune_server
 
 st.set_page_config(page_title="MHA Explorer", page_icon="🔍", layout="wide")
 tune_server()
@@ -12,5 +12,8 @@ keep_widget_state()
 scroll_if_requested()
 
 menu = st.sidebar.container()  # the page links, above everything a page puts in the sidebar
-st.navigation(all_pages(), position="hidden").run()
-page_links(menu)  # after the page: its links carry the parameters the page has just written
+try:
+    st.navigation(all_pages(), position="hidden").run()
+    page_links(menu)  # after the page: its links carry the parameters the page has just written
+finally:  # also when a page stops or reruns early
+    collect_garbage()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import threading
+import time
 
 import streamlit as st
 from threadpoolctl import threadpool_limits
@@ -15,7 +17,7 @@ def tune_server() -> dict:
     One BLAS thread: with many sessions on 1-2 cores, a second thread per matrix product only
     fights the other sessions for the same cores (measured: the real model's 32-piece forward
     pass took 20-45 ms with one thread and 0.3-1 s with two on a busy machine).
-    gc.freeze: Streamlit runs a full collection after every script run; freezing the tens of
+    gc.freeze: a full collection (``collect_garbage``) walks every tracked object; freezing the tens of
     thousands of objects the imports made keeps that collection from walking them each time
     (measured with py-spy: it was about a third of the server's CPU per rerun).
     """
@@ -23,3 +25,25 @@ def tune_server() -> dict:
     gc.collect()
     gc.freeze()
     return {"blas_threads": 1, "frozen_objects": gc.get_freeze_count(), "limits": repr(limits)}
+
+
+# A full collection at most this often (seconds), at the end of a script run. Streamlit's own one after
+# every run (runner.postScriptGC, off in .streamlit/config.toml) took ~24 of ~65 ms of a Heads rerun;
+# without any, closed sessions' results wait in the oldest generation and the server grew past 1.3 GB
+# over 200 configurations at the caps (`python -m bench --only memory`).
+GC_INTERVAL_S = 1.0
+_last_collection = [0.0]
+_collection_lock = threading.Lock()
+
+
+def collect_garbage(now: float | None = None) -> bool:
+    """A full garbage collection if none ran in the last ``GC_INTERVAL_S`` seconds; True when it ran."""
+    now = time.monotonic() if now is None else now
+    if now - _last_collection[0] < GC_INTERVAL_S or not _collection_lock.acquire(blocking=False):
+        return False
+    try:
+        _last_collection[0] = now
+        gc.collect()
+    finally:
+        _collection_lock.release()
+    return True
