@@ -207,9 +207,9 @@ def wait_healthy(server: Server, process: subprocess.Popen, timeout: float) -> N
     raise RuntimeError(f"streamlit was not healthy within {timeout:.0f} s:\n{server.log.read_text()[-3000:]}")
 
 
-def app_command(port: int) -> list[str]:
-    """``streamlit run app.py`` on loopback, with the flags every test and benchmark server uses."""
-    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+def app_command(port: int, script: Path = ROOT / "app.py") -> list[str]:
+    """``streamlit run app.py`` (or ``script``) on loopback, with the flags every test and benchmark server uses."""
+    return [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
             "--server.headless", "true", "--server.address", "127.0.0.1",
             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
 

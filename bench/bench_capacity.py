@@ -48,19 +48,20 @@ CLIENT_CPU = {0}
 SERVER_START_S = 60.0
 
 
-def server_command(port: int, cpus: str | None) -> list[str]:
+def server_command(port: int, cpus: str | None, script: Path = ROOT / "app.py") -> list[str]:
     """The command line of one app server on loopback, pinned to ``cpus`` when given and taskset exists."""
-    command = app_command(port)
+    command = app_command(port, script)
     if cpus is not None and shutil.which("taskset"):
         return ["taskset", "-c", cpus, *command]
     return command
 
 
 @contextlib.contextmanager
-def pinned_server(directory: Path, cpus: str | None = SERVER_CPU, port: int | None = None) -> Iterator[Server]:
+def pinned_server(directory: Path, cpus: str | None = SERVER_CPU, port: int | None = None,
+                  script: Path = ROOT / "app.py") -> Iterator[Server]:
     """One app server (taskset execs it: the pid is streamlit's), its log in ``directory``; always stopped."""
     port = port or free_port()
-    with running_server(server_command(port, cpus), port, directory / f"server-{port}.log") as (server, _):
+    with running_server(server_command(port, cpus, script), port, directory / f"server-{port}.log") as (server, _):
         yield server
 
 

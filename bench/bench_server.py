@@ -94,12 +94,32 @@ async def measure(url: str, pid: int, row: Row, changes: int, first: int) -> dic
         "cpu_ms_per_change": cpu_ms,
         "wall_p50_ms": statistics.median(run.ms for run in runs),
         "kb_per_change": statistics.mean(run.bytes for run in runs) / 1024,
+        "messages_per_change": statistics.mean(run.messages for run in runs),
         "exceptions": exceptions,
         "goal": f"<= {goal:.0f} ms" if goal else "-",
         "met": (cpu_ms <= goal and exceptions == 0) if goal else None,
         "note": (f"missed by {cpu_ms / goal:.1f}x" if goal and cpu_ms > goal else ""),
         "load_avg_1m": os.getloadavg()[0],
     }
+
+
+FLOOR_SCRIPT = """
+import streamlit as st
+
+seed = st.sidebar.number_input("seed", value=0, step=1, key="w_seed")
+for i in range({elements}):
+    st.caption(f"element {{i}} of the run with seed {{seed}}")
+"""
+
+
+def floor_row(directory: Path, elements: int, changes: int) -> dict:
+    """Streamlit alone: a page of ``elements`` one-line captions and a seed, no computation, measured like a page."""
+    script = directory / "floor_app.py"
+    script.write_text(FLOOR_SCRIPT.format(elements=elements))
+    with pinned_server(directory, script=script) as server:
+        row = Row("streamlit floor", "defaults", {}, "seed", "w_seed", seed)
+        result = run_coroutine(measure(server.url, server.pid, row, changes, 0))
+    return result | {"page": f"Streamlit alone: {elements} captions", "goal": "-", "met": None, "note": ""}
 
 
 def run(quick: bool) -> list[dict]:
@@ -114,7 +134,10 @@ def run(quick: bool) -> list[dict]:
     ``wall_p50_ms``: change sent to run finished, median; ``kb_per_change``: bytes received per run.
     "caps": 64 tokens, d_model 512, 16 heads, causal (Real model: 128 word pieces). Goals (issue
     11): Heads <= 15 ms, Step by step <= 30 ms, Real model <= 40 ms at the defaults, <= 100 ms at the
-    caps. ``load_avg_1m``: other programs share these cores.
+    caps. ``messages_per_change``: ForwardMsgs per run (one per element or layout block). The last row,
+    "Streamlit alone", is a generated page of as many one-line captions as the Heads page sends
+    messages, measured the same way on a server of its own: Streamlit's own cost for that many
+    elements, with no computation and no figure. ``load_avg_1m``: other programs share these cores.
     """
     if not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2:
         return [skipped_row("needs taskset and 2 cores (server on core 1, the client on core 0)")]
@@ -129,4 +152,7 @@ def run(quick: bool) -> list[dict]:
                 results.append(skipped_row(f"{row.page} ({row.settings}): {type(error).__name__}: {error}"[:300],
                                            page=row.page, settings=row.settings))
             time.sleep(0.2)
+        heads = next((row for row in results if row.get("page") == "heads" and "messages_per_change" in row), None)
+        if heads is not None:  # the same number of messages as the Heads page at the defaults
+            results.append(floor_row(Path(directory), round(heads["messages_per_change"]), changes))
     return results

@@ -42,6 +42,7 @@ class RunResult:
     exceptions: list[str]  # text of every exception element in the run's deltas
     status: int  # ForwardMsg.ScriptFinishedStatus
     bytes: int  # the run's ForwardMsg bytes
+    messages: int = 0  # the run's ForwardMsgs (each element and block is one)
 
 
 @dataclass
@@ -147,10 +148,11 @@ class StreamlitClient:
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
         exceptions: list[str] = []
-        received = 0
+        received = messages = 0
         while True:
             raw = await self.websocket.recv()
             received += len(raw)
+            messages += 1
             forward = ForwardMsg()
             forward.ParseFromString(raw)
             kind = forward.WhichOneof("type")
@@ -165,7 +167,7 @@ class StreamlitClient:
             elif kind == "script_finished":
                 status = forward.script_finished
                 if status != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                    return RunResult((time.perf_counter() - start) * 1e3, exceptions, status, received)
+                    return RunResult((time.perf_counter() - start) * 1e3, exceptions, status, received, messages)
 
     def note_element(self, element, exceptions: list[str]) -> None:
         """Record a widget's id under its user key, or an exception's text."""
