@@ -4,9 +4,9 @@ then the same heads under every positional scheme, and RoPE's score as a functio
 import numpy as np
 import streamlit as st
 
-from mha_core.config import RunResult
+from mha_core.config import MHAConfig, RunResult
 from ui import step_views as views
-from ui.compute import compute
+from ui.compute import compute, result_later
 from ui.controls import KEEP, clamp_choice, figure_font_size, sidebar
 from ui.decoding import (
     assembled_weights,
@@ -32,8 +32,13 @@ def move_step(delta: int, last: int) -> None:
 
 
 @st.fragment
-def stepper(result: RunResult) -> None:
-    """The decoding stepper: only this part reruns while stepping."""
+def stepper(config: MHAConfig) -> None:
+    """The decoding stepper: only this part reruns while stepping.
+
+    It takes the config, not the result: Streamlit keeps a fragment's arguments for the session's life
+    (``ui.compute.result_later``).
+    """
+    result = result_later(config)
     steps = decode_run(result)
     trace, labels = result.trace, result.query_labels
     last = len(steps) - 1
@@ -156,6 +161,6 @@ if result is not None:
         "token: a **KV cache** keeps them, so each step computes one new query row and appends one key and value. "
         "The rows it assembles are exactly the rows of full causal attention, shown beside them."
     )
-    stepper(result)
+    stepper(result.config)
     compare_positions(decoder)
     rope_offsets(result)

@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from ui import apart, cached_figures, export, figures, quiz, tables
-from ui.compute import compute, result_on_click
+from ui.compute import compute, result_later
 from ui.controls import KEEP, mask_editor, presenting, sidebar
 from ui.device import chart_config, on_phone
 from ui.markdown import literals
@@ -83,7 +83,7 @@ def download_csv(label: str, config, table, file_name: str, key: str) -> None:
     The button's callable lives as long as the session (closed tabs too, for server.disconnectedSessionTTL):
     it keeps the small frozen config, never the arrays (issue 15: ~11 MB per session at the caps).
     """
-    download(label, lambda: export.csv_bytes(table(result_on_click(config))), file_name, "text/csv", key)
+    download(label, lambda: export.csv_bytes(table(result_later(config))), file_name, "text/csv", key)
 
 
 def grid_frame(result, view: str, average: bool):
@@ -311,8 +311,13 @@ def carried_frame(result, off):
 
 
 @st.fragment
-def quiz_section(result) -> None:
-    """Quick checks: a question from this run's own arrays, the answer computed; a score for the session."""
+def quiz_section(config) -> None:
+    """Quick checks: a question from this run's own arrays, the answer computed; a score for the session.
+
+    A fragment: "Next question" reruns only this part. It takes the config, not the result: Streamlit
+    keeps a fragment's arguments for the session's life (``ui.compute.result_later``).
+    """
+    result = result_later(config)
     st.subheader("Quick check")
     ss = st.session_state
     score = ss.setdefault("quiz_score", [0, 0])  # right, asked
@@ -344,10 +349,10 @@ def export_section(result) -> None:
     left, right = st.columns(2)
     config = result.config  # the callables keep the config, not the arrays (see download_csv)
     with left:
-        download("All intermediates (.npz)", lambda: export.npz_bytes(result_on_click(config)), "mha_trace.npz",
+        download("All intermediates (.npz)", lambda: export.npz_bytes(result_later(config)), "mha_trace.npz",
                  "application/octet-stream", "dl_npz")
     with right:
-        download("All intermediates (.json)", lambda: export.json_bytes(result_on_click(config)), "mha_trace.json",
+        download("All intermediates (.json)", lambda: export.json_bytes(result_later(config)), "mha_trace.json",
                  "application/json", "dl_json")
     st.caption(
         "Inputs, W_Q/W_K/W_V/W_O, mask, Q, K, V, scores, logits, weights, head outputs, concat, output. "
@@ -445,7 +450,7 @@ def main() -> None:
     diagnostics_section(result)
     outputs_section(result)
     take_apart_section(result)
-    quiz_section(result)
+    quiz_section(result.config)
     export_section(result)
 
 

@@ -76,6 +76,36 @@ def test_no_download_callable_of_the_heads_page_keeps_an_array(downloads):
         assert not heavy, f"{key}'s callable keeps {heavy} alive for as long as its session"
 
 
+@pytest.fixture
+def stored_fragments(monkeypatch):
+    """Every function Streamlit stores for a fragment's reruns (it holds the fragment's arguments)."""
+    from streamlit.runtime.fragment import MemoryFragmentStorage
+
+    stored = []
+    original = MemoryFragmentStorage.register
+
+    def recording(self, key, value, *args, **kwargs):
+        stored.append(value)
+        return original(self, key, value, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryFragmentStorage, "register", recording)
+    return stored
+
+
+@pytest.mark.parametrize("page", ["app_pages/heads.py", "app_pages/decoding.py", "app_pages/step_by_step.py",
+                                  "app_pages/real_model.py", "app_pages/compare.py", "app_pages/lessons.py"])
+def test_no_fragment_keeps_an_array_for_its_session(stored_fragments, page):
+    at = heads_page(PARAMS)
+    at.switch_page(page).run()
+    assert not at.exception
+    for fragment in stored_fragments:
+        held = held_objects(fragment)
+        held += [item for value in held if isinstance(value, tuple | dict)
+                 for item in (value.values() if isinstance(value, dict) else value)]  # the call's args and kwargs
+        heavy = [type(value).__name__ for value in held if isinstance(value, HEAVY)]
+        assert not heavy, f"a fragment on {page} keeps {heavy} alive for as long as its session"
+
+
 def test_the_download_callables_give_the_engine_arrays(downloads):
     at = heads_page(PARAMS | {"avg": "1", "view": "logits"})
     result = run(at.session_state["config"])  # the engine, not the page's helpers

@@ -20,19 +20,33 @@ def test_tune_server_limits_blas_to_one_thread_and_freezes_the_imports():
 def test_garbage_is_collected_at_most_once_per_interval():
     from ui import server
 
-    class Cycle:
-        pass
-
     start = server._last_collection[0] + 10 * server.GC_INTERVAL_S
     assert server.collect_garbage(now=start)
-    cycle = Cycle()
-    cycle.me = cycle  # only a full collection frees a reference cycle
-    del cycle
     collected_before = gc.get_stats()[2]["collections"]
     assert not server.collect_garbage(now=start + server.GC_INTERVAL_S / 2)  # too soon: nothing runs
     assert gc.get_stats()[2]["collections"] == collected_before
     assert server.collect_garbage(now=start + server.GC_INTERVAL_S)
     assert gc.get_stats()[2]["collections"] == collected_before + 1
+
+
+def test_a_collection_after_new_imports_freezes_what_survives():
+    import importlib
+    import sys
+
+    from ui import server
+
+    start = server._last_collection[0] + 10 * server.GC_INTERVAL_S
+    server.collect_garbage(now=start)
+    frozen = gc.get_freeze_count()
+    kept = []  # made after the last freeze: tracked by the collector
+    kept.extend([object()] for _ in range(1000))
+    assert server.collect_garbage(now=start + server.GC_INTERVAL_S)  # no new module: nothing more frozen
+    assert gc.get_freeze_count() == frozen
+    new_module = next(name for name in ("wave", "sndhdr", "mailbox", "tabnanny", "netrc") if name not in sys.modules)
+    importlib.import_module(new_module)
+    assert server.collect_garbage(now=start + 2 * server.GC_INTERVAL_S)
+    assert gc.get_freeze_count() >= frozen + 1000  # the new module's objects and what was alive with them
+    del kept
 
 
 def test_the_app_turns_streamlits_collection_after_every_run_off():
