@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from ui import compare, figures, tables
-from ui.compute import compute
+from ui.compute import compute, result_later
 from ui.controls import sidebar
 from ui.device import chart_config
 from ui.settings import Setting, model_settings, values_of
@@ -135,13 +135,29 @@ def main() -> None:
             config=chart_config(),
         )
         st.caption("Red: B gives the cell more weight than A; blue: less. Centred on 0.")
+    st.download_button("A, B and B − A weights (CSV)", data=lambda: weights_csv(config_a, config_b),
+                       file_name="compare.csv", mime="text/csv", key="dl_compare", on_click="ignore",
+                       icon=":material/download:")
+    st.download_button("Per-head changes (CSV)", data=lambda: head_changes_csv(config_a, config_b),
+                       file_name="compare_heads.csv", mime="text/csv", key="dl_compare_heads", on_click="ignore",
+                       icon=":material/download:")
+
+
+# The downloads are built on click from the two frozen configs (ui.compute.result_later): a callable
+# lives as long as its session, so it must not hold the results.
+def weights_csv(config_a, config_b) -> bytes:
+    """A's, B's and B − A's weights per head, one long table."""
+    result_a, result_b = result_later(config_a), result_later(config_b)
+    comparison = compare.compare(result_a, result_b)
     titles = [f"{which} head {h}" for which in ("A", "B", "B-A") for h in range(comparison.n_heads)]
     stacked = np.concatenate([comparison.weights_a, comparison.weights_b, comparison.delta])  # (3n, Tq, Tk)
-    frame = tables.stacked_frame(stacked, titles, result_a.query_labels, result_a.key_labels)
-    st.download_button("A, B and B − A weights (CSV)", data=frame.to_csv().encode(), file_name="compare.csv",
-                       mime="text/csv", key="dl_compare", on_click="ignore", icon=":material/download:")
-    st.download_button("Per-head changes (CSV)", data=changes.to_csv().encode(), file_name="compare_heads.csv",
-                       mime="text/csv", key="dl_compare_heads", on_click="ignore", icon=":material/download:")
+    return tables.stacked_frame(stacked, titles, result_a.query_labels, result_a.key_labels).to_csv().encode()
 
+
+def head_changes_csv(config_a, config_b) -> bytes:
+    """Per head: how much B changes A's weights."""
+    result_a, result_b = result_later(config_a), result_later(config_b)
+    comparison = compare.compare(result_a, result_b)
+    return compare.head_changes(comparison, result_a.query_labels, result_a.key_labels).to_csv().encode()
 
 main()
