@@ -102,6 +102,15 @@ def test_the_summary_line_names_sentence_heads_width_and_mask():
     assert "W_O" not in line
 
 
+def test_the_summary_line_names_todays_attention_settings_only_when_set():
+    assert "K/V" not in summary_line(MHAConfig()) and "positions" not in summary_line(MHAConfig())
+    line = summary_line(MHAConfig(n_heads=4, kv_heads=1, pe="rope", null_key=True))
+    assert "1 K/V head" in line and "positions: RoPE" in line and "null key" in line
+    assert "positions: ALiBi" in summary_line(MHAConfig(pe="alibi"))
+    assert "positions: sinusoidal" in summary_line(MHAConfig(pe="sinusoidal"))
+    assert "2 K/V heads" in summary_line(MHAConfig(n_heads=4, kv_heads=2))
+
+
 def test_a_long_sentence_is_cut_in_the_summary_line():
     line = summary_line(MHAConfig(tokens=tuple(f"w{i}" for i in range(20)), d_model=16))
     assert "w5" in line and "w6" not in line and "(20 tokens)" in line

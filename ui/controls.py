@@ -21,6 +21,7 @@ from ui.markdown import literal
 from ui.settings import (
     INIT_LABELS,
     MASK_LABELS,
+    POSITION_LABELS,
     SCALE_LABELS,
     VIEW_SETTINGS,
     Setting,
@@ -320,6 +321,12 @@ def summary_line(config: MHAConfig) -> str:
     if config.kv_tokens is not None:
         sentence += f" → **{literal(_short(config.kv_tokens))}**"
     parts = [sentence, f"{config.n_heads} heads", f"mask: {MASK_LABELS[config.mask].split(' (')[0]}"]
+    if config.key_value_heads != config.n_heads:
+        parts.append(f"{config.key_value_heads} K/V head{'s' if config.key_value_heads > 1 else ''}")
+    if config.pe != "none":
+        parts.append(f"positions: {POSITION_LABELS[config.pe].split(' (')[0].split(',')[0]}")
+    if config.null_key:
+        parts.append("null key")
     if config.init != "xavier":
         parts.append(f"weights: {INIT_LABELS[config.init].split('  ')[0]}")
     if config.scale_rule != "sqrt_dk":
