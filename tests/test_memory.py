@@ -21,7 +21,7 @@ import streamlit
 from streamlit.testing.v1 import AppTest
 
 from mha_core.attention import AttentionTrace
-from mha_core.config import RunResult, run
+from mha_core.config import MHAConfig, RunResult, run
 from ui.controls import MAX_UPLOAD_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,3 +131,16 @@ def test_the_server_config_bounds_uploads_sessions_and_the_cache():
     assert server["maxCacheDataSize"].endswith("mb") and int(server["maxCacheDataSize"][:-2]) <= 200
     assert settings["browser"]["gatherUsageStats"] is False
     assert settings["client"]["toolbarMode"] == "viewer"
+
+
+def test_a_cached_result_is_one_shared_object_whose_arrays_cannot_be_changed():
+    from ui.compute import MAX_RESULTS, cached_run
+
+    config = MHAConfig(mask="causal", seed=11)
+    cached_run.clear()
+    first, again = cached_run(config), cached_run(config)
+    assert first is again  # no copy per rerun (st.cache_data unpickled 11.8 MB per hit at the caps)
+    for array in (first.trace.weights, first.trace.q, first.weights.w_o, first.x_q, first.mask):
+        with pytest.raises(ValueError, match="read-only"):
+            array[(0,) * array.ndim] = 1  # another session's numbers must not change under it
+    assert 11.8 * MAX_RESULTS <= 150  # MB at the caps, beside the real model on a 690 MB host

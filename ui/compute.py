@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import streamlit as st
 
 from mha_core.config import MHAConfig, RunResult, run
 
+# One result per configuration, shared by every session: st.cache_resource hands out the object itself,
+# where st.cache_data unpickled a copy on every hit (21 ms per hit at the caps, twice per Heads rerun: the
+# page and its quick-check fragment). Shared means read-only: every array of a cached result is made
+# unwritable, so a page that changed one in place would fail loudly instead of changing another
+# session's numbers. An entry at the caps (64 tokens, d_model 512) is 11.8 MB: 12 entries hold at most
+# ~140 MB beside the real model (python -m bench --only memory).
+MAX_RESULTS = 12
 
-# An entry at the caps (64 tokens, d_model 512) pickles to 11.8 MB (python -m bench --only app): 16 entries
-# hold at most ~190 MB; 64 would hold 755 MB. All st.cache_data entries together are also capped at 160 MB
-# (server.maxCacheDataSize in .streamlit/config.toml, least recently used evicted first), which keeps the
-# server under 600 MB beside the real model (python -m bench --only memory).
-@st.cache_data(max_entries=16, show_spinner=False)
+
+@st.cache_resource(max_entries=MAX_RESULTS, show_spinner=False)
 def cached_run(config: MHAConfig) -> RunResult:
-    """``mha_core.run`` memoised on the frozen configuration (bounded: 16 entries per server)."""
-    return run(config)
+    """``mha_core.run`` memoised on the frozen configuration, its arrays read-only (bounded: 12 per server)."""
+    return read_only(run(config))
+
+
+def read_only(value):
+    """``value`` with every numpy array in it (dataclass fields followed) made unwritable, in place."""
+    if isinstance(value, np.ndarray):
+        value.setflags(write=False)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            read_only(getattr(value, field.name))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            read_only(item)
+    return value
 
 
 def compute(config: MHAConfig) -> RunResult | None:
