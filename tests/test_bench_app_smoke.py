@@ -126,6 +126,27 @@ def test_next_heads_always_changes_the_head_count():
         assert all(16 % heads == 0 for heads in picks)  # divisors of the default d_model
 
 
+def test_goal_columns_say_by_how_much_a_median_misses():
+    assert bench_browser.goal_columns(300.0, 250.0) == {"goal": "<= 250 ms", "met": False,
+                                                        "note": "missed by 50 ms (1.2x the goal)"}
+    assert bench_browser.goal_columns(200.0, 250.0) == {"goal": "<= 250 ms", "met": True,
+                                                        "note": "met, 50 ms to spare"}
+    assert bench_browser.goal_columns(250.0, 250.0)["met"] is True
+
+
+def test_opening_rows_split_the_whole_into_contiguous_parts():
+    marks = dict(shell=800.0, session=850.0, chunk_start=1100.0, chunk_end=1900.0, chart=3900.0, heatmap=4300.0)
+    sizes = dict(chunk_transfer_kb=4606.0, chunk_encoded_kb=4605.0, chunk_decoded_kb=4605.0, html_end=20.0,
+                 dom_loaded=700.0, bundle_end=300.0, bundle_kb=469.0, chunk_longest_task=1500.0)
+    openings = [bench_browser.Opening(**marks, **sizes),
+                bench_browser.Opening(**{k: 2 * v for k, v in marks.items()}, **sizes)]
+    whole, *parts = bench_browser.opening_rows("warm server", openings, quick=False)
+    assert whole["median_ms"] == 6450.0 and whole["samples"] == 2 and whole["met"] is False
+    assert [part["median_ms"] for part in parts] == [1200.0, 450.0, 4200.0, 600.0]  # medians of (x, 2x)
+    assert "uncompressed" in parts[2]["note"] and "download 1200 ms" in parts[2]["note"]
+    assert "quick run" not in whole["note"]
+
+
 def test_session_errors_count_timeouts_exceptions_and_changes_not_made():
     result = bench_load.SessionResult(planned=10, latencies=[1.0] * 6, timeouts=2, exceptions=1)
     result.page_errors.append("TypeError")
@@ -157,12 +178,32 @@ def test_peak_rss_sampler_reads_this_process():
 
 @pytest.mark.browser
 @needs_browser
-def test_browser_quick_times_both_controls():
-    rows = {row["measurement"]: row for row in bench_browser.run(quick=True)}
-    for name in ("seed + (step-up button)", "heads (selectbox pick)"):
-        assert rows[name]["changes"] == bench_browser.QUICK_CHANGES
-        assert finite_positive(rows[name]["median_ms"])
-        assert finite_positive(rows[name]["server_cpu_ms"]) and finite_positive(rows[name]["browser_cpu_ms"])
+def test_browser_quick_times_every_measurement_against_its_goal():
+    rows = bench_browser.run(quick=True)
+    by_name = {row["measurement"]: row for row in rows}
+    goals = {"Heads: seed +, every figure redrawn": bench_browser.GOAL_HEADS_MS,
+             "Heads: heads pick, every figure redrawn": bench_browser.GOAL_HEADS_MS,
+             "Step by step: seed +, every figure redrawn": bench_browser.GOAL_STEP_BY_STEP_MS,
+             "link to first heatmap, warm server": bench_browser.GOAL_FIRST_HEATMAP_MS,
+             "link to first heatmap, cold server": bench_browser.GOAL_FIRST_HEATMAP_MS}
+    for name, goal in goals.items():
+        row = by_name[name]
+        assert row["samples"] == bench_browser.QUICK_SAMPLES and "quick run" in row["note"]
+        assert finite_positive(row["median_ms"]) and row["min_ms"] <= row["median_ms"] <= row["max_ms"]
+        assert row["met"] == (row["median_ms"] <= goal)
+        assert row["note"].startswith("met" if row["met"] else "missed by")
+    for name in list(goals)[:3]:
+        row = by_name[name]
+        assert finite_positive(row["server_cpu_ms"]) and finite_positive(row["browser_cpu_ms"])
+        redrawn, charts = map(int, row["charts"].split("/"))
+        assert 1 <= redrawn <= charts  # a seed or heads change redraws figures that are on the page
+        assert row["first_ms"] <= row["median_ms"]
+    for server in ("warm", "cold"):  # the parts follow their whole and add up to it (one sample each)
+        start = [row["measurement"] for row in rows].index(f"link to first heatmap, {server} server")
+        parts = rows[start + 1:start + 1 + len(bench_browser.OPENING_PARTS)]
+        assert all(row["measurement"].startswith("  ") and row["median_ms"] >= 0 for row in parts)
+        assert sum(row["median_ms"] for row in parts) == pytest.approx(rows[start]["median_ms"], abs=1e-6)
+        assert "KB over the wire" in parts[2]["note"]
 
 
 @pytest.mark.browser
