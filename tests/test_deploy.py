@@ -9,6 +9,7 @@ nginx or kubernetes-validate skip with the reason when they are missing.
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import os
 import shlex
@@ -19,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import streamlit
 
 from bench.bench_browser import free_port, run_coroutine
 from bench.st_client import SEED_KEY, StreamlitClient
@@ -215,6 +217,11 @@ def test_one_replica_behind_the_proxy_serves_a_student(tmp_path):
         assert set_cookie.startswith("mha_route=")
         _, again = header(f"{url}/_stcore/health", "X-Upstream", cookie="mha_route=abc")
         assert again.startswith("mha_route=abc;")  # a browser keeps its key
+        chunk = next((Path(streamlit.__file__).parent / "static" / "static" / "js").glob("PlotlyChart*.js"))
+        request = urllib.request.Request(f"{url}/static/js/{chunk.name}", headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(request, timeout=30) as response:  # plotly.js, 4.6 MB from Streamlit
+            assert response.headers.get("Content-Encoding") == "gzip"
+            assert gzip.decompress(response.read()) == chunk.read_bytes()
 
         async def student() -> tuple[str, list[str]]:
             client = StreamlitClient(url)
