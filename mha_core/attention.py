@@ -106,6 +106,10 @@ class AttentionTrace:
         """The key/value head that query head ``head`` reads."""
         return head // (self.n_heads // self.kv_heads)
 
+    def values_per_query_head(self) -> np.ndarray:
+        """V as each query head reads it: (kv, Tk, hv) -> (nh, Tk, hv); with shared K/V heads a group reads one."""
+        return self.v[[self.kv_head_of(h) for h in range(self.n_heads)]]  # (nh, Tk, hv)
+
 
 def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     """Linear map in row convention: (T, C_in) @ (C_in, C_out) + (C_out,) -> (T, C_out)."""

@@ -167,3 +167,13 @@ def test_null_key_equals_an_explicit_key_of_logit_zero_and_value_zero(problem):
     np.testing.assert_array_equal(trace.logits, plain.logits)
     np.testing.assert_array_equal(trace.fully_masked, plain.fully_masked)
     assert np.all(trace.weights[trace.fully_masked] == 0) and trace.null_key
+
+
+def test_each_query_head_reads_the_values_of_its_own_group():
+    from mha_core.config import MHAConfig, run
+
+    trace = run(MHAConfig(n_heads=8, kv_heads=2, d_model=16)).trace
+    per_head = trace.values_per_query_head()
+    assert per_head.shape == (8, *trace.v.shape[1:])
+    for h in range(8):
+        np.testing.assert_array_equal(per_head[h], trace.v[h // 4])  # heads 0-3 read K/V head 0, 4-7 head 1

@@ -34,7 +34,7 @@ def take_apart(result: RunResult, heads_off) -> TakenApart:
     b_o = w.b_o if result.config.output_projection else None
     contributions, gap = contribution_identity(trace.heads, w_o, b_o, trace.output)  # (nh, Tq, C_out)
     knocked = knock_out(trace.heads, w_o, b_o, heads_off)
-    carried = output_norm_weights(trace.weights, values_per_query_head(trace), w_o)  # (nh, Tq, Tk)
+    carried = output_norm_weights(trace.weights, trace.values_per_query_head(), w_o)  # (nh, Tq, Tk)
     return TakenApart(contributions, gap, knocked, carried)
 
 
@@ -104,7 +104,7 @@ def special_mass(traces, w_os, position: int) -> tuple[np.ndarray, np.ndarray]:
     """
     weight, share = [], []
     for trace, w_o in zip(traces, w_os, strict=True):
-        carried = output_norm_weights(trace.weights, values_per_query_head(trace), w_o)  # (nh, T, T)
+        carried = output_norm_weights(trace.weights, trace.values_per_query_head(), w_o)  # (nh, T, T)
         total = carried.sum(axis=-1)  # (nh, T)
         part = np.divide(carried[..., position], total, out=np.zeros_like(total), where=total > 0)  # (nh, T)
         weight.append(trace.weights[..., position].mean(axis=-1))  # (nh,)
@@ -117,8 +117,3 @@ def special_mass_frame(masses: dict[str, np.ndarray]) -> pd.DataFrame:
     first = next(iter(masses.values()))
     index = pd.MultiIndex.from_product([range(first.shape[0]), range(first.shape[1])], names=["layer", "head"])
     return pd.DataFrame({name: m.reshape(-1) for name, m in masses.items()}, index=index)
-
-
-def values_per_query_head(trace) -> np.ndarray:
-    """V as each query head reads it: (kv, Tk, hv) -> (nh, Tk, hv); with shared K/V heads a group reads one."""
-    return trace.v[[trace.kv_head_of(h) for h in range(trace.n_heads)]]  # (nh, Tk, hv)
