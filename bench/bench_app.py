@@ -217,7 +217,11 @@ def minilm():
 
 
 def cache_entry_bytes(at, case: Case) -> int | None:
-    """Bytes of the page's cached result for the last run, pickled as ``st.cache_data`` keeps it (None: no cache)."""
+    """Bytes of the page's cached result for the last run, pickled as ``st.cache_data`` keeps it (None: no cache).
+
+    The Real model page keeps its forward pass in ``st.cache_resource`` (one shared object, its arrays about
+    as large as this pickle).
+    """
     if case.page in ("heads", "step_by_step"):
         from mha_core.config import run
 
