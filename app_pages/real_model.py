@@ -4,10 +4,19 @@ Read the sentence, layer and head (widgets ``w_rm_*``; the URL's ``rm_text``, ``
 ``rm_head`` on a session's first visit) -> the model (loaded once per server) and its forward
 pass (cached per sentence) -> render: word pieces, one layer's heads, their diagnostics, the
 patterns worth looking for, all 72 heads at a glance, and one head step by step.
+
+What a rerun costs (issue 11): everything below the sentence is one fragment (``layer_view``), so
+a layer, head, "Show" or section click reruns only that part, not the page and its sidebar. What
+depends on the sentence alone (patterns, overview, [CLS]/[SEP] maps) is cached per sentence, and
+the two sections that are neither on screen nor needed to read the page (all heads at a glance,
+the [CLS]/[SEP] maps) are expanders that compute nothing while closed, like the step-by-step
+toggle. Measured in bench/bench_app.py (AppTest) and with bench/st_client.py on a server.
 """
 
 import os
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
@@ -18,7 +27,8 @@ from ui.controls import KEEP, clamp_choice, presentation_switch
 from ui.drill_down import drill_down
 from ui.markdown import literals
 
-FORWARD_CACHE_ENTRIES = 4  # a run pickles to 29 MB at 128 pieces (3 MB at 21): at most ~115 MB cached
+FORWARD_CACHE_ENTRIES = 4  # a run holds 29 MB at 128 pieces (3 MB at 21): at most ~115 MB cached
+LAYER_CACHE_ENTRIES = FORWARD_CACHE_ENTRIES * 6  # one entry per cached sentence and layer (6 layers)
 NUMBER = "%.3f"
 KEY_PREFIX = "rm"
 GRID_PANEL_PX = 170  # about square panels, 4 across the ~820 px main column of a 1280 px screen
@@ -30,10 +40,34 @@ def cached_model(model_dir: str | None) -> MiniLM:
     return load_minilm()
 
 
-@st.cache_data(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the sentence through the model…")
+# The caches below are keyed on the sentence alone: the model is one per server, and a run is
+# read-only (its arrays are frozen). st.cache_resource hands every session the same object;
+# st.cache_data would unpickle a copy on every hit: 3 MB at 21 pieces, 29 MB and ~23 ms at 128.
+
+
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the sentence through the model…")
 def cached_forward(text: str, _model: MiniLM) -> MiniLMRun:
     """One sentence through the model, every intermediate kept; keyed on the text (the model is one per server)."""
     return _model.forward(text)
+
+
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
+def sentence_findings(text: str, _run: MiniLMRun) -> list[rm.Finding]:
+    """The strongest head of each pattern over all layers, for the sentence ``text`` (whose run is ``_run``)."""
+    return rm.findings(rm.model_measures(_run))
+
+
+@st.cache_resource(max_entries=LAYER_CACHE_ENTRIES, show_spinner=False)
+def layer_tables(text: str, layer: int, _run: MiniLMRun) -> tuple[pd.DataFrame, np.ndarray]:
+    """One layer's diagnostics table and its heads' similarity matrix (nh, nh), for the sentence ``text``."""
+    trace = _run.traces[layer]
+    return rm.real_head_frame(trace, _run.word_ids), tables.similarity_frame(trace).to_numpy()
+
+
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
+def overview_chart(text: str, _run: MiniLMRun):
+    """The layers x heads overview figure of the sentence ``text`` (72 small heatmaps: built once, then reused)."""
+    return rm.overview_figure(_run.attentions)
 
 
 def model_or_message() -> MiniLM | None:
@@ -131,10 +165,9 @@ def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
     )
 
 
-def diagnostics_section(run: MiniLMRun, layer: int) -> None:
+def diagnostics_section(text: str, run: MiniLMRun, layer: int) -> None:
     st.subheader(f"What each head of layer {layer} does")
-    trace = run.traces[layer]
-    frame = rm.real_head_frame(trace, run.word_ids)
+    frame, similarity = layer_tables(text, layer, run)
     help_texts = dict(tables.DIAGNOSTIC_COLUMNS.values()) | dict(rm.REAL_COLUMNS.values())
     config = {c: st.column_config.NumberColumn(c, help=help_texts.get(c), format=NUMBER) for c in frame.columns}
     st.dataframe(frame, column_config=config, height="content", key="rm_head_table")
@@ -143,7 +176,6 @@ def diagnostics_section(run: MiniLMRun, layer: int) -> None:
         "the weight on [CLS]."
     )
     left, right = st.columns([3, 2], vertical_alignment="center")
-    similarity = tables.similarity_frame(trace).to_numpy()
     left.plotly_chart(cached_figures.similarity_heatmap(similarity), key="rm_similarity")
     right.markdown(
         "**Which heads look alike?** Cosine similarity of two heads' weight matrices on this sentence: "
@@ -152,14 +184,14 @@ def diagnostics_section(run: MiniLMRun, layer: int) -> None:
     )
 
 
-def patterns_section(run: MiniLMRun) -> None:
+def patterns_section(text: str, run: MiniLMRun) -> None:
     st.subheader("Patterns worth looking for")
     st.markdown(
         "Trained heads are not random: many do one recognisable job. Each pattern below has a look in the heatmap "
         "and a number that measures it; the sentence after it is **computed for your sentence** over all "
         f"{len(run.layers)} layers. Press *Show* to open that head above."
     )
-    for finding in rm.findings(rm.model_measures(run)):
+    for finding in sentence_findings(text, run):
         pattern = finding.pattern
         text, button = st.columns([6, 1], vertical_alignment="center")
         text.markdown(f"**{pattern.name}**: {pattern.look_for}  \n→ {finding.sentence()}")
@@ -173,12 +205,19 @@ def patterns_section(run: MiniLMRun) -> None:
             )
 
 
-def overview_section(run: MiniLMRun) -> None:
-    attentions = run.attentions  # (L, nh, T, T)
-    n_layers, n_heads, t, _ = attentions.shape
-    st.subheader(f"All {n_layers} layers × {n_heads} heads at a glance")
-    st.plotly_chart(rm.overview_figure(attentions), key="rm_overview")
-    _, block = rm.max_pool(attentions[:1, :1])
+def overview_section(text: str, run: MiniLMRun) -> None:
+    """All heads of all layers, drawn only while its expander is open (72 heatmaps: the page's heaviest figure)."""
+    n_layers, n_heads, t = len(run.layers), run.traces[0].n_heads, run.n_tokens
+    box = st.expander(f"All {n_layers} layers × {n_heads} heads at a glance", key="w_rm_overview", on_change="rerun")
+    if not box.open:
+        return
+    with box:
+        overview_body(text, run, t)
+
+
+def overview_body(text: str, run: MiniLMRun, t: int) -> None:
+    st.plotly_chart(overview_chart(text, run), key="rm_overview")
+    block = rm.pool_block(t)
     shrink = (
         f" With {t} pieces each small square shows the largest weight of a {block}×{block} block, so sharp lines stay "
         "visible."
@@ -222,18 +261,32 @@ SINK_CITATION = (
 )
 
 
-def sink_section(model: MiniLM, run: MiniLMRun) -> None:
-    """Mass on [CLS] and [SEP] per layer and head, beside the norm-weighted share (ui/apart.py)."""
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
+def sentence_masses(text: str, _model: MiniLM, _run: MiniLMRun) -> tuple[dict[str, np.ndarray], bytes]:
+    """Mass on [CLS] and [SEP] per layer and head (each (L, nh)) and the same as CSV, for the sentence ``text``."""
     from ui import apart  # imported here: this section is the only user on this page
 
-    st.subheader("Where the mass goes: [CLS] and [SEP]")
-    traces = [layer.attention for layer in run.layers]
-    w_os = [layer.attention.w_o for layer in model.layers]
+    traces = [layer.attention for layer in _run.layers]
+    w_os = [layer.attention.w_o for layer in _model.layers]
     masses = {}
-    for name, position in (("[CLS]", 0), ("[SEP]", run.n_tokens - 1)):
+    for name, position in (("[CLS]", 0), ("[SEP]", _run.n_tokens - 1)):
         masses[f"weight on {name}"], masses[f"norm-weighted share on {name}"] = apart.special_mass(traces, w_os, position)
-    layers = [f"layer {n}" for n in range(len(traces))]
-    heads = [str(h) for h in range(traces[0].n_heads)]
+    return masses, apart.special_mass_frame(masses).to_csv().encode()
+
+
+def sink_section(text: str, model: MiniLM, run: MiniLMRun) -> None:
+    """Mass on [CLS] and [SEP] per layer and head, beside the norm-weighted share (ui/apart.py); drawn while open."""
+    box = st.expander("Where the mass goes: [CLS] and [SEP]", key="w_rm_sink", on_change="rerun")
+    if not box.open:
+        return
+    with box:
+        sink_body(text, model, run)
+
+
+def sink_body(text: str, model: MiniLM, run: MiniLMRun) -> None:
+    masses, csv = sentence_masses(text, model, run)
+    layers = [f"layer {n}" for n in range(len(run.layers))]
+    heads = [str(h) for h in range(run.traces[0].n_heads)]
     columns = st.columns(2)
     for n, (name, matrix) in enumerate(masses.items()):
         columns[n % 2].plotly_chart(
@@ -242,8 +295,7 @@ def sink_section(model: MiniLM, run: MiniLMRun) -> None:
             key=f"rm_sink_{n}",
         )
     st.markdown(SINK_CITATION)
-    frame = apart.special_mass_frame(masses)
-    st.download_button("Mass on [CLS] / [SEP] (CSV)", data=frame.to_csv().encode(), file_name="cls_sep_mass.csv",
+    st.download_button("Mass on [CLS] / [SEP] (CSV)", data=csv, file_name="cls_sep_mass.csv",
                        mime="text/csv", key="dl_rm_sink", on_click="ignore", icon=":material/download:")
 
 
@@ -276,6 +328,17 @@ def main() -> None:
         write_link(rm.RealView(text, int(st.session_state.w_rm_layer), int(st.session_state.w_rm_head)))
         return
     pieces_section(model, run)
+    layer_view(text, model)
+
+
+@st.fragment
+def layer_view(text: str, model: MiniLM) -> None:
+    """Everything that a layer, head, "Show" or section click changes: only this reruns then, not the page.
+
+    ``text`` is the sentence of the page's last full run (a new sentence reruns the page).
+    """
+    config = model.config
+    run = cached_forward(text, model)
     clamp_choice("w_rm_layer", config.n_layers)
     clamp_choice("w_rm_head", config.n_heads)
     left, right = st.columns([3, 1], vertical_alignment="bottom")
@@ -296,10 +359,10 @@ def main() -> None:
     )
     write_link(rm.RealView(text, int(layer), int(head)))
     heads_section(run, layer, head)
-    diagnostics_section(run, layer)
-    patterns_section(run)
-    overview_section(run)
-    sink_section(model, run)
+    diagnostics_section(text, run, layer)
+    patterns_section(text, run)
+    overview_section(text, run)
+    sink_section(text, model, run)
     steps_section(model, run, layer, head)
 
 

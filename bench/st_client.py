@@ -95,6 +95,7 @@ class StreamlitClient:
         self.page_script_hash = ""
         self.page_name = ""
         self.widget_ids: dict[str, str] = {}  # user key -> server widget id, from the deltas
+        self.fragment_ids: dict[str, str] = {}  # user key -> the st.fragment a widget is drawn in, if any
 
     async def connect(self) -> None:
         """Open the websocket (subprotocol "streamlit", as the browser asks for)."""
@@ -126,10 +127,14 @@ class StreamlitClient:
         """Change the widget with user key ``key`` to ``value`` and wait for the rerun to finish."""
         if key not in self.widget_ids:
             raise KeyError(f"no widget with key {key!r} on this page; seen: {sorted(self.widget_ids)}")
-        return await self.rerun({self.widget_ids[key]: value})
+        return await self.rerun({self.widget_ids[key]: value}, self.fragment_ids.get(key, ""))
 
-    async def rerun(self, widgets: dict[str, int | float | str | bool]) -> RunResult:
-        """Send one rerun_script BackMsg and read ForwardMsgs up to its script_finished."""
+    async def rerun(self, widgets: dict[str, int | float | str | bool], fragment_id: str = "") -> RunResult:
+        """Send one rerun_script BackMsg and read ForwardMsgs up to its script_finished.
+
+        ``fragment_id``: the fragment of the changed widget; the browser sends it too, and the server
+        then reruns only that fragment.
+        """
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         message = BackMsg()
@@ -137,6 +142,7 @@ class StreamlitClient:
         state.query_string = self.query_string
         state.page_script_hash = self.page_script_hash
         state.page_name = self.page_name if not self.page_script_hash else ""
+        state.fragment_id = fragment_id
         for widget_id, value in widgets.items():
             set_widget_value(state.widget_states.widgets.add(), widget_id, value)
         start = time.perf_counter()
@@ -157,7 +163,7 @@ class StreamlitClient:
             forward.ParseFromString(raw)
             kind = forward.WhichOneof("type")
             if kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
-                self.note_element(forward.delta.new_element, exceptions)
+                self.note_element(forward.delta.new_element, exceptions, forward.delta.fragment_id)
             elif kind == "page_info_changed":
                 self.query_string = forward.page_info_changed.query_string
             elif kind == "new_session" and forward.new_session.page_script_hash:
@@ -169,11 +175,13 @@ class StreamlitClient:
                 if status != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                     return RunResult((time.perf_counter() - start) * 1e3, exceptions, status, received, messages)
 
-    def note_element(self, element, exceptions: list[str]) -> None:
-        """Record a widget's id under its user key, or an exception's text."""
+    def note_element(self, element, exceptions: list[str], fragment_id: str = "") -> None:
+        """Record a widget's id (and its fragment) under its user key, or an exception's text."""
         widget_id = element_widget_id(element)
         if widget_id and widget_id.startswith("$$ID-") and widget_id.count("-") >= 2:
-            self.widget_ids[widget_id.split("-", 2)[2]] = widget_id  # "$$ID-<hash>-<key>"
+            key = widget_id.split("-", 2)[2]  # "$$ID-<hash>-<key>"
+            self.widget_ids[key] = widget_id
+            self.fragment_ids[key] = fragment_id
         text = exception_text(element)
         if text:
             exceptions.append(text)

@@ -29,13 +29,24 @@ PAGE_BUDGET = 2_000_000  # the benchmark's goal (issue 4): all figures of one re
 ATOL = 1e-6  # the figure is float32, like the model: only the JSON round trip is between them
 
 
-def page(params: dict[str, str] | None = None) -> AppTest:
-    """The Real model page opened with ``params`` as the link's query parameters, run once."""
+LAZY_SECTIONS = ("w_rm_overview", "w_rm_sink")  # expanders that draw nothing while closed
+
+
+def page(params: dict[str, str] | None = None, opened: tuple[str, ...] = ()) -> AppTest:
+    """The Real model page opened with ``params`` as the link's query parameters, run once.
+
+    ``opened``: keys of lazy sections (``LAZY_SECTIONS``) to open first, as a click on them would.
+    """
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     for name, value in (params or {}).items():
         at.query_params[name] = value
     at.switch_page(PAGE)
-    return at.run()
+    at.run()
+    if opened:
+        for key in opened:
+            at.session_state[key] = True
+        at.run()
+    return at
 
 
 def charts(at: AppTest) -> dict[str, dict]:
@@ -68,7 +79,7 @@ def assert_ok(at: AppTest) -> None:
 
 @pytest.fixture(scope="module")
 def default_page(model) -> AppTest:
-    return page()
+    return page(opened=LAZY_SECTIONS)
 
 
 # ---- what is on the page ---------------------------------------------------------------------
@@ -77,7 +88,7 @@ def default_page(model) -> AppTest:
 def test_the_page_renders_every_section(default_page, model):
     assert_ok(default_page)
     assert default_page.title[0].value.startswith("Real model")
-    assert {"rm_grid", "rm_similarity", "rm_overview"} <= set(charts(default_page))
+    assert {"rm_grid", "rm_similarity", "rm_overview", "rm_sink_0"} <= set(charts(default_page))
     assert default_page.text_input(key="w_rm_text").value == DEFAULT_SENTENCE
     chips = default_page.get("html")[0].proto.body
     for token in model.tokenize(DEFAULT_SENTENCE):
@@ -85,6 +96,31 @@ def test_the_page_renders_every_section(default_page, model):
     table = default_page.dataframe[0].value
     assert list(table.index) == [f"head {h}" for h in range(12)]
     assert {"entropy", "on previous", "on [SEP]"} <= set(table.columns)
+
+
+def test_the_sections_off_screen_draw_nothing_until_opened(model):
+    at = page()
+    assert_ok(at)
+    assert {key: at.session_state[key] for key in LAZY_SECTIONS} == {key: False for key in LAZY_SECTIONS}
+    shown = set(charts(at))
+    assert {"rm_grid", "rm_similarity"} <= shown
+    assert not shown & {"rm_overview", "rm_sink_0", "rm_sink_1", "rm_sink_2", "rm_sink_3"}, shown
+    at.session_state["w_rm_overview"] = True  # what a click on the expander does
+    at.run()
+    assert_ok(at)
+    assert "rm_overview" in charts(at) and "rm_sink_0" not in charts(at)
+    np.testing.assert_allclose(grid(at), model.attentions(DEFAULT_SENTENCE)[0], atol=ATOL, rtol=0)
+
+
+def test_an_open_section_follows_a_new_sentence(model):
+    at = page(opened=LAZY_SECTIONS)
+    at.text_input(key="w_rm_text").input("Fish swim fast.").run()
+    assert_ok(at)
+    expected = model.attentions("Fish swim fast.")  # (L, nh, T, T)
+    panels = [decode(trace["z"]) for trace in charts(at)["rm_overview"]["data"]]
+    np.testing.assert_allclose(panels[4 * 12 + 7], expected[4, 7], atol=ATOL, rtol=0)
+    on_cls = decode(charts(at)["rm_sink_0"]["data"][0]["z"])  # (L, nh) mean weight on [CLS]
+    np.testing.assert_allclose(on_cls, expected[:, :, :, 0].mean(axis=-1), atol=1e-5, rtol=0)
 
 
 def test_the_grid_holds_the_models_attention_for_the_chosen_layer(default_page, model):
@@ -251,7 +287,7 @@ def block_maxima(weights: np.ndarray, block: int) -> np.ndarray:
 
 def test_at_the_cap_every_figure_stays_under_two_megabytes(model):
     text = text_of(model, model.max_tokens)
-    at = page({"rm_text": text})
+    at = page({"rm_text": text}, opened=LAZY_SECTIONS)
     assert_ok(at)
     sizes = chart_bytes(at)
     assert {"rm_grid", "rm_overview"} <= set(sizes)
@@ -284,11 +320,11 @@ def test_at_64_pieces_the_grid_is_still_exact(model):
 
 
 def test_at_the_cap_with_the_step_by_step_on_the_page_sends_at_most_two_megabytes(model):
-    at = page({"rm_text": text_of(model, model.max_tokens)})
+    at = page({"rm_text": text_of(model, model.max_tokens)}, opened=LAZY_SECTIONS)  # every section drawn
     at.toggle(key="w_rm_steps").set_value(True).run()
     assert_ok(at)
     sizes = chart_bytes(at)
-    assert "rm_softmax_0" in sizes  # the step-by-step is drawn
+    assert {"rm_softmax_0", "rm_overview", "rm_sink_0"} <= set(sizes)  # the step-by-step and the lazy sections
     assert sum(sizes.values()) <= PAGE_BUDGET, sizes
 
 

@@ -28,7 +28,7 @@ def expected_masses(model, position: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_cls_and_sep_maps_are_the_model_weights_and_norm_weighted_shares(model):
-    at = page()
+    at = page(opened=("w_rm_sink",))
     assert_ok(at)
     figs = charts(at)
     n_tokens = len(model.tokenize(DEFAULT_SENTENCE))

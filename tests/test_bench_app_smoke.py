@@ -14,7 +14,9 @@ import math
 import os
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -88,6 +90,44 @@ def test_a_miss_runs_the_engine_once_per_new_seed_and_a_hit_never(monkeypatch):
     assert len(fresh) == 1 + 3  # the untimed first change, then three misses; the two hits computed nothing
     assert len(set(fresh)) == len(fresh)
     assert row["reruns"] == 3 and finite_positive(row["hit_ms"])
+
+
+def real_model_or_skip():
+    pretrained = pytest.importorskip("mha_core.pretrained")
+    try:
+        return pretrained.load_minilm(allow_download=False)
+    except RuntimeError as error:
+        pytest.skip(f"model files missing: {error}")
+
+
+def test_the_real_model_row_runs_the_forward_pass_once_per_new_sentence_and_a_hit_never(monkeypatch):
+    from mha_core.pretrained import MiniLM
+
+    real_model_or_skip()
+    texts = []
+    original = MiniLM.forward
+
+    def recording_forward(self, text):
+        if threading.current_thread() is not threading.main_thread():  # the page's runs, not the row's sizing
+            texts.append(text)
+        return original(self, text)
+
+    monkeypatch.setattr(MiniLM, "forward", recording_forward)
+    case = next(c for c in bench_app.cases() if c.page == "real_model" and c.settings == "defaults")
+    row = bench_app.measure(case, (3, 2))
+    marked = [text for text in texts if any(word in text.split() for word in bench_app.MARKER_WORDS)]
+    assert len(marked) == 1 + 3  # the untimed first change, then three misses; the two hits computed nothing
+    assert len(set(marked)) == len(marked)
+    assert row["reruns"] == 3 and row["figures"] >= 2  # the grid and the similarity map at least
+
+
+def test_the_real_model_caps_plus_session_draws_every_section():
+    real_model_or_skip()
+    caps_plus = next(c for c in bench_app.cases() if c.page == "real_model" and c.settings == "caps+")
+    short = next(c for c in bench_app.cases() if c.page == "real_model" and c.settings == "defaults")
+    at, _ = bench_app.open_session(replace(caps_plus, control=short.control))  # the same session, a short sentence
+    shown = {chart.proto.id.rsplit("-", 1)[-1] for chart in at.get("plotly_chart")}
+    assert {"rm_grid", "rm_overview", "rm_sink_0", "rm_softmax_0"} <= shown, shown
 
 
 def test_caps_cases_are_at_the_limits_and_judged_by_the_caps_goal():

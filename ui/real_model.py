@@ -281,6 +281,11 @@ def real_head_frame(trace: AttentionTrace, word_ids) -> pd.DataFrame:
 # ---- the layers x heads overview -----------------------------------------------------------
 
 
+def pool_block(n_tokens: int, max_cells: int = OVERVIEW_MAX_CELLS) -> int:
+    """The side of the squares ``max_pool`` takes maxima over: 1 up to ``max_cells`` pieces, then just enough."""
+    return max(1, -(-n_tokens // max_cells))
+
+
 def max_pool(attentions: np.ndarray, max_cells: int = OVERVIEW_MAX_CELLS) -> tuple[np.ndarray, int]:
     """Shrink (L, nh, T, T) to at most ``max_cells`` rows and columns per head by block maxima.
 
@@ -288,7 +293,7 @@ def max_pool(attentions: np.ndarray, max_cells: int = OVERVIEW_MAX_CELLS) -> tup
     be cut short), so a sharp head stays sharp. Returns the pooled (L, nh, P, P) float32 and block.
     """
     n_layers, n_heads, t, _ = attentions.shape
-    block = max(1, -(-t // max_cells))
+    block = pool_block(t, max_cells)
     cells = -(-t // block)  # P
     padded = np.zeros((n_layers, n_heads, cells * block, cells * block), dtype=np.float32)  # (L, nh, P*b, P*b)
     padded[:, :, :t, :t] = attentions  # weights are >= 0, so zero padding never wins a maximum

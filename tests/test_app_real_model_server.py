@@ -1,0 +1,89 @@
+"""The Real model page on a real server, over Streamlit's own websocket protocol (bench/st_client.py).
+
+AppTest always reruns the whole script, so only a server shows what the page's fragment does: a
+layer or head change reruns the part below the sentence, not the page. What is checked: that run
+sends the new layer's grid (compared with the model's own attention), moves the URL along, and
+does not send the page's title again; a new sentence still reruns the whole page.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from urllib.parse import parse_qs
+
+import numpy as np
+import pytest
+
+from bench.bench_browser import run_coroutine, streamlit_server
+from bench.st_client import StreamlitClient
+from ui.real_model import DEFAULT_SENTENCE
+
+ATOL = 1e-6  # float32 figure against the float32 model: only the JSON round trip between them
+
+
+class RecordingClient(StreamlitClient):
+    """A client that keeps every element of the last run."""
+
+    def __init__(self, base_url: str):
+        super().__init__(base_url)
+        self.elements = []
+
+    def note_element(self, element, exceptions: list[str], fragment_id: str = "") -> None:
+        super().note_element(element, exceptions, fragment_id)
+        self.elements.append(element)
+
+    async def run(self, step):
+        self.elements = []
+        result = await step
+        assert not result.exceptions, result.exceptions
+        return self.elements
+
+    def params(self) -> dict[str, str]:
+        return {name: values[0] for name, values in parse_qs(self.query_string).items()}
+
+
+def titles(elements) -> list[str]:
+    return [e.heading.body for e in elements if e.WhichOneof("type") == "heading"]
+
+
+def grid(elements) -> np.ndarray:
+    """The all-heads grid of a run's elements, stacked (nh, T, T)."""
+    spec = next(json.loads(e.plotly_chart.spec) for e in elements
+                if e.WhichOneof("type") == "plotly_chart" and e.plotly_chart.id.endswith("-rm_grid"))
+    return np.stack([np.frombuffer(base64.b64decode(t["z"]["bdata"]), t["z"]["dtype"]).reshape(
+        [int(n) for n in str(t["z"]["shape"]).split(",")]) for t in spec["data"]])
+
+
+@pytest.fixture(scope="module")
+def server_url(tmp_path_factory, model):
+    with streamlit_server(tmp_path_factory.mktemp("real_model_server")) as server:
+        yield server.url
+
+
+async def session(url: str):
+    client = RecordingClient(url)
+    await client.connect()
+    try:
+        opened = await client.run(client.open_page("", "real_model"))
+        layer = await client.run(client.set_widget("w_rm_layer", "layer 3"))  # a radio sends its label
+        layer_params = client.params()
+        sentence = await client.run(client.set_widget("w_rm_text", "Fish swim fast."))
+        return opened, layer, layer_params, sentence
+    finally:
+        await client.close()
+
+
+def test_a_layer_change_reruns_only_the_part_below_the_sentence(server_url, model):
+    opened, layer, params, sentence = run_coroutine(session(server_url))
+    page_title = "Real model: all-MiniLM-L6-v2"
+    assert page_title in titles(opened)
+    np.testing.assert_allclose(grid(opened), model.attentions(DEFAULT_SENTENCE)[0], atol=ATOL, rtol=0)
+
+    assert page_title not in titles(layer)  # the fragment ran, not the page
+    assert any(title.startswith("Layer 3:") for title in titles(layer))
+    np.testing.assert_allclose(grid(layer), model.attentions(DEFAULT_SENTENCE)[3], atol=ATOL, rtol=0)
+    assert (params["rm_layer"], params["rm_text"]) == ("3", DEFAULT_SENTENCE)
+
+    assert page_title in titles(sentence)  # a new sentence reruns the page, keeping the layer
+    np.testing.assert_allclose(grid(sentence), model.attentions("Fish swim fast.")[3], atol=ATOL, rtol=0)
