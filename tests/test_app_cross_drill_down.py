@@ -26,6 +26,8 @@ def test_the_drill_down_follows_any_chosen_query_and_key(tokens, kv_tokens):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params.update(tokens=tokens, kv_tokens=kv_tokens, seed="5")
     at.switch_page("app_pages/step_by_step.py").run()
+    at.session_state["sbs_drill_open"] = True  # the drill-down is drawn only while open, as a click opens it
+    at.run()
     assert not at.exception, [e.message for e in at.exception]
     config = MHAConfig(tokens=tokenize(tokens), kv_tokens=tokenize(kv_tokens), seed=5)
     scores = run(config).trace.scores  # (nh, Tq, Tk)

@@ -27,6 +27,23 @@ def open_page(**params) -> AppTest:
     return at
 
 
+def open_drill_down(at: AppTest) -> AppTest:
+    """Open the drill-down section (drawn only while open), as a click on its header does."""
+    at.session_state["sbs_drill_open"] = True
+    return at.run()
+
+
+def test_the_drill_down_is_drawn_only_once_opened_or_named_by_the_link():
+    closed = open_page()
+    assert "w_kj" not in [s.key for s in closed.selectbox]  # closed: its cell picker was never sent
+    assert not any(SUM_ROW in f.value.index for f in closed.dataframe)
+    named = open_page(qi=2, kj=1)  # a link to a cell opens the section on that cell
+    assert table_with_index(named, SUM_ROW) is not None
+    assert (named.selectbox(key="w_qi").value, named.selectbox(key="w_kj").value) == (2, 1)
+    opened = open_drill_down(open_page())
+    assert table_with_index(opened, SUM_ROW) is not None
+
+
 def charts(at: AppTest) -> dict[str, dict]:
     """Every plotly figure on the page, by its title."""
     figures = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
@@ -109,7 +126,7 @@ def test_without_w_o_the_output_step_says_so_and_draws_no_w_o():
 
 @pytest.mark.parametrize("head,i,j", [(2, 4, 1), (3, 0, 5)])
 def test_drill_down_sum_equals_the_engines_score(head, i, j):
-    at = open_page(seed=3)
+    at = open_drill_down(open_page(seed=3))
     at.selectbox(key="w_head").select(head).run()
     at.selectbox(key="w_qi").select(i).run()
     at.selectbox(key="w_kj").select(j).run()
