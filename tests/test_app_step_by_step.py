@@ -45,9 +45,30 @@ def test_the_drill_down_is_drawn_only_once_opened_or_named_by_the_link():
 
 
 def charts(at: AppTest) -> dict[str, dict]:
-    """Every plotly figure on the page, by its title."""
-    figures = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    return {f["layout"]["title"]["text"]: f for f in figures}
+    """Every matrix on the page as a figure of its own, by its title (a row of panels drawn as one chart is split)."""
+    views = {}
+    for chart in at.get("plotly_chart"):
+        views.update(panel_views(json.loads(chart.proto.spec)))
+    return views
+
+
+def panel_views(figure: dict) -> dict[str, dict]:
+    """One figure per panel: a single heatmap as it is; a row of panels (``ui.steps.panels_figure``) split
+    into each trace with its own axes, outlines and the title written over its axes."""
+    layout = figure["layout"]
+    if "title" in layout:
+        return {layout["title"]["text"]: figure}
+    views = {}
+    for index, (trace, title) in enumerate(zip(figure["data"], layout["annotations"], strict=True)):
+        suffix = "" if index == 0 else str(index + 1)
+        xaxis, yaxis = layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"]
+        assert (trace["xaxis"], trace["yaxis"]) == (f"x{suffix}", f"y{suffix}")
+        assert xaxis["domain"][0] < title["x"] < xaxis["domain"][1]  # the title stands over this panel
+        shapes = [shape for shape in layout.get("shapes", []) if shape["xref"] == f"x{suffix}"]
+        assert all(shape["yref"] == f"y{suffix}" for shape in shapes)
+        views[title["text"]] = {"data": [trace], "layout": {**layout, "xaxis": xaxis, "yaxis": yaxis,
+                                                            "shapes": shapes, "title": {"text": title["text"]}}}
+    return views
 
 
 def z_of(figure: dict) -> np.ndarray:

@@ -8,11 +8,15 @@ panel cannot slip through unchecked.
 
 from __future__ import annotations
 
+import base64
+import json
+
 import numpy as np
+import plotly.io as pio
 import pytest
 
 from mha_core.config import MHAConfig, run
-from ui.steps import build_steps, step_inputs
+from ui.steps import build_steps, panels_figure, step_inputs
 
 
 def side_by_side(per_head: np.ndarray) -> np.ndarray:
@@ -188,3 +192,35 @@ def test_every_real_model_panel_shows_the_checkpoints_arrays(model):
             if panel.matrix.shape != array.shape:  # slimmed for the payload: the head's block only
                 array = head_slice(array, panel.matrix, head)
             np.testing.assert_array_equal(panel.matrix, array, err_msg=f"{step.slug}: {panel.title}")
+
+
+def decoded(z) -> np.ndarray:
+    """A plotly typed array ({dtype, bdata, shape}) back to numpy."""
+    shape = tuple(int(n) for n in str(z["shape"]).split(","))
+    return np.frombuffer(base64.b64decode(z["bdata"]), z["dtype"]).reshape(shape)
+
+
+@pytest.mark.parametrize("config", list(CONFIGS.values()), ids=list(CONFIGS))
+def test_a_row_of_panels_drawn_as_one_chart_shows_each_engine_array_under_its_title(config):
+    result = run(config)
+    merged = 0
+    for step in build_steps(step_inputs(result), 0):
+        expected = EXPECTED[step.slug](result, 0)
+        for start in range(0, len(step.panels), 3):  # the page's rows: three across
+            row = step.panels[start : start + 3]
+            if len(row) < 2 or len({panel.matrix.shape[0] for panel in row}) > 1:
+                continue
+            merged += 1
+            spec = json.loads(pio.to_json(panels_figure(tuple(row), font_size=12, width_px=150), validate=False))
+            layout = spec["layout"]
+            assert len(spec["data"]) == len(row) == len(layout["annotations"])
+            for index, (trace, title) in enumerate(zip(spec["data"], layout["annotations"], strict=True)):
+                suffix = "" if index == 0 else str(index + 1)
+                domain = layout[f"xaxis{suffix}"]["domain"]
+                assert trace["xaxis"] == f"x{suffix}" and domain[0] < title["x"] < domain[1]
+                claimed = np.asarray(claimed_array(expected, title["text"]), dtype=np.float32)
+                shown = decoded(trace["z"]).astype(np.float32)
+                np.testing.assert_array_equal(np.nan_to_num(shown, nan=-np.inf), claimed,
+                                              err_msg=f"{step.slug}: {title['text']}")
+                assert trace["colorbar"]["x"] > domain[1]  # its own colour bar, right of its own cells
+    assert merged >= 1  # W_Q, W_K, W_V at least (Q, K, V too when keys and queries are as many)

@@ -33,6 +33,12 @@ def panel_figure(panel: steps.Panel, *, font_size: int, width_px: float):
     return steps.panel_figure(panel, font_size=font_size, width_px=width_px)
 
 
+@st.cache_resource(max_entries=MAX_PANELS // 3, show_spinner=False)
+def panels_figure(panels: tuple[steps.Panel, ...], *, font_size: int, width_px: float):
+    """``ui.steps.panels_figure`` (a row of panels as one chart), cached per panels, font size and width."""
+    return steps.panels_figure(panels, font_size=font_size, width_px=width_px)
+
+
 @st.cache_resource(max_entries=MAX_FIGURES, show_spinner=False)
 def attention_grid(matrices, query_labels, key_labels, **options):
     """``ui.figures.attention_grid``, cached per matrices, labels and options."""

@@ -13,6 +13,7 @@ import streamlit as st
 
 from ui import cached_figures
 from ui.controls import FONT_SIZE, KEEP
+from ui.device import on_phone
 from ui.drill_down import (
     DrillDown,
     dot_product_latex,
@@ -59,8 +60,15 @@ def show_panels(panels: tuple[Panel, ...], key_prefix: str, *, as_table: bool = 
     per_row = 3 if len(panels) > 2 else max(len(panels), 1)
     width_px = plot_px(2 / 3 if len(panels) == 1 else 1 / per_row)
     for start in range(0, len(panels), per_row):
+        row = panels[start : start + per_row]
+        if not as_table and not on_phone() and len(row) > 1 and len({panel.matrix.shape[0] for panel in row}) == 1:
+            # one chart for the row (the browser redraws each chart on its own); key of its first panel.
+            # Not on a phone: there the columns stack, one matrix under the other.
+            figure = cached_figures.panels_figure(tuple(row), font_size=font_size, width_px=width_px)
+            st.plotly_chart(figure, key=f"{key_prefix}_{start}")
+            continue
         columns = st.columns([2, 1] if len(panels) == 1 else per_row)
-        for offset, panel in enumerate(panels[start : start + per_row]):
+        for offset, panel in enumerate(row):
             with columns[offset]:
                 show_panel(panel, f"{key_prefix}_{start + offset}", as_table=as_table, width_px=width_px,
                            font_size=font_size)

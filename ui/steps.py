@@ -559,6 +559,13 @@ def panel_figure(panel: Panel, *, height: int | None = None, font_size: int = 12
     ``font_size`` scales every text (presentation mode makes it larger); ``width_px`` is how wide the
     cells are drawn on the page, which decides how many column labels are printed.
     """
+    trace, layout = panel_parts(panel, height=height, font_size=font_size, width_px=width_px)
+    return figure([trace], layout)
+
+
+def panel_parts(panel: Panel, *, height: int | None = None, font_size: int = 12,
+                width_px: float = FULL_WIDTH_PX) -> tuple[dict, dict]:
+    """The trace and layout of ``panel_figure``, as dictionaries (``panels_figure`` puts several side by side)."""
     rows, cols = panel.matrix.shape
     if height is None and panel.axis_titles is not None:
         height = int(np.clip(22 * rows + 150, 260, 600))  # matrix_heatmap's height plus room for axis titles
@@ -587,7 +594,47 @@ def panel_figure(panel: Panel, *, height: int | None = None, font_size: int = 12
                            line=dict(color="magenta", width=4)))
     if shapes:
         layout["shapes"] = shapes
-    return figure([trace], layout)
+    return trace, layout
+
+
+PANEL_GAP = 0.1  # of the figure's width between two panels of a row: the first one's colour bar and the next's labels
+
+
+def panels_figure(panels: tuple[Panel, ...], *, font_size: int = 12, width_px: float = FULL_WIDTH_PX) -> go.Figure:
+    """Panels with the same number of rows side by side in ONE figure, each on its own axes with its own
+    colour bar, outlines, numbers and title: what ``panel_figure`` draws for each, as one chart.
+
+    One chart instead of three: the browser lays out and redraws each chart on its own, so a row of
+    three matrices costs it a third (``python -m bench --only browser``). ``width_px``: how wide each
+    panel's cells are drawn. Row labels are printed on the first panel, and on any other whose rows
+    are different tokens (cross-attention's K and V beside Q).
+    """
+    n = len(panels)
+    size = (1.0 - PANEL_GAP * (n - 1)) / n
+    data, layout, annotations = [], {}, []
+    for index, panel in enumerate(panels):
+        trace, part = panel_parts(panel, font_size=font_size, width_px=width_px)
+        suffix = "" if index == 0 else str(index + 1)
+        left = index * (size + PANEL_GAP)
+        trace.update(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
+        trace["colorbar"] = {**trace["colorbar"], "x": left + size + 0.005, "xanchor": "left", "thickness": 12,
+                             "len": 0.9}
+        data.append(trace)
+        layout[f"xaxis{suffix}"] = {**part["xaxis"], "domain": [left, left + size], "anchor": f"y{suffix}"}
+        same_rows = index > 0 and list(panel.row_labels) == list(panels[0].row_labels)
+        layout[f"yaxis{suffix}"] = {**part["yaxis"], "anchor": f"x{suffix}", "showticklabels": not same_rows}
+        layout["shapes"] = layout.get("shapes", []) + [
+            {**shape, "xref": f"x{suffix}", "yref": f"y{suffix}"} for shape in part.get("shapes", [])]
+        annotations.append(dict(text=part["title"]["text"], font={**part["title"]["font"], "weight": "bold"},
+                                showarrow=False,
+                                xref="paper", yref="paper", x=left + size / 2, y=1.0, xanchor="center",
+                                yanchor="bottom"))
+        layout["height"] = max(layout.get("height", 0), part["height"])
+        layout.update(margin=part["margin"], font=part["font"], plot_bgcolor=part["plot_bgcolor"])
+    layout["annotations"] = annotations
+    if not layout["shapes"]:
+        del layout["shapes"]
+    return figure(data, layout)
 
 
 def cell_text(matrix: np.ndarray, kind: str = "signed") -> list[list[str]]:
