@@ -36,7 +36,7 @@ from bench.bench_browser import (
 from bench.st_client import run_classroom
 
 PERIOD_S = 5.0  # one change per student every 5 s
-FULL_LADDER = (2, 5, 10, 25, 50, 100, 150, 200, 300)  # students per rung
+FULL_LADDER = (2, 5, 10, 25, 50, 100, 125, 150, 200, 300)  # students per rung
 QUICK_LADDER = (3,)
 FULL_DURATION_S = 30.0
 QUICK_DURATION_S = 3.0

@@ -54,6 +54,6 @@ def result_later(config: MHAConfig) -> RunResult:
     (.streamlit/config.toml). So they keep only the frozen config and ask the cache (or the engine:
     ~0.1 s at the caps) when they run. Download callables that held the RunResult kept ~11 MB per
     session at the caps (issue 15); the quick-check fragment holding it did the same (found with
-    tracemalloc: 25 sessions at the caps kept 25 results, 1 GB of RSS).
+    tracemalloc: 25 sessions at the caps kept 25 results).
     """
     return cached_run(config)
