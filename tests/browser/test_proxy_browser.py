@@ -62,8 +62,13 @@ def wait_for_new_figure(page, before: str) -> None:
 
 
 def figure_z(page) -> str:
-    return page.evaluate("""() => JSON.stringify(document.querySelector('.st-key-heads_grid .js-plotly-plot')
-                                                  .data.map(t => t.z))""")
+    """The heads figure's z values as JSON, once that figure is drawn (the page's other figures may come first)."""
+    handle = page.wait_for_function(
+        """() => { const el = document.querySelector('.st-key-heads_grid .js-plotly-plot');
+                   return !!el && !!el.data && JSON.stringify(el.data.map(t => t.z)); }""",
+        timeout=30_000,
+    )
+    return handle.json_value()
 
 
 def requests_by_route(log: Path) -> dict[str, list[tuple[str, str]]]:

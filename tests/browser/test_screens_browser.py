@@ -97,6 +97,7 @@ def test_hovering_a_masked_cell_says_masked_in_every_view(app_page, app_url):
 def test_token_text_is_shown_as_typed_in_tick_labels(app_page, app_url):
     open_app(app_page, app_url, "?tokens=the+<b>x</b>+a<br>b&heads=2")
     wait_for_charts(app_page)
+    app_page.locator(".st-key-heads_grid .ytick text").first.wait_for()  # the heads figure, not just any figure
     ticks = app_page.locator(".st-key-heads_grid .ytick text").all_text_contents()
     assert "1:<b>x</b>" in ticks and "2:a<br>b" in ticks, ticks
 
