@@ -145,10 +145,15 @@ def main() -> None:
 
 # The downloads are built on click from the two frozen configs (ui.compute.result_later): a callable
 # lives as long as its session, so it must not hold the results.
+def compared_later(config_a, config_b):
+    """A's result and the comparison of A with B, again from the two configs."""
+    result_a = result_later(config_a)
+    return result_a, compare.compare(result_a, result_later(config_b))
+
+
 def weights_csv(config_a, config_b) -> bytes:
     """A's, B's and B − A's weights per head, one long table."""
-    result_a, result_b = result_later(config_a), result_later(config_b)
-    comparison = compare.compare(result_a, result_b)
+    result_a, comparison = compared_later(config_a, config_b)
     titles = [f"{which} head {h}" for which in ("A", "B", "B-A") for h in range(comparison.n_heads)]
     stacked = np.concatenate([comparison.weights_a, comparison.weights_b, comparison.delta])  # (3n, Tq, Tk)
     return tables.stacked_frame(stacked, titles, result_a.query_labels, result_a.key_labels).to_csv().encode()
@@ -156,8 +161,7 @@ def weights_csv(config_a, config_b) -> bytes:
 
 def head_changes_csv(config_a, config_b) -> bytes:
     """Per head: how much B changes A's weights."""
-    result_a, result_b = result_later(config_a), result_later(config_b)
-    comparison = compare.compare(result_a, result_b)
+    result_a, comparison = compared_later(config_a, config_b)
     return compare.head_changes(comparison, result_a.query_labels, result_a.key_labels).to_csv().encode()
 
 main()

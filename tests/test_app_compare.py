@@ -86,31 +86,22 @@ def test_other_head_count_compares_the_smaller_number():
     np.testing.assert_allclose(panels(at, "cmp_delta")[1], rb.trace.weights[1] - ra.trace.weights[1], atol=1e-6)
 
 
-def test_the_downloads_are_the_engine_weights_and_keep_no_arrays(monkeypatch):
+def test_the_downloads_are_the_engine_weights_and_keep_no_arrays(downloads):
     import io
 
     import pandas as pd
-    import streamlit
 
     from tests.test_memory import HEAVY, held_objects
 
-    captured = {}
-    original = streamlit.download_button
-
-    def recording(label, data, *args, **kwargs):
-        captured[kwargs.get("key")] = data
-        return original(label, data, *args, **kwargs)
-
-    monkeypatch.setattr(streamlit, "download_button", recording)
     assert_page_ok(compare_page({"mask": "causal", "b_scale": "none", "b_mask": "none"}))
-    for key, data in captured.items():
+    for key, data in downloads.items():
         assert callable(data), key
         assert not [v for v in held_objects(data) if isinstance(v, HEAVY)], key
-    table = pd.read_csv(io.BytesIO(captured["dl_compare"]()))
+    table = pd.read_csv(io.BytesIO(downloads["dl_compare"]()))
     wa, wb = run(MHAConfig(mask="causal")).trace.weights, run(MHAConfig(scale_rule="none")).trace.weights
     for which, expected in (("A", wa), ("B", wb), ("B-A", wb - wa)):
         for h in range(expected.shape[0]):
             block = table[table.iloc[:, 0] == f"{which} head {h}"].iloc[:, 2:].to_numpy(dtype=float)
             np.testing.assert_allclose(block, expected[h], atol=1e-12, err_msg=f"{which} head {h}")
-    changes = pd.read_csv(io.BytesIO(captured["dl_compare_heads"]()))
+    changes = pd.read_csv(io.BytesIO(downloads["dl_compare_heads"]()))
     assert len(changes) == wa.shape[0]

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import streamlit
 from streamlit.testing.v1 import AppTest
 
 from mha_core.attention import AttentionTrace
@@ -39,20 +38,6 @@ def held_objects(function, seen=None):
         if callable(value) and hasattr(value, "__code__"):
             found += held_objects(value, seen)
     return found
-
-
-@pytest.fixture
-def downloads(monkeypatch):
-    """The ``data`` argument of every st.download_button call, by key."""
-    captured = {}
-    original = streamlit.download_button
-
-    def recording(label, data, *args, **kwargs):
-        captured[kwargs.get("key")] = data
-        return original(label, data, *args, **kwargs)
-
-    monkeypatch.setattr(streamlit, "download_button", recording)
-    return captured
 
 
 def heads_page(params: dict[str, str]) -> AppTest:

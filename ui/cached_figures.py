@@ -9,8 +9,8 @@ reference to its hash instead of the figure.
 Why ``st.cache_resource`` and not ``st.cache_data``: ``cache_data`` returns an unpickled copy on every
 hit, and unpickling a plotly Figure re-validates it (measured: 14 ms against 4 ms to build a small
 step panel), so it would cost more than it saves. The cached figures are read-only by contract:
-``st.plotly_chart`` copies a figure (``to_dict``) before sending it, and no page changes one after
-it is returned.
+``st.plotly_chart`` sends the dictionary a figure hands out (``ui.figures.SentFigure.to_dict``, made
+once and not copied), and no page changes a figure after it is returned.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import streamlit as st
 
 from ui import figures, steps
 
-# Bounds: Step by step draws ~17 panels per configuration and Heads 4 figures; 256 panels keep
+# Bounds: Step by step draws ~17 panels per configuration (as 11 charts) and Heads 4 figures; 256 panels keep
 # ~15 configurations of each page warm. A panel at the caps (64 tokens x 512 features, float32) is
 # about 0.2 MB as a figure, an attention grid at the caps (16 heads of 64 x 64) about 0.4 MB, so the
 # worst case stays near 50 MB + 13 MB on a 690 MB host.

@@ -29,9 +29,10 @@ def tune_server() -> dict:
 
 
 # A full collection at most this often (seconds), at the end of a script run. Streamlit's own one after
-# every run (runner.postScriptGC, off in .streamlit/config.toml) took ~24 of ~65 ms of a Heads rerun;
-# without any, closed sessions' results wait in the oldest generation and the server grew past 1.3 GB
-# over 200 configurations at the caps (`python -m bench --only memory`).
+# every run (runner.postScriptGC, off in .streamlit/config.toml) took ~24 of ~65 ms of a Heads rerun.
+# Python's own collector alone reaches the oldest generation rarely, so reference cycles left by closed
+# sessions could wait there long; this bounds the wait to a second. `python -m bench --only memory`
+# measures the result.
 GC_INTERVAL_S = 1.0
 _last_collection = [0.0]
 _modules_at_freeze = [0]

@@ -611,7 +611,7 @@ def panels_figure(panels: tuple[Panel, ...], *, font_size: int = 12, width_px: f
     """
     n = len(panels)
     size = (1.0 - PANEL_GAP * (n - 1)) / n
-    data, layout, annotations = [], {}, []
+    data, layout, annotations, shapes = [], {}, [], []
     for index, panel in enumerate(panels):
         trace, part = panel_parts(panel, font_size=font_size, width_px=width_px)
         suffix = "" if index == 0 else str(index + 1)
@@ -623,8 +623,7 @@ def panels_figure(panels: tuple[Panel, ...], *, font_size: int = 12, width_px: f
         layout[f"xaxis{suffix}"] = {**part["xaxis"], "domain": [left, left + size], "anchor": f"y{suffix}"}
         same_rows = index > 0 and list(panel.row_labels) == list(panels[0].row_labels)
         layout[f"yaxis{suffix}"] = {**part["yaxis"], "anchor": f"x{suffix}", "showticklabels": not same_rows}
-        layout["shapes"] = layout.get("shapes", []) + [
-            {**shape, "xref": f"x{suffix}", "yref": f"y{suffix}"} for shape in part.get("shapes", [])]
+        shapes += [{**shape, "xref": f"x{suffix}", "yref": f"y{suffix}"} for shape in part.get("shapes", [])]
         annotations.append(dict(text=part["title"]["text"], font={**part["title"]["font"], "weight": "bold"},
                                 showarrow=False,
                                 xref="paper", yref="paper", x=left + size / 2, y=1.0, xanchor="center",
@@ -632,8 +631,8 @@ def panels_figure(panels: tuple[Panel, ...], *, font_size: int = 12, width_px: f
         layout["height"] = max(layout.get("height", 0), part["height"])
         layout.update(margin=part["margin"], font=part["font"], plot_bgcolor=part["plot_bgcolor"])
     layout["annotations"] = annotations
-    if not layout["shapes"]:
-        del layout["shapes"]
+    if shapes:
+        layout["shapes"] = shapes
     return figure(data, layout)
 
 
