@@ -149,7 +149,7 @@ def diagnostics_section(result) -> None:
                      "head_diagnostics.csv", "dl_summary")
     with right:
         similarity = tables.similarity_frame(trace)
-        st.plotly_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity")
+        st.plotly_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity", config=chart_config())
         st.caption("Cosine similarity of two heads' weight matrices: 1 = the same pattern.")
         download_csv("Head similarity (CSV)", result.config, lambda r: tables.similarity_frame(r.trace),
                      "head_similarity.csv", "dl_similarity")
@@ -160,7 +160,7 @@ def outputs_section(result) -> None:
     st.subheader("After the heads: concatenate, then W_O")
     trace, config = result.trace, result.config
     columns = tables.concat_columns(trace.concat.shape[1], trace.n_heads)
-    st.plotly_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat")
+    st.plotly_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat", config=chart_config())
     st.caption(
         f"Each head's output (weights × V) is {trace.heads.shape[-1]} numbers per token; the heads are laid "
         f"side by side (black lines) into {trace.concat.shape[1]} columns. Nothing mixes the heads yet."
@@ -185,6 +185,7 @@ def outputs_section(result) -> None:
                 col_name="feature",
             ),
             key="output",
+            config=chart_config(),
         )
         st.caption(
             "W_O is the only step that mixes the heads: each output feature is a weighted sum of every head's columns."
@@ -262,6 +263,7 @@ def take_apart(result) -> None:
                                    title=f"head {head}'s contribution", value_name="contribution",
                                    row_name="query", col_name="feature", width_px=560),
             key="apart_contribution",
+            config=chart_config(),
         )
         download_csv("Contributions, all heads (CSV)", config,
                      lambda r: apart.contributions_frame(apart.take_apart(r, off), r.query_labels),
@@ -272,7 +274,7 @@ def take_apart(result) -> None:
                                            title=f"‖change in output‖ per token, heads off: "
                                            f"{', '.join(map(str, parts.knocked.heads_off)) or 'none'}",
                                            value_name="‖change‖"),
-                        key="apart_change")
+                        key="apart_change", config=chart_config())
         st.dataframe(change, key="apart_change_table", height=min(38 + 35 * len(change), 300))
         download_csv("Output change per token (CSV)", config,
                      lambda r: apart.change_frame(apart.take_apart(r, off), r.query_labels),
@@ -288,7 +290,7 @@ def take_apart(result) -> None:
                                            titles=[f"head {h}: weight × ‖v W_O‖" for h in shown_heads],
                                            max_cols=min(len(shown_heads), 4), panel_px=170, mask=result.mask,
                                            colour_range="max"),
-                    key="apart_carried")
+                    key="apart_carried", config=chart_config())
     if len(shown_heads) < n_heads:
         st.caption(f"At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")
     download_csv("Weights and norm-weighted weights (CSV)", config, lambda r: carried_frame(r, off),
@@ -416,7 +418,7 @@ def presentation(result) -> None:
         mask=result.mask,
     )
     row = st.container(horizontal=True, gap="large")
-    row.plotly_chart(fig, key="heads_grid", width="content")
+    row.plotly_chart(fig, key="heads_grid", width="content", config=chart_config())
     with row.container(width="stretch"):
         summary = tables.head_summary_frame(trace).iloc[head]
         for label, meaning in list(tables.DIAGNOSTIC_COLUMNS.values())[:2]:
