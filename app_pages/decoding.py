@@ -99,20 +99,26 @@ def compare_positions(config) -> None:
     clamp_choice("w_dec_head", config.n_heads)
     head = int(st.session_state.get("w_dec_head", 0))
     st.markdown(f"Head {head}, the same tokens and weights (causal mask); only the positional scheme changes.")
-    columns = [*st.columns(2), *st.columns(2)]  # two by two: four across leave no room for the numbers
-    for column, (pe, pe_config) in zip(columns, position_configs(config).items(), strict=True):
-        with column:
-            try:
-                pe_config.validate()
-            except ValueError as err:
-                st.markdown(f"**{POSITION_LABELS[pe]}**")
-                st.caption(f"Not available here: {err}.")
-                continue
-            result = compute(pe_config)
-            labels = result.query_labels
-            views.show_panel(Panel(POSITION_LABELS[pe], result.trace.weights[head], labels, labels, "weight",
-                                   kind="weights", axis_titles=QK_AXES),
-                             f"dec_pe_{pe}", width_px=views.plot_px(1 / 2), font_size=figure_font_size())
+    schemes = list(position_configs(config).items())
+    for start in range(0, len(schemes), 2):  # two across: four leave no room for the numbers
+        for column, (pe, pe_config) in zip(st.columns(2), schemes[start : start + 2], strict=False):
+            with column:
+                position_panel(pe, pe_config, head)
+
+
+def position_panel(pe: str, pe_config: MHAConfig, head: int) -> None:
+    """Head ``head``'s weights under one positional scheme, or why the scheme cannot run here."""
+    try:
+        pe_config.validate()
+    except ValueError as err:
+        st.markdown(f"**{POSITION_LABELS[pe]}**")
+        st.caption(f"Not available here: {err}.")
+        return
+    result = compute(pe_config)
+    labels = result.query_labels
+    views.show_panel(Panel(POSITION_LABELS[pe], result.trace.weights[head], labels, labels, "weight",
+                           kind="weights", axis_titles=QK_AXES),
+                     f"dec_pe_{pe}", width_px=views.plot_px(1 / 2), font_size=figure_font_size())
 
 
 def rope_offsets(result: RunResult) -> None:
@@ -123,8 +129,9 @@ def rope_offsets(result: RunResult) -> None:
         st.caption(f"RoPE needs an even head size (it is {config.head_size} here).")
         return
     head = int(st.session_state.get("w_dec_head", 0))
-    q = (trace.q_unrotated if trace.pe == "rope" else trace.q)[head, 0]  # (hs,) the first token's query
-    k = (trace.k_unrotated if trace.pe == "rope" else trace.k)[trace.kv_head_of(head), min(1, len(result.key_labels) - 1)]
+    q = (trace.q if trace.q_unrotated is None else trace.q_unrotated)[head, 0]  # (hs,) the first token's query, unturned
+    k_all = trace.k if trace.k_unrotated is None else trace.k_unrotated  # (kv, Tk, hs)
+    k = k_all[trace.kv_head_of(head), min(1, len(result.key_labels) - 1)]  # (hs,) the second token's key
     n = min(MAX_OFFSET_POSITIONS, len(config.tokens))
     scores = rope_offset_scores(q, k, n, config.rope_base)  # (P, P)
     spread = diagonal_spread(scores)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mha_core.positions import PE_KINDS, ROPE_BASE, alibi_bias, alibi_slopes, rope_angles, rotate
+from mha_core.positions import ROPE_BASE, apply_positions, check_inside_attention
 
 
 @dataclass(frozen=True)
@@ -323,22 +323,6 @@ def _checked_positions(positions, count: int, name: str) -> np.ndarray:
     return positions
 
 
-def _check_position_options(pe: str, rope_base, head_size: int, cross: bool, explicit_positions: bool) -> None:
-    """Raise ValueError with a message for a student when the positional scheme cannot run here."""
-    if pe not in PE_KINDS:
-        raise ValueError(f"pe must be one of {', '.join(PE_KINDS)}, got {pe!r} "
-                         "(the sinusoidal encoding is added to the tokens before attention: mha_core.inputs)")
-    if pe == "rope":
-        if head_size % 2:
-            raise ValueError(f"RoPE turns the features of a head in pairs, so the head size must be even; "
-                             f"it is {head_size} (choose d_model and heads so that d_model / heads is even)")
-        if not (isinstance(rope_base, int | float | np.floating | np.integer) and rope_base > 1):
-            raise ValueError(f"rope_base must be a number above 1 (LLaMA uses 10000), got {rope_base!r}")
-    if pe == "alibi" and cross and not explicit_positions:
-        raise ValueError("ALiBi penalises the distance i - j between positions of one sequence; in cross-attention "
-                         "queries and keys come from different sequences. Use pe='rope' or 'none' there.")
-
-
 def _fully_masked_rows(mask: np.ndarray | None, n_heads: int, tq: int) -> np.ndarray:
     """(nh, Tq) booleans: True where a query may attend to no key at all."""
     if mask is None:
@@ -386,9 +370,11 @@ def multi_head_attention(
         Key/value heads, dividing nh: nh is multi-head, 1 multi-query, between grouped-query
         attention. ``w_k``/``w_v`` then have kv*hs / kv*hv columns; query head h reads
         key/value head h // (nh/kv).
-    pe : {"none", "rope", "alibi"}
-        Positions inside attention: RoPE turns q and k by their positions before the scores;
-        ALiBi adds -m_h |i - j| to the logits (self-attention only, see ``mha_core.positions``).
+    pe : str, default "none"
+        A positional scheme of ``mha_core.positions.SCHEMES`` that acts inside attention (RoPE
+        turns q and k by their positions before the scores; ALiBi adds -m_h |i - j| to the
+        logits, self-attention only), or "none". One that adds to the tokens (sinusoidal) is
+        added to x before this call.
     rope_base : float, default 10000, RoPE's theta
     q_positions : ndarray, shape (Tq,), default 0..Tq-1
     k_positions : ndarray, shape (Tk,), default 0..Tk-1
@@ -417,30 +403,23 @@ def multi_head_attention(
     tq, tk = x_q.shape[0], x_k.shape[0]
     mask = _checked_mask(mask, n_heads, tq, tk)  # broadcasts to (nh, Tq, Tk)
     head_size = weights.w_q.shape[1] // n_heads
-    cross = pe == "alibi" and given_x_k is not None and _is_cross_attention(x_q, x_k)
-    _check_position_options(pe, rope_base, head_size, cross, q_positions is not None and k_positions is not None)
+    explicit_positions = q_positions is not None and k_positions is not None
+    cross = given_x_k is not None and not explicit_positions and _is_cross_attention(x_q, x_k)
+    check_inside_attention(pe, head_size, cross, rope_base)
     scale = default_scale(head_size) if scale is None else float(scale)  # computed once, used and reported
 
     q = split_heads(project(x_q, weights.w_q, weights.b_q), n_heads)  # (nh, Tq, hs)
     k = split_heads(project(x_k, weights.w_k, weights.b_k), kv_heads)  # (kv, Tk, hs)
     v = split_heads(project(x_v, weights.w_v, weights.b_v), kv_heads)  # (kv, Tk, hv)
-    positional = {"pe": pe}
-    bias = None
-    if pe != "none":
-        q_positions = _checked_positions(q_positions, tq, "q_positions")  # (Tq,)
-        k_positions = _checked_positions(k_positions, tk, "k_positions")  # (Tk,)
-    if pe == "rope":
-        q_angles = rope_angles(q_positions, head_size, rope_base)  # (Tq, hs/2)
-        k_angles = rope_angles(k_positions, head_size, rope_base)  # (Tk, hs/2)
-        positional |= {"q_unrotated": q, "k_unrotated": k, "q_angles": q_angles, "k_angles": k_angles}
-        q, k = rotate(q, q_angles), rotate(k, k_angles)  # (nh, Tq, hs), (kv, Tk, hs)
-    elif pe == "alibi":
-        bias = alibi_bias(alibi_slopes(n_heads), q_positions, k_positions).astype(dtype)  # (nh, Tq, Tk)
-    scores, logits, attn, heads = scaled_dot_product_attention(q, k, v, mask, scale, bias=bias, null_key=null_key)
+    q_positions = _checked_positions(q_positions, tq, "q_positions")  # (Tq,)
+    k_positions = _checked_positions(k_positions, tk, "k_positions")  # (Tk,)
+    placed = apply_positions(pe, q, k, q_positions, k_positions, rope_base=rope_base)  # q, k turned; bias
+    scores, logits, attn, heads = scaled_dot_product_attention(placed.q, placed.k, v, mask, scale, bias=placed.bias,
+                                                               null_key=null_key)
     concat = merge_heads(heads)  # (Tq, nh*hv)
     return AttentionTrace(
-        q=q,
-        k=k,
+        q=placed.q,
+        k=placed.k,
         v=v,
         scores=scores,
         logits=logits,
@@ -450,7 +429,11 @@ def multi_head_attention(
         output=output_projection(concat, weights.w_o, weights.b_o),  # (Tq, C_out)
         fully_masked=_fully_masked_rows(mask, n_heads, tq),  # (nh, Tq)
         scale=scale,
-        bias=bias,
         null_key=bool(null_key),
-        **positional,
+        pe=pe,
+        bias=placed.bias,
+        q_unrotated=placed.q_unrotated,
+        k_unrotated=placed.k_unrotated,
+        q_angles=placed.q_angles,
+        k_angles=placed.k_angles,
     )

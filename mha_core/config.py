@@ -8,7 +8,8 @@ configurations raise ``ValueError`` with a message that says what would work.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -18,12 +19,11 @@ from mha_core.inputs import (
     one_hot_embeddings,
     random_embeddings,
     random_weights,
-    sinusoidal_positional_encoding,
     token_labels,
     vocabulary,
 )
 from mha_core.masks import causal_mask, padding_mask, window_mask
-from mha_core.positions import ROPE_BASE
+from mha_core.positions import ROPE_BASE, SCHEMES, PositionScheme, position_scheme, scheme_problem
 from mha_core.presets import PRESET_INITS, preset_inputs, preset_weights
 
 # Upper limits, so that one request cannot exhaust a small public host.
@@ -39,7 +39,6 @@ INITS = RANDOM_INITS + PRESET_INITS
 SCALE_RULES = ("sqrt_dk", "sqrt_t", "none", "temperature")
 MASKS = ("none", "causal", "padding", "window", "custom")
 EMBEDDINGS = ("random", "onehot", "custom")
-POSITIONS = ("none", "sinusoidal", "rope", "alibi")  # sinusoidal: added to X; rope, alibi: inside attention
 MAX_ROPE_BASE = 1e7
 
 
@@ -54,7 +53,6 @@ class MHAConfig:
     seed: int = 0
     init: str = "xavier"  # one of INITS; the preset inits are hand-built heads (presets.py)
     bias: bool = False
-    positional_encoding: bool = False  # the old spelling of pe="sinusoidal"; kept equal to it (see __post_init__)
     scale_rule: str = "sqrt_dk"  # sqrt_dk: 1/sqrt(hs); sqrt_t: 1/sqrt(Tk) (seed 001); none: 1; temperature: 1/temperature
     temperature: float = 1.0
     mask: str = "none"  # one of MASKS
@@ -65,17 +63,12 @@ class MHAConfig:
     custom_embedding: tuple[tuple[float, ...], ...] | None = None  # (Tq [+ Tk], C) rows, queries first
     output_projection: bool = True  # False: output = concat of the heads, no W_O
     null_key: bool = False  # softmax_1: every row may also put weight on a key of logit 0 and value 0
-    pe: str | None = None  # one of POSITIONS; None: from positional_encoding (old callers)
-    rope_base: float = ROPE_BASE  # RoPE's theta; used only with pe="rope"
+    pe: str = "none"  # a positional scheme of mha_core.positions.SCHEMES
+    rope_base: float = ROPE_BASE  # the base of a scheme that turns q and k (RoPE's theta)
     kv_heads: int | None = None  # key/value heads dividing n_heads (1: MQA); None = n_heads (MHA)
 
     def __post_init__(self) -> None:
-        # One truth for positions: pe. An old caller's positional_encoding=True means "sinusoidal";
-        # afterwards positional_encoding always says whether pe is "sinusoidal". kv_heads equal to
-        # n_heads is stored as None, so that one layer has one configuration (and one cache entry).
-        if self.pe is None:
-            object.__setattr__(self, "pe", "sinusoidal" if self.positional_encoding else "none")
-        object.__setattr__(self, "positional_encoding", self.pe == "sinusoidal")
+        # kv_heads equal to n_heads is stored as None, so that one layer has one configuration (and one cache entry).
         if self.kv_heads is not None and self.kv_heads == self.n_heads:
             object.__setattr__(self, "kv_heads", None)
 
@@ -96,97 +89,200 @@ class MHAConfig:
     def head_size(self) -> int:
         return self.d_model // self.n_heads
 
+    @property
+    def positions(self) -> PositionScheme:
+        """The record of the positional scheme ``pe``."""
+        return position_scheme(self.pe)
+
+    @property
+    def uses_embeddings(self) -> bool:
+        """False for hand-built heads, which build their own inputs (presets.py)."""
+        return self.init not in PRESET_INITS
+
+    def problem(self) -> Problem | None:
+        """The first thing wrong with this configuration, in the order of ``CHECKS``, or None."""
+        return next((found for check in CHECKS if (found := check(self)) is not None), None)
+
     def validate(self) -> None:
         """Raise ValueError with a message a student understands, saying what would work."""
-        _check_tokens("sentence", self.tokens)
-        if self.kv_tokens is not None:
-            _check_tokens("key/value sentence", self.kv_tokens)
-        _check_int("d_model", self.d_model, 1, LIMITS["max_d_model"])
-        _check_int("heads", self.n_heads, 1, LIMITS["max_heads"])
-        if self.d_model % self.n_heads:
-            choices = valid_head_counts(self.d_model)
-            raise ValueError(
-                f"d_model {self.d_model} is not divisible by {self.n_heads} heads: choose {_or_list(choices)}"
-            )
-        _check_int("seed", self.seed, 0, LIMITS["max_seed"])
-        _check_choice("weight init", self.init, INITS)
-        _check_choice("scale rule", self.scale_rule, SCALE_RULES)
-        if self.scale_rule == "temperature":
-            t = self.temperature
-            if not isinstance(t, int | float) or not math.isfinite(t) or not 0 < t <= LIMITS["max_temperature"]:
-                raise ValueError(
-                    f"temperature {t!r} must be a number above 0 and at most {LIMITS['max_temperature']:g}, e.g. 1.0"
-                )
-        _check_choice("mask", self.mask, MASKS)
-        tk = len(self.key_tokens)
-        if self.mask == "padding" and self.valid_len is not None:
-            _check_int("valid length", self.valid_len, 0, tk)
-        if self.mask == "window":
-            _check_int("window", self.window, 0, LIMITS["max_tokens"])
-        if self.mask == "custom":
-            self._check_custom_mask(len(self.tokens), tk)
-        _check_choice("embedding", self.embedding, EMBEDDINGS)
-        if self.embedding == "custom":
-            self._check_custom_embedding()
-        if self.init in PRESET_INITS and (self.head_size < 2 or self.d_model < 4):
-            raise ValueError(
-                f"hand-built heads need d_model >= 4 and a head size of at least 2 "
-                f"(d_model {self.d_model} / {self.n_heads} heads = {self.head_size}): use fewer heads"
-            )
-        self._check_positions_and_kv_heads()
+        found = self.problem()
+        if found is not None:
+            raise ValueError(found.message)
 
-    def _check_positions_and_kv_heads(self) -> None:
-        _check_choice("positional scheme", self.pe, POSITIONS)
-        kv = self.key_value_heads
-        _check_int("key/value heads", kv, 1, self.n_heads)
-        if self.n_heads % kv:
-            raise ValueError(
-                f"{kv} key/value heads do not divide {self.n_heads} heads (each serves an equal group of "
-                f"query heads): choose {_or_list(valid_kv_head_counts(self.n_heads))}"
-            )
-        if self.pe == "rope":
-            b = self.rope_base
-            if not isinstance(b, int | float) or not math.isfinite(b) or not 1 < b <= MAX_ROPE_BASE:
-                raise ValueError(f"RoPE base {b!r} must be a number above 1 and at most {MAX_ROPE_BASE:g}, e.g. 10000")
-            if self.head_size % 2:
-                raise ValueError(
-                    f"RoPE turns a head's features in pairs, so the head size must be even; d_model {self.d_model} "
-                    f"/ {self.n_heads} heads = {self.head_size}: choose an even head size"
-                )
-        if self.pe == "alibi" and self.is_cross:
-            raise ValueError(
-                "ALiBi penalises the distance between positions of one sentence; in cross-attention the keys "
-                "come from another sentence: use RoPE, sinusoidal or no positions there"
-            )
-        if self.init in PRESET_INITS and self.pe in ("rope", "alibi"):
-            raise ValueError(
-                f"hand-built heads carry their own positions (dims 0-1); {self.pe} would bend their "
-                "pattern: choose random weights to see it"
-            )
 
-    def _check_custom_mask(self, tq: int, tk: int) -> None:
-        if self.custom_mask is None:
-            raise ValueError("mask 'custom' needs a grid of checkboxes: start it from another mask")
-        rows = self.custom_mask
-        if len(rows) != tq or any(len(r) != tk for r in rows):
-            raise ValueError(
-                f"the custom mask must have {tq} rows (queries) and {tk} columns (keys); "
-                "it was made for another sentence: reset it"
-            )
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a configuration: what to tell the user, and the smallest change that removes it."""
 
-    def _check_custom_embedding(self) -> None:
-        rows = self.custom_embedding
-        n_rows = len(self.tokens) + (len(self.kv_tokens) if self.is_cross else 0)
-        if rows is None:
-            raise ValueError("embedding 'custom' needs an uploaded matrix (CSV or .npy)")
-        shape = (len(rows), len(rows[0]) if rows else 0)
-        if shape != (n_rows, self.d_model):
-            raise ValueError(
-                f"the uploaded embedding has shape {shape}, but {n_rows} tokens need a ({n_rows}, {self.d_model}) "
-                f"matrix: one row per token, d_model columns"
-            )
-        if not np.all(np.isfinite(np.asarray(rows, dtype=np.float64))):
-            raise ValueError("the uploaded embedding contains NaN or infinite values")
+    message: str
+    fix: Callable[[MHAConfig], MHAConfig]
+
+
+def _set(**changes) -> Callable[[MHAConfig], MHAConfig]:
+    """A fix that sets fields: ``_set(embedding="random")``."""
+    return lambda config: replace(config, **changes)
+
+
+def _default(name: str):
+    return next(f.default for f in fields(MHAConfig) if f.name == name)
+
+
+# ---- the checks, in order: each finds one problem and says how to remove it ------------------
+
+
+def _check_sentences(config: MHAConfig) -> Problem | None:
+    for what, name in (("sentence", "tokens"), ("key/value sentence", "kv_tokens")):
+        tokens = getattr(config, name)
+        if name == "kv_tokens" and tokens is None:
+            continue
+        if not tokens:
+            return Problem(f"the {what} is empty: type at least one word, e.g. 'the cat sat'",
+                           _set(**{name: _default(name)}))
+        if len(tokens) > LIMITS["max_tokens"]:
+            return Problem(f"the {what} has {len(tokens)} tokens; the limit is {LIMITS['max_tokens']}: shorten it",
+                           _set(**{name: tuple(tokens[: LIMITS["max_tokens"]])}))
+    return None
+
+
+def _check_sizes(config: MHAConfig) -> Problem | None:
+    found = (_whole_number("d_model", "d_model", config.d_model, 1, LIMITS["max_d_model"])
+             or _whole_number("heads", "n_heads", config.n_heads, 1, LIMITS["max_heads"]))
+    if found or not config.d_model % config.n_heads:
+        return found
+    choices = valid_head_counts(config.d_model)
+    fitting = max(h for h in choices if h <= config.n_heads)
+    return Problem(f"d_model {config.d_model} is not divisible by {config.n_heads} heads: choose {_or_list(choices)}",
+                   _set(n_heads=fitting))
+
+
+def _check_seed_and_choices(config: MHAConfig) -> Problem | None:
+    found = _whole_number("seed", "seed", config.seed, 0, LIMITS["max_seed"])
+    for what, name, choices in (("weight init", "init", INITS), ("scale rule", "scale_rule", SCALE_RULES)):
+        found = found or _choice(what, name, getattr(config, name), choices)
+    return found
+
+
+def _check_temperature(config: MHAConfig) -> Problem | None:
+    t = config.temperature
+    if config.scale_rule != "temperature" or _is_number(t) and 0 < t <= LIMITS["max_temperature"]:
+        return None
+    return Problem(f"temperature {t!r} must be a number above 0 and at most {LIMITS['max_temperature']:g}, e.g. 1.0",
+                   _set(temperature=_default("temperature")))
+
+
+def _check_mask(config: MHAConfig) -> Problem | None:
+    tq, tk = len(config.tokens), len(config.key_tokens)
+    found = _choice("mask", "mask", config.mask, MASKS)
+    if found is None and config.mask == "padding" and config.valid_len is not None:
+        found = _whole_number("valid length", "valid_len", config.valid_len, 0, tk)
+    if found is None and config.mask == "window":
+        found = _whole_number("window", "window", config.window, 0, LIMITS["max_tokens"])
+    if found is not None or config.mask != "custom":
+        return found
+    back = _set(mask="none", custom_mask=None)
+    rows = config.custom_mask
+    if rows is None:
+        return Problem("mask 'custom' needs a grid of checkboxes: start it from another mask", back)
+    if len(rows) != tq or any(len(r) != tk for r in rows):
+        return Problem(f"the custom mask must have {tq} rows (queries) and {tk} columns (keys); "
+                       "it was made for another sentence: reset it", back)
+    return None
+
+
+def _check_embedding(config: MHAConfig) -> Problem | None:
+    found = _choice("embedding", "embedding", config.embedding, EMBEDDINGS)
+    back = _set(embedding="random", custom_embedding=None)
+    if found is not None or not config.uses_embeddings:
+        return found
+    if config.embedding == "onehot":
+        words = len(vocabulary(config.tokens, config.key_tokens))
+        if words > config.d_model:
+            return Problem(f"one-hot embeddings need d_model >= {words} (the number of distinct words), "
+                           f"d_model is {config.d_model}", back)
+    if config.embedding != "custom":
+        return None
+    rows = config.custom_embedding
+    n_rows = len(config.tokens) + (len(config.kv_tokens) if config.is_cross else 0)
+    if rows is None:
+        return Problem("embedding 'custom' needs an uploaded matrix (CSV or .npy)", back)
+    shape = (len(rows), len(rows[0]) if rows else 0)
+    if shape != (n_rows, config.d_model):
+        return Problem(f"the uploaded embedding has shape {shape}, but {n_rows} tokens need a ({n_rows}, "
+                       f"{config.d_model}) matrix: one row per token, d_model columns", back)
+    if not np.all(np.isfinite(np.asarray(rows, dtype=np.float64))):
+        return Problem("the uploaded embedding contains NaN or infinite values", back)
+    return None
+
+
+def _check_hand_built(config: MHAConfig) -> Problem | None:
+    if config.uses_embeddings or (config.head_size >= 2 and config.d_model >= 4):
+        return None
+    return Problem(f"hand-built heads need d_model >= 4 and a head size of at least 2 (d_model {config.d_model} / "
+                   f"{config.n_heads} heads = {config.head_size}): use fewer heads", _set(init="xavier"))
+
+
+def _check_kv_heads(config: MHAConfig) -> Problem | None:
+    kv, heads = config.key_value_heads, config.n_heads
+    choices = valid_kv_head_counts(heads)
+    nearest = _set(kv_heads=min(choices, key=lambda k: (abs(k - kv), k)) if _is_number(kv) else None)
+    found = _whole_number("key/value heads", "kv_heads", kv, 1, heads)
+    if found is not None:
+        return Problem(found.message, nearest)
+    if heads % kv:
+        return Problem(f"{kv} key/value heads do not divide {heads} heads (each serves an equal group of "
+                       f"query heads): choose {_or_list(choices)}", nearest)
+    return None
+
+
+def _check_positions(config: MHAConfig) -> Problem | None:
+    found = _choice("positional scheme", "pe", config.pe, tuple(SCHEMES))
+    if found is not None:
+        return found
+    scheme = config.positions
+    b = config.rope_base
+    if scheme.turns and not (_is_number(b) and 1 < b <= MAX_ROPE_BASE):
+        return Problem(f"RoPE base {b!r} must be a number above 1 and at most {MAX_ROPE_BASE:g}, e.g. 10000",
+                       _set(rope_base=ROPE_BASE))
+    reason = scheme_problem(config.pe, config.head_size, config.is_cross, b)
+    if reason is None and scheme.inside_attention and not config.uses_embeddings:
+        reason = (f"hand-built heads carry their own positions (dims 0-1); {config.pe} would bend their "
+                  "pattern: choose random weights to see it")
+    return None if reason is None else Problem(reason, _set(pe="none"))
+
+
+CHECKS: tuple[Callable[[MHAConfig], Problem | None], ...] = (
+    _check_sentences,
+    _check_sizes,
+    _check_seed_and_choices,
+    _check_temperature,
+    _check_mask,
+    _check_embedding,
+    _check_hand_built,
+    _check_kv_heads,
+    _check_positions,
+)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _whole_number(what: str, name: str, value, low: int, high: int) -> Problem | None:
+    """A problem when ``value`` is not a whole number in low..high; the fix clamps it (or takes the default)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        return Problem(f"{what} must be a whole number from {low} to {high}, got {value!r}",
+                       _set(**{name: _default(name) if name != "kv_heads" else None}))
+    if not low <= value <= high:
+        return Problem(f"{what} {value} is out of range: choose a whole number from {low} to {high}",
+                       _set(**{name: min(max(int(value), low), high)}))
+    return None
+
+
+def _choice(what: str, name: str, value, choices) -> Problem | None:
+    if value in choices:
+        return None
+    return Problem(f"unknown {what} {value!r}: choose one of {', '.join(choices)}", _set(**{name: _default(name)}))
 
 
 @dataclass(frozen=True)
@@ -215,7 +311,8 @@ def run(config: MHAConfig) -> RunResult:
         positional = None
     else:
         emb_q, emb_k = _embeddings(config)
-        positional = sinusoidal_positional_encoding(max(tq, tk), config.d_model) if config.pe == "sinusoidal" else None
+        add = config.positions.add_to_tokens
+        positional = None if add is None else add(max(tq, tk), config.d_model)  # (max(Tq, Tk), C)
     x_q = emb_q if positional is None else emb_q + positional[:tq]  # (Tq, C)
     x_kv = emb_k if positional is None else emb_k + positional[:tk]  # (Tk, C)
     scale = scale_factor(config)
@@ -227,9 +324,8 @@ def run(config: MHAConfig) -> RunResult:
         )
     weights = shared_kv_weights(weights, config)
     mask = build_mask(config)
-    inside = config.pe if config.pe in ("rope", "alibi") else "none"  # sinusoidal was added to X above
     trace = multi_head_attention(x_q, weights, config.n_heads, x_k=x_kv, mask=mask, scale=scale,
-                                 kv_heads=config.key_value_heads, pe=inside, rope_base=config.rope_base,
+                                 kv_heads=config.key_value_heads, pe=attention_scheme(config), rope_base=config.rope_base,
                                  null_key=config.null_key)
     return RunResult(
         config=config,
@@ -244,6 +340,12 @@ def run(config: MHAConfig) -> RunResult:
         mask=mask,
         trace=trace,
     )
+
+
+def attention_scheme(config: MHAConfig) -> str:
+    """The ``pe`` the attention call takes: the scheme when it acts inside attention, else "none"
+    (one that adds to the tokens was added to x already)."""
+    return config.pe if config.positions.inside_attention else "none"
 
 
 def scale_factor(config: MHAConfig) -> float:
@@ -309,27 +411,6 @@ def _embeddings(config: MHAConfig) -> tuple[np.ndarray, np.ndarray]:
         make = lambda toks: random_embeddings(toks, config.d_model, config.seed)  # noqa: E731
     emb_q = make(config.tokens)
     return emb_q, (make(config.kv_tokens) if config.is_cross else emb_q)
-
-
-def _check_tokens(what: str, tokens) -> None:
-    if not tokens:
-        raise ValueError(f"the {what} is empty: type at least one word, e.g. 'the cat sat'")
-    if len(tokens) > LIMITS["max_tokens"]:
-        raise ValueError(
-            f"the {what} has {len(tokens)} tokens; the limit is {LIMITS['max_tokens']}: shorten it"
-        )
-
-
-def _check_int(what: str, value, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise ValueError(f"{what} must be a whole number from {low} to {high}, got {value!r}")
-    if not low <= value <= high:
-        raise ValueError(f"{what} {value} is out of range: choose a whole number from {low} to {high}")
-
-
-def _check_choice(what: str, value, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"unknown {what} {value!r}: choose one of {', '.join(choices)}")
 
 
 def _or_list(items) -> str:

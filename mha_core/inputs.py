@@ -60,15 +60,6 @@ def one_hot_embeddings(tokens, vocab: list[str], d_model: int, dtype=np.float64)
     return x
 
 
-def sinusoidal_positional_encoding(n_positions: int, d_model: int, dtype=np.float64) -> np.ndarray:
-    """PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos(same angle). Shape (T, C)."""
-    positions = np.arange(n_positions)[:, None]  # (T, 1)
-    pair = np.arange(d_model)[None, :] // 2  # (1, C), i for columns 2i and 2i+1
-    angles = positions / np.power(10000.0, 2 * pair / d_model)  # (T, C)
-    pe = np.where(np.arange(d_model) % 2 == 0, np.sin(angles), np.cos(angles))  # (T, C)
-    return pe.astype(dtype)
-
-
 def init_matrix(rng: np.random.Generator, init: str, fan_in: int, fan_out: int) -> np.ndarray:
     """One (fan_in, fan_out) weight matrix drawn by the named scheme.
 

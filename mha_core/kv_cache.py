@@ -22,7 +22,7 @@ from mha_core.attention import (
     scaled_dot_product_attention,
     split_heads,
 )
-from mha_core.positions import PE_KINDS, ROPE_BASE, alibi_bias, alibi_slopes, rope_angles, rotate
+from mha_core.positions import ROPE_BASE, apply_positions, check_inside_attention
 
 
 @dataclass(frozen=True)
@@ -119,27 +119,21 @@ def decode_step(
         Its weights and output equal row ``position`` of full causal attention over the tokens.
     """
     kv_heads = n_heads if kv_heads is None else kv_heads
-    if pe not in PE_KINDS:
-        raise ValueError(f"pe must be one of {', '.join(PE_KINDS)}, got {pe!r}")
-    if pe == "rope" and weights.w_q.shape[1] // n_heads % 2:
-        raise ValueError(f"RoPE turns the features of a head in pairs, so the head size must be even; "
-                         f"it is {weights.w_q.shape[1] // n_heads}")
+    check_inside_attention(pe, weights.w_q.shape[1] // n_heads, False, rope_base)
     position = cache.length
     q = split_heads(project(x_new, weights.w_q, weights.b_q), n_heads)  # (nh, 1, hs)
     k_new = split_heads(project(x_new, weights.w_k, weights.b_k), kv_heads)  # (kv, 1, hs)
     v_new = split_heads(project(x_new, weights.w_v, weights.b_v), kv_heads)  # (kv, 1, hv)
-    if pe == "rope":
-        angles = rope_angles(np.array([position]), q.shape[-1], rope_base)  # (1, hs/2)
-        q, k_new = rotate(q, angles), rotate(k_new, angles)  # (nh, 1, hs), (kv, 1, hs)
-    cache = cache.append(k_new, v_new)  # k (kv, t+1, hs), v (kv, t+1, hv)
-    bias = None
-    if pe == "alibi":
-        bias = alibi_bias(alibi_slopes(n_heads), np.array([position]), np.arange(position + 1)).astype(q.dtype)
+    here = np.array([position])  # (1,) where the new token stands
+    placed = apply_positions(pe, q, k_new, here, here, rope_base=rope_base,
+                             key_positions=np.arange(position + 1))  # q, k_new turned; bias (nh, 1, t+1)
+    q = placed.q  # (nh, 1, hs)
+    cache = cache.append(placed.k, v_new)  # k (kv, t+1, hs), v (kv, t+1, hv)
     scale = default_scale(q.shape[-1]) if scale is None else float(scale)
-    _, logits, attn, heads = scaled_dot_product_attention(q, cache.k, cache.v, None, scale, bias=bias,
+    _, logits, attn, heads = scaled_dot_product_attention(q, cache.k, cache.v, None, scale, bias=placed.bias,
                                                           null_key=null_key)  # (nh, 1, t+1) x2, (nh, 1, hv)
     output = output_projection(merge_heads(heads), weights.w_o, weights.b_o)  # (1, C_out)
-    return DecodeStep(position, q, k_new, v_new, logits, attn, heads, output, cache)
+    return DecodeStep(position, q, placed.k, v_new, logits, attn, heads, output, cache)
 
 
 def decode(x: np.ndarray, weights: AttentionWeights, n_heads: int, **options) -> list[DecodeStep]:

@@ -11,8 +11,9 @@ import pytest
 
 from mha_core import LIMITS, MHAConfig, run
 from mha_core.config import build_mask, scale_factor, valid_head_counts
-from mha_core.inputs import random_embeddings, sinusoidal_positional_encoding
+from mha_core.inputs import random_embeddings
 from mha_core.masks import causal_mask, padding_mask, window_mask
+from mha_core.positions import sinusoidal_positional_encoding
 
 SIX = ("the", "cat", "sat", "on", "the", "mat")
 
@@ -248,7 +249,7 @@ def test_run_cross_attention_shapes_and_inputs():
 
 
 def test_run_adds_positional_encoding():
-    result = run(MHAConfig(kv_tokens=words(8), d_model=8, n_heads=2, positional_encoding=True))
+    result = run(MHAConfig(kv_tokens=words(8), d_model=8, n_heads=2, pe="sinusoidal"))
     pe = sinusoidal_positional_encoding(8, 8)
     np.testing.assert_allclose(result.x_q, result.embeddings + pe[:6], rtol=0, atol=1e-15)
     np.testing.assert_allclose(result.x_kv, result.key_embeddings + pe[:8], rtol=0, atol=1e-15)

@@ -15,7 +15,7 @@ from ui import export, tables
 CONFIGS = {
     "causal": MHAConfig(mask="causal", bias=True),
     "cross, padding, fully masked": MHAConfig(kv_tokens=("a", "dog", "ran"), mask="padding", valid_len=0),
-    "no W_O, positions": MHAConfig(output_projection=False, positional_encoding=True, n_heads=2),
+    "no W_O, positions": MHAConfig(output_projection=False, pe="sinusoidal", n_heads=2),
 }
 
 
@@ -42,7 +42,7 @@ def test_intermediates_hold_the_trace_and_leave_out_what_is_absent(result):
         np.testing.assert_array_equal(arrays[name], getattr(t, name))
     assert float(arrays["scale"]) == t.scale
     assert ("w_o" in arrays) == result.config.output_projection
-    assert ("positional" in arrays) == result.config.positional_encoding
+    assert ("positional" in arrays) == (result.config.pe == "sinusoidal")
     assert ("mask" in arrays) == (result.config.mask != "none")
 
 

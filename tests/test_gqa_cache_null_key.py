@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from strategies import MASK_KINDS, mha_problems, random_matrix, random_problem, random_shape
 
 from mha_core import AttentionWeights, causal_mask, multi_head_attention, softmax
-from mha_core.inputs import sinusoidal_positional_encoding
 from mha_core.kv_cache import decode
+from mha_core.positions import sinusoidal_positional_encoding
 
 N_CONFIGS = 200
 GQA_TOL = 1e-10

@@ -12,11 +12,11 @@ from mha_core.inputs import (
     one_hot_embeddings,
     random_embeddings,
     random_weights,
-    sinusoidal_positional_encoding,
     token_labels,
     tokenize,
     vocabulary,
 )
+from mha_core.positions import sinusoidal_positional_encoding
 
 
 def test_tokenize_keeps_duplicates_and_splits_on_any_whitespace():

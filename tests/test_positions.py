@@ -98,7 +98,7 @@ def test_multi_head_attention_with_alibi_adds_the_bias_to_the_scaled_scores():
     [
         ({"pe": "rope", "n_heads": 2, "width": 6}, "head size must be even; it is 3"),
         ({"pe": "sinusoidal"}, "added to the tokens before attention"),
-        ({"pe": "rope", "rope_base": 1.0}, "rope_base must be a number above 1"),
+        ({"pe": "rope", "rope_base": 1.0}, "RoPE base 1.0 must be a number above 1"),
         ({"pe": "alibi", "x_k": np.ones((3, 4))}, "ALiBi penalises the distance"),
         ({"kv_heads": 3, "n_heads": 2}, "kv_heads = 3 does not divide n_heads = 2"),
         ({"kv_heads": 0}, "kv_heads must be a positive integer"),

@@ -103,7 +103,7 @@ def test_previous_head_under_a_causal_mask():
 
 
 def test_presets_ignore_positional_encoding_and_still_hold():
-    weights = run(MHAConfig(init="identity", positional_encoding=True)).trace.weights
+    weights = run(MHAConfig(init="identity", pe="sinusoidal")).trace.weights
     np.testing.assert_allclose(weights, np.broadcast_to(np.eye(6), weights.shape), rtol=0, atol=PATTERN_TOL)
 
 

@@ -74,8 +74,8 @@ def test_a_choice_can_still_read_the_values_old_links_carried():
 def test_every_config_field_a_user_sets_has_one_row():
     fields = [row.field for row in model_settings()]
     assert len(fields) == len(set(fields))
-    # custom_embedding: an upload, never in a link; positional_encoding: the old spelling of pe="sinusoidal"
-    user_set = set(MHAConfig.__dataclass_fields__) - {"custom_embedding", "positional_encoding"}
+    # custom_embedding: an upload, never in a link
+    user_set = set(MHAConfig.__dataclass_fields__) - {"custom_embedding"}
     assert set(fields) == user_set
     assert len({row.param for row in model_settings() + VIEW_SETTINGS}) == len(model_settings() + VIEW_SETTINGS)
 

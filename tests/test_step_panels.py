@@ -78,7 +78,7 @@ OPTIONAL = ("kv_share", "rope", "alibi")
 
 CONFIGS = {
     "default": MHAConfig(),
-    "cross, positions, bias": MHAConfig(kv_tokens=("a", "dog", "ran"), positional_encoding=True, bias=True),
+    "cross, positions, bias": MHAConfig(kv_tokens=("a", "dog", "ran"), pe="sinusoidal", bias=True),
     "causal, no W_O": MHAConfig(d_model=12, n_heads=3, mask="causal", output_projection=False),
     "padding, fully masked, temperature": MHAConfig(
         kv_tokens=("x", "y"), mask="padding", valid_len=0, scale_rule="temperature", temperature=3.0

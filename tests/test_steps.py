@@ -62,14 +62,14 @@ def test_steps_come_in_the_order_of_the_maths():
     "config",
     [
         MHAConfig(),
-        MHAConfig(kv_tokens=("a", "dog", "ran"), positional_encoding=True, bias=True),
+        MHAConfig(kv_tokens=("a", "dog", "ran"), pe="sinusoidal", bias=True),
         MHAConfig(d_model=12, n_heads=3, mask="causal", output_projection=False),
     ],
     ids=["default", "cross+pe+bias", "causal-no-wo"],
 )
 def test_every_panel_has_one_label_per_row_and_column_and_a_formula(config):
     for step in build_steps(step_inputs(run(config)), head=config.n_heads - 1):
-        switched_off = step.slug == "positional" and not config.positional_encoding
+        switched_off = step.slug == "positional" and config.pe != "sinusoidal"
         assert switched_off or (step.formula and step.shapes and step.why)
         for p in step.panels:
             assert p.matrix.shape == (len(p.row_labels), len(p.col_labels)), (step.slug, p.title)
@@ -102,7 +102,7 @@ def test_cross_attention_labels_queries_and_keys_from_their_own_sentences():
 def test_positional_step_shows_p_and_x_when_on_and_only_a_line_when_off():
     off = steps_by_slug(run(MHAConfig()))["positional"]
     assert (off.panels, off.formula, off.shapes) == ((), "", "") and "off" in off.note
-    result = run(MHAConfig(positional_encoding=True))
+    result = run(MHAConfig(pe="sinusoidal"))
     on = steps_by_slug(result)["positional"]
     p, x = panel(on, "P"), panel(on, "X")
     np.testing.assert_allclose(x.matrix, result.embeddings + p.matrix, atol=EXACT)

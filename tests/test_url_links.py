@@ -20,6 +20,8 @@ from ui.urlstate import config_from_params, params_from_config, view_from_params
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = json.loads((ROOT / "tests" / "data" / "url_links_before_settings_table.json").read_text())
+# Rows whose reading changed on purpose since (each with its reason), and rows added for a rule that changed.
+CHANGED = json.loads((ROOT / "tests" / "data" / "url_links_changed_by_issue_20.json").read_text())
 
 
 NEW_FIELDS = ("pe", "rope_base", "kv_heads")  # added since the fixture (issue 12)
@@ -33,7 +35,8 @@ def old_fields(config) -> dict:
     """The configuration's fields that the fixture knows; the new ones must say what an old link meant."""
     record = as_json(config)
     new = {name: record.pop(name) for name in NEW_FIELDS}
-    assert new == {"pe": "sinusoidal" if config.positional_encoding else "none", "rope_base": 10000.0, "kv_heads": None}
+    assert new["pe"] in ("none", "sinusoidal") and {**new, "pe": None} == {"pe": None, "rope_base": 10000.0, "kv_heads": None}
+    record["positional_encoding"] = new["pe"] == "sinusoidal"  # the old field, gone since pe became one string
     return record
 
 
@@ -43,9 +46,16 @@ def today(message: str) -> str:
                   r"`pe=\1` is not one of none, sinusoidal, rope, alibi: using none.", message)
 
 
+def expected_now(link: str) -> dict:
+    """The fixture's record of ``link``, with what changed on purpose since laid over it."""
+    change = CHANGED["changed"].get(link, {})
+    expected = {**BEFORE[link], **{k: v for k, v in change.items() if k != "config"}}
+    return {**expected, "config": {**BEFORE[link]["config"], **change.get("config", {})}}
+
+
 @pytest.mark.parametrize("link", list(BEFORE))
 def test_a_link_reads_and_writes_as_before(link):
-    expected = BEFORE[link]
+    expected = expected_now(link)
     config, messages = config_from_params(expected["params"])
     view, view_messages = view_from_params(expected["params"], config)
     actual = old_fields(config)
@@ -75,3 +85,18 @@ def test_the_readme_example_and_every_parameter_of_its_table_are_among_the_links
     assert settings <= documented, f"undocumented URL parameters: {settings - documented}"
     linked = {name for record in BEFORE.values() for name in record["params"]}
     assert names <= linked and {"tokens", "cmask", "emb", "kj"} <= names
+
+
+def test_every_changed_row_is_a_row_of_the_fixture_and_says_why():
+    assert set(CHANGED["changed"]) <= set(BEFORE)
+    assert all(row["why"].startswith("issue ") for rows in CHANGED.values() for row in rows.values())
+
+
+@pytest.mark.parametrize("link", list(CHANGED["new"]))
+def test_a_new_row_reads_and_writes_as_recorded(link):
+    expected = CHANGED["new"][link]
+    config, messages = config_from_params(expected["params"])
+    view, _ = view_from_params(expected["params"], config)
+    assert {name: getattr(config, name) for name in expected["config"]} == expected["config"]
+    assert messages == expected["messages"]
+    assert {**params_from_config(config), **view_params(view)} == expected["written"]

@@ -21,8 +21,8 @@ from ui.markdown import literal
 from ui.settings import (
     INIT_LABELS,
     MASK_LABELS,
-    POSITION_LABELS,
     SCALE_LABELS,
+    SHORT_POSITION_LABELS,
     VIEW_SETTINGS,
     Setting,
     config_of,
@@ -30,12 +30,14 @@ from ui.settings import (
     fitting_heads,
     fitting_kv_heads,
     key_tokens,
+    kv_heads_after,
     model_settings,
     values_of,
 )
 from ui.urlstate import config_from_params, params_from_config, repair, view_from_params, view_params
 
 MAX_UPLOAD_BYTES = 1_000_000
+KV_HEADS_OF = "kv_heads_of"  # session state: the head count the key/value heads widget's value was chosen for
 # Widgets keep their values across page switches and while hidden (Streamlit >= 1.5x); without it
 # a page that does not draw a widget drops its value. keep_widget_state is the older belt to it.
 KEEP = "session"
@@ -56,6 +58,7 @@ SECOND_SENTENCE = ("a", "dog", "ran")  # offered when cross-attention is switche
 def _seed_widgets(config: MHAConfig, view: dict | None = None) -> None:
     """Put ``config`` into the widgets' session state (only before they are drawn in a run)."""
     ss = st.session_state
+    ss[KV_HEADS_OF] = config.n_heads
     values = values_of(config)
     for row in model_settings():
         value = values[row.name]
@@ -324,7 +327,7 @@ def summary_line(config: MHAConfig) -> str:
     if config.key_value_heads != config.n_heads:
         parts.append(f"{config.key_value_heads} K/V head{'s' if config.key_value_heads > 1 else ''}")
     if config.pe != "none":
-        parts.append(f"positions: {POSITION_LABELS[config.pe].split(' (')[0].split(',')[0]}")
+        parts.append(f"positions: {SHORT_POSITION_LABELS[config.pe]}")
     if config.null_key:
         parts.append("null key")
     if config.init != "xavier":
@@ -489,12 +492,19 @@ def _select_widget(row: Setting, values) -> str:
 
 
 def _kv_heads_widget(row: Setting, values) -> int:
-    """Only the key/value head counts that divide the heads; one that no longer fits becomes the nearest below."""
+    """Only the key/value head counts that divide the heads. When the head count changes, multi-head stays
+    multi-head and a grouping keeps its group size where it can (``kv_heads_after``), saying so when not."""
     ss = st.session_state
     heads = values["heads"]
+    before = ss.get(KV_HEADS_OF, heads)  # the head count the stored choice was made for
+    if before != heads and ss.get(row.key) is not None:
+        ss[row.key], note = kv_heads_after(heads, before, int(ss[row.key]))
+        if note:
+            st.info(f"Key/value heads: {note}.")
     choices = valid_kv_head_counts(heads)
     if ss.get(row.key) not in choices:
         ss[row.key] = fitting_kv_heads(ss.get(row.key) or heads, heads)
+    ss[KV_HEADS_OF] = heads
     kv = st.segmented_control(row.label, choices, key=row.key, help=row.help, persist_state=KEEP, required=True)
     st.caption(f"{heads // kv} query head(s) per K/V head: "
                + ("multi-head (MHA)." if kv == heads else "multi-query (MQA)." if kv == 1 else "grouped-query (GQA)."))
@@ -540,13 +550,7 @@ WIDGETS = {  # Setting.widget -> how the sidebar draws it; each returns the sett
 
 def _embedding_in_use(values) -> tuple[str, tuple | None]:
     """The embedding the sidebar's choice can give now, and the uploaded matrix when it is one."""
-    tokens, keys, d_model, embedding = values["tokens"], key_tokens(values), values["d_model"], values["embedding"]
-    if embedding == "onehot" and len(set(tokens) | set(keys)) > d_model:
-        st.error(
-            f"One-hot embeddings need d_model ≥ {len(set(tokens) | set(keys))} (the number of distinct "
-            "words): using seeded random embeddings."
-        )
-        return "random", None
+    tokens, d_model, embedding = values["tokens"], values["d_model"], values["embedding"]
     if embedding == "custom":
         n_rows = len(tokens) + (len(values["kv_tokens"]) if values["kv_tokens"] else 0)
         table = _uploaded_embedding(n_rows, d_model)

@@ -12,12 +12,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from mha_core.config import MHAConfig, RunResult
+from mha_core.config import MHAConfig, RunResult, attention_scheme
 from mha_core.kv_cache import DecodeStep, decode
-from mha_core.positions import rope_angles, rotate
-
-POSITION_SCHEMES = ("none", "sinusoidal", "rope", "alibi")
-INSIDE_ATTENTION = ("rope", "alibi")  # the schemes the engine applies inside attention (the others: none)
+from mha_core.positions import SCHEMES, rope_angles, rotate
 
 
 def decoder_config(config: MHAConfig) -> MHAConfig:
@@ -39,9 +36,8 @@ def decode_run(result: RunResult) -> list[DecodeStep]:
     ``result`` must come from ``decoder_config``: the rows to compare with are its causal weights.
     """
     config, trace = result.config, result.trace
-    pe = config.pe if config.pe in INSIDE_ATTENTION else "none"  # sinusoidal is already in x_q
-    return decode(result.x_q, result.weights, config.n_heads, kv_heads=config.key_value_heads, pe=pe,
-                  rope_base=config.rope_base, scale=trace.scale)
+    return decode(result.x_q, result.weights, config.n_heads, kv_heads=config.key_value_heads,
+                  pe=attention_scheme(config), rope_base=config.rope_base, scale=trace.scale)
 
 
 def assembled_weights(steps: list[DecodeStep], upto: int) -> np.ndarray:
@@ -94,7 +90,7 @@ def cache_table(steps: list[DecodeStep], labels: list[str], n_heads: int) -> pd.
 
 def position_configs(config: MHAConfig) -> dict[str, MHAConfig]:
     """The same layer under every positional scheme (the other settings unchanged)."""
-    return {pe: replace(config, pe=pe) for pe in POSITION_SCHEMES}
+    return {pe: replace(config, pe=pe) for pe in SCHEMES}
 
 
 def rope_offset_scores(q: np.ndarray, k: np.ndarray, positions: int, base: float) -> np.ndarray:

@@ -16,10 +16,12 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 
 from mha_core.config import EMBEDDINGS, LIMITS, MAX_ROPE_BASE, MHAConfig, valid_head_counts, valid_kv_head_counts
+from mha_core.positions import SCHEMES
 from mha_core.presets import PRESET_INITS
 
 Values = Mapping[str, object]  # setting name -> value, for the rows read so far
 
+ASKED = "{}_asked"  # in the values read from a link: what it asked for, where a rule changed it (``fit``)
 FROM_CONFIG = object()  # a row's default: the config field's default in MHAConfig
 CONFIG_CLASS = MHAConfig  # what the settings build (a test swaps in a subclass with one more field)
 
@@ -124,13 +126,42 @@ def fitting_kv_heads(kv_heads: int, heads: int) -> int:
     return max(k for k in valid_kv_head_counts(heads) if k <= max(kv_heads, 1))
 
 
+def kv_heads_after(heads: int, before_heads: int, before_kv: int) -> tuple[int, str | None]:
+    """Key/value heads for a new head count, keeping what the old pair meant, and why when it cannot.
+
+    Multi-head stays multi-head (kv follows heads while they were equal); a grouping keeps its group
+    size (query heads per K/V head) where the new count allows it, else takes the nearest valid count.
+    """
+    if before_kv >= before_heads or before_heads % max(before_kv, 1):
+        return (heads, None) if before_kv >= before_heads else (fitting_kv_heads(before_kv, heads), None)
+    group = before_heads // before_kv
+    if heads % group == 0:
+        return heads // group, None
+    choices = valid_kv_head_counts(heads)
+    nearest = min(choices, key=lambda k: (abs(heads / k - group), k))
+    return nearest, (f"cannot keep groups of {group} query heads per K/V head with {heads} heads; the nearest "
+                     f"is groups of {heads // nearest}")
+
+
 def _fit_kv_heads(kv_heads: int, values: Values) -> tuple[int, str | None]:
-    """Key/value heads that divide the heads, and why the given count was changed (None when kept)."""
-    heads = values["heads"]
+    """Key/value heads that divide the heads, and why the given count was changed (None when it was kept).
+
+    When the link's head count was fitted to d_model, the link's grouping follows it (``kv_heads_after``).
+    """
+    heads, asked = values["heads"], values.get(ASKED.format("heads"), values["heads"])
+    if asked != heads and 1 <= kv_heads <= asked:
+        fitted, reason = kv_heads_after(heads, asked, kv_heads)
+        kept = f"keeps groups of {asked // kv_heads} query heads per K/V head with {heads} heads"
+        return fitted, None if fitted == kv_heads else reason or kept
     fitting = fitting_kv_heads(kv_heads, heads)
     if fitting == kv_heads:
         return kv_heads, None
     return fitting, f"does not divide {heads} heads (choose {', '.join(map(str, valid_kv_head_counts(heads)))})"
+
+
+def _turns(values: Values) -> bool:
+    """The chosen positional scheme turns q and k (RoPE): its base applies."""
+    return values["pe"] in SCHEMES and SCHEMES[values["pe"]].turns
 
 
 def _hand_built(values: Values) -> bool:
@@ -161,12 +192,27 @@ MASK_LABELS = {
     "window": "sliding window",
     "custom": "custom (edit the grid)",
 }
-POSITION_LABELS = {
-    "none": "none",
-    "sinusoidal": "sinusoidal, added to the tokens",
-    "rope": "RoPE (rotate q and k)",
-    "alibi": "ALiBi (distance penalty on logits)",
-}
+
+
+class SchemeLabels(Mapping):
+    """Scheme name -> one of its record's labels, read from ``mha_core.positions.SCHEMES`` at each use,
+    so that a scheme added to the table reaches every widget, link and heading with no other edit."""
+
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+
+    def __getitem__(self, name: str) -> str:
+        return getattr(SCHEMES[name], self.attribute)
+
+    def __iter__(self):
+        return iter(SCHEMES)
+
+    def __len__(self) -> int:
+        return len(SCHEMES)
+
+
+POSITION_LABELS = SchemeLabels("label")
+SHORT_POSITION_LABELS = SchemeLabels("short_label")
 EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
 LINK_EMBEDDINGS = tuple(e for e in EMBEDDINGS if e != "custom")  # an uploaded matrix cannot travel in a link
 VIEW_LABELS = {"weights": "weights", "logits": "logits", "scores": "scores"}
@@ -203,7 +249,7 @@ SETTINGS: tuple[Setting, ...] = (
             help="Sinusoidal is added to the tokens; RoPE turns q and k by position; ALiBi subtracts "
             "slope × distance from the logits."),
     Setting("rope_base", "float", "rope_base", label="RoPE base θ", section="Inputs", widget="number",
-            limits=(1.0, MAX_ROPE_BASE), widget_limits=(1.5, MAX_ROPE_BASE), applies=lambda v: v["pe"] == "rope",
+            limits=(1.0, MAX_ROPE_BASE), widget_limits=(1.5, MAX_ROPE_BASE), applies=_turns,
             help="Pair p turns by position × θ^(−2p/d_k): a larger base turns the slow pairs slower."),
     Setting("scale", "choice", "scale_rule", label="Scale", section="Scores", widget="select", choices=SCALE_LABELS),
     Setting("temperature", "float", "temperature", label="Temperature", section="Scores", widget="number",

@@ -165,8 +165,8 @@ def build_steps(inputs: StepInputs, head: int, cell: tuple[int, int] | None = No
         raise ValueError(f"head {head} does not exist: choose 0 to {inputs.trace.n_heads - 1}")
     trace = inputs.trace
     sharing = [_kv_share_step(inputs, head)] if trace.kv_heads < trace.n_heads else []
-    rope = [_rope_step(inputs, head)] if trace.pe == "rope" else []
-    alibi = [_alibi_step(inputs, head, cell)] if trace.pe == "alibi" else []
+    rope = [_rope_step(inputs, head)] if trace.q_unrotated is not None else []  # a scheme turned q and k
+    alibi = [_alibi_step(inputs, head, cell)] if trace.bias is not None else []  # a scheme added a bias
     return [
         _input_step(inputs),
         _positional_step(inputs),
@@ -289,9 +289,9 @@ def _split_step(inputs: StepInputs, head: int) -> Step:
     g = trace.kv_head_of(head)
     kv_start = g * hs
     panels = (
-        Panel(f"Q_{head}", trace.q_unrotated[head] if trace.pe == "rope" else trace.q[head], inputs.query_labels,
+        Panel(f"Q_{head}", trace.q[head] if trace.q_unrotated is None else trace.q_unrotated[head], inputs.query_labels,
               dim_labels(hs, start), "q"),
-        Panel(_kv_name("K", head, g), trace.k_unrotated[g] if trace.pe == "rope" else trace.k[g], inputs.key_labels,
+        Panel(_kv_name("K", head, g), trace.k[g] if trace.k_unrotated is None else trace.k_unrotated[g], inputs.key_labels,
               dim_labels(hs, kv_start), "k"),
         Panel(_kv_name("V", head, g), trace.v[g], inputs.key_labels, dim_labels(trace.v.shape[-1], g * trace.v.shape[-1]),
               "v"),

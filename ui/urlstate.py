@@ -8,12 +8,11 @@ mistyped link still opens a working page.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
-from mha_core.config import MHAConfig
+from mha_core.config import CHECKS, MHAConfig
 from mha_core.inputs import tokenize
-from mha_core.presets import PRESET_INITS
 from ui.settings import (
+    ASKED,
     VIEW_DEFAULTS,
     VIEW_SETTINGS,
     Setting,
@@ -26,6 +25,7 @@ from ui.settings import (
 )
 
 DEFAULT = MHAConfig()
+MAX_REPAIRS = 3 * len(CHECKS)  # each fix removes a problem; a few fixes may uncover one more each
 
 
 # A reader turns a link's text for one row into its value; "" means "use the default" except where
@@ -138,6 +138,7 @@ def read_settings(params: Mapping[str, str], rows: Sequence[Setting], values: di
             fitted, reason = row.fit(value, values)
             if reason:
                 messages.append(f"`{row.param}={value}` {reason}: using {fitted}.")
+                values[ASKED.format(row.name)] = value
             value = fitted
         values[row.name] = value
     return values
@@ -188,39 +189,17 @@ def config_from_params(params: Mapping[str, str]) -> tuple[MHAConfig, list[str]]
 
 
 def repair(config: MHAConfig, msgs: list[str]) -> MHAConfig:
-    """Fall back field by field until the configuration validates; each fallback adds a message."""
-    for _ in range(4):
-        try:
-            config.validate()
+    """Apply the fix of each problem the configuration has, one at a time, until it validates.
+
+    The problems and their fixes are the engine's (``MHAConfig.problem``); each fix adds a message.
+    """
+    for _ in range(MAX_REPAIRS):
+        found = config.problem()
+        if found is None:
             return config
-        except ValueError as err:
-            fallback = _fallback(config)
-            msgs.append(f"{err} — falling back to {_describe(config, fallback)}.")
-            config = fallback
-    return DEFAULT
-
-
-def _fallback(config: MHAConfig) -> MHAConfig:
-    """The smallest change that removes the most likely cause of an invalid configuration."""
-    if config.embedding == "onehot" and len(set(config.tokens) | set(config.key_tokens)) > config.d_model:
-        return replace(config, embedding="random")
-    if config.init in PRESET_INITS and config.head_size < 2:
-        return replace(config, init="xavier")
-    if config.mask == "custom":
-        return replace(config, mask="none", custom_mask=None)
-    return _fallback_positions_and_kv_heads(config)
-
-
-def _fallback_positions_and_kv_heads(config: MHAConfig) -> MHAConfig:
-    """Key/value heads that do not divide the heads -> as many as heads; RoPE or ALiBi where they
-    cannot run (odd head size, cross-attention, hand-built heads) -> no positions; a bad base -> 10000."""
-    kv = config.key_value_heads
-    if not 1 <= kv <= config.n_heads or config.n_heads % kv:
-        return replace(config, kv_heads=None)
-    if config.pe == "rope" and config.head_size % 2 == 0 and config.init not in PRESET_INITS:
-        return replace(config, rope_base=DEFAULT.rope_base)
-    if config.pe in ("rope", "alibi"):
-        return replace(config, pe="none")
+        fixed = found.fix(config)
+        msgs.append(f"{found.message} — falling back to {_describe(config, fixed)}.")
+        config = fixed
     return DEFAULT
 
 
