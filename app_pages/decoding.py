@@ -168,6 +168,9 @@ if result is not None:
         "token: a **KV cache** keeps them, so each step computes one new query row and appends one key and value. "
         "The rows it assembles are exactly the rows of full causal attention, shown beside them."
     )
+    if decoder.scale_rule == "sqrt_t":
+        st.caption(f"Scale 1/√T: every step uses T = {len(decoder.tokens)}, the whole sentence's length, as full "
+                   "attention does. A generator that does not know T yet would take 1/√(t+1) and get other rows.")
     stepper(result.config)
     compare_positions(decoder)
     rope_offsets(result)

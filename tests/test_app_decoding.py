@@ -7,11 +7,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import ui.decoding
 from mha_core.attention import multi_head_attention
-from mha_core.config import MHAConfig, run
+from mha_core.config import MHAConfig, run, scale_factor
+from mha_core.kv_cache import decode
 from mha_core.positions import rope_angles, rotate
 from tests.test_app_step_by_step import charts, z_of
 from ui.decoding import assembled_weights, decode_run, decoder_config, diagonal_spread, rope_offset_scores
@@ -38,6 +41,40 @@ def causal_weights(config: MHAConfig) -> np.ndarray:
     return causal.trace.weights  # (nh, T, T)
 
 
+def engine_decoded_rows(config: MHAConfig) -> np.ndarray:
+    """(nh, T, T) the rows the engine's KV-cache decoder gives, each step's row put in place (future: 0).
+
+    Built here from ``mha_core`` with the layer's options written out (not through ``ui.decoding``): the
+    scale is full attention's one number, 1/sqrt(T) of the whole sentence under ``sqrt_t``.
+    """
+    causal = run(replace(config, kv_tokens=None, mask="causal"))
+    inside = config.pe if config.pe in ("rope", "alibi") else "none"  # sinusoidal is in x_q already
+    steps = decode(causal.x_q, causal.weights, config.n_heads, kv_heads=config.key_value_heads, pe=inside,
+                   rope_base=config.rope_base, scale=scale_factor(causal.config), null_key=config.null_key)
+    t = len(steps)
+    rows = np.zeros((config.n_heads, t, t))  # (nh, T, T)
+    for i, step in enumerate(steps):
+        rows[:, i, : i + 1] = step.weights[:, 0]  # (nh, i+1)
+    return rows
+
+
+def shown_delta(rows: np.ndarray, config: MHAConfig, t: int) -> str:
+    """The metric "max |Δ| vs full causal" as the page should write it: rows 0..t of ``rows`` against the engine's."""
+    delta = np.max(np.abs(rows[:, : t + 1] - causal_weights(config)[:, : t + 1]))
+    return f"{delta:.1e}"
+
+
+def delta_metric(at: AppTest) -> str:
+    return next(m.value for m in at.metric if m.label == "max |Δ| vs full causal")
+
+
+def panel(at: AppTest, prefix: str) -> np.ndarray:
+    """The z data of the one panel whose title starts with ``prefix``."""
+    found = [z_of(f) for title, f in charts(at).items() if title.startswith(prefix)]
+    assert len(found) == 1, (prefix, list(charts(at)))
+    return found[0]
+
+
 @pytest.mark.parametrize("params", [
     {},
     {"pe": "rope", "heads": "4", "kv_heads": "2", "rope_base": "100"},
@@ -58,7 +95,8 @@ def test_the_assembled_rows_are_full_causal_attention(params):
         assert np.isnan(assembled[t + 1 :]).all()  # not decoded yet
         full = z_of(next(f for title, f in figures.items() if title.startswith("Full causal attention")))
         np.testing.assert_allclose(full, expected[0], rtol=0, atol=FIGURE)
-    assert float(at.metric[3].value) <= EXACT  # the live max |Δ|
+        assert float(delta_metric(at)) <= EXACT  # the live max |Δ| ...
+        assert delta_metric(at) == shown_delta(engine_decoded_rows(config), config, t)  # ... of these rows
 
 
 def test_the_step_buttons_move_and_the_cache_grows_by_kv_heads_rows():
@@ -75,6 +113,98 @@ def test_the_step_buttons_move_and_the_cache_grows_by_kv_heads_rows():
     engine = multi_head_attention(run(decoder_config(config)).x_q[:3], run(decoder_config(config)).weights, 4,
                                   kv_heads=2, mask=np.tri(3, dtype=bool))
     np.testing.assert_allclose(cache, engine.k[0], rtol=0, atol=FIGURE)
+
+
+def test_the_shown_max_difference_is_the_decoded_rows_against_full_causal_and_sees_a_nudge(monkeypatch):
+    # Compared with itself (decoded rows against decoded rows) the metric would read 0.0e+00 whatever was decoded:
+    # the shown value must be the test's own difference, and a weight nudged inside the decoder must show up.
+    nudge, nudged_step, nudged_at = 1e-3, 2, (1, 0, 1)  # step 2, head 1, key 1
+
+    def nudged_decode(*args, **kwargs):
+        steps = decode(*args, **kwargs)
+        weights = steps[nudged_step].weights.copy()  # (nh, 1, 3)
+        weights[nudged_at] += nudge
+        return [*steps[:nudged_step], replace(steps[nudged_step], weights=weights), *steps[nudged_step + 1 :]]
+
+    at = open_page()
+    config = at.session_state["config"]
+    rows = engine_decoded_rows(config)
+    for t in range(len(config.tokens)):
+        at.slider(key="w_dec_step").set_value(t).run()
+        assert delta_metric(at) == shown_delta(rows, config, t)
+    monkeypatch.setattr(ui.decoding, "decode", nudged_decode)  # the engine's decode, as the page's builder calls it
+    at = open_page()
+    rows[1, nudged_step, 1] += nudge
+    for t in range(len(config.tokens)):
+        at.slider(key="w_dec_step").set_value(t).run()
+        assert delta_metric(at) == shown_delta(rows, config, t)
+        if t >= nudged_step:
+            assert delta_metric(at) == f"{nudge:.1e}"  # 1.0e-03: the nudge, not 0.0e+00
+
+
+@pytest.mark.parametrize("params", [
+    {"scale": "sqrt_dk"},  # 1/2 (hs = 4)
+    {"scale": "sqrt_t"},  # 1/sqrt(6): the whole sentence's T at every step, as full attention
+    {"scale": "none"},  # 1
+    {"scale": "temperature", "temperature": "3"},  # 1/3
+])
+def test_the_decoder_uses_the_layers_scale_rule(params):
+    at = open_page(**params)
+    config = at.session_state["config"]
+    assert config.scale_rule == params["scale"]
+    expected = causal_weights(config)  # (nh, T, T) full causal attention under this scale
+    last = len(config.tokens) - 1
+    at.slider(key="w_dec_step").set_value(last).run()
+    for head in range(config.n_heads):
+        at.selectbox(key="w_dec_head").set_value(head).run()
+        np.testing.assert_allclose(panel(at, f"Decoded rows 0..{last} (head {head})"), expected[head],
+                                   rtol=0, atol=FIGURE)
+    assert delta_metric(at) == shown_delta(engine_decoded_rows(config), config, last)
+    assert float(delta_metric(at)) <= EXACT
+
+
+def test_the_cache_panels_of_a_query_head_show_its_key_value_head():
+    # heads=4, kv_heads=2: query heads 0, 1 read K/V head 0 and 2, 3 read K/V head 1 (h // 2). Heads 1 and 2
+    # tell h // 2 from h % 2 (head 0 and head 3 give the same K/V head either way).
+    at = open_page(heads=4, kv_heads=2)
+    config = at.session_state["config"]
+    trace = run(replace(config, kv_tokens=None, mask="causal")).trace  # k, v: (2, T, hs)
+    for t in (2, len(config.tokens) - 1):
+        at.slider(key="w_dec_step").set_value(t).run()
+        for head in range(4):
+            at.selectbox(key="w_dec_head").set_value(head).run()
+            np.testing.assert_allclose(panel(at, "K cache"), trace.k[head // 2, : t + 1], rtol=0, atol=FIGURE)
+            np.testing.assert_allclose(panel(at, "V cache"), trace.v[head // 2, : t + 1], rtol=0, atol=FIGURE)
+
+
+def test_the_cache_table_counts_worked_on_paper():
+    # nh = 4 query heads, kv = 2 key/value heads, hs = hv = 16/4 = 4, T = 3 tokens, float64 (8 bytes).
+    # fresh      = q of nh heads + k, v of kv heads = 4*4 + 2*(4+4) = 16 + 16 = 32 at every step
+    # reused     = the t earlier tokens' cached k, v = 2*t*(4+4) = 16t:  0, 16, 32 (the new token is fresh)
+    # cache      = after the step, t+1 tokens = 2*(t+1)*(4+4) = 16(t+1): 16, 32, 48 numbers
+    # bytes      = 8 per number: 128, 256, 384
+    # as MHA     = one K/V head per query head, nh/kv = 2 times more: 256, 512, 768
+    expected = pd.DataFrame(
+        {"token": ["0:the", "1:cat", "2:sat"], "fresh numbers": [32, 32, 32], "reused from cache": [0, 16, 32],
+         "cache numbers": [16, 32, 48], "cache bytes": [128, 256, 384], "cache bytes as MHA": [256, 512, 768]},
+        index=pd.Index([0, 1, 2], name="step t"))
+    at = open_page(tokens="the cat sat", d_model=16, heads=4, kv_heads=2)
+    at.slider(key="w_dec_step").set_value(2).run()
+    shown = next(f.value for f in at.dataframe if "cache bytes as MHA" in f.value.columns)
+    pd.testing.assert_frame_equal(shown, expected, check_dtype=False, check_index_type=False)
+
+
+def test_with_the_null_key_the_decoded_rows_are_full_causal_attention_at_every_step():
+    at = open_page(null=1)
+    config = at.session_state["config"]
+    assert config.null_key
+    expected, rows = causal_weights(config), engine_decoded_rows(config)
+    assert np.all(expected.sum(axis=-1) < 1 - 1e-3)  # the null key takes weight: these are softmax_1's rows
+    for t in range(len(config.tokens)):
+        at.slider(key="w_dec_step").set_value(t).run()
+        assert float(delta_metric(at)) <= EXACT
+        assert delta_metric(at) == shown_delta(rows, config, t)
+        np.testing.assert_allclose(panel(at, f"Decoded rows 0..{t}")[: t + 1], expected[0, : t + 1], rtol=0, atol=FIGURE)
 
 
 def test_decoded_rows_match_for_every_scheme_and_kv_heads():

@@ -37,6 +37,26 @@ def test_rope_angles_follow_the_base():
     np.testing.assert_allclose(angles, [[3.0, 3.0 / 10.0]], rtol=0, atol=EXACT)
 
 
+@pytest.mark.parametrize(("feature", "partner"), [(1, 5), (6, 2)])
+def test_rope_pairs_feature_f_with_f_plus_half_the_head(feature, partner):
+    # hs = 8, half-split as LLaMA / GPT-NeoX: pairs (0, 4), (1, 5), (2, 6), (3, 7), pair p turning by
+    # position * base^(-2p/8). Interleaved pairs (0, 1), (2, 3), ... would move feature 1 into 0, 6 into 7.
+    hs, position, base = 8, 3, 100.0
+    x = np.zeros((1, 1, hs))
+    x[0, 0, feature] = 2.0
+    turned = rotate(x, rope_angles(np.array([position]), hs, base))[0, 0]  # (hs,)
+    pair = min(feature, partner)  # p: the angle index of the pair
+    angle = position * base ** (-2 * pair / hs)  # 3, 3/10^0.5, 3/10 for p = 0, 1, 2
+    cos, sin = 2.0 * math.cos(angle), 2.0 * math.sin(angle)
+    expected = np.zeros(hs)
+    if feature < partner:  # the first of the pair: (x, 0) -> (x cos, x sin)
+        expected[feature], expected[partner] = cos, sin
+    else:  # the second: (0, x) -> (-x sin, x cos)
+        expected[partner], expected[feature] = -sin, cos
+    np.testing.assert_allclose(turned, expected, rtol=0, atol=EXACT)
+    assert set(np.flatnonzero(turned)) == {feature, partner}
+
+
 def test_rope_keeps_lengths_and_makes_scores_depend_on_the_offset_only():
     rng = np.random.default_rng(0)
     q, k = rng.standard_normal((2, 3, 1, 8))  # (nh, 1, hs) each
