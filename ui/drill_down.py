@@ -285,10 +285,10 @@ def softmax_latex(drill: DrillDown) -> str:
         return rf"A_{{{ij}}} = 0 \quad (\text{{row {i} has every key masked: zeros by our policy}})"
     symbols, numbers = _denominator_latex(drill)
     total = latex_number(drill.denominator)
-    if not drill.allowed:
-        put_in = rf"\frac{{e^{{-\infty}}}}{{{numbers}}}"
-        return rf"A_{{{ij}}} = {put_in} = 0" if not drill.null_key else rf"A_{{{ij}}} = {put_in} = \frac{{0}}{{{total}}} = 0"
     head = rf"A_{{{ij}}} = \frac{{e^{{L_{{{ij}}} - m_{{{i}}}}}}}{{{symbols}}}"
+    if not drill.allowed:
+        put_in = rf" = \frac{{e^{{-\infty}}}}{{{numbers}}}"
+        return head + put_in + (rf" = \frac{{0}}{{{total}}}" if drill.null_key else "") + " = 0"
     exps = rf" = \frac{{e^{{{latex_number(drill.logit)} - {_paren(drill.row_max)}}}}}{{{numbers}}}"
     return head + exps + rf" = \frac{{{latex_number(float(drill.row_exp[drill.j]))}}}{{{total}}} = {latex_number(drill.weight)}"
 
