@@ -141,6 +141,6 @@ def show_drill_down(drill: DrillDown, key_prefix: str, *,
     st.latex(softmax_latex(drill))
     if drill.null_key:
         st.latex(null_key_latex(drill))
-    null_row = f", the null key as the last row ({literal(NULL_KEY_LABEL)})" if drill.null_key else ""
+    null_row = f"; the last row, {literal(NULL_KEY_LABEL)}, is the null key" if drill.null_key else ""
     st.markdown(f"**Softmax of row {query}** (key j highlighted{null_row})")
     st.dataframe(highlight_key(softmax_row_table(drill), drill.key_label), key=f"{key_prefix}_drill_softmax")
