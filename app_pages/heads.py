@@ -18,13 +18,18 @@ VIEW_LABELS = {"scores": "raw scores q·k", "logits": "scaled + masked logits", 
 SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}  # presentation bar, phones
 VIEW_CAPTIONS = {
     "weights": "Colour = attention weight: how much of each key's value goes into the query's output. "
-    "Each row sums to 1. A bright cell is a large weight, not an 'important word'. "
+    "{row_sums} A bright cell is a large weight, not an 'important word'. "
     "Grey cells are masked: weight exactly 0.",
     "logits": "Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
     "Grey cells are masked (−∞): the softmax gives them weight 0.",
     "scores": "Colour = the raw dot product q·k before any scaling or mask, centred on 0. "
     "Its size grows with the head size d_k — that is why it gets scaled. Grey cells are masked in the next step.",
 }
+
+
+def view_caption(trace, view: str) -> str:
+    """The caption of a view; the weights' says what their rows sum to (less than 1 with the null key)."""
+    return VIEW_CAPTIONS[view].format(row_sums=tables.row_sums_sentence(trace))
 
 
 def shown_matrices(trace, view: str) -> np.ndarray:
@@ -109,7 +114,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
         matrices, titles = figures.with_average(matrices, titles)
     cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another
     panel_px = 220 if on_phone() else int(np.clip(700 / cols, 200, 360))  # about square in the width there is
-    st.caption(VIEW_CAPTIONS[view])
+    st.caption(view_caption(trace, view))
     fig = cached_figures.attention_grid(
         matrices,
         result.query_labels,
@@ -424,10 +429,10 @@ def presentation(result) -> None:
         for label, meaning in list(tables.DIAGNOSTIC_COLUMNS.values())[:2]:
             st.metric(label, "—" if np.isnan(summary[label]) else f"{summary[label]:.2f}", help=meaning)
         if not average:
-            st.markdown(VIEW_CAPTIONS[view])  # body text, not a grey caption: it must read from the back row
+            st.markdown(view_caption(trace, view))  # body text, not a grey caption: it must read from the back row
             fully_masked_note(result)
     if average:
-        st.markdown(VIEW_CAPTIONS[view] + " The average is for the eye only: the model keeps every head separate.")
+        st.markdown(view_caption(trace, view) + " The average is for the eye only: the model keeps every head separate.")
         fully_masked_note(result)
 
 

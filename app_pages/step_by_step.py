@@ -10,7 +10,16 @@ from ui.compute import compute
 from ui.controls import KEEP, clamp_choice, figure_font_size, sidebar
 from ui.drill_down import drill_down
 from ui.predict import check_prediction, prediction_message
-from ui.steps import FULLY_MASKED_POLICY, Step, StepInputs, build_steps, row_sums_table, step_inputs
+from ui.steps import (
+    FULLY_MASKED_POLICY,
+    NULL_SHARE_COLUMN,
+    Step,
+    StepInputs,
+    build_steps,
+    row_sums_heading,
+    row_sums_table,
+    step_inputs,
+)
 
 SHORT_NAMES = {  # for the "Jump to" line
     "input": "E", "positional": "+\u00a0P", "qkv": "Q,\u00a0K,\u00a0V", "split": "heads", "scores": "QKᵀ",
@@ -63,8 +72,10 @@ def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int,
         views.show_panel(shown, f"{KEY_PREFIX}_softmax_0", as_table=as_table, width_px=views.plot_px(3 / 4),
                          font_size=font_size)
     with right:
-        st.markdown("**Row sums** (1, or 0 for a fully masked row)")
-        st.dataframe(row_sums_table(inputs, head), column_config=views.number_columns(["sum"], "%.6f"),
+        st.markdown(row_sums_heading(inputs.trace))
+        sums = row_sums_table(inputs, head)
+        st.dataframe(sums, column_config=views.number_columns(
+            [c for c in ("sum", NULL_SHARE_COLUMN) if c in sums.columns], "%.6f"),
                      key=f"{KEY_PREFIX}_row_sums")
     if inputs.trace.fully_masked[head].any():
         st.warning(FULLY_MASKED_POLICY)

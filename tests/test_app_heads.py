@@ -451,3 +451,14 @@ def test_one_head_is_one_square_panel_and_the_caption_says_1_head():
     layout = charts(at)["heads_grid"]["layout"]
     assert layout["yaxis"]["scaleanchor"] == "x" and "width" in layout  # square cells, not stretched
     assert "1 head of size" in " ".join(c.value for c in at.caption)
+
+
+def test_the_weights_caption_gives_the_null_keys_share_from_the_engine_and_says_sum_to_1_only_without_it():
+    at = app({"null": "1"})
+    captions = " ".join(c.value for c in at.caption)
+    shares = 1 - run(MHAConfig(null_key=True)).trace.weights.sum(axis=-1)  # (nh, Tq)
+    assert shares.min() > 0.01  # a share a reader can see: the caption below is not about zeros
+    assert "Each row sums to 1" not in captions
+    assert f"1 − Σ = {shares.min():.3f} to {shares.max():.3f} of a row" in captions
+    plain = " ".join(c.value for c in app().caption)
+    assert "Each row sums to 1." in plain and "null key" not in plain

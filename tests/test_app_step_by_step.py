@@ -9,7 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
-from ui.drill_down import SUM_ROW
+from ui.drill_down import NULL_KEY_LABEL, SUM_ROW
+from ui.steps import NULL_SHARE_COLUMN, latex_number
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "app_pages/step_by_step.py"
@@ -217,3 +218,50 @@ def test_matrices_three_across_print_only_the_column_labels_that_fit_their_colum
         assert list(figure["data"][0]["x"]) == labels  # every column keeps its cell
         assert figure["layout"]["xaxis"]["tickvals"][0] == "d0"
     assert len(third["layout"]["xaxis"]["tickvals"]) < len(half["layout"]["xaxis"]["tickvals"]) < 32
+
+
+def test_the_null_key_link_shows_the_engines_weights_and_the_null_keys_share_in_the_drill_down():
+    """step_by_step?null=1&qi=2&kj=1 (issue 20): the drill-down's numbers are softmax₁'s, the engine's."""
+    at = open_page(null=1, qi=2, kj=1)
+    weights = run(MHAConfig(null_key=True)).trace.weights  # (nh, Tq, Tk)
+    row, null_share = weights[0, 2], 1 - weights[0, 2].sum()  # head 0 (the default), query 2
+    assert null_share > 0.1  # the null key takes a visible share: forgetting it shows
+    softmax_row = table_with_index(at, NULL_KEY_LABEL, "weight")
+    np.testing.assert_allclose(softmax_row["weight"].iloc[:-1], row, atol=EXACT)
+    assert abs(softmax_row.loc[NULL_KEY_LABEL, "weight"] - null_share) <= EXACT
+    assert softmax_row.loc[NULL_KEY_LABEL, "logit"] == 0.0
+    formulas = [latex.value for latex in at.latex]
+    cell = next(f for f in formulas if r"A_{2,1} = \frac" in f)
+    assert cell.rstrip("$\n ").endswith(f"= {latex_number(row[1])}")  # 0.0157, not the old 0.0192
+    assert r"e^{0 - m_{2}} + \sum_k" in cell
+    assert any(f"= {latex_number(null_share)}," in f for f in formulas if r"A_{2,\varnothing}" in f)
+    assert f"1 − Σ = {null_share:.4f}" in markdown_text(at)
+    sums = table_with_index(at, "2:sat", NULL_SHARE_COLUMN)
+    np.testing.assert_allclose(sums[NULL_SHARE_COLUMN], 1 - weights[0].sum(axis=-1), atol=EXACT)
+    np.testing.assert_allclose(sums["sum"], weights[0].sum(axis=-1), atol=EXACT)
+
+
+def softmax_step_text(at: AppTest) -> tuple[str, str]:
+    """The softmax step's "why" (the markdown after its heading) and its formula (the first A_ij formula)."""
+    titles = [s.value for s in at.subheader]
+    assert any("Softmax" in t for t in titles)
+    why = next(m.value for m in at.markdown if m.value.startswith("Each row is turned into weights"))
+    formula = next(latex.value for latex in at.latex if r"A_{ij} = \frac" in latex.value)
+    return why, formula.strip("$\n ")
+
+
+@pytest.mark.parametrize("null", [0, 1])
+def test_the_softmax_step_says_rows_sum_to_1_only_without_the_null_key(null):
+    at = open_page(null=null)
+    why, formula = softmax_step_text(at)
+    sums = run(MHAConfig(null_key=bool(null))).trace.weights[0].sum(axis=-1)  # (Tq,)
+    if null:
+        assert np.all(sums < 1 - 1e-3)  # the engine's rows do not sum to 1 ...
+        assert "sum to 1**" not in why and "less than 1" in why  # ... and the page does not say they do
+        assert not formula.endswith(r"\sum_j A_{ij} = 1") and formula.endswith("< 1")
+        assert "e^{0 - m_i}" in formula
+        assert "null key takes the rest" in markdown_text(at)
+    else:
+        np.testing.assert_allclose(sums, 1.0, atol=EXACT)
+        assert "**sum to 1**" in why and formula.endswith(r"\sum_j A_{ij} = 1")
+        assert "null key" not in markdown_text(at)

@@ -1,7 +1,10 @@
 """The drill-down: one cell of one head, number by number, recomputed from q_i and k_j.
 
-``drill_down`` redoes the dot product, the scale, the mask and the softmax of one row by hand and
-keeps the engine's score beside it; the tables and LaTeX here put those numbers on screen.
+``drill_down`` redoes the dot product, the scale, the ALiBi bias, the mask and the softmax of one
+row by hand and keeps the engine's score beside it; the tables and LaTeX here put those numbers on
+screen. It knows every option that changes a logit or a weight, reading each from the trace:
+the key/value head a query head reads (K/V sharing), the rotated q and k (RoPE), the bias (ALiBi),
+the mask, the scale and the null key (softmax₁: one more key of logit 0 and value 0 in every row).
 Pure builders, no streamlit (drawn by ``ui.step_views``).
 """
 
@@ -15,6 +18,7 @@ import pandas as pd
 from ui.steps import StepInputs, dim_labels, latex_number
 
 MAX_LATEX_TERMS = 4  # a dot product with more terms is written a + b + ... + z
+NULL_KEY_LABEL = "∅ null key"  # its row in the softmax table; token labels carry a position ("0:the"), so no clash
 
 
 def _paren(x: float) -> str:
@@ -40,11 +44,17 @@ class DrillDown:
     engine_score: float  # trace.scores[head, i, j], for comparison
     scale: float
     allowed: bool  # the mask lets query i attend to key j
-    row_logits: np.ndarray  # (Tk,) query i's scaled scores, -inf where masked
-    row_max: float  # max of the allowed logits (0 when the row is fully masked)
+    row_logits: np.ndarray  # (Tk,) query i's scaled scores (+ bias), -inf where masked
+    row_max: float  # m_i: max of the allowed logits, and of the null key's 0 (0 when nothing is allowed)
     row_exp: np.ndarray  # (Tk,) exp(logit - max), 0 where masked
     row_weights: np.ndarray  # (Tk,) softmax of the row (all 0 when fully masked)
     fully_masked: bool
+    kv_head: int  # the key/value head that k_j comes from (the head itself unless K/V heads are shared)
+    kv_shared: bool  # fewer key/value heads than query heads (GQA, MQA)
+    rotated: bool  # q_i and k_j are RoPE's rotated vectors
+    row_bias: np.ndarray | None  # (Tk,) ALiBi's bias added to the scaled scores, or None
+    null_key: bool  # softmax₁: the row has one more key, logit 0 and value 0
+    null_exp: float  # the null key's exp(0 - max); 0 without the null key
 
     @property
     def logit(self) -> float:
@@ -54,9 +64,34 @@ class DrillDown:
     def weight(self) -> float:
         return float(self.row_weights[self.j])
 
+    @property
+    def bias(self) -> float | None:
+        """ALiBi's b_ij, or None without a bias."""
+        return None if self.row_bias is None else float(self.row_bias[self.j])
+
+    @property
+    def keys_exp_sum(self) -> float:
+        """Σ_k exp(L_ik − m_i) over the row's real keys."""
+        return float(self.row_exp.sum())
+
+    @property
+    def denominator(self) -> float:
+        """The softmax's denominator: the keys' exps, plus the null key's exp(0 − m_i) when there is one."""
+        return self.null_exp + self.keys_exp_sum
+
+    @property
+    def null_weight(self) -> float:
+        """The share of the row the null key takes, 1 − Σ_j A_ij (0 without the null key)."""
+        return self.null_exp / self.denominator if self.null_key else 0.0
+
 
 def drill_down(inputs: StepInputs, head: int, i: int, j: int) -> DrillDown:
-    """Recompute cell (i, j) of head ``head`` by hand: dot product, scale, mask, softmax of row i."""
+    """Recompute cell (i, j) of head ``head`` by hand: dot product, scale, bias, mask, softmax of row i.
+
+    Everything is read from ``inputs.trace``: q_i and k_j as the scores used them (rotated with RoPE),
+    k_j from the key/value head ``trace.kv_head_of(head)``, ALiBi's ``trace.bias``, ``trace.scale``,
+    and ``trace.null_key`` (softmax₁: the denominator gets exp(0 − m_i), and m_i includes the 0).
+    """
     trace = inputs.trace
     nh, tq, hs = trace.q.shape
     tk = trace.k.shape[1]
@@ -72,9 +107,13 @@ def drill_down(inputs: StepInputs, head: int, i: int, j: int) -> DrillDown:
     bias = 0.0 if trace.bias is None else trace.bias[head, i]  # (Tk,) ALiBi's -m|i - j|, or nothing
     row_logits = np.where(allowed_row, row_scores * trace.scale + bias, -np.inf)  # (Tk,)
     fully = not allowed_row.any()
-    row_max = 0.0 if fully else float(row_logits[allowed_row].max())
+    peaks = [float(row_logits[allowed_row].max())] if not fully else []
+    if trace.null_key:
+        peaks.append(0.0)  # the null key's logit is part of the row: m_i = max(0, max_k L_ik)
+    row_max = max(peaks, default=0.0)
     row_exp = np.exp(row_logits - row_max)  # (Tk,) exp(-inf) = 0 where masked
-    total = row_exp.sum()
+    null_exp = float(np.exp(0.0 - row_max)) if trace.null_key else 0.0
+    total = null_exp + row_exp.sum()
     row_weights = row_exp / total if total > 0 else np.zeros(tk)  # (Tk,)
     start = head * hs
     return DrillDown(
@@ -97,6 +136,12 @@ def drill_down(inputs: StepInputs, head: int, i: int, j: int) -> DrillDown:
         row_exp=row_exp,
         row_weights=row_weights,
         fully_masked=fully,
+        kv_head=g,
+        kv_shared=trace.kv_heads < trace.n_heads,
+        rotated=trace.q_unrotated is not None,
+        row_bias=None if trace.bias is None else np.asarray(bias),
+        null_key=bool(trace.null_key),
+        null_exp=null_exp,
     )
 
 
@@ -111,21 +156,32 @@ def products_table(drill: DrillDown) -> pd.DataFrame:
     )
 
 
+BIAS_ROW = "ALiBi bias b = −m·|i − j|"
+
+
 def score_table(drill: DrillDown) -> pd.DataFrame:
-    """The numbers from the products to the logit, each on its own row."""
+    """The numbers from the products to the logit, each on its own row (ALiBi's bias when there is one)."""
+    scaled = drill.score * drill.scale
     values = {
         SUM_ROW: drill.score,
         "engine's S[i, j] (should be equal)": drill.engine_score,
         "scale s": drill.scale,
-        "score × s": drill.score * drill.scale,
-        "logit after the mask": drill.logit,
+        "score × s": scaled,
     }
+    if drill.bias is not None:
+        values[BIAS_ROW] = drill.bias
+        values["score × s + b"] = scaled + drill.bias
+    values["logit after the mask"] = drill.logit
     return pd.DataFrame({"value": list(values.values())}, index=pd.Index(list(values), name="quantity"))
 
 
 def softmax_row_table(drill: DrillDown) -> pd.DataFrame:
-    """Query i's row through the softmax: logit, logit − max, exp, weight; the chosen key marked."""
-    return pd.DataFrame(
+    """Query i's row through the softmax: logit, logit − max, exp, weight; the chosen key marked.
+
+    With the null key its row comes last (``NULL_KEY_LABEL``): logit 0, its exp(0 − m) and its weight
+    1 − Σ_j A_ij, so the weight column sums to 1 with it, as the denominator does.
+    """
+    frame = pd.DataFrame(
         {
             "logit": drill.row_logits,
             "logit − max": drill.row_logits - drill.row_max,
@@ -135,6 +191,39 @@ def softmax_row_table(drill: DrillDown) -> pd.DataFrame:
         },
         index=pd.Index(drill.key_labels, name="key"),
     )
+    if not drill.null_key:
+        return frame
+    null_row = pd.DataFrame(
+        {
+            "logit": [0.0],
+            "logit − max": [0.0 - drill.row_max],
+            "exp(logit − max)": [drill.null_exp],
+            "weight": [drill.null_weight],
+            "chosen": [""],
+        },
+        index=pd.Index([NULL_KEY_LABEL], name="key"),
+    )
+    return pd.concat([frame, null_row])
+
+
+def drill_notes(drill: DrillDown) -> list[str]:
+    """One markdown line for each option that changes this cell's logit or weight (none for plain attention)."""
+    i, j, h, g = drill.i, drill.j, drill.head, drill.kv_head
+    notes = []
+    if drill.kv_shared:
+        notes.append(f"**K/V sharing**: head {h} reads the keys of key/value head {g}, shared with other query "
+                     f"heads, so k_j is row {j} of K_({g}).")
+    if drill.rotated:
+        notes.append(f"**RoPE**: q_i and k_j are the vectors after the rotation by their positions ({i} and {j}), "
+                     "so the score already depends on how far apart they are.")
+    if drill.bias is not None:
+        notes.append(f"**ALiBi**: the bias b = −m·|i − j| = {drill.bias:.4f} is added to the scaled score: "
+                     "L = S·s + b.")
+    if drill.null_key:
+        notes.append(f"**Null key (softmax₁)**: row {i} has one more key, of logit 0 and value 0. Its e^(0 − m) "
+                     f"joins the denominator, so the real keys' weights sum to {1 - drill.null_weight:.4f} "
+                     f"and the null key takes 1 − Σ = {drill.null_weight:.4f}.")
+    return notes
 
 
 def highlight_key(frame: pd.DataFrame, label: str, colour: str = "rgba(255, 0, 255, 0.25)"):
@@ -161,24 +250,61 @@ def dot_product_latex(drill: DrillDown) -> str:
 
 
 def logit_latex(drill: DrillDown) -> str:
-    """The scaling and the mask with the numbers put in."""
+    """The scaling, ALiBi's bias (when there is one) and the mask with the numbers put in."""
     ij = f"{drill.i},{drill.j}"
-    scaled = rf"{latex_number(drill.score)} \times {latex_number(drill.scale)} = {latex_number(drill.score * drill.scale)}"
+    scaled = drill.score * drill.scale
+    if drill.bias is None:
+        symbols = rf"S_{{{ij}}} \times s"
+        numbers = rf"{latex_number(drill.score)} \times {latex_number(drill.scale)} = {latex_number(scaled)}"
+    else:
+        symbols = rf"S_{{{ij}}} \times s + b_{{{ij}}}"
+        numbers = (rf"{latex_number(drill.score)} \times {latex_number(drill.scale)} + {_paren(drill.bias)}"
+                   rf" = {latex_number(scaled + drill.bias)}")
     if drill.allowed:
-        return rf"L_{{{ij}}} = S_{{{ij}}} \times s = {scaled} \quad (\text{{allowed by the mask}})"
-    return rf"L_{{{ij}}} = -\infty \quad (\text{{masked; without the mask it would be }} {scaled})"
+        bias_note = r"; b \text{ is ALiBi's bias}" if drill.bias is not None else ""
+        return rf"L_{{{ij}}} = {symbols} = {numbers} \quad (\text{{allowed by the mask}}{bias_note})"
+    return rf"L_{{{ij}}} = -\infty \quad (\text{{masked; without the mask it would be }} {symbols} = {numbers})"
+
+
+def _denominator_latex(drill: DrillDown) -> tuple[str, str]:
+    """The softmax's denominator of row i: (in symbols, with the numbers put in)."""
+    i = drill.i
+    keys = rf"\sum_k e^{{L_{{{i},k}} - m_{{{i}}}}}"
+    if not drill.null_key:
+        return keys, latex_number(drill.denominator)
+    return (rf"e^{{0 - m_{{{i}}}}} + {keys}",
+            rf"{latex_number(drill.null_exp)} + {latex_number(drill.keys_exp_sum)}")
 
 
 def softmax_latex(drill: DrillDown) -> str:
-    """The chosen cell's softmax with the numbers put in."""
+    """The chosen cell's softmax with the numbers put in (the null key's term in the denominator when on)."""
     i, ij = drill.i, f"{drill.i},{drill.j}"
     if drill.fully_masked:
+        if drill.null_key:
+            return rf"A_{{{ij}}} = 0 \quad (\text{{row {i} has every key masked: the null key takes all its weight}})"
         return rf"A_{{{ij}}} = 0 \quad (\text{{row {i} has every key masked: zeros by our policy}})"
-    total = float(drill.row_exp.sum())
+    symbols, numbers = _denominator_latex(drill)
+    total = latex_number(drill.denominator)
+    head = rf"A_{{{ij}}} = \frac{{e^{{L_{{{ij}}} - m_{{{i}}}}}}}{{{symbols}}}"
     if not drill.allowed:
-        return rf"A_{{{ij}}} = \frac{{e^{{-\infty}}}}{{{latex_number(total)}}} = 0"
+        put_in = rf" = \frac{{e^{{-\infty}}}}{{{numbers}}}"
+        return head + put_in + (rf" = \frac{{0}}{{{total}}}" if drill.null_key else "") + " = 0"
+    exps = rf" = \frac{{e^{{{latex_number(drill.logit)} - {_paren(drill.row_max)}}}}}{{{numbers}}}"
+    return head + exps + rf" = \frac{{{latex_number(float(drill.row_exp[drill.j]))}}}{{{total}}} = {latex_number(drill.weight)}"
+
+
+def null_key_latex(drill: DrillDown) -> str:
+    """The null key's share of row i with the numbers put in, and the row maximum m_i that includes its 0.
+
+    "" without the null key.
+    """
+    if not drill.null_key:
+        return ""
+    i = drill.i
+    symbols, numbers = _denominator_latex(drill)
+    peak = r"\max\big(0,\ \max_k L_{" + f"{i},k" + r"}\big)"
     return (
-        rf"A_{{{ij}}} = \frac{{e^{{L_{{{ij}}} - m_{{{i}}}}}}}{{\sum_k e^{{L_{{{i},k}} - m_{{{i}}}}}}}"
-        rf" = \frac{{e^{{{latex_number(drill.logit)} - {_paren(drill.row_max)}}}}}{{{latex_number(total)}}}"
-        rf" = \frac{{{latex_number(float(drill.row_exp[drill.j]))}}}{{{latex_number(total)}}} = {latex_number(drill.weight)}"
+        rf"A_{{{i},\varnothing}} = 1 - \textstyle\sum_j A_{{{i},j}} = \frac{{e^{{0 - m_{{{i}}}}}}}{{{symbols}}}"
+        rf" = \frac{{{latex_number(drill.null_exp)}}}{{{latex_number(drill.denominator)}}}"
+        rf" = {latex_number(drill.null_weight)},\qquad m_{{{i}}} = {peak} = {latex_number(drill.row_max)}"
     )

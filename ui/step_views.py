@@ -15,10 +15,13 @@ from ui import cached_figures
 from ui.controls import FONT_SIZE, KEEP
 from ui.device import chart_config, on_phone
 from ui.drill_down import (
+    NULL_KEY_LABEL,
     DrillDown,
     dot_product_latex,
+    drill_notes,
     highlight_key,
     logit_latex,
+    null_key_latex,
     products_table,
     score_table,
     softmax_latex,
@@ -114,6 +117,8 @@ def show_drill_down(drill: DrillDown, key_prefix: str, *,
     """
     query, key = literal(drill.query_label), literal(drill.key_label)
     st.markdown(f"Head **{drill.head}**, query {query}, key {key} (outlined in magenta {outlined}).")
+    for note in drill_notes(drill):
+        st.markdown(note)
     left, right = st.columns(2)
     with left:
         st.markdown("**q_i, k_j and their elementwise product**")
@@ -134,5 +139,8 @@ def show_drill_down(drill: DrillDown, key_prefix: str, *,
         st.info("The softmax of this row is hidden until the prediction above is revealed.")
         return
     st.latex(softmax_latex(drill))
-    st.markdown(f"**Softmax of row {query}** (key j highlighted)")
+    if drill.null_key:
+        st.latex(null_key_latex(drill))
+    null_row = f"; the last row, {literal(NULL_KEY_LABEL)}, is the null key" if drill.null_key else ""
+    st.markdown(f"**Softmax of row {query}** (key j highlighted{null_row})")
     st.dataframe(highlight_key(softmax_row_table(drill), drill.key_label), key=f"{key_prefix}_drill_softmax")

@@ -456,9 +456,10 @@ def _mask_step(inputs: StepInputs, head: int, cell) -> Step:
         Panel(f"L_{head}: logits, masked cells blank", trace.logits[head], inputs.query_labels, inputs.key_labels,
               "logit", cell=cell, axis_titles=QK_AXES),
     )
+    sharers = "the other keys of the row and the null key" if trace.null_key else "the other keys of the row"
     why = (
         f"Mask '{inputs.mask_name}': a masked cell's logit becomes −∞, so after the softmax its weight is exactly 0 "
-        "and the other keys of the row share all the weight."
+        f"and {sharers} share all the weight."
     )
     shapes = f"M {shape_text(inputs.mask)} (True = may attend) applied to L {shape_text(trace.logits[head])}"
     return Step("mask", "Mask", why, formula, shapes, panels, note)
@@ -480,25 +481,48 @@ def _softmax_step(inputs: StepInputs, head: int, cell) -> Step:
         Panel(f"A_{head} = softmax(L_{head}) (attention weights)", trace.weights[head], inputs.query_labels,
               inputs.key_labels, "weight", kind="weights", cell=cell, axis_titles=QK_AXES),
     )
+    shapes = f"{shape_text(trace.logits[head])} -> {shape_text(trace.weights[head])}, row by row"
+    if trace.null_key:
+        why = (
+            "Each row is turned into weights that are ≥ 0. With the **null key** (softmax₁) every row has one more, "
+            "implicit key of logit 0 and value 0 in the denominator, so the real keys' weights **sum to less than 1**: "
+            "the rest, 1 − Σⱼ Aᵢⱼ, goes to the null key and adds nothing to the output. Subtracting the row's "
+            "maximum (the null key's 0 included) first changes nothing mathematically and prevents overflow."
+        )
+        formula = (r"A_{ij} = \frac{e^{L_{ij} - m_i}}{e^{0 - m_i} + \sum_{k} e^{L_{ik} - m_i}},\qquad "
+                   r"m_i = \max\big(0,\ \max_k L_{ik}\big),\qquad \sum_j A_{ij} = 1 - A_{i\varnothing} < 1")
+        return Step("softmax", "Softmax₁ (with the null key), row by row", why, formula, shapes, panels)
     why = (
         "Each row is turned into weights that are ≥ 0 and **sum to 1**: how query i shares its attention among "
         "the keys. Subtracting the row's maximum first changes nothing mathematically and prevents overflow."
     )
     formula = r"A_{ij} = \frac{e^{L_{ij} - m_i}}{\sum_{k} e^{L_{ik} - m_i}},\qquad m_i = \max_k L_{ik},\qquad \sum_j A_{ij} = 1"
-    shapes = f"{shape_text(trace.logits[head])} -> {shape_text(trace.weights[head])}, row by row"
     return Step("softmax", "Softmax, row by row", why, formula, shapes, panels)
 
 
+NULL_SHARE_COLUMN = "null key (1 − sum)"
+
+
+def row_sums_heading(trace: AttentionTrace) -> str:
+    """What the row-sums table beside the weights shows, true with and without the null key."""
+    if trace.null_key:
+        return "**Row sums** (below 1: the null key takes the rest; 0 for a fully masked row)"
+    return "**Row sums** (1, or 0 for a fully masked row)"
+
+
 def row_sums_table(inputs: StepInputs, head: int) -> pd.DataFrame:
-    """One row per query: the sum of its weights (1, or 0 when every key is masked) and the flag."""
+    """One row per query: the sum of its weights and the all-masked flag.
+
+    The sum is 1, or 0 when every key is masked; with the null key it is below 1 and a column
+    ``NULL_SHARE_COLUMN`` gives the null key's share, 1 − sum (1 for a fully masked row).
+    """
     trace = inputs.trace
-    return pd.DataFrame(
-        {
-            "sum": trace.weights[head].sum(axis=-1),
-            "all masked": trace.fully_masked[head],
-        },
-        index=pd.Index(inputs.query_labels, name="query"),
-    )
+    sums = trace.weights[head].sum(axis=-1)  # (Tq,)
+    columns = {"sum": sums}
+    if trace.null_key:
+        columns[NULL_SHARE_COLUMN] = 1.0 - sums
+    columns["all masked"] = trace.fully_masked[head]
+    return pd.DataFrame(columns, index=pd.Index(inputs.query_labels, name="query"))
 
 
 def _mix_step(inputs: StepInputs, head: int) -> Step:

@@ -79,3 +79,19 @@ def concat_columns(width: int, n_heads: int) -> list[str]:
     """Column labels of the concatenation: 'h<head>·<column within the head>'."""
     hv = width // n_heads
     return [f"h{c // hv}·{c % hv}" for c in range(width)]
+
+
+def null_key_shares(trace: AttentionTrace) -> np.ndarray:
+    """(nh, Tq) the share of each row the null key takes, 1 − Σ_j A_ij (all 0 without the null key)."""
+    if not trace.null_key:
+        return np.zeros(trace.weights.shape[:2])  # (nh, Tq)
+    return 1.0 - trace.weights.sum(axis=-1)  # (nh, Tq)
+
+
+def row_sums_sentence(trace: AttentionTrace) -> str:
+    """What the rows of the weights sum to: 1, or with the null key less, with the range of its share."""
+    if not trace.null_key:
+        return "Each row sums to 1."
+    shares = null_key_shares(trace)  # (nh, Tq)
+    return (f"With the null key (softmax₁) each row sums to less than 1: the null key (logit 0, value 0) takes "
+            f"the rest, 1 − Σ = {shares.min():.3f} to {shares.max():.3f} of a row here (all heads and queries).")
