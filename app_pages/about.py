@@ -8,7 +8,7 @@ import streamlit as st
 import mha_core
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
 from mha_core.config import LIMITS
-from ui import navigation
+from ui import navigation, step_catalog
 from ui.controls import sidebar
 from ui.steps import FULLY_MASKED_POLICY, glossary_rows
 
@@ -19,23 +19,6 @@ LIMIT_MEANINGS = {
     "max_seed": "largest seed",
     "max_temperature": "largest temperature",
 }
-
-STEPS = [
-    ("Embeddings E", "words become vectors, one row of d_model numbers per token."),
-    ("add positional encoding", "attention alone cannot tell word order; a position signal makes 'the' at 0 differ "
-     "from 'the' at 4."),
-    ("Q, K, V = X W_Q, X W_K, X W_V", "three learned views of each token: what it looks for, what it can be found "
-     "by, what it hands over."),
-    ("split into heads", "the columns are cut into nh blocks so that several small attentions run side by side, "
-     "each free to look for something different."),
-    ("scores Q Kᵀ", "one dot product per (query, key) pair: how well they match."),
-    ("scale", "dot products grow with the head size; dividing by √d_k keeps the softmax from saturating."),
-    ("mask", "some pairs are forbidden (the future in a decoder, padding): their logit becomes −∞."),
-    ("softmax", "each row becomes weights ≥ 0 that sum to 1."),
-    ("A · V", "each query receives the weighted average of the values."),
-    ("concat", "the heads' outputs are put side by side again."),
-    ("W_O", "the output projection mixes the heads; without it each output column belongs to one head."),
-]
 
 CONVENTIONS = """
 - **Row vectors**: a token is a row, a layer is `y = x @ W + b`; `W_Q` has shape (C, nh·hs).
@@ -70,7 +53,10 @@ for info in navigation.PAGES:
         st.page_link(navigation.page(info.name), label=info.label, icon=info.icon)
 
 st.header("Why each step exists")
-st.table(pd.DataFrame(STEPS, columns=["step", "why"]).set_index("step"))
+st.caption("The steps of the Step by step page, in order; some appear there only when their option is on in the "
+           "sidebar.")
+steps = [(entry.title, entry.why) for entry in step_catalog.catalog()]
+st.table(pd.DataFrame(steps, columns=["step", "why"]).set_index("step"))
 
 st.header("Glossary of shapes")
 st.table(pd.DataFrame(glossary_rows(mha_core.__doc__ or ""), columns=["symbol", "meaning"]).set_index("symbol"))

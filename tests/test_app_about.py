@@ -1,4 +1,4 @@
-"""AppTest of the About page: it renders the engine's own source, the glossary, the limits and the links."""
+"""AppTest of the About page: it renders the engine's own source, the glossary, the limits, the links and every step."""
 
 import inspect
 from pathlib import Path
@@ -6,8 +6,10 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
-from mha_core.config import LIMITS
+from mha_core.config import LIMITS, run
+from tests.test_step_catalog import option_grid
 from ui.navigation import PAGES
+from ui.steps import build_steps, step_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,6 +39,23 @@ def test_about_has_the_glossary_the_conventions_the_policy_and_the_limits():
     text = "\n".join(m.value for m in at.markdown)
     assert "Mask True = may attend" in text and "nn.MultiheadAttention" in text
     assert "NaN" in text and "flagged" in text
+
+
+def test_about_lists_every_step_the_step_builders_can_make():
+    at = open_page("app_pages/about.py")
+    table = next(t for t in (e.value for e in at.table) if t.index.name == "step")
+    shown = dict(zip(table.index, table["why"], strict=True))
+    titles = {}  # slug -> title, from build_steps over every option that adds or changes a step
+    for config in option_grid():
+        for step in build_steps(step_inputs(run(config)), 0):
+            titles.setdefault(step.slug, step.title)
+    assert {"rope", "alibi", "kv_share"} <= set(titles)  # the grid reaches the optional steps
+    missing = {slug: title for slug, title in titles.items() if title not in shown}
+    assert not missing, f"steps build_steps makes but About does not list: {missing}"
+    assert len(shown) == len(titles)
+    assert any("RoPE" in title for title in shown) and any("ALiBi" in title for title in shown)
+    assert any("Share keys and values" in title for title in shown)
+    assert "null key" in shown[titles["softmax"]]  # "sum to 1" is false with the null key, and the line says so
 
 
 def test_about_links_to_every_other_page():

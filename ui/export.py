@@ -1,6 +1,11 @@
 """Bytes for the download buttons: one matrix as CSV, every intermediate as .npz or .json. No streamlit.
 
-The .npz holds plain numeric / boolean / unicode arrays (it loads with ``allow_pickle=False``).
+The arrays are not listed here: ``intermediates`` walks the engine's records (``RunResult``, its
+``AttentionWeights`` and its ``AttentionTrace``) field by field, so a field the engine adds later
+is exported under its own name with no edit here.
+
+The .npz holds plain numeric / boolean / unicode arrays (it loads with ``allow_pickle=False``),
+the token labels and the configuration as JSON text (``config_json``, a 0-d unicode array).
 JSON has no infinity, so masked logits (-inf) are written as ``null``; the file says so in
 its ``README`` key.
 """
@@ -9,7 +14,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields, is_dataclass
 
 import numpy as np
 import pandas as pd
@@ -18,12 +23,22 @@ from mha_core.config import RunResult
 
 JSON_README = (
     "MHA Explorer export: every intermediate of one multi-head attention run. "
-    "Shapes use T = tokens (Tq queries, Tk keys), C = d_model, nh = heads, hs = head size. "
+    "Shapes use T = tokens (Tq queries, Tk keys), C = d_model, nh = heads, hs = head size, "
+    "kv = key/value heads (nh unless shared). "
     "Row convention: y = x @ W + b; head h owns columns h*hs:(h+1)*hs of W_Q, W_K, W_V. "
+    "q, k are what the scores use: with RoPE (pe = 'rope') the rotated ones; q_unrotated, k_unrotated "
+    "are x_q W_Q + b_Q and x_kv W_K + b_K split into heads, and q_angles, k_angles the angle of every "
+    "position and feature pair. logits = scores * scale + bias, then masked: bias (nh, Tq, Tk) is ALiBi's "
+    "distance penalty and is absent without ALiBi. "
+    "null_key true: softmax_1, every row may also give weight to an implicit key of logit 0 and value 0, "
+    "so rows of weights sum to at most 1. "
     "JSON has no infinity: every -inf (a masked logit) is written as null. "
     "Masks are true where a query may attend to a key. "
     "A query row with every key masked (fully_masked) has weights 0 and output 0, by our policy."
 )
+
+# RunResult fields exported under their own names by npz_bytes / json_bytes, not as intermediates.
+NOT_INTERMEDIATES = ("config", "query_labels", "key_labels")
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
@@ -31,53 +46,61 @@ def csv_bytes(frame: pd.DataFrame) -> bytes:
     return frame.to_csv(float_format="%.9g").encode("utf-8")
 
 
+def _field_arrays(record, arrays: dict[str, np.ndarray]) -> None:
+    """Put every field of ``record`` into ``arrays`` by its name; a field holding a record is walked in turn.
+
+    ndarray fields as they are, numbers, flags and names (scale, null_key, pe) as 0-d arrays; None
+    (an option that is off) is left out. The field name is the export name, so a name two records
+    share would lose one of them: that raises instead.
+    """
+    for field in fields(record):
+        if field.name in NOT_INTERMEDIATES:
+            continue
+        value = getattr(record, field.name)
+        if value is None:
+            continue
+        if is_dataclass(value):
+            _field_arrays(value, arrays)
+            continue
+        if not isinstance(value, np.ndarray | bool | int | float | str | np.generic):
+            raise TypeError(f"{type(record).__name__}.{field.name} is a {type(value).__name__}: "
+                            "ui.export knows arrays, numbers, flags and names only; say how to export it")
+        if field.name in arrays:
+            raise ValueError(f"two fields are named {field.name!r} (one in {type(record).__name__}): "
+                             "the export would keep only one; rename one of them")
+        arrays[field.name] = np.asarray(value)
+
+
 def intermediates(result: RunResult) -> dict[str, np.ndarray]:
-    """Every array of one run by name: inputs, parameters, mask and each step of the trace."""
-    trace, params = result.trace, result.weights
-    arrays = {
-        "embeddings": result.embeddings,  # (Tq, C)
-        "key_embeddings": result.key_embeddings,  # (Tk, C)
-        "positional": result.positional,  # (Tq, C) or absent
-        "x_q": result.x_q,  # (Tq, C)
-        "x_kv": result.x_kv,  # (Tk, C)
-        "w_q": params.w_q,
-        "w_k": params.w_k,
-        "w_v": params.w_v,
-        "w_o": params.w_o,
-        "b_q": params.b_q,
-        "b_k": params.b_k,
-        "b_v": params.b_v,
-        "b_o": params.b_o,
-        "mask": result.mask,  # (Tq, Tk) bool or absent
-        "q": trace.q,  # (nh, Tq, hs)
-        "k": trace.k,  # (kv, Tk, hs): kv = nh unless K/V heads are shared
-        "v": trace.v,  # (kv, Tk, hv)
-        "scores": trace.scores,  # (nh, Tq, Tk)
-        "logits": trace.logits,  # (nh, Tq, Tk), -inf where masked
-        "weights": trace.weights,  # (nh, Tq, Tk)
-        "heads": trace.heads,  # (nh, Tq, hv)
-        "concat": trace.concat,  # (Tq, nh*hv)
-        "output": trace.output,  # (Tq, C_out)
-        "fully_masked": trace.fully_masked,  # (nh, Tq) bool
-        "scale": np.array(trace.scale),  # ()
-    }
-    return {name: np.asarray(value) for name, value in arrays.items() if value is not None}
+    """Every array of one run by its field name: inputs, mask, parameters and each field of the trace.
+
+    The trace's attention weights are "weights" (the parameters record is walked into w_q, ..., b_o).
+    """
+    arrays: dict[str, np.ndarray] = {}
+    _field_arrays(result, arrays)
+    return arrays
+
+
+def config_json(result: RunResult) -> str:
+    """The configuration as JSON text (tuples become lists)."""
+    return json.dumps(asdict(result.config), allow_nan=False)
 
 
 def npz_bytes(result: RunResult) -> bytes:
-    """Every intermediate plus the token labels as one compressed .npz file."""
+    """Every intermediate, the token labels and the configuration (JSON text) as one compressed .npz file."""
     buffer = io.BytesIO()
-    labels = {
+    extras = {
         "query_labels": np.array(result.query_labels, dtype=str),
         "key_labels": np.array(result.key_labels, dtype=str),
+        "config_json": np.array(config_json(result)),  # 0-d unicode
     }
-    np.savez_compressed(buffer, **intermediates(result), **labels)
+    np.savez_compressed(buffer, **intermediates(result), **extras)
     return buffer.getvalue()
 
 
 def _jsonable(array: np.ndarray):
-    """Nested lists of Python numbers; every non-finite float (the masked -inf) becomes None."""
-    if array.dtype == np.bool_:
+    """Nested lists of Python values; every non-finite float (the masked -inf) becomes None."""
+    if array.dtype == np.bool_ or array.dtype.kind == "U":
         return array.tolist()
     as_float = array.astype(np.float64)
     as_object = np.where(np.isfinite(as_float), as_float, None).astype(object)
