@@ -8,9 +8,10 @@ import streamlit as st
 import mha_core
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
 from mha_core.config import LIMITS
-from ui import navigation, step_catalog
+from mha_core.positions import SCHEMES
+from ui import navigation
 from ui.controls import sidebar
-from ui.steps import FULLY_MASKED_POLICY, glossary_rows
+from ui.steps import FULLY_MASKED_POLICY, STEP_KINDS, glossary_rows
 
 LIMIT_MEANINGS = {
     "max_tokens": "tokens per sentence (queries, and keys/values in cross-attention)",
@@ -30,6 +31,16 @@ CONVENTIONS = """
 - **Token labels carry their position** (`0:the`, `4:the`), so repeated words stay separate.
 - Everything is computed in float64 with NumPy; randomness only from `np.random.default_rng(seed)`.
 """
+
+
+def position_rows() -> list[tuple[str, str, str, str, str]]:
+    """One row per positional scheme of the engine's table: link value, label, what it does, where it acts, paper."""
+    def acts_on(scheme) -> str:
+        parts = [name for name, on in (("the tokens", scheme.add_to_tokens), ("q and k (turned)", scheme.angles),
+                                       ("the logits (a bias)", scheme.bias)) if on is not None]
+        return ", ".join(parts) or "nothing"
+
+    return [(s.name, s.label, s.summary, acts_on(s), s.paper or "–") for s in SCHEMES.values()]
 
 
 def limit_text(value) -> str:
@@ -55,8 +66,13 @@ for info in navigation.PAGES:
 st.header("Why each step exists")
 st.caption("The steps of the Step by step page, in order; some appear there only when their option is on in the "
            "sidebar.")
-steps = [(entry.title, entry.why) for entry in step_catalog.catalog()]
+steps = [(kind.title, kind.summary) for kind in STEP_KINDS.values()]
 st.table(pd.DataFrame(steps, columns=["step", "why"]).set_index("step"))
+
+st.header("Positional schemes")
+st.caption("Attention alone cannot tell word order; each scheme tells it one way. Choose one under Inputs → Positions "
+           "(link parameter `pe`).")
+st.table(pd.DataFrame(position_rows(), columns=["pe", "scheme", "what it does", "acts on", "from"]).set_index("pe"))
 
 st.header("Glossary of shapes")
 st.table(pd.DataFrame(glossary_rows(mha_core.__doc__ or ""), columns=["symbol", "meaning"]).set_index("symbol"))

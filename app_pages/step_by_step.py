@@ -21,11 +21,6 @@ from ui.steps import (
     step_inputs,
 )
 
-SHORT_NAMES = {  # for the "Jump to" line
-    "input": "E", "positional": "+\u00a0P", "qkv": "Q,\u00a0K,\u00a0V", "split": "heads", "scores": "QKᵀ",
-    "kv_share": "K/V\u00a0sharing", "rope": "RoPE", "alibi": "ALiBi",
-    "scale": "scale", "mask": "mask", "softmax": "softmax", "mix": "A·V", "concat": "concat", "output": "W\\_O",
-}
 KEY_PREFIX = "sbs"
 
 
@@ -101,7 +96,7 @@ if result is not None:
     inputs = step_inputs(result)
     steps = build_steps(inputs, head, cell)
     font_size = figure_font_size()
-    jumps = [f"[{number}.\u00a0{SHORT_NAMES[step.slug]}](#{step.slug})" for number, step in enumerate(steps, start=1)]
+    jumps = [f"[{number}.\u00a0{step.kind.short_name}](#{step.slug})" for number, step in enumerate(steps, start=1)]
     st.markdown("**Jump to:** " + " · ".join(jumps + ["[Drill-down](#drill-down)"]))
     weights_shown = True
     for number, step in enumerate(steps, start=1):

@@ -138,10 +138,10 @@ SCHEMES: dict[str, PositionScheme] = {
                        add_to_tokens=sinusoidal_positional_encoding, paper="Vaswani et al. 2017"),
         PositionScheme("rope", "RoPE (rotate q and k)", "RoPE",
                        "Each pair of a query's and key's features is turned by an angle proportional to its "
-                       "position, so q_i . k_j depends on i - j only.",
+                       "position, so q_i · k_j depends on i − j only.",
                        angles=rope_angles, paper="Su et al. 2021"),
         PositionScheme("alibi", "ALiBi (distance penalty on logits)", "ALiBi",
-                       "-m_h |i - j| is added to head h's logits: a penalty growing with the distance.",
+                       "−m_h |i − j| is added to head h's logits: a penalty growing with the distance.",
                        bias=distance_bias, self_attention_only=True, paper="Press et al. 2022"),
     )
 }

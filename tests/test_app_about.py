@@ -7,9 +7,9 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
 from mha_core.config import LIMITS, run
-from tests.test_step_catalog import option_grid
+from tests.test_step_kinds import option_grid
 from ui.navigation import PAGES
-from ui.steps import build_steps, step_inputs
+from ui.steps import STEP_KINDS, build_steps, step_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,12 +50,13 @@ def test_about_lists_every_step_the_step_builders_can_make():
         for step in build_steps(step_inputs(run(config)), 0):
             titles.setdefault(step.slug, step.title)
     assert {"rope", "alibi", "kv_share"} <= set(titles)  # the grid reaches the optional steps
-    missing = {slug: title for slug, title in titles.items() if title not in shown}
+    assert list(shown) == [STEP_KINDS[slug].title for slug in STEP_KINDS]
+    missing = set(titles) - set(STEP_KINDS)
     assert not missing, f"steps build_steps makes but About does not list: {missing}"
-    assert len(shown) == len(titles)
+    assert list(shown.values()) == [kind.summary for kind in STEP_KINDS.values()]
     assert any("RoPE" in title for title in shown) and any("ALiBi" in title for title in shown)
     assert any("Share keys and values" in title for title in shown)
-    assert "null key" in shown[titles["softmax"]]  # "sum to 1" is false with the null key, and the line says so
+    assert "null key" in shown[STEP_KINDS["softmax"].title]  # "sum to 1" is false with the null key: the line says so
 
 
 def test_about_links_to_every_other_page():

@@ -105,3 +105,12 @@ def test_the_downloads_are_the_engine_weights_and_keep_no_arrays(downloads):
             np.testing.assert_allclose(block, expected[h], atol=1e-12, err_msg=f"{which} head {h}")
     changes = pd.read_csv(io.BytesIO(downloads["dl_compare_heads"]()))
     assert len(changes) == wa.shape[0]
+
+
+def test_b_with_one_hot_embeddings_too_narrow_for_them_falls_back_with_a_message():
+    # Before, the one-hot rule lived outside MHAConfig.validate: this link ended in "cannot be computed".
+    at = compare_page({"d_model": "4", "heads": "1", "b_emb": "onehot"})
+    assert not at.exception and not at.error
+    warnings = [w.value for w in at.warning]
+    assert any(w.startswith("B: one-hot embeddings need d_model >= 5") and "embedding=random" in w for w in warnings)
+    assert len(at.get("plotly_chart")) > 0  # A, B and B − A are drawn

@@ -113,6 +113,58 @@ class Panel:
 
 
 @dataclass(frozen=True)
+class StepKind:
+    """A step of the pipeline as such, true of every run: its anchor, names and one line on why it exists."""
+
+    slug: str  # the section's anchor, and ``Step.slug``
+    title: str  # general title (a run's own may say more, e.g. "Softmax₁ (with the null key)")
+    short_name: str  # the "Jump to" line of Step by step
+    summary: str  # one line, true whatever the options: the About page's "why"
+
+
+# Every step ``build_steps`` can make, in pipeline order (optional ones where they go when on).
+STEP_KINDS: dict[str, StepKind] = {kind.slug: kind for kind in (
+    StepKind("input", "Token embeddings E", "E",
+             "Each token starts as a vector of d_model numbers, one row per token (in cross-attention the keys "
+             "and values come from a second sentence)."),
+    StepKind("positional", "Add positional encoding", "+\u00a0P",
+             "Attention alone cannot tell word order; a scheme that adds to the tokens (sinusoidal) makes 'the' at "
+             "position 0 differ from 'the' at 4."),
+    StepKind("qkv", "Project to queries, keys and values", "Q,\u00a0K,\u00a0V",
+             "Three learned views of each token: what it looks for (Q), what it can be found by (K), what it hands "
+             "over (V)."),
+    StepKind("split", "Split into heads", "heads",
+             "The columns are cut into nh blocks so that several small attentions run side by side, each free to "
+             "look for something different."),
+    StepKind("kv_share", "Share keys and values among query heads", "K/V\u00a0sharing",
+             "A group of query heads reads one key/value head: fewer keys and values to compute and to cache "
+             "(grouped-query attention; one for all heads is multi-query)."),
+    StepKind("rope", "Rotate queries and keys by position (RoPE)", "RoPE",
+             "Each pair of features of q and k is turned by an angle proportional to its position, so a score "
+             "depends on the offset i − j only."),
+    StepKind("scores", "Scores QKᵀ", "QKᵀ", "One dot product per (query, key) pair: how well they match."),
+    StepKind("scale", "Scale", "scale",
+             "Dot products grow with the head size; scaling them (1/√d_k by default) keeps the softmax from "
+             "saturating."),
+    StepKind("alibi", "Add the ALiBi distance bias", "ALiBi",
+             "A penalty growing with the distance |i − j| is added to the logits, steeper in some heads than in "
+             "others."),
+    StepKind("mask", "Mask", "mask",
+             "Some pairs are forbidden (the future in a decoder, padding): their logit becomes −∞, their weight "
+             "exactly 0."),
+    StepKind("softmax", "Softmax, row by row", "softmax",
+             "Each row becomes weights ≥ 0 that sum to 1; with the null key (softmax₁) to at most 1, the rest "
+             "going to an implicit key of value 0."),
+    StepKind("mix", "Weighted sum of values A·V", "A·V",
+             "Each query receives the sum of the value rows weighted by its attention weights."),
+    StepKind("concat", "Concatenate the heads", "concat",
+             "The heads' outputs are laid side by side again, head 0 first, one row per token."),
+    StepKind("output", "Output projection W_O", "W\\_O",
+             "The output projection W_O mixes the heads; without it each output column belongs to one head."),
+)}
+
+
+@dataclass(frozen=True)
 class Step:
     """One section of the page: why the step exists, its formula, its shapes and its matrices."""
 
@@ -123,6 +175,13 @@ class Step:
     shapes: str  # e.g. "(6, 16) @ (16, 16) -> (6, 16)" ("" when off)
     panels: tuple[Panel, ...] = ()
     note: str = ""  # markdown shown under the formula (e.g. "positional encoding is off")
+
+    @property
+    def kind(self) -> StepKind:
+        """The step's record in ``STEP_KINDS`` (the toy pipeline's steps; the Real model adds one of its own)."""
+        if self.slug not in STEP_KINDS:
+            raise ValueError(f"step {self.slug!r} has no record in STEP_KINDS: add its names and summary there")
+        return STEP_KINDS[self.slug]
 
 
 # ---- shapes and labels ---------------------------------------------------------------------
