@@ -13,9 +13,9 @@ Glossary of shapes, used in every shape comment of this package:
 Conventions: row vectors, ``y = x @ w + b``; heads are contiguous column blocks of the
 fused projection (head i owns columns i*hs:(i+1)*hs), as in torch; query head h reads
 key/value head h // (nh/kv); a boolean mask is True where a query may attend to a key.
-Positions: sinusoidal encodings are added to the tokens (``inputs``); RoPE and ALiBi act
-inside attention (``positions``, ``pe=`` of ``multi_head_attention``); ``kv_cache`` decodes
-one token at a time. This package never imports streamlit, plotly or pandas: it knows
+Positions: one table of schemes (``positions.SCHEMES``): sinusoidal is added to the tokens,
+RoPE and ALiBi act inside attention (``positions.apply_positions``, ``pe=`` of
+``multi_head_attention``); ``kv_cache`` decodes one token at a time. This package never imports streamlit, plotly or pandas: it knows
 nothing of screens.
 """
 
