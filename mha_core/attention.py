@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mha_core.positions import ROPE_BASE, apply_positions, check_inside_attention
+from mha_core.positions import ROPE_BASE, apply_positions, check_inside_attention, position_scheme
 
 
 @dataclass(frozen=True)
@@ -404,7 +404,8 @@ def multi_head_attention(
     mask = _checked_mask(mask, n_heads, tq, tk)  # broadcasts to (nh, Tq, Tk)
     head_size = weights.w_q.shape[1] // n_heads
     explicit_positions = q_positions is not None and k_positions is not None
-    cross = given_x_k is not None and not explicit_positions and _is_cross_attention(x_q, x_k)
+    cross = (given_x_k is not None and not explicit_positions and position_scheme(pe).self_attention_only
+             and _is_cross_attention(x_q, x_k))  # compared only where a scheme cares: it reads every number
     check_inside_attention(pe, head_size, cross, rope_base)
     scale = default_scale(head_size) if scale is None else float(scale)  # computed once, used and reported
 
