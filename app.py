@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from ui.controls import keep_widget_state
-from ui.navigation import all_pages, page_links, scroll_if_requested
-from ui.server import collect_garbage, tune_server
+from ui.run.server import collect_garbage, tune_server
+from ui.state.navigation import all_pages, page_links, scroll_if_requested
+from ui.widgets.state import keep_widget_state
 
 st.set_page_config(page_title="MHA Explorer", page_icon="🔍", layout="wide")
 tune_server()

@@ -9,9 +9,9 @@ import mha_core
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
 from mha_core.config import LIMITS
 from mha_core.positions import SCHEMES
-from ui import navigation
-from ui.controls import sidebar
-from ui.steps import FULLY_MASKED_POLICY, STEP_KINDS, glossary_rows
+from ui.pipeline.steps import FULLY_MASKED_POLICY, STEP_KINDS, glossary_rows
+from ui.state import navigation
+from ui.widgets.sidebar import sidebar
 
 LIMIT_MEANINGS = {
     "max_tokens": "tokens per sentence (queries, and keys/values in cross-attention)",

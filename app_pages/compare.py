@@ -1,18 +1,19 @@
 """Compare A/B: the sidebar's configuration (A) against B, A with some settings changed, in one link.
 
-B's changes travel as ``b_`` parameters (ui/compare.py); its controls are drawn from the settings
+B's changes travel as ``b_`` parameters (ui/pages/compare.py); its controls are drawn from the settings
 table, one per setting that applies to B.
 """
 
 import numpy as np
 import streamlit as st
 
-from ui import compare, figures, tables
-from ui.compute import compute, result_later
-from ui.controls import sidebar
-from ui.device import chart_config
-from ui.settings import Setting, model_settings, values_of
-from ui.urlstate import WRITERS
+from ui.charts import figures, tables
+from ui.pages import compare
+from ui.run.compute import compute, result_later
+from ui.state.device import chart_config
+from ui.state.settings import Setting, model_settings, values_of
+from ui.state.urlstate import WRITERS
+from ui.widgets.sidebar import sidebar
 
 B_KINDS = ("tokens", "int", "float", "flag", "choice")  # the kinds B has a control for (not a custom grid)
 
@@ -143,7 +144,7 @@ def main() -> None:
                        icon=":material/download:")
 
 
-# The downloads are built on click from the two frozen configs (ui.compute.result_later): a callable
+# The downloads are built on click from the two frozen configs (ui.run.compute.result_later): a callable
 # lives as long as its session, so it must not hold the results.
 def compared_later(config_a, config_b):
     """A's result and the comparison of A with B, again from the two configs."""

@@ -5,10 +5,7 @@ import numpy as np
 import streamlit as st
 
 from mha_core.config import MHAConfig, RunResult
-from ui import step_views as views
-from ui.compute import compute, result_later
-from ui.controls import KEEP, clamp_choice, figure_font_size, sidebar
-from ui.decoding import (
+from ui.pages.decoding import (
     assembled_weights,
     cache_table,
     decode_run,
@@ -19,8 +16,13 @@ from ui.decoding import (
     rope_offset_scores,
     step_cost,
 )
-from ui.settings import POSITION_LABELS
-from ui.steps import Panel, dim_labels
+from ui.pipeline import step_views as views
+from ui.pipeline.steps import Panel, dim_labels
+from ui.run.compute import compute, result_later
+from ui.state.settings import POSITION_LABELS
+from ui.widgets.presentation import figure_font_size
+from ui.widgets.sidebar import sidebar
+from ui.widgets.state import KEEP, clamp_choice
 
 QK_AXES = ("query i", "key j")
 MAX_OFFSET_POSITIONS = 8  # the RoPE offset matrix: positions 0..7
@@ -36,7 +38,7 @@ def stepper(config: MHAConfig) -> None:
     """The decoding stepper: only this part reruns while stepping.
 
     It takes the config, not the result: Streamlit keeps a fragment's arguments for the session's life
-    (``ui.compute.result_later``).
+    (``ui.run.compute.result_later``).
     """
     result = result_later(config)
     steps = decode_run(result)

@@ -7,12 +7,16 @@ previous / next buttons, for a projector.
 import numpy as np
 import streamlit as st
 
-from ui import apart, cached_figures, export, figures, quiz, tables
-from ui.compute import compute, result_later
-from ui.controls import KEEP, mask_editor, presenting, sidebar
-from ui.device import chart_config, on_phone
-from ui.markdown import literals
-from ui.settings import COLOUR_RANGE_LABELS
+from ui.charts import cached_figures, export, figures, tables
+from ui.charts.markdown import literals
+from ui.pages.heads import apart, quiz
+from ui.run.compute import compute, result_later
+from ui.state.device import chart_config, on_phone
+from ui.state.settings import COLOUR_RANGE_LABELS
+from ui.widgets.mask_editor import mask_editor
+from ui.widgets.presentation import presenting
+from ui.widgets.sidebar import sidebar
+from ui.widgets.state import KEEP
 
 VIEW_LABELS = {"scores": "raw scores q·k", "logits": "scaled + masked logits", "weights": "weights (softmax)"}
 SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}  # presentation bar, phones
@@ -322,7 +326,7 @@ def quiz_section(config) -> None:
     """Quick checks: a question from this run's own arrays, the answer computed; a score for the session.
 
     A fragment: "Next question" reruns only this part. It takes the config, not the result: Streamlit
-    keeps a fragment's arguments for the session's life (``ui.compute.result_later``).
+    keeps a fragment's arguments for the session's life (``ui.run.compute.result_later``).
     """
     result = result_later(config)
     st.subheader("Quick check")

@@ -7,10 +7,8 @@ This page has its own configurations and does not draw the sidebar controls.
 import streamlit as st
 
 from mha_core.presets import PRESET_DESCRIPTIONS
-from ui import navigation
-from ui.controls import open_config, presentation_switch, presenting
-from ui.figures import attention_grid, matrix_heatmap
-from ui.lessons import (
+from ui.charts.figures import attention_grid, matrix_heatmap
+from ui.pages.lessons import (
     LESSONS,
     PRESET_NAMES,
     PRESETS,
@@ -23,6 +21,9 @@ from ui.lessons import (
     lesson_query,
     preset_grid,
 )
+from ui.state import navigation
+from ui.widgets.presentation import presentation_switch, presenting
+from ui.widgets.state import open_config
 
 OVERVIEW = "overview"
 PAGE_PATH = "lessons"  # this page's URL path (from its file name)

@@ -20,12 +20,13 @@ import pandas as pd
 import streamlit as st
 
 from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
-from ui import cached_figures, tables
-from ui import real_model as rm
-from ui import step_views as views
-from ui.controls import KEEP, clamp_choice, presentation_switch
-from ui.drill_down import drill_down
-from ui.markdown import literals
+from ui.charts import cached_figures, tables
+from ui.charts.markdown import literals
+from ui.pages import real_model as rm
+from ui.pipeline import step_views as views
+from ui.pipeline.drill_down import drill_down
+from ui.widgets.presentation import presentation_switch
+from ui.widgets.state import KEEP, clamp_choice
 
 FORWARD_CACHE_ENTRIES = 4  # a run holds 29 MB at 128 pieces (3 MB at 21): at most ~115 MB cached
 LAYER_CACHE_ENTRIES = FORWARD_CACHE_ENTRIES * 6  # one entry per cached sentence and layer (6 layers)
@@ -264,7 +265,7 @@ SINK_CITATION = (
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
 def sentence_masses(text: str, _model: MiniLM, _run: MiniLMRun) -> tuple[dict[str, np.ndarray], bytes]:
     """Mass on [CLS] and [SEP] per layer and head (each (L, nh)) and the same as CSV, for the sentence ``text``."""
-    from ui import apart  # imported here: this section is the only user on this page
+    from ui.pages.heads import apart
 
     traces = [layer.attention for layer in _run.layers]
     w_os = [layer.attention.w_o for layer in _model.layers]
@@ -275,7 +276,7 @@ def sentence_masses(text: str, _model: MiniLM, _run: MiniLMRun) -> tuple[dict[st
 
 
 def sink_section(text: str, model: MiniLM, run: MiniLMRun) -> None:
-    """Mass on [CLS] and [SEP] per layer and head, beside the norm-weighted share (ui/apart.py); drawn while open."""
+    """Mass on [CLS] and [SEP] per layer and head, beside the norm-weighted share (ui/pages/heads/apart.py); drawn while open."""
     box = st.expander("Where the mass goes: [CLS] and [SEP]", key="w_rm_sink", on_change="rerun")
     if not box.open:
         return

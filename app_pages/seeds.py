@@ -3,9 +3,7 @@
 import streamlit as st
 
 from content.seeds import SEED_EXAMPLES, CaseComparison, SeedCase, SeedExample, compare
-from ui import navigation
-from ui.controls import open_config, presentation_switch
-from ui.seeds import (
+from ui.pages.seeds import (
     check_lines,
     conventions_table,
     embedding_csv,
@@ -14,6 +12,9 @@ from ui.seeds import (
     overview_table,
     side_by_side,
 )
+from ui.state import navigation
+from ui.widgets.presentation import presentation_switch
+from ui.widgets.state import open_config
 
 
 def number_columns(frame, decimals: int) -> dict:

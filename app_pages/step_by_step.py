@@ -5,12 +5,10 @@ from dataclasses import replace
 
 import streamlit as st
 
-from ui import step_views as views
-from ui.compute import compute
-from ui.controls import KEEP, clamp_choice, figure_font_size, sidebar
-from ui.drill_down import drill_down
-from ui.predict import check_prediction, prediction_message
-from ui.steps import (
+from ui.pipeline import step_views as views
+from ui.pipeline.drill_down import drill_down
+from ui.pipeline.predict import check_prediction, prediction_message
+from ui.pipeline.steps import (
     FULLY_MASKED_POLICY,
     NULL_SHARE_COLUMN,
     Step,
@@ -20,6 +18,10 @@ from ui.steps import (
     row_sums_table,
     step_inputs,
 )
+from ui.run.compute import compute
+from ui.widgets.presentation import figure_font_size
+from ui.widgets.sidebar import sidebar
+from ui.widgets.state import KEEP, clamp_choice
 
 KEY_PREFIX = "sbs"
 

@@ -80,7 +80,7 @@ class Control:
 class Case:
     """One table row: a page, its settings (URL query parameters) and the control that is changed."""
 
-    page: str  # a page's name in ui.navigation.PAGES (its file name, without .py)
+    page: str  # a page's name in ui.state.navigation.PAGES (its file name, without .py)
     settings: str  # "defaults", "caps" or "caps+"
     params: dict
     control: Control
@@ -101,7 +101,7 @@ def real_model_sentence(i: int, pieces: int) -> str:
 
 def default_sentence_variant(i: int) -> str:
     """The Real model page's example sentence with a marker word inserted: different text, the same size."""
-    from ui.real_model import DEFAULT_SENTENCE
+    from ui.pages.real_model import DEFAULT_SENTENCE
 
     words = DEFAULT_SENTENCE.split()
     words.insert(1 + i % (len(words) - 1), MARKER_WORDS[(i // (len(words) - 1)) % len(MARKER_WORDS)])
@@ -110,7 +110,7 @@ def default_sentence_variant(i: int) -> str:
 
 def lesson_keys() -> list[str]:
     """The lesson picker's values: every lesson, then the overview."""
-    from ui.lessons import LESSONS
+    from ui.pages.lessons import LESSONS
 
     return [*LESSONS, "overview"]
 
@@ -118,7 +118,7 @@ def lesson_keys() -> list[str]:
 SEED = Control("seed", "number_input", "w_seed")
 PLAIN = Control("none (plain rerun)", "", "")
 # Controls that change what is shown but not what is computed: the figures that stay the same come
-# from the figure cache (ui/cached_figures.py). Their values cycle, so after one round every rerun
+# from the figure cache (ui/charts/cached_figures.py). Their values cycle, so after one round every rerun
 # shows figures built before.
 VIEW = Control("view (weights/logits/scores)", "segmented_control", "w_view",
                lambda i: ("weights", "logits", "scores")[i % 3])
@@ -171,7 +171,7 @@ def open_session(case: Case):
     """A fresh AppTest session on the case's page and settings; (AppTest, seconds of the page switch)."""
     from streamlit.testing.v1 import AppTest
 
-    from ui.navigation import PAGE_INFO
+    from ui.state.navigation import PAGE_INFO
 
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
     for name, value in case.params.items():
@@ -232,8 +232,8 @@ def cache_entry_bytes(at, case: Case) -> int | None:
 
 
 def toy_cache_entries() -> int | None:
-    """``max_entries`` of the toy pages' engine cache (ui/compute.py), read from Streamlit's wrapper."""
-    from ui.compute import cached_run
+    """``max_entries`` of the toy pages' engine cache (ui/run/compute.py), read from Streamlit's wrapper."""
+    from ui.run.compute import cached_run
 
     return getattr(getattr(cached_run, "_info", None), "max_entries", None)
 
@@ -329,7 +329,7 @@ def run(quick: bool) -> list[dict]:
     each run (``runner.postScriptGC``; not in miss_ms). ``figures_kb``: the JSON of all plotly
     figures of the heaviest rerun (1 KB = 1000 bytes), ``largest_kb`` the largest one. ``cache_entry_mb``: the
     page's cached result at these settings, pickled as ``st.cache_data`` keeps it in memory;
-    ``cache_full_mb``: that times the cache's ``max_entries`` (toy pages, ui/compute.py), the memory
+    ``cache_full_mb``: that times the cache's ``max_entries`` (toy pages, ui/run/compute.py), the memory
     a server holds once that many such configurations have been asked for. Goals: <= 100 ms at the
     defaults; <= 1 s and <= 2 MB of figures at the caps (64 tokens, d_model 512, 16 heads, causal;
     the real model at 128 word pieces); "caps+" adds the heaviest view of the page. ``cpu_goal_ms``:

@@ -1,7 +1,7 @@
 """The Heads page's 'Take it apart' section and quick check in AppTest: each panel against the engine.
 
 Expected values are computed here from the engine's trace (zeroing W_O rows, norms of v W_O), not
-with ui/apart.py or mha_core/contributions.py.
+with ui/pages/heads/apart.py or mha_core/contributions.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from mha_core.config import MHAConfig, run
 from tests.test_app_heads import app, assert_page_ok, charts, decode, messages, open_take_apart
-from ui import quiz
+from ui.pages.heads import quiz
 
 
 def decode_1d(z) -> np.ndarray:
@@ -37,7 +37,7 @@ def test_contribution_panel_is_head_times_its_rows_of_w_o():
 
 @pytest.mark.parametrize("config", [MHAConfig(), MHAConfig(bias=True, n_heads=8), MHAConfig(output_projection=False)])
 def test_knock_out_from_the_link_changes_the_output_as_zeroed_rows_do(config):
-    from ui.urlstate import params_from_config
+    from ui.state.urlstate import params_from_config
 
     at = app({**params_from_config(config), "knock": "0,1"})
     assert_page_ok(at)

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
 from mha_core.inputs import token_labels, tokenize
-from ui.drill_down import SUM_ROW
+from ui.pipeline.drill_down import SUM_ROW
 
 ROOT = Path(__file__).resolve().parents[1]
 EXACT = 1e-12

@@ -11,19 +11,25 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui.decoding
+import ui.pages.decoding
 from mha_core.attention import multi_head_attention
 from mha_core.config import MHAConfig, run, scale_factor
 from mha_core.kv_cache import decode
 from mha_core.positions import rope_angles, rotate
 from tests.test_app_step_by_step import charts, z_of
-from ui.decoding import assembled_weights, decode_run, decoder_config, diagonal_spread, rope_offset_scores
-from ui.urlstate import config_from_params, params_from_config
+from ui.pages.decoding import (
+    assembled_weights,
+    decode_run,
+    decoder_config,
+    diagonal_spread,
+    rope_offset_scores,
+)
+from ui.state.urlstate import config_from_params, params_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "app_pages/decoding.py"
 EXACT = 1e-12
-FIGURE = 1e-6  # the figures travel as float32 (ui/figures.py); the exact check is the live max |Δ| metric
+FIGURE = 1e-6  # the figures travel as float32 (ui/charts/figures.py); the exact check is the live max |Δ| metric
 
 
 def open_page(page: str = PAGE, **params) -> AppTest:
@@ -44,7 +50,7 @@ def causal_weights(config: MHAConfig) -> np.ndarray:
 def engine_decoded_rows(config: MHAConfig) -> np.ndarray:
     """(nh, T, T) the rows the engine's KV-cache decoder gives, each step's row put in place (future: 0).
 
-    Built here from ``mha_core`` with the layer's options written out (not through ``ui.decoding``): the
+    Built here from ``mha_core`` with the layer's options written out (not through ``ui.pages.decoding``): the
     scale is full attention's one number, 1/sqrt(T) of the whole sentence under ``sqrt_t``.
     """
     causal = run(replace(config, kv_tokens=None, mask="causal"))
@@ -132,7 +138,7 @@ def test_the_shown_max_difference_is_the_decoded_rows_against_full_causal_and_se
     for t in range(len(config.tokens)):
         at.slider(key="w_dec_step").set_value(t).run()
         assert delta_metric(at) == shown_delta(rows, config, t)
-    monkeypatch.setattr(ui.decoding, "decode", nudged_decode)  # the engine's decode, as the page's builder calls it
+    monkeypatch.setattr(ui.pages.decoding, "decode", nudged_decode)  # the engine's decode, as the page's builder calls it
     at = open_page()
     rows[1, nudged_step, 1] += nudge
     for t in range(len(config.tokens)):

@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import LIMITS, MHAConfig, run
-from ui.urlstate import encode_mask, params_from_config
+from ui.state.urlstate import encode_mask, params_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO_MB = 2 * 1024 * 1024
@@ -430,7 +430,7 @@ def test_a_custom_mask_is_edited_in_the_main_area_not_the_sidebar():
 def test_the_mask_editor_applies_its_edits_to_the_grid_it_started_from():
     import streamlit as st
 
-    from ui.controls import _apply_grid_edits
+    from ui.widgets.mask_editor import _apply_grid_edits
 
     st.session_state["grid_base"] = ((True, False, False), (True, True, False))
     st.session_state["grid_7"] = {"edited_rows": {0: {"2:c": True}, "1": {"0:a": False}}}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.test_app_decoding import open_page
-from ui.settings import kv_heads_after
+from ui.state.settings import kv_heads_after
 
 
 def query(at, name: str):

@@ -11,8 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import run
-from ui.figures import MASKED_HOVER
-from ui.lessons import LESSONS, explorer_query
+from ui.charts.figures import MASKED_HOVER
+from ui.pages.lessons import LESSONS, explorer_query
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE_TOL = 1e-6  # figures carry float32

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import navigation
+from ui.state import navigation
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "app_pages").glob("*.py"))
@@ -26,7 +26,7 @@ def exceptions(at: AppTest) -> list[str]:
 
 def test_every_page_file_is_routed():
     assert "app_pages/heads.py" in PAGES and len(PAGES) >= 6
-    assert sorted(info.path for info in navigation.PAGES) == PAGES, "a page file is missing from ui/navigation.py"
+    assert sorted(info.path for info in navigation.PAGES) == PAGES, "a page file is missing from ui/state/navigation.py"
     links = [link.proto for link in start().sidebar.get("page_link")]
     assert [link.label for link in links] == [info.title for info in navigation.PAGES]  # the menu: every page
 

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
 from mha_core.presets import PRESET_INITS
-from ui.lessons import PRESETS
+from ui.pages.lessons import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARP = 0.99  # weight a hand-built head puts where it promises to, at least

@@ -20,7 +20,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core.pretrained import ENV_VAR, ModelUnavailableError, load_minilm
-from ui.real_model import DEFAULT_SENTENCE
+from ui.pages.real_model import DEFAULT_SENTENCE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "app_pages/real_model.py"

@@ -17,7 +17,7 @@ import pytest
 
 from bench.bench_browser import run_coroutine, streamlit_server
 from bench.st_client import StreamlitClient
-from ui.real_model import DEFAULT_SENTENCE
+from ui.pages.real_model import DEFAULT_SENTENCE
 
 ATOL = 1e-6  # float32 figure against the float32 model: only the JSON round trip between them
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.test_app_real_model import assert_ok, charts, decode, page
-from ui.real_model import DEFAULT_SENTENCE
+from ui.pages.real_model import DEFAULT_SENTENCE
 
 
 def expected_masses(model, position: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,8 +11,16 @@ from streamlit.testing.v1 import AppTest
 
 import content.seeds
 from content.seeds import SEED_EXAMPLES, compare
-from ui.controls import parse_matrix
-from ui.seeds import MATCH, MISMATCH, NOT_REPRODUCIBLE, embedding_csv, match_mark, overview_table, side_by_side
+from ui.pages.seeds import (
+    MATCH,
+    MISMATCH,
+    NOT_REPRODUCIBLE,
+    embedding_csv,
+    match_mark,
+    overview_table,
+    side_by_side,
+)
+from ui.widgets.uploads import parse_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = [(ex.key, case) for ex in SEED_EXAMPLES.values() for case in ex.cases]

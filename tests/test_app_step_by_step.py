@@ -9,8 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
-from ui.drill_down import NULL_KEY_LABEL, SUM_ROW
-from ui.steps import NULL_SHARE_COLUMN, latex_number
+from ui.pipeline.drill_down import NULL_KEY_LABEL, SUM_ROW
+from ui.pipeline.steps import NULL_SHARE_COLUMN, latex_number
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "app_pages/step_by_step.py"
@@ -54,7 +54,7 @@ def charts(at: AppTest) -> dict[str, dict]:
 
 
 def panel_views(figure: dict) -> dict[str, dict]:
-    """One figure per panel: a single heatmap as it is; a row of panels (``ui.steps.panels_figure``) split
+    """One figure per panel: a single heatmap as it is; a row of panels (``ui.pipeline.steps.panels_figure``) split
     into each trace with its own axes, outlines and the title written over its axes."""
     layout = figure["layout"]
     if "title" in layout:

@@ -74,7 +74,7 @@ def test_app_rows_size_the_toy_cache_from_its_max_entries(app_rows):
 
 
 def test_a_miss_runs_the_engine_once_per_new_seed_and_a_hit_never(monkeypatch):
-    import ui.compute
+    import ui.run.compute
 
     seeds = []
 
@@ -82,8 +82,8 @@ def test_a_miss_runs_the_engine_once_per_new_seed_and_a_hit_never(monkeypatch):
         seeds.append(config.seed)
         return original(config)
 
-    original = ui.compute.run
-    monkeypatch.setattr(ui.compute, "run", recording_run)
+    original = ui.run.compute.run
+    monkeypatch.setattr(ui.run.compute, "run", recording_run)
     case = next(c for c in bench_app.cases() if c.page == "heads" and c.settings == "defaults")
     row = bench_app.measure(case, (3, 2))
     fresh = [seed for seed in seeds if seed >= 1_000_000]

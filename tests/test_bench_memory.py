@@ -10,7 +10,7 @@ import pytest
 from bench import bench_memory
 from bench.bench_browser import missing_browser
 from mha_core.config import LIMITS
-from ui.urlstate import config_from_params
+from ui.state.urlstate import config_from_params
 
 BROWSER_MISSING = missing_browser()
 

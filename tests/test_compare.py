@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from mha_core.config import MHAConfig, run
-from ui import compare
-from ui.settings import model_settings
-from ui.urlstate import params_from_config
+from ui.pages import compare
+from ui.state.settings import model_settings
+from ui.state.urlstate import params_from_config
 
 A = MHAConfig()
 B_CASES = [
@@ -83,7 +83,7 @@ def test_take_apart_reads_each_query_heads_shared_value_head():
     import numpy as np
 
     from mha_core.config import MHAConfig, run
-    from ui.apart import take_apart
+    from ui.pages.heads.apart import take_apart
 
     result = run(MHAConfig(n_heads=4, kv_heads=2))
     parts = take_apart(result, [])

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from mha_core.config import MHAConfig
-from ui.controls import MAX_UPLOAD_BYTES, parse_matrix, summary_line
+from ui.widgets.presentation import summary_line
+from ui.widgets.uploads import MAX_UPLOAD_BYTES, parse_matrix
 
 
 def npy_bytes(array) -> bytes:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mha_core.config import MHAConfig, run
-from ui.drill_down import (
+from ui.pipeline.drill_down import (
     MAX_LATEX_TERMS,
     SUM_ROW,
     dot_product_latex,
@@ -18,7 +18,7 @@ from ui.drill_down import (
     softmax_latex,
     softmax_row_table,
 )
-from ui.steps import step_inputs
+from ui.pipeline.steps import step_inputs
 
 EXACT = 1e-12  # float64 sums of a handful of terms, recomputed in another order
 

@@ -1,4 +1,4 @@
-"""ui.export: the downloaded bytes hold every field of the engine's records, each equal to the engine array it names.
+"""ui.charts.export: the downloaded bytes hold every field of the engine's records, each equal to the engine array it names.
 
 Expectations come from ``run(config)`` computed here and from the records' own fields, never from
 ``export.intermediates``; the RoPE and ALiBi checks recompute what the engine did from the exported inputs.
@@ -16,7 +16,7 @@ import pytest
 
 from mha_core.attention import AttentionTrace, AttentionWeights
 from mha_core.config import MHAConfig, RunResult, run
-from ui import export, tables
+from ui.charts import export, tables
 
 # Each option that changes an exported array is switched on by at least one configuration.
 FULL = {  # every optional field of the trace, the parameters and the run is set in one of these
@@ -92,7 +92,7 @@ def test_every_array_and_scalar_field_of_the_records_is_in_the_npz(name):
 
 
 def test_every_name_in_the_npz_holds_the_engine_value_it_names(result):
-    engine = run(result.config)  # computed here, not read back through ui.export
+    engine = run(result.config)  # computed here, not read back through ui.charts.export
     loaded = load_npz(result)
     assert set(loaded.files) >= EXTRAS
     for name in set(loaded.files) - EXTRAS:

@@ -1,4 +1,4 @@
-"""ui.figures: pure builders. Every figure must pass plotly's full validation, carry float32
+"""ui.charts.figures: pure builders. Every figure must pass plotly's full validation, carry float32
 data, keep repeated tokens apart, and put all heads on one colour axis."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import plotly.io as pio
 import pytest
 
 from mha_core.config import MHAConfig, run
-from ui import figures
+from ui.charts import figures
 
 LABELS = ["0:the", "1:cat", "2:sat", "3:on", "4:the", "5:mat"]
 

@@ -12,7 +12,7 @@ from mha_core.config import MHAConfig, run
 from mha_core.contributions import head_output_shares
 from mha_core.diagnostics import renormalised_rows
 from mha_core.presets import PRESET_INITS
-from ui.lessons import (
+from ui.pages.lessons import (
     LESSONS,
     PRESETS,
     SENTENCE,
@@ -24,7 +24,7 @@ from ui.lessons import (
     saturation_stats,
     short_params,
 )
-from ui.urlstate import VIEW_DEFAULTS, config_from_params, view_from_params
+from ui.state.urlstate import VIEW_DEFAULTS, config_from_params, view_from_params
 
 ROW_SUM_TOL = 1e-12  # float64 rows of a softmax sum to 1 within this
 

@@ -1,4 +1,4 @@
-"""ui/markdown.py: token labels reach Streamlit's Markdown as code spans, shown exactly as typed."""
+"""ui/charts/markdown.py: token labels reach Streamlit's Markdown as code spans, shown exactly as typed."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ui.markdown import literal, literals
+from ui.charts.markdown import literal, literals
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.attention import AttentionTrace
 from mha_core.config import MHAConfig, RunResult, run
-from ui.controls import MAX_UPLOAD_BYTES
+from ui.widgets.uploads import MAX_UPLOAD_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = (np.ndarray, pd.DataFrame, pd.Series, RunResult, AttentionTrace)
@@ -119,7 +119,7 @@ def test_the_server_config_bounds_uploads_sessions_and_the_cache():
 
 
 def test_a_cached_result_is_one_shared_object_whose_arrays_cannot_be_changed():
-    from ui.compute import MAX_RESULTS, cached_run
+    from ui.run.compute import MAX_RESULTS, cached_run
 
     config = MHAConfig(mask="causal", seed=11)
     cached_run.clear()

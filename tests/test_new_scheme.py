@@ -21,7 +21,7 @@ from mha_core.positions import PositionScheme
 from tests.test_app_compare import compare_page
 from tests.test_app_decoding import open_page
 from tests.test_app_step_by_step import charts, z_of
-from ui.urlstate import config_from_params, params_from_config
+from ui.state.urlstate import config_from_params, params_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAIN = PositionScheme("plain", "plain (a test's scheme: no positions)", "plain", "Nothing: a test's scheme.")

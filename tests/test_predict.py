@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mha_core.config import MHAConfig, run
-from ui.predict import check_prediction, prediction_message
+from ui.pipeline.predict import check_prediction, prediction_message
 
 
 def test_check_prediction_right_wrong_and_ties():

@@ -1,4 +1,4 @@
-"""Quick checks: every answer is what the engine computes, found here independently of ui/quiz.py."""
+"""Quick checks: every answer is what the engine computes, found here independently of ui/pages/heads/quiz.py."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mha_core.config import MHAConfig, run
-from ui import quiz
+from ui.pages.heads import quiz
 
 CONFIGS = {
     "default": MHAConfig(),

@@ -1,4 +1,4 @@
-"""ui/real_model.py: the Real model page's pure builders, on hand-made arrays and on the real model.
+"""ui/pages/real_model.py: the Real model page's pure builders, on hand-made arrays and on the real model.
 
 Expected values are worked out by hand in the test or by plain loops; tests that need the model
 files skip, saying how to get them, when none is installed.
@@ -12,8 +12,8 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from ui import real_model as rm
-from ui.steps import Panel, Step
+from ui.pages import real_model as rm
+from ui.pipeline.steps import Panel, Step
 
 TWO_MB = 2 * 1024 * 1024
 

@@ -4,7 +4,7 @@ import gc
 
 from threadpoolctl import threadpool_info
 
-from ui.server import tune_server
+from ui.run.server import tune_server
 
 
 def test_tune_server_limits_blas_to_one_thread_and_freezes_the_imports():
@@ -18,7 +18,7 @@ def test_tune_server_limits_blas_to_one_thread_and_freezes_the_imports():
 
 
 def test_garbage_is_collected_at_most_once_per_interval():
-    from ui import server
+    from ui.run import server
 
     start = server._last_collection[0] + 10 * server.GC_INTERVAL_S
     assert server.collect_garbage(now=start)
@@ -33,7 +33,7 @@ def test_a_collection_after_new_imports_freezes_what_survives():
     import importlib
     import sys
 
-    from ui import server
+    from ui.run import server
 
     start = server._last_collection[0] + 10 * server.GC_INTERVAL_S
     server.collect_garbage(now=start)

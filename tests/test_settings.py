@@ -1,4 +1,4 @@
-"""ui.settings: one table drives the sidebar, the link and the configuration.
+"""ui.state.settings: one table drives the sidebar, the link and the configuration.
 
 The central test adds a setting (one row, and a config class with the field the engine would read)
 and finds it in all three places without touching any other code.
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui.settings as table
+import ui.state.settings as table
 from mha_core.config import EMBEDDINGS, INITS, LIMITS, MASKS, SCALE_RULES, MHAConfig
-from ui.settings import VIEW_SETTINGS, Setting, config_of, fit_sentence, model_settings, values_of
-from ui.urlstate import config_from_params, params_from_config, read_settings, write_settings
+from ui.state.settings import VIEW_SETTINGS, Setting, config_of, fit_sentence, model_settings, values_of
+from ui.state.urlstate import config_from_params, params_from_config, read_settings, write_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 

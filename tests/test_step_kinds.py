@@ -1,4 +1,4 @@
-"""ui.steps.STEP_KINDS: one record per step, holding every step ``build_steps`` can make, in its order."""
+"""ui.pipeline.steps.STEP_KINDS: one record per step, holding every step ``build_steps`` can make, in its order."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from mha_core.config import MHAConfig, run
 from mha_core.positions import SCHEMES
-from ui.steps import STEP_KINDS, Step, build_steps, step_inputs
+from ui.pipeline.steps import STEP_KINDS, Step, build_steps, step_inputs
 
 
 def option_grid() -> list[MHAConfig]:

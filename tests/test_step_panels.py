@@ -16,7 +16,7 @@ import plotly.io as pio
 import pytest
 
 from mha_core.config import MHAConfig, run
-from ui.steps import build_steps, panels_figure, step_inputs
+from ui.pipeline.steps import build_steps, panels_figure, step_inputs
 
 
 def side_by_side(per_head: np.ndarray) -> np.ndarray:
@@ -170,7 +170,7 @@ def head_slice(array: np.ndarray, shown: np.ndarray, head: int) -> np.ndarray:
 def test_every_real_model_panel_shows_the_checkpoints_arrays(model):
     from types import SimpleNamespace
 
-    from ui import real_model as rm
+    from ui.pages import real_model as rm
 
     run_ = model.forward(rm.DEFAULT_SENTENCE)
     layer, head = 2, 7

@@ -5,8 +5,8 @@ import pytest
 
 import mha_core
 from mha_core.config import MHAConfig, run
-from ui.predict import check_prediction, prediction_message
-from ui.steps import (
+from ui.pipeline.predict import check_prediction, prediction_message
+from ui.pipeline.steps import (
     Panel,
     build_steps,
     cell_text,

@@ -1,4 +1,4 @@
-"""ui.tables: DataFrames whose labels line up with the figures and whose numbers are the engine's."""
+"""ui.charts.tables: DataFrames whose labels line up with the figures and whose numbers are the engine's."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mha_core.config import MHAConfig, run
-from ui import tables
+from ui.charts import tables
 
 LABELS = ["0:the", "1:cat", "2:the"]
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui.controls import parse_matrix
+from ui.widgets.uploads import parse_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,7 +1,7 @@
 """Every link that worked before the settings table still reads, and writes, exactly as it did.
 
 ``data/url_links_before_settings_table.json`` was written by ``data/make_url_links_fixture.py``
-from the URL code as it was before ``ui/settings.py`` (commit 2bf5f30): for 150 links (the README's
+from the URL code as it was before ``ui/state/settings.py`` (commit 2bf5f30): for 150 links (the README's
 example, every parameter of its table, good, bad and edge values) the configuration, the view, the
 messages and the parameters written back.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from mha_core.config import MHAConfig
-from ui.settings import SETTINGS, VIEW_DEFAULTS, VIEW_SETTINGS
-from ui.urlstate import config_from_params, params_from_config, view_from_params, view_params
+from ui.state.settings import SETTINGS, VIEW_DEFAULTS, VIEW_SETTINGS
+from ui.state.urlstate import config_from_params, params_from_config, view_from_params, view_params
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = json.loads((ROOT / "tests" / "data" / "url_links_before_settings_table.json").read_text())

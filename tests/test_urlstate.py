@@ -1,4 +1,4 @@
-"""ui.urlstate: configuration <-> query parameters, pure functions, never raising on a bad link."""
+"""ui.state.urlstate: configuration <-> query parameters, pure functions, never raising on a bad link."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mha_core.config import INITS, LIMITS, MASKS, SCALE_RULES, MHAConfig, valid_head_counts
 from mha_core.presets import PRESET_INITS
-from ui.urlstate import (
+from ui.state.urlstate import (
     DEFAULT,
     VIEW_DEFAULTS,
     config_from_params,

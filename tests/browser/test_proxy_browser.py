@@ -27,7 +27,7 @@ from conftest import exceptions_on_page, open_app, wait_for_charts, wait_idle
 
 from bench.bench_browser import free_port
 from mha_core import run
-from ui.urlstate import config_from_params
+from ui.state.urlstate import config_from_params
 
 ROOT = Path(__file__).resolve().parents[2]
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)

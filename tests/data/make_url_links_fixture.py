@@ -1,6 +1,6 @@
 """Freeze what the URL reader and writer do, as ``url_links_before_settings_table.json``.
 
-Run once from the repository root at commit 2bf5f30, before ``ui/settings.py``:
+Run once from the repository root at commit 2bf5f30, before ``ui/state/settings.py``:
 ``python tests/data/make_url_links_fixture.py``. ``tests/test_url_links.py`` checks today's code against it.
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl
 
 sys.path.insert(0, ".")
-from ui.urlstate import config_from_params, params_from_config, view_from_params, view_params
+from ui.state.urlstate import config_from_params, params_from_config, view_from_params, view_params
 
 LINKS = [
     "", "tokens=the+cat+sat+on+the+mat&d_model=16&heads=4&mask=causal&view=logits",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ui.markdown import literal, literals
+from ui.charts.markdown import literal, literals
 
 TIE_TOLERANCE = 1e-9  # weights this close to the row maximum count as tied for the largest
 

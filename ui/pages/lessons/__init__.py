@@ -22,7 +22,8 @@ from mha_core.config import MHAConfig, run
 from mha_core.contributions import head_contributions, head_output_shares, head_share_of_output
 from mha_core.diagnostics import heads_agree, max_weight, renormalised_rows, row_spread
 from mha_core.presets import PRESET_INITS
-from ui.decoding import (
+from ui.charts.markdown import literal
+from ui.pages.decoding import (
     assembled_weights,
     cache_table,
     decode_run,
@@ -30,8 +31,7 @@ from ui.decoding import (
     diagonal_spread,
     rope_offset_scores,
 )
-from ui.markdown import literal
-from ui.urlstate import params_from_config, view_params
+from ui.state.urlstate import params_from_config, view_params
 
 # A sentence without repeated words: repeated words share one embedding, so they split the
 # weight between their copies, which would blur the row-maximum numbers of several lessons.

@@ -3,8 +3,8 @@
 Everything here takes a ``StepInputs`` (the engine's trace and what went into it; the toy pages
 make one with ``step_inputs(result)``, the Real model page from one layer of the checkpoint) and the
 chosen head, and returns data: ``Step`` records with a LaTeX formula, the shapes with the actual
-numbers and the matrices to show, and plotly figures of a panel built on ``ui.figures.matrix_heatmap``.
-The drill-down into one cell is ``ui.drill_down``, predict-then-reveal ``ui.predict``.
+numbers and the matrices to show, and plotly figures of a panel built on ``ui.charts.figures.matrix_heatmap``.
+The drill-down into one cell is ``ui.pipeline.drill_down``, predict-then-reveal ``ui.pipeline.predict``.
 No streamlit in here, so all of it is testable without a server.
 
 Shapes follow the glossary of ``mha_core``: T tokens (Tq queries, Tk keys), C = d_model,
@@ -25,7 +25,7 @@ from mha_core.attention import AttentionTrace, AttentionWeights, merge_heads
 from mha_core.config import RunResult
 from mha_core.positions import alibi_slopes
 from mha_core.presets import PRESET_INITS
-from ui.figures import FULL_WIDTH_PX, figure, matrix_heatmap_parts
+from ui.charts.figures import FULL_WIDTH_PX, figure, matrix_heatmap_parts
 
 MAX_TEXT_ROWS = 16  # write the numbers inside the cells of heatmaps up to this size
 MAX_TEXT_COLS = 10

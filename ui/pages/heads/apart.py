@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from mha_core.config import RunResult
 from mha_core.contributions import KnockOut, contribution_identity, knock_out, output_norm_weights
-from ui import figures, tables
+from ui.charts import figures, tables
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The Step-by-step views, drawn with Streamlit: shared by the Step-by-step and Real model pages.
 
-``ui.steps`` builds the steps and their matrices, ``ui.drill_down`` the drill-down of one cell
+``ui.pipeline.steps`` builds the steps and their matrices, ``ui.pipeline.drill_down`` the drill-down of one cell
 (pure, tested without a server); the functions here only put that output on screen. ``key_prefix`` keeps the
 element keys of the two pages apart ("sbs", "rm"). Each heatmap prints as many column labels as
 fit the width of the column it is drawn in.
@@ -11,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ui import cached_figures
-from ui.controls import FONT_SIZE, KEEP
-from ui.device import chart_config, on_phone
-from ui.drill_down import (
+from ui.charts import cached_figures
+from ui.charts.markdown import literal
+from ui.pipeline.drill_down import (
     NULL_KEY_LABEL,
     DrillDown,
     dot_product_latex,
@@ -27,8 +26,10 @@ from ui.drill_down import (
     softmax_latex,
     softmax_row_table,
 )
-from ui.markdown import literal
-from ui.steps import Panel, Step, panel_table
+from ui.pipeline.steps import Panel, Step, panel_table
+from ui.state.device import chart_config, on_phone
+from ui.widgets.presentation import FONT_SIZE
+from ui.widgets.state import KEEP
 
 NUMBER_FORMAT = "%.4f"
 MAIN_COLUMN_PX = 820  # the main column of a 1280 px screen with the sidebar open

@@ -5,7 +5,7 @@
 - per-head pattern measures over every layer, and the strongest head of each pattern in words;
 - the all-heads grid of one layer: exact up to ``GRID_MAX_CELLS`` pieces, block maxima beyond;
 - the layers x heads overview: every head of every layer in one figure, block-max-pooled when long;
-- one real layer as ``StepInputs`` so the Step-by-step builders of ``ui.steps`` show it, with a
+- one real layer as ``StepInputs`` so the Step-by-step builders of ``ui.pipeline.steps`` show it, with a
   real-model first step (the layer's input) and last step (add & norm).
 
 Shapes: L layers, nh heads, T word pieces, C = d_model, hs head size (glossary of ``mha_core``).
@@ -26,9 +26,9 @@ from mha_core.attention import AttentionTrace, AttentionWeights
 from mha_core.diagnostics import encoder_patterns
 from mha_core.inputs import token_labels
 from mha_core.pretrained import MiniLMRun
-from ui.figures import WEIGHT_SCALE, figure
-from ui.steps import Panel, Step, StepInputs, build_steps, dim_labels, shape_text
-from ui.tables import head_summary_frame
+from ui.charts.figures import WEIGHT_SCALE, figure
+from ui.charts.tables import head_summary_frame
+from ui.pipeline.steps import Panel, Step, StepInputs, build_steps, dim_labels, shape_text
 
 DEFAULT_SENTENCE = "The snowboarder was unbelievably fast, so the photographers missed her jump."
 MAX_TEXT_CHARS = 2000  # a link's sentence is cut here; 128 word pieces need far fewer characters

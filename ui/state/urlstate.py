@@ -1,6 +1,6 @@
 """The shareable configuration <-> URL query parameters, as pure functions (no streamlit).
 
-Both directions walk the settings tables of ``ui/settings.py``. ``config_from_params`` never
+Both directions walk the settings tables of ``ui/state/settings.py``. ``config_from_params`` never
 raises: every value it cannot use becomes a message and falls back to something valid, so a
 mistyped link still opens a working page.
 """
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from mha_core.config import CHECKS, MHAConfig
 from mha_core.inputs import tokenize
-from ui.settings import (
+from ui.state.settings import (
     ASKED,
     VIEW_DEFAULTS,
     VIEW_SETTINGS,

@@ -64,7 +64,7 @@ def _field_arrays(record, arrays: dict[str, np.ndarray]) -> None:
             continue
         if not isinstance(value, np.ndarray | bool | int | float | str | np.generic):
             raise TypeError(f"{type(record).__name__}.{field.name} is a {type(value).__name__}: "
-                            "ui.export knows arrays, numbers, flags and names only; say how to export it")
+                            "ui.charts.export knows arrays, numbers, flags and names only; say how to export it")
         if field.name in arrays:
             raise ValueError(f"two fields are named {field.name!r} (one in {type(record).__name__}): "
                              "the export would keep only one; rename one of them")

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from mha_core.config import MHAConfig, RunResult
-from ui.settings import model_settings, values_of
-from ui.urlstate import config_from_params, params_from_config
+from ui.state.settings import model_settings, values_of
+from ui.state.urlstate import config_from_params, params_from_config
 
 B_PREFIX = "b_"
 

@@ -112,7 +112,7 @@ class SentFigure(go.Figure):
     form), made once and kept: a cached figure costs nothing to send again. Reading the figure any
     other way (``fig.data``, ``fig.layout``, ``update_layout``...) builds the ordinary Figure first,
     and from then on it is one, so tests and callers see plotly's own objects.
-    Read-only by contract, like every figure the pages show (``ui/cached_figures.py``).
+    Read-only by contract, like every figure the pages show (``ui/charts/cached_figures.py``).
     """
 
     def __init__(self, data: list[dict], layout: dict):  # noqa: D107 - the class docstring says it

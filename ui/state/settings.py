@@ -1,6 +1,6 @@
 """Every setting a user can change, once: config field, widget, URL name, default, limits, label, help.
 
-The sidebar (``ui/controls.py``), the URL reader and writer (``ui/urlstate.py``) and the
+The sidebar (``ui/widgets/``), the URL reader and writer (``ui/state/urlstate.py``) and the
 ``MHAConfig`` they build all walk these tables, so adding a setting is one row here plus its use in
 the engine. Pure data and small rules: no streamlit.
 
@@ -45,7 +45,7 @@ class Setting:
     label: str = ""
     help: str | None = None
     section: str = ""  # the sidebar header the widget sits under
-    widget: str = ""  # how the sidebar draws it (ui/controls.py WIDGETS); "" = a page draws it
+    widget: str = ""  # how the sidebar draws it (ui/widgets/ WIDGETS); "" = a page draws it
     default: object = FROM_CONFIG  # a value, or a function of the values so far
     limits: tuple | Callable[[Values], tuple] | None = None  # (low, high), inclusive (float: low excluded)
     choices: Mapping[str, str] = dataclasses.field(default_factory=dict)  # value -> the widget's label for it
@@ -216,7 +216,7 @@ SHORT_POSITION_LABELS = SchemeLabels("short_label")
 EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
 LINK_EMBEDDINGS = tuple(e for e in EMBEDDINGS if e != "custom")  # an uploaded matrix cannot travel in a link
 VIEW_LABELS = {"weights": "weights", "logits": "logits", "scores": "scores"}
-COLOUR_RANGE_LABELS = {  # the weights view's colour range (ui/figures.py COLOUR_RANGES)
+COLOUR_RANGE_LABELS = {  # the weights view's colour range (ui/charts/figures.py COLOUR_RANGES)
     "fixed": "0..1, all heads",
     "max": "0..largest shown",
     "head": "each head 0..its largest",

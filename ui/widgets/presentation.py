@@ -1,0 +1,106 @@
+"""Presentation mode (``present=1``): big text, no sidebar, a one-line summary of the settings."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from mha_core.config import MHAConfig
+from ui.charts.markdown import literal
+from ui.state.settings import INIT_LABELS, MASK_LABELS, SCALE_LABELS, SHORT_POSITION_LABELS
+from ui.widgets.state import KEEP
+
+FONT_SIZE = 12  # the figures' base font size (plotly's default)
+PRESENT_FONT_SIZE = 16  # ... in presentation mode
+
+
+def presenting() -> bool:
+    """True while presentation mode (toggle ``w_present``, ``present=1`` in the URL) is on."""
+    return bool(st.session_state.get("w_present", False))
+
+
+def figure_font_size() -> int:
+    """The figures' base font size: larger in presentation mode, whose CSS makes the page's text ~1.3x larger."""
+    return PRESENT_FONT_SIZE if presenting() else FONT_SIZE
+
+
+def _short(tokens: tuple[str, ...], words: int = 6) -> str:
+    """A sentence cut to its first ``words`` words, saying how long it is when cut (keeps the bar one line)."""
+    if len(tokens) <= words:
+        return " ".join(tokens)
+    return " ".join(tokens[:words]) + f" … ({len(tokens)} tokens)"
+
+
+def summary_line(config: MHAConfig) -> str:
+    """The settings in one line of Markdown, for the compact bar of presentation mode."""
+    sentence = f"**{literal(_short(config.tokens))}**"  # as typed: no emoji, maths or italics from the words
+    if config.kv_tokens is not None:
+        sentence += f" → **{literal(_short(config.kv_tokens))}**"
+    parts = [sentence, f"{config.n_heads} heads", f"mask: {MASK_LABELS[config.mask].split(' (')[0]}"]
+    if config.key_value_heads != config.n_heads:
+        parts.append(f"{config.key_value_heads} K/V head{'s' if config.key_value_heads > 1 else ''}")
+    if config.pe != "none":
+        parts.append(f"positions: {SHORT_POSITION_LABELS[config.pe]}")
+    if config.null_key:
+        parts.append("null key")
+    if config.init != "xavier":
+        parts.append(f"weights: {INIT_LABELS[config.init].split('  ')[0]}")
+    if config.scale_rule != "sqrt_dk":
+        parts.append(f"scale: {SCALE_LABELS[config.scale_rule].split('  ')[0]}")
+    if not config.output_projection:
+        parts.append("no W_O")
+    return " · ".join(parts)
+
+
+# Presentation mode: bigger text, no sidebar (its controls move behind the compact bar).
+# Injected only while the mode is on, so it never touches the normal layout.
+PRESENTATION_CSS = """
+<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {
+  display: none !important;
+}
+[data-testid="stMainBlockContainer"] { padding: 3.6rem 2rem 1rem 2rem; max-width: 100%; }
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] li { font-size: 1.3rem; line-height: 1.4; }
+[data-testid="stMain"] [data-testid="stCaptionContainer"] p { font-size: 1.15rem; }
+[data-testid="stMain"] h1 { font-size: 2.2rem; padding: 0.2rem 0; }
+[data-testid="stMain"] [data-testid="stWidgetLabel"] p { font-size: 1.15rem; }
+[data-testid="stMain"] button p { font-size: 1.2rem; }
+[data-testid="stMain"] [data-testid="stMetricValue"] p { font-size: 2.6rem; line-height: 1.2; }
+[data-testid="stMain"] [data-testid="stMetricLabel"] p { font-size: 1.15rem; }
+[data-testid="stMain"] [data-testid="stSelectbox"] input { font-size: 1.2rem; }
+</style>
+"""
+
+
+def presentation_bar():
+    """The compact bar of presentation mode: a summary slot, a "Show controls" popover, the mode toggle."""
+    st.html(PRESENTATION_CSS)
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="medium", key="present_bar")
+    summary = bar.empty()
+    controls = bar.popover("Show controls", icon=":material/tune:")
+    bar.toggle("Presenting", key="w_present", persist_state=KEEP, help="Off: the controls go back to the sidebar.")
+    return summary, controls
+
+
+def presentation_switch() -> bool:
+    """Presentation mode on a page without the model's sidebar (Lessons, Seed notebooks, Real model).
+
+    The link's ``present=1`` turns it on when the session starts here; the toggle sits in the sidebar, or
+    at the top of the page while presenting (the sidebar is hidden then); the link follows the toggle.
+    """
+    ss = st.session_state
+    if "w_present" not in ss:
+        ss.w_present = st.query_params.get("present") == "1"
+    if presenting():
+        st.html(PRESENTATION_CSS)
+        st.toggle("Presenting", key="w_present", persist_state=KEEP, help="Off: back to the normal layout.")
+    else:
+        st.sidebar.toggle(
+            "Presentation mode", key="w_present", persist_state=KEEP, help="For a projector: big text, no sidebar."
+        )
+    if presenting():
+        st.query_params["present"] = "1"
+    elif "present" in st.query_params:
+        del st.query_params["present"]
+    return presenting()
+

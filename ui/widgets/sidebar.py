@@ -1,0 +1,222 @@
+"""The sidebar shared by every toy-model page: widgets <-> MHAConfig <-> URL.
+
+One widget per row of the settings table (``ui/state/settings.py``), drawn by ``WIDGETS[row.widget]``;
+in presentation mode the same widgets sit in a popover beside a summary line.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from mha_core.config import LIMITS, MHAConfig, valid_head_counts, valid_kv_head_counts
+from mha_core.inputs import tokenize
+from mha_core.presets import PRESET_DESCRIPTIONS, PRESET_INITS
+from ui.state.settings import (
+    VIEW_SETTINGS,
+    Setting,
+    config_of,
+    fit_sentence,
+    fitting_heads,
+    fitting_kv_heads,
+    key_tokens,
+    kv_heads_after,
+    model_settings,
+    values_of,
+)
+from ui.state.urlstate import params_from_config, repair, view_params
+from ui.widgets.mask_editor import custom_grid
+from ui.widgets.presentation import presentation_bar, presenting, summary_line
+from ui.widgets.state import KEEP, KV_HEADS_OF, clamp_choice, startup
+from ui.widgets.uploads import uploaded_embedding
+
+
+def _sentence(key: str, label: str, help_text: str) -> tuple[str, ...]:
+    """A text box of words; an empty one gives the example sentence, a long one its first tokens."""
+    typed = tokenize(st.text_input(label, key=key, help=help_text, persist_state=KEEP))
+    tokens, reason = fit_sentence(typed, MHAConfig().tokens)
+    if reason:
+        (st.warning if typed else st.error)(f"{label} {reason}.")
+    return tokens
+
+
+def sidebar() -> MHAConfig:
+    """Draw the controls, keep the URL in step, and return the configuration they describe.
+
+    Normally the controls are in the sidebar, under a "Presentation mode" toggle. In
+    presentation mode the sidebar is hidden and the same controls sit in a "Show controls"
+    popover beside a one-line summary of the settings at the top of the page; there a bad
+    link's messages are shown once, not on every rerun in front of the class.
+    """
+    startup()
+    ss = st.session_state
+    summary = None
+    if presenting():
+        summary, box = presentation_bar()
+        for message in ss.pop("url_messages", []):
+            st.warning(f"Link: {message}")
+    else:
+        box = st.sidebar
+        box.toggle(
+            "Presentation mode",
+            key="w_present",
+            persist_state=KEEP,
+            help="For a projector: big text, one head at a time, controls folded away.",
+        )
+        for message in ss.get("url_messages", []):
+            box.warning(f"Link: {message}")
+    with box:
+        values = _draw_settings()
+        embedding, table = _embedding_in_use(values)
+        config = config_of({**values, "embedding": embedding}, custom_embedding=table)
+        repairs: list[str] = []
+        config = repair(config, repairs)
+        for message in repairs:
+            st.warning(message)
+    if summary is not None:
+        summary.markdown(summary_line(config))
+    _clamp_view(config)
+    _write_url(config)
+    ss.config = config
+    return config
+
+
+def _draw_settings() -> dict[str, object]:
+    """One widget per setting that applies, under its section's header; the values by setting name."""
+    values: dict[str, object] = {}
+    section = None
+    for row in model_settings():
+        if row.section != section:
+            section = row.section
+            st.header(section)
+        if row.applies(values):
+            values[row.name] = WIDGETS[row.widget](row, values)
+        elif row.kept_unused:
+            values[row.name] = st.session_state.get(row.key, row.default_for(values))
+        else:
+            values[row.name] = row.default_for(values)
+    return values
+
+
+def _sentence_widget(row: Setting, values) -> tuple[str, ...]:
+    return _sentence(row.key, row.label, row.help)
+
+
+def _second_sentence_widget(row: Setting, values) -> tuple[str, ...] | None:
+    cross = st.toggle("Cross-attention (keys/values from a second sentence)", key="w_cross", persist_state=KEEP)
+    return _sentence(row.key, row.label, row.help) if cross else None
+
+
+def _number_widget(row: Setting, values) -> int | float:
+    low, high = row.widget_bounds(values)
+    step = 1 if row.kind == "int" else 0.1
+    value = st.number_input(
+        row.label, min_value=low, max_value=high, step=step, key=row.key, help=row.help, persist_state=KEEP
+    )
+    return int(value) if row.kind == "int" else float(value)
+
+
+def _heads_widget(row: Setting, values) -> int:
+    """Only the head counts that divide d_model; a count that no longer fits becomes the nearest below."""
+    ss = st.session_state
+    d_model = values["d_model"]
+    choices = valid_head_counts(d_model)
+    if ss.get(row.key) not in choices:
+        ss[row.key] = fitting_heads(ss.get(row.key) or 1, d_model)
+    heads = st.selectbox(row.label, choices, key=row.key, help=row.help, persist_state=KEEP)
+    st.caption(
+        f"Head size d_k = {d_model // heads}. Limits: {LIMITS['max_tokens']} tokens, "
+        f"d_model ≤ {LIMITS['max_d_model']}, {LIMITS['max_heads']} heads."
+    )
+    return int(heads)
+
+
+def _select_widget(row: Setting, values) -> str:
+    return st.selectbox(
+        row.label, list(row.choices), key=row.key, help=row.help, persist_state=KEEP, format_func=row.choices.get,
+        disabled=row.disabled(values),
+    )
+
+
+def _kv_heads_widget(row: Setting, values) -> int:
+    """Only the key/value head counts that divide the heads. When the head count changes, multi-head stays
+    multi-head and a grouping keeps its group size where it can (``kv_heads_after``), saying so when not."""
+    ss = st.session_state
+    heads = values["heads"]
+    before = ss.get(KV_HEADS_OF, heads)  # the head count the stored choice was made for
+    if before != heads and ss.get(row.key) is not None:
+        ss[row.key], note = kv_heads_after(heads, before, int(ss[row.key]))
+        if note:
+            st.info(f"Key/value heads: {note}.")
+    choices = valid_kv_head_counts(heads)
+    if ss.get(row.key) not in choices:
+        ss[row.key] = fitting_kv_heads(ss.get(row.key) or heads, heads)
+    ss[KV_HEADS_OF] = heads
+    kv = st.segmented_control(row.label, choices, key=row.key, help=row.help, persist_state=KEEP, required=True)
+    st.caption(f"{heads // kv} query head(s) per K/V head: "
+               + ("multi-head (MHA)." if kv == heads else "multi-query (MQA)." if kv == 1 else "grouped-query (GQA)."))
+    return int(kv)
+
+
+def _init_widget(row: Setting, values) -> str:
+    init = _select_widget(row, values)
+    if init in PRESET_INITS:
+        st.caption(PRESET_DESCRIPTIONS[init] + " Inputs are hand-built too: position in dims 0-1, word in dims 2-3.")
+    return init
+
+
+def _toggle_widget(row: Setting, values) -> bool:
+    return bool(st.toggle(row.label, key=row.key, help=row.help, persist_state=KEEP, disabled=row.disabled(values)))
+
+
+def _slider_widget(row: Setting, values) -> int:
+    """A slider whose range follows the sentence; a stored value outside it is moved to the nearest end."""
+    ss = st.session_state
+    low, high = row.widget_bounds(values)
+    ss[row.key] = min(max(int(ss.get(row.key, row.default_for(values))), low), high)
+    return int(st.slider(row.label, low, high, key=row.key, help=row.help, persist_state=KEEP))
+
+
+def _grid_widget(row: Setting, values) -> tuple[tuple[bool, ...], ...]:
+    return custom_grid(values["tokens"], key_tokens(values), config_of({**values, row.name: None}))
+
+
+WIDGETS = {  # Setting.widget -> how the sidebar draws it; each returns the setting's value
+    "sentence": _sentence_widget,
+    "second_sentence": _second_sentence_widget,
+    "number": _number_widget,
+    "heads": _heads_widget,
+    "kv_heads": _kv_heads_widget,
+    "select": _select_widget,
+    "init": _init_widget,
+    "toggle": _toggle_widget,
+    "slider": _slider_widget,
+    "grid": _grid_widget,
+}
+
+
+def _embedding_in_use(values) -> tuple[str, tuple | None]:
+    """The embedding the sidebar's choice can give now, and the uploaded matrix when it is one."""
+    tokens, d_model, embedding = values["tokens"], values["d_model"], values["embedding"]
+    if embedding == "custom":
+        n_rows = len(tokens) + (len(values["kv_tokens"]) if values["kv_tokens"] else 0)
+        table = uploaded_embedding(n_rows, d_model)
+        return ("custom", table) if table is not None else ("random", None)
+    return embedding, None
+
+
+def _clamp_view(config: MHAConfig) -> None:
+    """Keep the chosen head, query and key inside the current shapes."""
+    values = values_of(config)
+    for row in VIEW_SETTINGS:
+        if row.limits is not None:
+            clamp_choice(row.key, row.bounds(values)[1] + 1)
+
+
+def _write_url(config: MHAConfig) -> None:
+    """Make the address bar describe ``config`` and the current view (only when it changed)."""
+    params = params_from_config(config)
+    params.update(view_params({row.name: st.session_state.get(row.key, row.default) for row in VIEW_SETTINGS}))
+    current = st.query_params.to_dict()
+    if current != params:
+        st.query_params.from_dict(params)
+

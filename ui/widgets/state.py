@@ -1,0 +1,104 @@
+"""Widget state: the sidebar's values live in ``st.session_state`` under ``w_`` keys.
+
+On a session's first run the link's query parameters fill the widgets (``startup``); after that
+the widgets are the truth and the link follows them. ``keep_widget_state`` (called by app.py on
+every run) stops Streamlit from dropping a value when a page does not draw its widget.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from mha_core.config import MHAConfig
+from ui.state.settings import VIEW_SETTINGS, Setting, model_settings, values_of
+from ui.state.urlstate import config_from_params, view_from_params
+
+KV_HEADS_OF = "kv_heads_of"  # session state: the head count the key/value heads widget's value was chosen for
+# Widgets keep their values across page switches and while hidden (Streamlit >= 1.5x); without it
+# a page that does not draw a widget drops its value. keep_widget_state is the older belt to it.
+KEEP = "session"
+
+
+def keep_widget_state() -> None:
+    """Re-assign every widget value so that Streamlit keeps it across page switches."""
+    for key in list(st.session_state.keys()):
+        if isinstance(key, str) and key.startswith("w_"):
+            st.session_state[key] = st.session_state[key]
+
+
+SECOND_SENTENCE = ("a", "dog", "ran")  # offered when cross-attention is switched on
+
+
+def seed_widgets(config: MHAConfig, view: dict | None = None) -> None:
+    """Put ``config`` into the widgets' session state (only before they are drawn in a run)."""
+    ss = st.session_state
+    ss[KV_HEADS_OF] = config.n_heads
+    values = values_of(config)
+    for row in model_settings():
+        value = values[row.name]
+        SEEDS.get(row.widget, _seed_value)(row, row.default_for(values) if value is None else value)
+    for row in VIEW_SETTINGS:
+        ss[row.key] = (view or {}).get(row.name, row.default)
+
+
+def _seed_value(row: Setting, value) -> None:
+    st.session_state[row.key] = value
+
+
+def _seed_sentence(row: Setting, value) -> None:
+    st.session_state[row.key] = " ".join(value)
+
+
+def _seed_second_sentence(row: Setting, value) -> None:
+    st.session_state.w_cross = value is not None
+    st.session_state[row.key] = " ".join(value or SECOND_SENTENCE)
+
+
+def _seed_select(row: Setting, value) -> None:
+    """A choice a link cannot carry (an uploaded embedding) starts from the default."""
+    st.session_state[row.key] = value if value in row.link_choices() else row.default_for({})
+
+
+def _seed_grid(row: Setting, value) -> None:
+    set_grid(value)
+
+
+SEEDS = {  # Setting.widget -> how a value goes into its widget, where not as it is
+    "sentence": _seed_sentence,
+    "second_sentence": _seed_second_sentence,
+    "select": _seed_select,
+    "grid": _seed_grid,
+}
+
+
+def open_config(config: MHAConfig, view: dict | None = None) -> None:
+    """Load ``config`` into the sidebar on the next run (use from a button's on_click)."""
+    st.session_state.pending_config = (config, view)
+
+
+def startup() -> None:
+    """First run of a session: read the URL. Later runs: apply a config a button asked for."""
+    ss = st.session_state
+    if "config_loaded" not in ss:
+        params = st.query_params.to_dict()
+        config, messages = config_from_params(params)
+        view, view_messages = view_from_params(params, config)
+        seed_widgets(config, view)
+        ss.url_messages = messages + view_messages
+        ss.config_loaded = True
+    pending = ss.pop("pending_config", None)
+    if pending is not None:
+        seed_widgets(*pending)
+
+
+def clamp_choice(key: str, size: int) -> None:
+    """Reset the selector ``key`` to 0 when its stored choice no longer exists (a shorter sentence, fewer heads)."""
+    if not 0 <= int(st.session_state.get(key, 0)) < size:
+        st.session_state[key] = 0
+
+
+def set_grid(grid) -> None:
+    """Make ``grid`` the custom mask and the editor's new starting point (a new editor: old edits go)."""
+    ss = st.session_state
+    ss.custom_grid = ss.grid_base = grid
+    ss.grid_version = ss.get("grid_version", 0) + 1
