@@ -127,7 +127,7 @@ def main() -> None:
                 comparison.delta,
                 result_a.query_labels,
                 result_a.key_labels,
-                kind="Δ weight (B − A)",
+                kind="difference",
                 titles=[f"B − A, head {h}" for h in range(comparison.n_heads)],
                 max_cols=2,
                 panel_px=170,

@@ -8,7 +8,10 @@ import numpy as np
 import streamlit as st
 
 from ui.charts import cached_figures, export, figures, tables
+from ui.charts.figures import MAX_DRAWN_CELLS
+from ui.charts.labels import concat_columns
 from ui.charts.markdown import literals
+from ui.charts.views import MATRIX_VIEWS, SHORT_VIEW_LABELS, VIEW_LABELS
 from ui.pages.heads import apart, quiz
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
@@ -18,33 +21,21 @@ from ui.widgets.presentation import presenting
 from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP
 
-VIEW_LABELS = {"scores": "raw scores q·k", "logits": "scaled + masked logits", "weights": "weights (softmax)"}
-SHORT_VIEW_LABELS = {"scores": "scores", "logits": "logits", "weights": "weights"}  # presentation bar, phones
-VIEW_CAPTIONS = {
-    "weights": "Colour = attention weight: how much of each key's value goes into the query's output. "
-    "{row_sums} A bright cell is a large weight, not an 'important word'. "
-    "Grey cells are masked: weight exactly 0.",
-    "logits": "Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
-    "Grey cells are masked (−∞): the softmax gives them weight 0.",
-    "scores": "Colour = the raw dot product q·k before any scaling or mask, centred on 0. "
-    "Its size grows with the head size d_k — that is why it gets scaled. Grey cells are masked in the next step.",
-}
-
 
 def view_caption(trace, view: str) -> str:
     """The caption of a view; the weights' says what their rows sum to (less than 1 with the null key)."""
-    return VIEW_CAPTIONS[view].format(row_sums=tables.row_sums_sentence(trace))
+    return MATRIX_VIEWS[view].caption.format(row_sums=tables.row_sums_sentence(trace))
 
 
 def shown_matrices(trace, view: str) -> np.ndarray:
     """The (nh, Tq, Tk) matrices the view switch asks for."""
-    return {"weights": trace.weights, "logits": trace.logits, "scores": trace.scores}[view]
+    return MATRIX_VIEWS[view].take(trace)
 
 
 def view_switch(where, labels: dict[str, str], **options) -> str:
-    """The matrix switch (``w_view``): raw scores, logits or weights, named by ``labels``."""
+    """The matrix switch (``w_view``): one option per record of ``MATRIX_VIEWS``, named by ``labels``."""
     return where.segmented_control(
-        "Show", list(VIEW_LABELS), key="w_view", persist_state=KEEP, format_func=labels.get, required=True, **options
+        "Show", list(MATRIX_VIEWS), key="w_view", persist_state=KEEP, format_func=labels.get, required=True, **options
     )
 
 
@@ -168,7 +159,7 @@ def outputs_section(result) -> None:
     """The concatenated head outputs with head boundaries, then the output after W_O (or a note)."""
     st.subheader("After the heads: concatenate, then W_O")
     trace, config = result.trace, result.config
-    columns = tables.concat_columns(trace.concat.shape[1], trace.n_heads)
+    columns = concat_columns(trace.concat.shape[1], trace.n_heads)
     st.plotly_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat", config=chart_config())
     st.caption(
         f"Each head's output (weights × V) is {trace.heads.shape[-1]} numbers per token; the heads are laid "
@@ -222,9 +213,6 @@ SINK_NOTE = (
 )
 
 
-CARRIED_MAX_CELLS = 20_000  # above this many cells (nh x Tq x Tk) the norm-weighted view draws one head
-
-
 APART_TITLE = "Take it apart: each head's contribution, and knocking heads out"
 
 
@@ -243,11 +231,27 @@ def take_apart_section(result) -> None:
 
 def take_apart(result) -> None:
     """Output = sum of the heads' contributions (checked live), a knock-out per head, and what each key carries."""
-    trace, config = result.trace, result.config
-    n_heads = trace.n_heads
+    off = knock_out_switch(result.trace.n_heads)
+    parts = apart.take_apart(result, off)
+    w_o_name = "W_O[rows of h]" if result.config.output_projection else "its own columns (W_O is off)"
+    st.markdown(
+        f"output = Σ_h head_h · {w_o_name}" + (" + b_O" if result.weights.b_o is not None else "")
+        + f" — checked now: max |output − Σ contributions| = **{parts.identity_gap:.1e}**"
+    )
+    left, right = st.columns(2)
+    with left:
+        head = contribution_panel(result, parts, off)
+    with right:
+        knock_out_panel(result, parts, off)
+    carried_panel(result, parts, head, off)
+    st.markdown(SINK_NOTE)
+
+
+def knock_out_switch(n_heads: int) -> list[int]:
+    """The heads to knock out (``w_knock``, ``knock=`` in a link), kept inside the current head count."""
     ss = st.session_state
     ss.w_knock = [h for h in ss.get("w_knock", ()) if h < n_heads]  # the head count may have shrunk
-    off = st.pills(
+    return st.pills(
         "Knock out heads (zero their contribution)",
         list(range(n_heads)),
         selection_mode="multi",
@@ -256,55 +260,58 @@ def take_apart(result) -> None:
         format_func=lambda h: f"head {h}",
         help="Head ablation: the output is rebuilt without these heads' terms; b_O stays.",
     )
-    parts = apart.take_apart(result, off)
-    w_o_name = "W_O[rows of h]" if config.output_projection else "its own columns (W_O is off)"
-    st.markdown(
-        f"output = Σ_h head_h · {w_o_name}" + (" + b_O" if result.weights.b_o is not None else "")
-        + f" — checked now: max |output − Σ contributions| = **{parts.identity_gap:.1e}**"
+
+
+def contribution_panel(result, parts, off) -> int:
+    """One head's contribution to the output (the head chosen here, returned) and the CSV of all heads'."""
+    head = st.selectbox("Contribution of", list(range(result.trace.n_heads)), key="apart_head",
+                        format_func=lambda h: f"head {h}")
+    c_out = parts.contributions.shape[-1]
+    st.plotly_chart(
+        figures.matrix_heatmap(parts.contributions[head], result.query_labels, apart.feature_labels(c_out),
+                               title=f"head {head}'s contribution", value_name="contribution",
+                               row_name="query", col_name="feature", width_px=560),
+        key="apart_contribution",
+        config=chart_config(),
     )
-    left, right = st.columns(2)
-    with left:
-        head = st.selectbox("Contribution of", list(range(n_heads)), key="apart_head",
-                            format_func=lambda h: f"head {h}")
-        c_out = parts.contributions.shape[-1]
-        st.plotly_chart(
-            figures.matrix_heatmap(parts.contributions[head], result.query_labels, apart.feature_labels(c_out),
-                                   title=f"head {head}'s contribution", value_name="contribution",
-                                   row_name="query", col_name="feature", width_px=560),
-            key="apart_contribution",
-            config=chart_config(),
-        )
-        download_csv("Contributions, all heads (CSV)", config,
-                     lambda r: apart.contributions_frame(apart.take_apart(r, off), r.query_labels),
-                     "contributions.csv", "dl_contributions")
-    with right:
-        change = apart.change_frame(parts, result.query_labels)
-        st.plotly_chart(apart.change_bars(change["‖change‖"].to_numpy(), result.query_labels,
-                                           title=f"‖change in output‖ per token, heads off: "
-                                           f"{', '.join(map(str, parts.knocked.heads_off)) or 'none'}",
-                                           value_name="‖change‖"),
-                        key="apart_change", config=chart_config())
-        st.dataframe(change, key="apart_change_table", height=min(38 + 35 * len(change), 300))
-        download_csv("Output change per token (CSV)", config,
-                     lambda r: apart.change_frame(apart.take_apart(r, off), r.query_labels),
-                     "knock_out_change.csv", "dl_knock_change")
-        download_csv("Output after knock-out (CSV)", config, lambda r: knocked_output_frame(r, off),
-                     "knocked_output.csv", "dl_knock_output")
+    download_csv("Contributions, all heads (CSV)", result.config,
+                 lambda r: apart.contributions_frame(apart.take_apart(r, off), r.query_labels),
+                 "contributions.csv", "dl_contributions")
+    return head
+
+
+def knock_out_panel(result, parts, off) -> None:
+    """How much each token's output changes with the heads ``off``: bars, a table and two CSVs."""
+    change = apart.change_frame(parts, result.query_labels)
+    heads_off = ", ".join(map(str, parts.knocked.heads_off)) or "none"
+    st.plotly_chart(apart.change_bars(change["‖change‖"].to_numpy(), result.query_labels,
+                                      title=f"‖change in output‖ per token, heads off: {heads_off}",
+                                      value_name="‖change‖"),
+                    key="apart_change", config=chart_config())
+    st.dataframe(change, key="apart_change_table", height=min(38 + 35 * len(change), 300))
+    download_csv("Output change per token (CSV)", result.config,
+                 lambda r: apart.change_frame(apart.take_apart(r, off), r.query_labels),
+                 "knock_out_change.csv", "dl_knock_change")
+    download_csv("Output after knock-out (CSV)", result.config, lambda r: knocked_output_frame(r, off),
+                 "knocked_output.csv", "dl_knock_output")
+
+
+def carried_panel(result, parts, head: int, off) -> None:
+    """Weight × ‖v_j W_O(h)‖ per head (only ``head`` when the stack is too big to draw) and its CSV."""
     st.markdown("**Where the mass goes, and what it carries.** Beside the weights (the first figure on this page): "
                 "weight × ‖v_j W_O(h)‖, "
                 "the size of what key j adds to query i's row of head h's contribution (v_j measured *after* W_O, "
                 "Kobayashi et al. 2020). A key can take much weight and add little.")
-    shown_heads = list(range(n_heads)) if parts.carried.size <= CARRIED_MAX_CELLS else [head]
+    n_heads = result.trace.n_heads
+    shown_heads = list(range(n_heads)) if parts.carried.size <= MAX_DRAWN_CELLS else [head]
     st.plotly_chart(figures.attention_grid(parts.carried[shown_heads], result.query_labels, result.key_labels,
-                                           titles=[f"head {h}: weight × ‖v W_O‖" for h in shown_heads],
-                                           max_cols=min(len(shown_heads), 4), panel_px=170, mask=result.mask,
-                                           colour_range="max"),
+                                           kind="carried", titles=[f"head {h}: weight × ‖v W_O‖" for h in shown_heads],
+                                           max_cols=min(len(shown_heads), 4), panel_px=170, mask=result.mask),
                     key="apart_carried", config=chart_config())
     if len(shown_heads) < n_heads:
         st.caption(f"At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")
-    download_csv("Weights and norm-weighted weights (CSV)", config, lambda r: carried_frame(r, off),
+    download_csv("Weights and norm-weighted weights (CSV)", result.config, lambda r: carried_frame(r, off),
                  "norm_weighted.csv", "dl_carried")
-    st.markdown(SINK_NOTE)
 
 
 def knocked_output_frame(result, off):

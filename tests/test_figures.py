@@ -14,6 +14,7 @@ import pytest
 
 from mha_core.config import MHAConfig, run
 from ui.charts import figures
+from ui.charts.views import MATRIX_VIEWS
 
 LABELS = ["0:the", "1:cat", "2:sat", "3:on", "4:the", "5:mat"]
 
@@ -254,7 +255,7 @@ def test_masked_cells_are_a_grey_layer_of_their_own_that_says_masked_on_hover(ca
         np.testing.assert_array_equal(crosses, ~np.isnan(over))
     if kind == "scores":  # the raw score still exists before masking: the hover gives it
         np.testing.assert_allclose(decode(layers[0]["z"])[above], matrices[0][above], rtol=1e-6)
-        assert "raw score %{z" in layers[0]["hovertemplate"]
+        assert MATRIX_VIEWS["scores"].value_name + " %{z" in layers[0]["hovertemplate"]
 
 
 def test_masked_logits_are_found_without_a_mask(causal_run):

@@ -7,6 +7,7 @@ import pytest
 
 from mha_core.config import MHAConfig, run
 from ui.charts import tables
+from ui.charts.labels import concat_columns
 
 LABELS = ["0:the", "1:cat", "2:the"]
 
@@ -61,7 +62,7 @@ def test_fully_masked_queries_lists_the_rows_with_nothing_to_attend_to():
 
 
 def test_concat_columns_name_the_head_and_the_column_inside_it():
-    assert tables.concat_columns(6, 3) == ["h0·0", "h0·1", "h1·0", "h1·1", "h2·0", "h2·1"]
+    assert concat_columns(6, 3) == ["h0·0", "h0·1", "h1·0", "h1·1", "h2·0", "h2·1"]
 
 
 def test_cross_attention_has_no_on_itself_or_on_previous_columns():

@@ -9,7 +9,7 @@ reference to its hash instead of the figure.
 Why ``st.cache_resource`` and not ``st.cache_data``: ``cache_data`` returns an unpickled copy on every
 hit, and unpickling a plotly Figure re-validates it (measured: 14 ms against 4 ms to build a small
 step panel), so it would cost more than it saves. The cached figures are read-only by contract:
-``st.plotly_chart`` sends the dictionary a figure hands out (``ui.charts.figures.SentFigure.to_dict``, made
+``st.plotly_chart`` sends the dictionary a figure hands out (``ui.charts.sent.SentFigure.to_dict``, made
 once and not copied), and no page changes a figure after it is returned.
 """
 

@@ -5,21 +5,22 @@ category labels. Matrices are sent as float32 (half the bytes of float64, the sa
 Masked logits (-inf) are sent as NaN, which plotly leaves blank; the plot background behind
 them is grey so that a blank cell cannot be mistaken for a value near 0.
 
-The figures are written as plain plotly dictionaries and wrapped without plotly's per-property
-validation (``_validate=False``): validating a 16-panel grid costs ~0.3 s per rerun, building
-the dictionary ~1 ms. tests/test_figures.py validates every builder's output in full instead.
+The figures are written as plain plotly dictionaries and wrapped by ``ui.charts.sent.figure``,
+which skips plotly's per-property validation (tests/test_figures.py validates every builder's output).
 """
 
 from __future__ import annotations
 
-import functools
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
-import plotly.io as pio
-from _plotly_utils.utils import to_typed_array_spec
 from plotly.colors import make_colorscale
+
+from ui.charts.labels import concat_columns
+from ui.charts.sent import figure
+from ui.charts.views import MatrixView, matrix_view
 
 # Colour scales that survive colour blindness: sequential for weights, diverging for signed values.
 # Written out as [position, colour] lists: plotly.js knows no "_r" names, and unvalidated figures
@@ -36,10 +37,12 @@ CROSS_MAX_TOKENS = 24  # above this many tokens a cell is too small for its cros
 # Colour ranges of the weights view: the fixed 0..1 compares heads; the others make long sentences readable.
 COLOUR_RANGES = ("fixed", "max", "head")
 
-KIND_LABELS = {"weights": "weight", "logits": "scaled, masked logit", "scores": "raw score q·k"}
 # How wide a heatmap's cells are drawn when it spans the ~820 px main column of a 1280 px screen,
 # its row labels and colour bar taken off: the column labels are thinned to fit this by default.
 FULL_WIDTH_PX = 700
+# Too big to draw every head: a stack of matrices with more cells than this is drawn for the chosen head only
+# (the page says so, and its CSV keeps all). One number for every page, so the pages agree on "too big".
+MAX_DRAWN_CELLS = 20_000
 MODEBAR_PX = 24  # room above the panel titles for plotly's mode bar, so that it never covers them
 
 
@@ -76,80 +79,6 @@ def with_average(matrices: np.ndarray, titles: list[str] | None = None) -> tuple
     titles = titles or [f"head {h}" for h in range(matrices.shape[0])]
     stacked = np.concatenate([matrices, head_average(matrices)[None]], axis=0)  # (nh+1, Tq, Tk)
     return stacked, [*titles, "average of heads"]
-
-
-@functools.cache
-def _template(name: str) -> dict:
-    """The plotly template ``name`` as a plain dictionary (made once; never changed after)."""
-    return pio.templates[name].to_plotly_json()
-
-
-# plotly sends these keys' values as they are, never as typed arrays (_plotly_utils.utils.is_skipped_key)
-_UNCONVERTED_KEYS = frozenset({"geojson", "layer", "layers", "range"})
-
-
-def _sendable(value):
-    """A copy of the dicts and lists in ``value`` with numpy arrays that are dict values in plotly's typed-array
-    form, as ``Figure.to_dict`` makes them (``convert_to_base64``); other leaves are shared, not copied."""
-    if isinstance(value, dict):
-        return {
-            key: to_typed_array_spec(item) if isinstance(item, np.ndarray) and key not in _UNCONVERTED_KEYS
-            else _sendable(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [_sendable(item) for item in value]
-    return value
-
-
-class SentFigure(go.Figure):
-    """A plotly Figure kept as the plain dictionaries it was built from until it is read as a Figure.
-
-    ``st.plotly_chart`` only calls ``to_dict()``. The ordinary route builds plotly's object tree
-    (~1.5 ms for a 4-panel grid, a quarter of it the default template), then deep-copies it back into
-    dictionaries on every rerun (~0.8 ms): work the browser never sees. Here ``to_dict`` returns the
-    very dictionary plotly would give (the default template added, arrays in plotly's typed-array
-    form), made once and kept: a cached figure costs nothing to send again. Reading the figure any
-    other way (``fig.data``, ``fig.layout``, ``update_layout``...) builds the ordinary Figure first,
-    and from then on it is one, so tests and callers see plotly's own objects.
-    Read-only by contract, like every figure the pages show (``ui/charts/cached_figures.py``).
-    """
-
-    def __init__(self, data: list[dict], layout: dict):  # noqa: D107 - the class docstring says it
-        object.__setattr__(self, "_spec", {"data": data, "layout": layout})
-        object.__setattr__(self, "_sent", None)
-        object.__setattr__(self, "_built", False)
-
-    def _build(self) -> None:
-        object.__setattr__(self, "_built", True)
-        super().__init__(self._spec, _validate=False)
-
-    def __getattr__(self, name: str):
-        # Called only when normal lookup fails: before the build, that is every plotly attribute.
-        if name.startswith("__") or object.__getattribute__(self, "_built"):
-            raise AttributeError(name)
-        self._build()
-        return getattr(self, name)
-
-    def __reduce__(self):
-        if self._built:
-            return go.Figure, (super().to_dict(),)
-        return SentFigure, (self._spec["data"], self._spec["layout"])
-
-    def to_dict(self) -> dict:
-        if self._built:
-            return super().to_dict()
-        if self._sent is None:
-            sent = _sendable(self._spec)  # numpy arrays -> {"dtype", "bdata", "shape"}, as plotly sends them
-            if "template" not in sent["layout"] and pio.templates.default:  # plotly adds the default template
-                sent["layout"]["template"] = _template(pio.templates.default)
-            object.__setattr__(self, "_sent", sent)
-        return self._sent
-
-
-def figure(data: list[dict], layout: dict) -> go.Figure:
-    """Plain plotly dictionaries as a Figure, without per-property validation (see module docstring)."""
-    return SentFigure(data, layout)
 
 
 def _grid_shape(n_panels: int, max_cols: int) -> tuple[int, int]:
@@ -203,48 +132,50 @@ def largest_weight(matrices: np.ndarray) -> float:
     return float(max(finite.max(), 1e-9)) if finite.size else 1.0
 
 
-def _colour_axis(kind: str, matrices: np.ndarray, font_size: int, height_px: int, colour_range: str = "fixed") -> dict:
-    """A shared colour axis: sequential for weights (0..1, or 0..the largest weight shown), diverging for signed values.
+def _colour_axis(view: MatrixView, matrices: np.ndarray, font_size: int, height_px: int,
+                 colour_range: str = "fixed") -> dict:
+    """A shared colour axis: sequential (0..1, or 0..the largest value shown), or diverging around 0.
 
     The colour bar's title says which range is in force.
     """
-    what = KIND_LABELS.get(kind, kind)
-    if kind == "weights":
-        if colour_range == "max":
+    if view.sequential:
+        if colour_range == "max" or view.top is None:
             top = largest_weight(matrices)
-            title = f"{what}, 0..{top:.3g} (largest shown)"
+            title = f"{view.value_name}, 0..{top:.3g} (largest shown)"
         else:
-            top, title = 1.0, f"{what}, fixed 0..1"
+            top, title = view.top, f"{view.value_name}, fixed 0..{view.top:g}"
         return dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=top, colorbar=_colorbar(title, font_size, height_px))
     bound = signed_range(matrices)
-    colorbar = _colorbar(what, font_size, height_px)
+    colorbar = _colorbar(view.value_name, font_size, height_px)
     return dict(colorscale=SIGNED_SCALE, cmin=-bound, cmax=bound, cmid=0.0, colorbar=colorbar)
 
 
-def _per_head_axes(matrices: np.ndarray, font_size: int, height_px: int) -> dict:
-    """One colour axis per panel, each 0..that panel's largest weight; one colour bar, read as 0..max."""
+def _per_head_axes(view: MatrixView, matrices: np.ndarray, font_size: int, height_px: int) -> dict:
+    """One colour axis per panel, each 0..that panel's largest value; one colour bar, read as 0..max."""
     axes = {}
     for h in range(matrices.shape[0]):
         name = "coloraxis" if h == 0 else f"coloraxis{h + 1}"
         axes[name] = dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=largest_weight(matrices[h]), showscale=h == 0)
-    bar = _colorbar("weight, each head 0..its own largest", font_size, height_px)
+    bar = _colorbar(f"{view.value_name}, each head 0..its own largest", font_size, height_px)
     bar.update(tickmode="array", tickvals=[0.0, axes["coloraxis"]["cmax"]], ticktext=["0", "max"])
     axes["coloraxis"]["colorbar"] = bar
     return axes
 
 
 def masked_cells(matrices: np.ndarray, kind: str, mask: np.ndarray | None) -> np.ndarray:
-    """(n, Tq, Tk) booleans, True where the cell is masked: from ``mask`` (True = may attend), and -inf logits."""
-    masked = np.isneginf(matrices) if kind == "logits" else np.zeros(matrices.shape, dtype=bool)  # (n, Tq, Tk)
+    """(n, Tq, Tk) booleans, True where the cell is masked: from ``mask`` (True = may attend), and -inf values
+    of a view whose masked cells are -inf (logits)."""
+    neginf = matrix_view(kind).masked_is_neginf
+    masked = np.isneginf(matrices) if neginf else np.zeros(matrices.shape, dtype=bool)  # (n, Tq, Tk)
     if mask is not None:
         masked = masked | ~np.broadcast_to(np.asarray(mask, dtype=bool), matrices.shape)
     return masked
 
 
-def _masked_layer(values: np.ndarray, masked: np.ndarray, kind: str, title: str, axes: dict) -> dict:
+def _masked_layer(values: np.ndarray, masked: np.ndarray, view: MatrixView, title: str, axes: dict) -> dict:
     """A heatmap over the masked cells only, solid grey, whose hover says what masking does."""
     z = np.where(masked, np.nan_to_num(values, neginf=0.0, posinf=0.0), np.nan).astype(np.float32)  # (Tq, Tk)
-    number = "raw score %{z:.4f}<br>" if kind == "scores" else ""
+    number = f"{view.value_name} %{{z:.4f}}<br>" if view.hover_masked_value else ""
     layer = dict(
         type="heatmap",
         z=z,
@@ -257,6 +188,79 @@ def _masked_layer(values: np.ndarray, masked: np.ndarray, kind: str, title: str,
     if max(masked.shape) <= CROSS_MAX_TOKENS:  # plotly writes a text template into gaps too: text per cell instead
         layer.update(text=np.where(masked, "×", "").tolist(), texttemplate="%{text}", textfont=dict(color="white"))
     return layer
+
+
+@dataclass(frozen=True)
+class GridGeometry:
+    """Where the panels of an attention grid sit, in pixels and in paper fractions."""
+
+    rows: int
+    cols: int
+    panel_px: int  # a panel's height
+    plot_px: int  # the panels' area, the [0, 1] paper domain, in pixels
+    title_px: int  # room for a panel's title above it
+    label_px: int  # room for the key labels and axis title under it
+    tick_font: int
+    col_domains: list[tuple[float, float]]
+    row_domains: list[tuple[float, float]]  # first row on top
+
+    def place(self, h: int) -> tuple[int, int]:
+        """Panel ``h``'s (row, column)."""
+        return divmod(h, self.cols)
+
+
+def grid_geometry(n: int, key_labels: list[str], *, max_cols: int, panel_px: int, font_size: int,
+                  fit_height: int | None) -> GridGeometry:
+    """The layout of ``n`` panels, at most ``max_cols`` a row; ``fit_height`` sizes them to a total height."""
+    rows, cols = _grid_shape(n, max_cols)
+    tick_font = max(font_size - 1, 11)
+    title_px = 2 * font_size + 8
+    label_px = int(0.55 * tick_font * max(map(len, key_labels))) + 12  # x labels at -45 degrees
+    label_px += font_size + 12  # the axis title under them
+    if fit_height is not None:
+        panel_px = max(120, (fit_height - rows * (title_px + label_px)) // rows)
+    plot_px = rows * panel_px + (rows - 1) * (title_px + label_px)
+    return GridGeometry(
+        rows, cols, panel_px, plot_px, title_px, label_px, tick_font,
+        col_domains=_domains(cols, 0.025 if cols > 1 else 0.0),
+        row_domains=_domains(rows, (title_px + label_px) / plot_px)[::-1],
+    )
+
+
+def _panel_axes(h: int, n: int, g: GridGeometry, query_labels, key_labels, *, square: bool,
+                font_size: int) -> tuple[dict, dict]:
+    """Panel ``h``'s x axis (keys, named under the lowest panel of a column) and y axis (queries, reversed:
+    query 0 on top; named and labelled on the first panel of a row, whose labels the row shares)."""
+    r, c = g.place(h)
+    suffix = "" if h == 0 else str(h + 1)
+    x = _category_axis(key_labels, g.panel_px * 0.9, g.tick_font, domain=g.col_domains[c], anchor=f"y{suffix}",
+                       tickangle=-45, range=[-0.5, len(key_labels) - 0.5], constrain="domain")
+    if h + g.cols >= n:
+        x["title"] = dict(text="key (looked at) →", font=dict(size=font_size))
+    if square:  # few, large panels
+        shared = {"scaleanchor": f"x{suffix}", "scaleratio": 1, "constrain": "domain", "showticklabels": c == 0}
+    else:
+        row_anchor = "y" if r == 0 else f"y{r * g.cols + 1}"
+        shared = {"showticklabels": c == 0, **({} if c == 0 else {"matches": row_anchor})}
+    if c == 0:
+        shared["title"] = dict(text="query (looking) ↓", font=dict(size=font_size))
+    y = _category_axis(query_labels, g.panel_px, g.tick_font, domain=g.row_domains[r], anchor=f"x{suffix}",
+                       range=[len(query_labels) - 0.5, -0.5], **shared)
+    return x, y
+
+
+def _panel_title(h: int, g: GridGeometry, title: str, font_size: int) -> dict:
+    """Panel ``h``'s title, centred above it."""
+    r, c = g.place(h)
+    return dict(text=title, showarrow=False, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
+                x=sum(g.col_domains[c]) / 2, y=g.row_domains[r][1], font=dict(size=font_size + 2))
+
+
+def _square_width(g: GridGeometry, query_labels, key_labels, font_size: int) -> int:
+    """A figure width that keeps square cells at the panels' height, labels and colour bar included."""
+    label_w = int(0.6 * g.tick_font * max(map(len, query_labels))) + 32 + font_size  # labels + axis title
+    panel_w = g.panel_px * len(key_labels) / len(query_labels)
+    return int(g.cols * panel_w / (1 - 0.025 * (g.cols - 1)) + label_w + 120)
 
 
 def attention_grid(
@@ -276,106 +280,43 @@ def attention_grid(
 ) -> go.Figure:
     """One heatmap per head, all on one shared colour axis. ``matrices`` has shape (nh, Tq, Tk).
 
-    kind = "weights": a sequential scale, fixed 0..1 by default so heads are comparable
-    (``colour_range`` "max": 0..the largest weight shown; "head": each panel 0..its own largest);
-    "logits"/"scores": a diverging scale centred on 0 over all heads. Masked cells (``mask``
-    False, broadcastable to (nh, Tq, Tk), and -inf logits) are drawn solid grey by a layer of
-    their own whose hover says they are masked, in every view.
-    Hover shows the query token, the key token and the number. Labels are shown literally. Query labels are printed on
-    the first panel of each row only (the panels of a row share them). ``font_size`` scales
-    every text (presentation mode uses ~18). ``square`` keeps the cells square (each panel
-    shrinks to fit and prints its own query labels), for a few large panels. ``fit_height``
-    (pixels) sizes the panels so that the whole figure is that tall, labels included.
+    ``kind`` names a ``ui.charts.views`` record: its scale (sequential weights fixed 0..1 by default so
+    heads are comparable, ``colour_range`` "max": 0..the largest shown, "head": each panel 0..its own;
+    diverging around 0 for signed values) and the word for a cell. Masked cells (``mask`` False,
+    broadcastable to (nh, Tq, Tk), and -inf logits) are a solid grey layer whose hover says so.
+    Labels are shown literally. ``font_size`` scales every text; ``square`` keeps cells square (a few
+    large panels); ``fit_height`` (pixels) makes the whole figure that tall, labels included.
     """
+    view = matrix_view(kind)
     n = matrices.shape[0]
-    rows, cols = _grid_shape(n, max_cols)
     titles = titles or [f"head {h}" for h in range(n)]
-    tick_font = max(font_size - 1, 11)
-    title_px = 2 * font_size + 8
-    label_px = int(0.55 * tick_font * max(map(len, key_labels))) + 12  # x labels at -45 degrees
-    label_px += font_size + 12  # the axis title under them
-    per_head = kind == "weights" and colour_range == "head"
+    g = grid_geometry(n, key_labels, max_cols=max_cols, panel_px=panel_px, font_size=font_size, fit_height=fit_height)
+    per_head = view.sequential and colour_range == "head"
     masked = masked_cells(matrices, kind, mask)  # (n, Tq, Tk)
     query_labels, key_labels = plot_texts(query_labels), plot_texts(key_labels)
-    if fit_height is not None:
-        panel_px = max(120, (fit_height - rows * (title_px + label_px)) // rows)
-    plot_px = rows * panel_px + (rows - 1) * (title_px + label_px)  # the domain [0, 1] in pixels
-    col_domains = _domains(cols, 0.025 if cols > 1 else 0.0)
-    row_domains = _domains(rows, (title_px + label_px) / plot_px)[::-1]  # first row on top
     z_all = for_plotly(matrices)
     z_all[masked] = np.nan  # drawn by the masked layer instead
-    what = KIND_LABELS.get(kind, kind)
-    data, masked_layers, annotations = [], [], []
-    layout: dict = {}
+    data, masked_layers, layout = [], [], {}
     for h in range(n):
-        r, c = divmod(h, cols)
         suffix = "" if h == 0 else str(h + 1)
-        row_anchor = "y" if r == 0 else f"y{r * cols + 1}"  # the first panel of this row owns the y labels
         axes = dict(x=key_labels, y=query_labels, xaxis=f"x{suffix}", yaxis=f"y{suffix}")
-        data.append(
-            dict(
-                type="heatmap",
-                z=z_all[h],
-                coloraxis=f"coloraxis{suffix}" if per_head else "coloraxis",
-                hoverongaps=False,
-                hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{what} %{{z:.4f}}<extra>{titles[h]}</extra>",
-                **axes,
-            )
-        )
+        hover = f"query %{{y}}<br>key %{{x}}<br>{view.value_name} %{{z:.4f}}<extra>{titles[h]}</extra>"
+        colour = f"coloraxis{suffix}" if per_head else "coloraxis"
+        data.append(dict(type="heatmap", z=z_all[h], coloraxis=colour, hoverongaps=False, hovertemplate=hover, **axes))
         if masked[h].any():
-            masked_layers.append(_masked_layer(matrices[h], masked[h], kind, titles[h], axes))
-        layout[f"xaxis{suffix}"] = _category_axis(
-            key_labels,
-            panel_px * 0.9,
-            tick_font,
-            domain=col_domains[c],
-            anchor=f"y{suffix}",
-            tickangle=-45,
-            range=[-0.5, len(key_labels) - 0.5],
-            constrain="domain",
-        )
-        if square:  # few, large panels
-            shared = {"scaleanchor": f"x{suffix}", "scaleratio": 1, "constrain": "domain", "showticklabels": c == 0}
-        else:
-            shared = {"showticklabels": c == 0, **({} if c == 0 else {"matches": row_anchor})}
-        if h + cols >= n:  # the lowest panel of its column names the keys
-            layout[f"xaxis{suffix}"]["title"] = dict(text="key (looked at) →", font=dict(size=font_size))
-        if c == 0:
-            shared["title"] = dict(text="query (looking) ↓", font=dict(size=font_size))
-        layout[f"yaxis{suffix}"] = _category_axis(
-            query_labels,
-            panel_px,
-            tick_font,
-            domain=row_domains[r],
-            anchor=f"x{suffix}",
-            range=[len(query_labels) - 0.5, -0.5],
-            **shared,  # reversed: query 0 on top
-        )
-        annotations.append(
-            dict(
-                text=titles[h],
-                showarrow=False,
-                xref="paper",
-                yref="paper",
-                xanchor="center",
-                yanchor="bottom",
-                x=sum(col_domains[c]) / 2,
-                y=row_domains[r][1],
-                font=dict(size=font_size + 2),
-            )
-        )
+            masked_layers.append(_masked_layer(matrices[h], masked[h], view, titles[h], axes))
+        layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = _panel_axes(
+            h, n, g, query_labels, key_labels, square=square, font_size=font_size)
     if square:  # a natural width, so the page can set text beside the figure
-        label_w = int(0.6 * tick_font * max(map(len, query_labels))) + 32 + font_size  # labels + axis title
-        panel_w = panel_px * len(key_labels) / len(query_labels)
-        layout["width"] = int(cols * panel_w / (1 - 0.025 * (cols - 1)) + label_w + 120)
+        layout["width"] = _square_width(g, query_labels, key_labels, font_size)
     if per_head:
-        layout.update(_per_head_axes(matrices, tick_font, plot_px))
+        layout.update(_per_head_axes(view, matrices, g.tick_font, g.plot_px))
     else:
-        layout["coloraxis"] = _colour_axis(kind, matrices, tick_font, plot_px, colour_range)
+        layout["coloraxis"] = _colour_axis(view, matrices, g.tick_font, g.plot_px, colour_range)
     layout.update(
-        annotations=annotations,
-        height=plot_px + title_px + MODEBAR_PX + label_px,
-        margin=dict(l=10, r=10, t=title_px + MODEBAR_PX, b=label_px, pad=0),
+        annotations=[_panel_title(h, g, titles[h], font_size) for h in range(n)],
+        height=g.plot_px + g.title_px + MODEBAR_PX + g.label_px,
+        margin=dict(l=10, r=10, t=g.title_px + MODEBAR_PX, b=g.label_px, pad=0),
         font=dict(size=font_size),
         plot_bgcolor=MASKED_COLOUR,
     )
@@ -457,7 +398,7 @@ def concat_heatmap(
     """The (Tq, nh*hv) concatenation with a line at every head boundary and the head's name above its block."""
     width = concat.shape[1]
     hv = width // n_heads
-    columns = [f"h{c // hv}·{c % hv}" for c in range(width)]  # head h, its column j
+    columns = concat_columns(width, n_heads)  # head h, its column j
     trace, layout = matrix_heatmap_parts(
         concat,
         query_labels,

@@ -75,12 +75,6 @@ def fully_masked_queries(trace: AttentionTrace, query_labels: list[str]) -> list
     return [label for label, masked in zip(query_labels, rows, strict=True) if masked]
 
 
-def concat_columns(width: int, n_heads: int) -> list[str]:
-    """Column labels of the concatenation: 'h<head>·<column within the head>'."""
-    hv = width // n_heads
-    return [f"h{c // hv}·{c % hv}" for c in range(width)]
-
-
 def null_key_shares(trace: AttentionTrace) -> np.ndarray:
     """(nh, Tq) the share of each row the null key takes, 1 − Σ_j A_ij (all 0 without the null key)."""
     if not trace.null_key:

@@ -25,11 +25,10 @@ from mha_core.attention import AttentionTrace, AttentionWeights, merge_heads
 from mha_core.config import RunResult
 from mha_core.positions import alibi_slopes
 from mha_core.presets import PRESET_INITS
-from ui.charts.figures import FULL_WIDTH_PX, figure, matrix_heatmap_parts
+from ui.charts.figures import FULL_WIDTH_PX, MAX_DRAWN_CELLS, figure, matrix_heatmap_parts
 
 MAX_TEXT_ROWS = 16  # write the numbers inside the cells of heatmaps up to this size
 MAX_TEXT_COLS = 10
-MAX_FULL_CELLS = 128 * 128  # a weight matrix larger than this is drawn as the chosen head's slice only
 OUTLINE = dict(color="black", width=3)
 QK_AXES = ("query i", "key j")
 
@@ -288,9 +287,9 @@ def _positional_step(inputs: StepInputs) -> Step:
 
 def weight_panel(name: str, w: np.ndarray, *, columns=None, rows=None) -> Panel:
     """A weight matrix with the chosen head's columns (or rows) outlined; when it is too large to draw
-    (more than MAX_FULL_CELLS), only that head's slice, so a page at the caps stays light."""
+    (more than MAX_DRAWN_CELLS), only that head's slice, so a page at the caps stays light."""
     labels_in, labels_out = dim_labels(w.shape[0]), dim_labels(w.shape[1])
-    if w.size <= MAX_FULL_CELLS:
+    if w.size <= MAX_DRAWN_CELLS:
         return Panel(name, w, labels_in, labels_out, "weight", block=columns, row_block=rows)
     if columns is not None:
         start, stop = columns
@@ -303,7 +302,7 @@ def weight_panel(name: str, w: np.ndarray, *, columns=None, rows=None) -> Panel:
 
 def _too_big_note(w: np.ndarray) -> str:
     """A line saying that only the head's slice of a large weight matrix is drawn (empty when all of it is)."""
-    if w.size <= MAX_FULL_CELLS:
+    if w.size <= MAX_DRAWN_CELLS:
         return ""
     return f"The weight matrices are {w.shape[0]}×{w.shape[1]}: too big to draw whole, so only the head's slice is shown."
 
@@ -336,7 +335,7 @@ def _projection_step(inputs: StepInputs, head: int) -> Step:
                   f"V: {matmul_shapes(inputs.x_kv, w.w_v)}")
         why += (f" K and V have only {trace.kv_heads} heads' columns (grouped-query attention): head {head} "
                 f"reads key/value head {group}.")
-    if w.w_q.size > MAX_FULL_CELLS:
+    if w.w_q.size > MAX_DRAWN_CELLS:
         why = why.replace("The outlined columns are", "The weights shown are")
     return Step("qkv", "Project to queries, keys and values", why, formula, shapes, panels, _too_big_note(w.w_q))
 

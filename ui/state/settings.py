@@ -18,6 +18,8 @@ from types import MappingProxyType
 from mha_core.config import EMBEDDINGS, LIMITS, MAX_ROPE_BASE, MHAConfig, valid_head_counts, valid_kv_head_counts
 from mha_core.positions import SCHEMES
 from mha_core.presets import PRESET_INITS
+from ui.charts.views import SHORT_VIEW_LABELS
+from ui.state.records import RecordLabels
 
 Values = Mapping[str, object]  # setting name -> value, for the rows read so far
 
@@ -194,28 +196,10 @@ MASK_LABELS = {
 }
 
 
-class SchemeLabels(Mapping):
-    """Scheme name -> one of its record's labels, read from ``mha_core.positions.SCHEMES`` at each use,
-    so that a scheme added to the table reaches every widget, link and heading with no other edit."""
-
-    def __init__(self, attribute: str) -> None:
-        self.attribute = attribute
-
-    def __getitem__(self, name: str) -> str:
-        return getattr(SCHEMES[name], self.attribute)
-
-    def __iter__(self):
-        return iter(SCHEMES)
-
-    def __len__(self) -> int:
-        return len(SCHEMES)
-
-
-POSITION_LABELS = SchemeLabels("label")
-SHORT_POSITION_LABELS = SchemeLabels("short_label")
+POSITION_LABELS = RecordLabels(SCHEMES, "label")
+SHORT_POSITION_LABELS = RecordLabels(SCHEMES, "short_label")
 EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
 LINK_EMBEDDINGS = tuple(e for e in EMBEDDINGS if e != "custom")  # an uploaded matrix cannot travel in a link
-VIEW_LABELS = {"weights": "weights", "logits": "logits", "scores": "scores"}
 COLOUR_RANGE_LABELS = {  # the weights view's colour range (ui/charts/figures.py COLOUR_RANGES)
     "fixed": "0..1, all heads",
     "max": "0..largest shown",
@@ -271,7 +255,7 @@ SETTINGS: tuple[Setting, ...] = (
 # What is on screen rather than computed; in links too, only where not the default. ``values`` are the
 # model's settings (a page draws these widgets, except the presentation toggle).
 VIEW_SETTINGS: tuple[Setting, ...] = (
-    Setting("view", "choice", default="weights", choices=VIEW_LABELS, written="changed"),
+    Setting("view", "choice", default="weights", choices=SHORT_VIEW_LABELS, written="changed"),
     Setting("avg", "flag", default=False, written="changed"),
     Setting("colours", "choice", default="fixed", choices=COLOUR_RANGE_LABELS, written="changed"),
     Setting("head", "int", default=0, limits=lambda v: (0, v["heads"] - 1), written="changed"),
