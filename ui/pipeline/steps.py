@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 
 from mha_core.attention import AttentionTrace, AttentionWeights, merge_heads
 from mha_core.config import RunResult
+from mha_core.grouping import group_size, kv_sharing_matrix
 from mha_core.positions import alibi_slopes
 from mha_core.presets import PRESET_INITS
 from ui.charts.figures import FULL_WIDTH_PX, figure, matrix_heatmap_parts
@@ -372,16 +373,10 @@ def _kv_name(matrix: str, head: int, g: int) -> str:
     return f"{matrix}_{head}" if g == head else f"{matrix}_({g}) (K/V head {g}, shared)"
 
 
-def kv_sharing_matrix(n_heads: int, kv_heads: int) -> np.ndarray:
-    """(nh, kv) of 0/1: 1 where query head h reads key/value head g = h // (nh/kv)."""
-    group = n_heads // kv_heads
-    return (np.arange(n_heads)[:, None] // group == np.arange(kv_heads)[None, :]).astype(np.float64)  # (nh, kv)
-
-
 def _kv_share_step(inputs: StepInputs, head: int) -> Step:
     trace = inputs.trace
     nh, kv = trace.n_heads, trace.kv_heads
-    g, group = trace.kv_head_of(head), nh // kv
+    g, group = trace.kv_head_of(head), group_size(nh, kv)
     readers = [h for h in range(nh) if trace.kv_head_of(h) == g]
     panels = (
         Panel("Which K/V head each query head reads (1 = reads)", kv_sharing_matrix(nh, kv),
