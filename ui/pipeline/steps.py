@@ -390,7 +390,7 @@ def _kv_share_step(inputs: StepInputs, head: int) -> Step:
         f"{kind}. {nh} query heads share {kv} key/value head(s), {group} query heads per group: head {head} "
         f"reads K/V head {g}, together with heads {', '.join(map(str, readers))}. They still ask different "
         f"questions (their own Q), but look them up in the same keys and mix the same values. "
-        f"K and V are {nh // kv}× smaller, and so is the KV cache of a decoder."
+        f"K and V are {group}× smaller, and so is the KV cache of a decoder."
     )
     formula = rf"g(h) = \left\lfloor h \,/\, (n_h / n_{{kv}}) \right\rfloor,\qquad g({head}) = \lfloor {head} / {group} \rfloor = {g}"
     shapes = f"Q {shape_text(trace.q)} = (nh, T, hs);  K {shape_text(trace.k)}, V {shape_text(trace.v)} = (kv, T, ·)"

@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 
 from mha_core.config import run
-from mha_core.decoder import assembled_weights, decode_run, decoder_config
+from mha_core.decoder import assembled_weights, decode_run, decoder_config, max_difference, step_cost
 from ui.pages.lessons.records import BASE, Claim, Findings, Grid, Lesson, LessonPanel, tiny
 from ui.pipeline.cache_table import cache_table
 
@@ -19,18 +19,17 @@ def kv_cache_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     steps = decode_run(result)
     t = len(steps)
     assembled = assembled_weights(steps, t - 1)  # (nh, T, T)
-    gap = float(np.max(np.abs(assembled - result.trace.weights)))
+    gap = max_difference(steps, t - 1, result.trace.weights)
     last = steps[-1]
     flops = 2 * last.weights.size * (last.cache.k.shape[-1] + last.cache.v.shape[-1])  # q.k and A.V of one row
     decode_intensity = flops / last.cache.nbytes  # flops per byte of cache read
     prefill_intensity = decode_intensity * t  # full attention uses each cached key and value for all T queries
-    fresh = {len(set(s.q.size + s.k_new.size + s.v_new.size for s in steps))}
+    fresh = {step_cost(step).fresh for step in steps}  # numbers each step computes anew
     claims = (
         Claim(f"Token by token with the cache, the rows are those of full causal attention (max |Δ| = {tiny(gap)}).",
               gap <= 1e-12),
-        Claim(f"Every step computes the same amount fresh ({last.q.size + last.k_new.size + last.v_new.size} "
-              f"numbers) while the cache it reads grows by {last.cache.numbers // t} numbers per token.",
-              fresh == {1}),
+        Claim(f"Every step computes the same amount fresh ({step_cost(last).fresh} numbers) while the cache it "
+              f"reads grows by {last.cache.numbers // t} numbers per token.", len(fresh) == 1),
         Claim(f"The last step does {flops} flops on {last.cache.nbytes} bytes of cache: {decode_intensity:.2f} "
               f"flops per byte, {t}× less than attention over the whole sentence at once "
               f"({prefill_intensity:.2f}). Hardware does ~10-100 flops per byte it reads, so decoding waits on memory.",
