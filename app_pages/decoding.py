@@ -5,18 +5,11 @@ import numpy as np
 import streamlit as st
 
 from mha_core.config import MHAConfig, RunResult
-from ui.pages.decoding import (
-    assembled_weights,
-    cache_table,
-    decode_run,
-    decoder_config,
-    diagonal_spread,
-    max_difference,
-    position_configs,
-    rope_offset_scores,
-    step_cost,
-)
+from mha_core.decoder import assembled_weights, decode_run, decoder_config, max_difference, step_cost
+from mha_core.offsets import diagonal_spread, rope_offset_scores
+from ui.pages.decoding import position_configs
 from ui.pipeline import step_views as views
+from ui.pipeline.cache_table import cache_table
 from ui.pipeline.steps import Panel, dim_labels
 from ui.run.compute import compute, result_later
 from ui.state.settings import POSITION_LABELS

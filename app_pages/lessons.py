@@ -6,12 +6,11 @@ This page has its own configurations and does not draw the sidebar controls.
 
 import streamlit as st
 
-from mha_core.presets import PRESET_DESCRIPTIONS
+from mha_core.presets import PRESETS
 from ui.charts.figures import attention_grid, matrix_heatmap
 from ui.pages.lessons import (
     LESSONS,
-    PRESET_NAMES,
-    PRESETS,
+    PRESET_CONFIGS,
     Findings,
     Grid,
     Lesson,
@@ -36,7 +35,7 @@ def font_size() -> int:
 
 
 # One entry per lesson: the findings depend on the lesson's key only (its configurations are fixed), so the
-# cache can never hold more than the six lessons; the saturation and sqrt(d_k) tables take 40-60 ms each.
+# cache can never hold more than the lessons; the saturation and sqrt(d_k) tables take 40-60 ms each.
 @st.cache_data(max_entries=len(LESSONS), show_spinner=False)
 def lesson_findings(key: str) -> Findings:
     """The findings of lesson ``key``, computed once per server."""
@@ -155,7 +154,7 @@ def number_formats(table) -> dict:
 
 def render_overview() -> None:
     st.write(
-        "Six short lessons, one for each confusion learners keep reporting about multi-head attention. "
+        f"{len(LESSONS)} short lessons, one for each confusion learners keep reporting about multi-head attention. "
         "Each shows a configuration that makes the point, the numbers behind it, and a link for your slides."
     )
     for key, lesson in LESSONS.items():
@@ -173,39 +172,50 @@ def render_presets() -> None:
     st.write(
         "These heads' weights are constructed, not drawn at random, so you know the pattern before you look: "
         "a good first picture before random weights. Shown here: head 0 of each, on the sentence "
-        f"'{' '.join(next(iter(PRESETS.values())).tokens)}'."
+        f"'{' '.join(next(iter(PRESET_CONFIGS.values())).tokens)}'."
     )
     draw_grid(cached_preset_grid(), "preset_grid")
-    for init, config in PRESETS.items():
+    for init, config in PRESET_CONFIGS.items():
+        preset = PRESETS[init]
         left, right = st.columns(2, vertical_alignment="center")
         with left:
-            st.markdown(f"**{PRESET_NAMES[init]}** — {PRESET_DESCRIPTIONS[init]}")
-            open_button(f"Open the {PRESET_NAMES[init]} head", config, {}, f"preset_open_{init}")
+            st.markdown(f"**{preset.name}** — {preset.description}")
+            open_button(f"Open the {preset.name} head", config, {}, f"preset_open_{init}")
         with right:
             st.code(full_link(explorer_query(config)), language=None, wrap_lines=True)
 
 
-presentation_switch()
-requested = st.query_params.get("lesson")
-if requested is not None and requested not in LESSONS:
-    st.warning(f"There is no lesson called '{requested}'. Choose one of: {', '.join(LESSONS)}.")
-    requested = None
-top = st.container()  # the overview's title goes above the picker
-if "lesson_pick" not in st.session_state:
-    st.session_state.lesson_pick = requested or OVERVIEW
-choice = st.pills(
-    "Lesson",
-    [OVERVIEW, *LESSONS],
-    key="lesson_pick",
-    required=True,
-    format_func=lambda k: "All lessons" if k == OVERVIEW else lesson_label(k),
-    label_visibility="collapsed",
-)
-if choice == OVERVIEW:
-    if "lesson" in st.query_params:
-        del st.query_params["lesson"]
-    top.title("Lessons")
-    render_overview()
-else:
-    st.query_params["lesson"] = choice
-    render_lesson(LESSONS[choice])
+def requested_lesson() -> str | None:
+    """The lesson the link asks for (``?lesson=``); an unknown one gets a warning and the overview."""
+    requested = st.query_params.get("lesson")
+    if requested is not None and requested not in LESSONS:
+        st.warning(f"There is no lesson called '{requested}'. Choose one of: {', '.join(LESSONS)}.")
+        return None
+    return requested
+
+
+def main() -> None:
+    presentation_switch()
+    requested = requested_lesson()
+    top = st.container()  # the overview's title goes above the picker
+    if "lesson_pick" not in st.session_state:
+        st.session_state.lesson_pick = requested or OVERVIEW
+    choice = st.pills(
+        "Lesson",
+        [OVERVIEW, *LESSONS],
+        key="lesson_pick",
+        required=True,
+        format_func=lambda k: "All lessons" if k == OVERVIEW else lesson_label(k),
+        label_visibility="collapsed",
+    )
+    if choice == OVERVIEW:
+        if "lesson" in st.query_params:
+            del st.query_params["lesson"]
+        top.title("Lessons")
+        render_overview()
+    else:
+        st.query_params["lesson"] = choice
+        render_lesson(LESSONS[choice])
+
+
+main()

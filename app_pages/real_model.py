@@ -265,18 +265,19 @@ SINK_CITATION = (
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
 def sentence_masses(text: str, _model: MiniLM, _run: MiniLMRun) -> tuple[dict[str, np.ndarray], bytes]:
     """Mass on [CLS] and [SEP] per layer and head (each (L, nh)) and the same as CSV, for the sentence ``text``."""
+    from mha_core.sinks import special_mass
     from ui.pages.heads import apart
 
     traces = [layer.attention for layer in _run.layers]
     w_os = [layer.attention.w_o for layer in _model.layers]
     masses = {}
     for name, position in (("[CLS]", 0), ("[SEP]", _run.n_tokens - 1)):
-        masses[f"weight on {name}"], masses[f"norm-weighted share on {name}"] = apart.special_mass(traces, w_os, position)
+        masses[f"weight on {name}"], masses[f"norm-weighted share on {name}"] = special_mass(traces, w_os, position)
     return masses, apart.special_mass_frame(masses).to_csv().encode()
 
 
 def sink_section(text: str, model: MiniLM, run: MiniLMRun) -> None:
-    """Mass on [CLS] and [SEP] per layer and head, beside the norm-weighted share (ui/pages/heads/apart.py); drawn while open."""
+    """Mass on [CLS] and [SEP] per layer and head, beside the norm-weighted share (mha_core/sinks.py); drawn while open."""
     box = st.expander("Where the mass goes: [CLS] and [SEP]", key="w_rm_sink", on_change="rerun")
     if not box.open:
         return

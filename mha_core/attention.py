@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha_core.grouping import kv_head_of
 from mha_core.positions import ROPE_BASE, apply_positions, check_inside_attention, position_scheme
 
 
@@ -103,8 +104,8 @@ class AttentionTrace:
         return self.k.shape[0]
 
     def kv_head_of(self, head: int) -> int:
-        """The key/value head that query head ``head`` reads."""
-        return head // (self.n_heads // self.kv_heads)
+        """The key/value head that query head ``head`` reads (``grouping.kv_head_of``)."""
+        return kv_head_of(head, self.n_heads, self.kv_heads)
 
     def values_per_query_head(self) -> np.ndarray:
         """V as each query head reads it: (kv, Tk, hv) -> (nh, Tk, hv); with shared K/V heads a group reads one."""

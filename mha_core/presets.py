@@ -24,21 +24,43 @@ output is the average position and word code of the tokens it attends to; W_O is
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from mha_core.attention import AttentionWeights
 from mha_core.inputs import vocabulary
 
-PRESET_INITS = ("identity", "previous", "first", "same", "uniform_head")
 
-PRESET_DESCRIPTIONS = {
-    "identity": "Identity head: each token attends to itself.",
-    "previous": "Previous-token head: each token attends to the one before it (the first to itself).",
-    "first": "First-token (sink) head: every token attends to token 0.",
-    "same": "Same-token head: a word attends to every copy of itself, so repeated words find each other.",
-    "uniform_head": "Uniform head: queries are zero, so every key gets the same weight 1/T.",
+@dataclass(frozen=True)
+class Preset:
+    """One hand-built head: its ``init`` value and every name the app gives it."""
+
+    init: str  # MHAConfig.init and the link's ?init=
+    name: str  # short name, for titles: 'previous token'
+    label: str  # the Weights menu's entry: 'hand-built: previous-token head'
+    description: str  # one sentence: the pattern it promises
+
+
+# The table every reader walks (the config's INITS, the settings' menu, the sidebar, the Lessons page);
+# a new hand-built head is one row here plus its branch in ``preset_weights``.
+PRESETS: dict[str, Preset] = {
+    preset.init: preset
+    for preset in (
+        Preset("identity", "identity", "hand-built: identity head",
+               "Identity head: each token attends to itself."),
+        Preset("previous", "previous token", "hand-built: previous-token head",
+               "Previous-token head: each token attends to the one before it (the first to itself)."),
+        Preset("first", "first token (sink)", "hand-built: first-token (sink) head",
+               "First-token (sink) head: every token attends to token 0."),
+        Preset("same", "same token", "hand-built: same-token head",
+               "Same-token head: a word attends to every copy of itself, so repeated words find each other."),
+        Preset("uniform_head", "uniform", "hand-built: uniform head",
+               "Uniform head: queries are zero, so every key gets the same weight 1/T."),
+    )
 }
+PRESET_INITS = tuple(PRESETS)  # the init values, in table order
+PRESET_DESCRIPTIONS = {init: preset.description for init, preset in PRESETS.items()}  # read by the sidebar
 
 
 def _circle(angles: np.ndarray) -> np.ndarray:

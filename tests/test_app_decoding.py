@@ -11,19 +11,12 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui.pages.decoding
+import mha_core.decoder
 from mha_core.attention import multi_head_attention
 from mha_core.config import MHAConfig, run, scale_factor
+from mha_core.decoder import assembled_weights, decode_run, decoder_config
 from mha_core.kv_cache import decode
-from mha_core.positions import rope_angles, rotate
 from tests.test_app_step_by_step import charts, z_of
-from ui.pages.decoding import (
-    assembled_weights,
-    decode_run,
-    decoder_config,
-    diagonal_spread,
-    rope_offset_scores,
-)
 from ui.state.urlstate import config_from_params, params_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +43,7 @@ def causal_weights(config: MHAConfig) -> np.ndarray:
 def engine_decoded_rows(config: MHAConfig) -> np.ndarray:
     """(nh, T, T) the rows the engine's KV-cache decoder gives, each step's row put in place (future: 0).
 
-    Built here from ``mha_core`` with the layer's options written out (not through ``ui.pages.decoding``): the
+    Built here from ``mha_core`` with the layer's options written out (not through ``mha_core.decoder``): the
     scale is full attention's one number, 1/sqrt(T) of the whole sentence under ``sqrt_t``.
     """
     causal = run(replace(config, kv_tokens=None, mask="causal"))
@@ -138,7 +131,7 @@ def test_the_shown_max_difference_is_the_decoded_rows_against_full_causal_and_se
     for t in range(len(config.tokens)):
         at.slider(key="w_dec_step").set_value(t).run()
         assert delta_metric(at) == shown_delta(rows, config, t)
-    monkeypatch.setattr(ui.pages.decoding, "decode", nudged_decode)  # the engine's decode, as the page's builder calls it
+    monkeypatch.setattr(mha_core.decoder, "decode", nudged_decode)  # the engine's decode, as decode_run calls it
     at = open_page()
     rows[1, nudged_step, 1] += nudge
     for t in range(len(config.tokens)):
@@ -228,17 +221,6 @@ def test_the_position_comparison_shows_each_schemes_engine_weights():
     for pe, title in (("none", "none"), ("sinusoidal", "sinusoidal"), ("rope", "RoPE"), ("alibi", "ALiBi")):
         shown = z_of(next(f for t, f in figures.items() if t.startswith(title)))
         np.testing.assert_allclose(shown, causal_weights(MHAConfig(n_heads=2, pe=pe))[0], rtol=0, atol=FIGURE)
-
-
-def test_ropes_offset_matrix_is_constant_along_diagonals_and_is_the_rotated_dot_product():
-    rng = np.random.default_rng(1)
-    q, k = rng.normal(size=8), rng.normal(size=8)
-    scores = rope_offset_scores(q, k, 6, 10000.0)
-    assert diagonal_spread(scores) < 1e-12
-    angles = rope_angles(np.array([5, 2]), 8)  # written out: q at 5, k at 2
-    turned = rotate(np.stack([q, k])[None], angles)[0]
-    assert scores[5, 2] == pytest.approx(turned[0] @ turned[1], abs=1e-12)
-    assert diagonal_spread(np.add.outer(np.arange(6.0), np.zeros(6))) > 0  # the measure sees a non-constant one
 
 
 # ---- the settings ---------------------------------------------------------------------------

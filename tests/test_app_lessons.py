@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -178,3 +179,20 @@ def test_present_1_on_the_lessons_page_turns_presentation_mode_on_and_stays_in_t
     assert sizes == {18}
     at.toggle(key="w_present").set_value(False).run()
     assert "present" not in at.query_params and any(t.key == "w_present" for t in at.sidebar.toggle)
+
+
+def test_a_lesson_added_to_the_registry_reaches_the_picker_the_overview_and_its_link(monkeypatch):
+    """One more record in ``LESSONS`` (what one module and one registry line give) is on the page, everywhere."""
+    extra = replace(LESSONS["rope"], key="extra", title="An extra lesson", short_title="Extra")
+    monkeypatch.setitem(LESSONS, "extra", extra)
+    at = lessons_page()
+    assert not at.exception and not at.warning
+    assert any(c.value.endswith("lessons?lesson=extra") for c in at.code)
+    assert at.button(key="lesson_show_extra").label == "Show this lesson"
+    picker = next(e for e in at.get("button_group") if e.proto.id.endswith("-lesson_pick"))
+    assert [o.content for o in picker.proto.options][-1] == f"{len(LESSONS)}. Extra"
+    at = lessons_page("extra")
+    assert not at.exception and not at.warning
+    assert at.header[0].value == f"{len(LESSONS)}. An extra lesson"
+    assert claim_lines(at) and all(line.startswith("- ✅") for line in claim_lines(at))
+    assert [c.value for c in at.code][-1].endswith("?lesson=extra")

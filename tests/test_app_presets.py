@@ -15,8 +15,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
-from mha_core.presets import PRESET_INITS
-from ui.pages.lessons import PRESETS
+from mha_core.presets import PRESET_INITS, PRESETS
+from ui.pages.lessons import PRESET_CONFIGS
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARP = 0.99  # weight a hand-built head puts where it promises to, at least
@@ -78,7 +78,7 @@ def test_preset_link_opens_the_heads_page_with_the_promised_pattern(init):
     at = heads_page({"init": init})
     assert not at.exception
     config = at.session_state["config"]
-    assert config == PRESETS[init]
+    assert config == PRESET_CONFIGS[init]
     figure = weights_figure(at, config.n_heads)
     for head in panels(figure):
         check_pattern(init, config.tokens, head, FIGURE_TOL)
@@ -105,10 +105,25 @@ def test_lessons_page_preset_grid_shows_each_presets_pattern():
     shown = panels(figure)
     assert len(shown) == len(PRESET_INITS)
     for init, weights in zip(PRESET_INITS, shown, strict=True):
-        check_pattern(init, PRESETS[init].tokens, weights, FIGURE_TOL)
+        check_pattern(init, PRESET_CONFIGS[init].tokens, weights, FIGURE_TOL)
     descriptions = " ".join(m.value for m in at.markdown)
     assert all(f"init={init}" in " ".join(c.value for c in at.code) for init in PRESET_INITS)
     assert "Identity head" in descriptions and "Uniform head" in descriptions
+    # each panel is titled with the preset row's short name, and its text names it and says what it does
+    titles = [a["text"] for a in figure["layout"]["annotations"]]
+    assert titles == ["identity", "previous token", "first token (sink)", "same token", "uniform"]
+    for preset in PRESETS.values():
+        assert f"**{preset.name}** — {preset.description}" in descriptions
+        assert at.button(key=f"preset_open_{preset.init}").label == f"Open the {preset.name} head"
+
+
+def test_the_weights_menu_offers_every_preset_by_its_label_and_the_sidebar_describes_it():
+    at = heads_page({"init": "previous"})
+    assert not at.exception
+    options = at.selectbox(key="w_init").options
+    assert "hand-built: previous-token head" in options and "hand-built: uniform head" in options
+    assert [o for o in options if o.startswith("hand-built")] == [p.label for p in PRESETS.values()]
+    assert any(PRESETS["previous"].description in c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("init", PRESET_INITS)
@@ -118,7 +133,7 @@ def test_preset_button_loads_the_preset_into_the_sidebar(init):
     at.run()
     at.button(key=f"preset_open_{init}").click().run()
     assert not at.exception
-    assert at.session_state["config"] == PRESETS[init]
+    assert at.session_state["config"] == PRESET_CONFIGS[init]
     assert at.session_state["w_init"] == init
     value = at.query_params.get("init")
     assert (value[0] if isinstance(value, list) else value) == init

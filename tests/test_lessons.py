@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
+import types
 from dataclasses import replace
+from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 import pytest
 
+import ui.pages.lessons
 from mha_core.config import MHAConfig, run
 from mha_core.contributions import head_output_shares
 from mha_core.diagnostics import renormalised_rows
 from mha_core.presets import PRESET_INITS
 from ui.pages.lessons import (
+    LESSON_MODULES,
     LESSONS,
-    PRESETS,
+    PRESET_CONFIGS,
     SENTENCE,
     Grid,
+    Lesson,
     app_root,
     contributions_of,
     explorer_query,
+    lesson_label,
     lesson_query,
-    saturation_stats,
     short_params,
 )
+from ui.pages.lessons.registry import load_lessons
+from ui.pages.lessons.saturation import saturation_stats
 from ui.state.urlstate import VIEW_DEFAULTS, config_from_params, view_from_params
 
 ROW_SUM_TOL = 1e-12  # float64 rows of a softmax sum to 1 within this
@@ -77,6 +86,45 @@ def test_each_panel_link_restores_exactly_its_configuration_and_view(key):
         view, view_messages = view_from_params(params, config)
         assert view_messages == []
         assert view == {**VIEW_DEFAULTS, **panel.view}
+
+
+def test_every_lesson_module_in_the_folder_is_in_the_registry_once():
+    folder = Path(ui.pages.lessons.__file__).parent
+    not_lessons = {"__init__", "records", "links", "presets", "registry"}
+    on_disk = {p.stem for p in folder.glob("*.py")} - not_lessons
+    assert set(LESSON_MODULES) == on_disk, "a lesson module is missing from registry.LESSON_MODULES (or listed twice)"
+    assert len(LESSON_MODULES) == len(set(LESSON_MODULES))
+    keys = [lesson.key for name in LESSON_MODULES for lesson in importlib.import_module(f"ui.pages.lessons.{name}").LESSONS]
+    assert keys == list(LESSONS)
+
+
+def test_the_picker_labels_number_the_lessons_and_use_their_short_titles():
+    assert lesson_label("wo") == "1. W_O"
+    assert lesson_label("causal") == "2. Causal mask"
+    assert lesson_label("kv_cache") == f"{len(LESSONS)}. KV cache"
+    short = [lesson.short_title for lesson in LESSONS.values()]
+    assert all(short) and len(set(short)) == len(short)
+
+
+def _module_with(*lessons: Lesson) -> types.ModuleType:
+    module = types.ModuleType("ui.pages.lessons.extra_lesson")
+    module.LESSONS = lessons
+    return module
+
+
+def test_a_new_lesson_is_one_module_and_one_line(monkeypatch):
+    extra = replace(LESSONS["wo"], key="extra", title="An extra lesson", short_title="Extra")
+    monkeypatch.setitem(sys.modules, "ui.pages.lessons.extra_lesson", _module_with(extra))
+    lessons = load_lessons((*LESSON_MODULES, "extra_lesson"))
+    assert list(lessons) == [*LESSONS, "extra"]
+    assert lessons["extra"] is extra
+
+
+def test_a_lesson_key_used_twice_is_refused(monkeypatch):
+    twin = replace(LESSONS["causal"], title="Another causal lesson")
+    monkeypatch.setitem(sys.modules, "ui.pages.lessons.extra_lesson", _module_with(twin))
+    with pytest.raises(ValueError, match="'causal'"):
+        load_lessons((*LESSON_MODULES, "extra_lesson"))
 
 
 def test_short_links_leave_out_defaults_but_keep_every_change():
@@ -237,8 +285,8 @@ def test_sqrt_dk_lesson_panels_differ_only_in_the_scale():
 
 
 def test_every_preset_has_a_configuration_and_a_short_link():
-    assert list(PRESETS) == list(PRESET_INITS)
-    for init, config in PRESETS.items():
+    assert list(PRESET_CONFIGS) == list(PRESET_INITS)
+    for init, config in PRESET_CONFIGS.items():
         assert explorer_query(config) == f"?init={init}"
         assert config_from_params({"init": init}) == (config, [])
 

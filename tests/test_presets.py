@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from mha_core import MHAConfig, run
-from mha_core.presets import PRESET_DESCRIPTIONS, PRESET_INITS
+from mha_core.config import INITS
+from mha_core.presets import PRESET_DESCRIPTIONS, PRESET_INITS, PRESETS
 
 SENTENCE = ("the", "cat", "sat", "on", "the", "mat", "and", "the", "dog", "sat", "too")
 SCALES = [
@@ -107,6 +108,14 @@ def test_presets_ignore_positional_encoding_and_still_hold():
     np.testing.assert_allclose(weights, np.broadcast_to(np.eye(6), weights.shape), rtol=0, atol=PATTERN_TOL)
 
 
-def test_every_preset_has_a_description():
-    assert set(PRESET_DESCRIPTIONS) == set(PRESET_INITS)
-    assert all(text.strip() for text in PRESET_DESCRIPTIONS.values())
+def test_every_preset_row_names_itself_and_each_name_is_its_own():
+    assert PRESET_INITS == ("identity", "previous", "first", "same", "uniform_head")
+    for init, preset in PRESETS.items():
+        assert preset.init == init
+        assert preset.name.strip() and preset.description.strip()
+        assert preset.label.startswith("hand-built: ")
+    for field in ("name", "label", "description"):
+        values = [getattr(p, field) for p in PRESETS.values()]
+        assert len(set(values)) == len(values), f"two presets share a {field}"
+    assert {init: p.description for init, p in PRESETS.items()} == PRESET_DESCRIPTIONS
+    assert set(PRESET_INITS) <= set(INITS)  # the config accepts every row

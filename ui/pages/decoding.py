@@ -1,116 +1,18 @@
-"""Pure builders for the Decoding page: generation one token at a time with a KV cache, and positions compared.
+"""Pure builders for the Decoding page: the same layer under every positional scheme.
 
-A decoder is causal self-attention over the tokens generated so far, so the page decodes the sentence's
-own tokens (``decoder_config``) and sets every step beside the same rows of full causal attention.
-No streamlit here: everything is tested without a server.
+The page's numbers (decoding through the KV cache, RoPE's offset scores) are the engine's
+(``mha_core.decoder``, ``mha_core.offsets``); the cache table is shared with the KV-cache lesson
+(``ui/pipeline/cache_table.py``). No streamlit here: everything is tested without a server.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-import numpy as np
-import pandas as pd
-
-from mha_core.config import MHAConfig, RunResult, attention_scheme
-from mha_core.kv_cache import DecodeStep, decode
-from mha_core.positions import SCHEMES, rope_angles, rotate
-
-
-def decoder_config(config: MHAConfig) -> MHAConfig:
-    """The layer as a decoder runs it: self-attention over the sentence, causal mask, the rest unchanged."""
-    return replace(config, kv_tokens=None, mask="causal", valid_len=None, custom_mask=None,
-                   custom_embedding=_queries_only(config))
-
-
-def _queries_only(config: MHAConfig):
-    """An uploaded embedding's query rows (a cross-attention upload also holds the keys' rows)."""
-    if config.custom_embedding is None:
-        return None
-    return config.custom_embedding[: len(config.tokens)]
-
-
-def decode_run(result: RunResult) -> list[DecodeStep]:
-    """Decode ``result``'s tokens one at a time through the engine's KV cache, with every option that changes a row.
-
-    ``result`` must come from ``decoder_config``: the rows to compare with are its causal weights. The
-    options are the layer's own: its weights (K/V heads cut already), key/value heads, positions and
-    RoPE base, null key, and the one scale full attention used. With scale rule ``sqrt_t`` that is
-    1/sqrt(T) of the whole sentence at every step (not 1/sqrt(t+1) of the keys cached so far), so that
-    every decoded row is the row of full causal attention.
-    """
-    config, trace = result.config, result.trace
-    return decode(result.x_q, result.weights, config.n_heads, kv_heads=config.key_value_heads,
-                  pe=attention_scheme(config), rope_base=config.rope_base, scale=trace.scale,
-                  null_key=config.null_key)
-
-
-def assembled_weights(steps: list[DecodeStep], upto: int) -> np.ndarray:
-    """The weight rows of steps 0..upto stacked into (nh, T, T); rows not decoded yet are NaN (blank)."""
-    n_heads, t = steps[0].weights.shape[0], len(steps)
-    rows = np.full((n_heads, t, t), np.nan)  # (nh, T, T)
-    for step in steps[: upto + 1]:
-        rows[:, step.position, : step.position + 1] = step.weights[:, 0]  # (nh, t+1)
-        rows[:, step.position, step.position + 1 :] = 0.0  # the future: weight 0, as the causal mask gives
-    return rows
-
-
-def max_difference(steps: list[DecodeStep], upto: int, causal_weights: np.ndarray) -> float:
-    """max |Δ| between the decoded rows 0..upto and the same rows of full causal attention (nh, T, T)."""
-    rows = assembled_weights(steps, upto)[:, : upto + 1]  # (nh, upto+1, T)
-    return float(np.max(np.abs(rows - causal_weights[:, : upto + 1])))
-
-
-@dataclass(frozen=True)
-class StepCost:
-    """What step t computes fresh and what it reads from the cache, in numbers."""
-
-    fresh: int  # q for nh heads + k and v for kv heads: nh*hs + kv*(hs+hv)
-    reused: int  # the cached keys and values of the t earlier tokens: kv*t*(hs+hv)
-    cache_numbers: int  # after the step: kv*(t+1)*(hs+hv)
-    cache_bytes: int  # ... times the bytes per number
-
-
-def step_cost(step: DecodeStep) -> StepCost:
-    """Fresh, reused and cached numbers of one decoding step, read from the step's arrays."""
-    fresh = step.q.size + step.k_new.size + step.v_new.size
-    return StepCost(fresh, step.cache.numbers - step.k_new.size - step.v_new.size, step.cache.numbers,
-                    step.cache.nbytes)
-
-
-def cache_table(steps: list[DecodeStep], labels: list[str], n_heads: int) -> pd.DataFrame:
-    """One row per step: the token, the numbers computed fresh, read from the cache, and the cache's size.
-
-    ``as MHA`` is the size the cache would have with a key/value head per query head (nh/kv times more).
-    """
-    rows = []
-    for step in steps:
-        cost = step_cost(step)
-        kv = step.cache.k.shape[0]
-        rows.append({"token": labels[step.position], "fresh numbers": cost.fresh, "reused from cache": cost.reused,
-                     "cache numbers": cost.cache_numbers, "cache bytes": cost.cache_bytes,
-                     "cache bytes as MHA": cost.cache_bytes * n_heads // kv})
-    return pd.DataFrame(rows, index=pd.Index([step.position for step in steps], name="step t"))
+from mha_core.config import MHAConfig
+from mha_core.positions import SCHEMES
 
 
 def position_configs(config: MHAConfig) -> dict[str, MHAConfig]:
     """The same layer under every positional scheme (the other settings unchanged)."""
     return {pe: replace(config, pe=pe) for pe in SCHEMES}
-
-
-def rope_offset_scores(q: np.ndarray, k: np.ndarray, positions: int, base: float) -> np.ndarray:
-    """(P, P) scores of one query vector placed at position p and one key vector at p', after RoPE.
-
-    q, k : (hs,) the unrotated vectors. Entry [p, p'] = rotate(q, p) . rotate(k, p'); RoPE makes it a
-    function of p - p' only, so every diagonal (the same offset, shifted) holds one number.
-    """
-    angles = rope_angles(np.arange(positions), q.shape[-1], base)  # (P, hs/2)
-    q_at = rotate(np.broadcast_to(q, (1, positions, q.shape[-1])), angles)[0]  # (P, hs)
-    k_at = rotate(np.broadcast_to(k, (1, positions, k.shape[-1])), angles)[0]  # (P, hs)
-    return q_at @ k_at.T  # (P, P)
-
-
-def diagonal_spread(matrix: np.ndarray) -> float:
-    """The largest max - min along any diagonal of a square matrix (0 when every offset has one value)."""
-    n = matrix.shape[0]
-    return float(max(np.ptp(np.diagonal(matrix, offset)) for offset in range(-n + 1, n)))

@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 
 from mha_core.attention import AttentionTrace, AttentionWeights, merge_heads
 from mha_core.config import RunResult
+from mha_core.grouping import group_size, kv_sharing_matrix
 from mha_core.positions import alibi_slopes
 from mha_core.presets import PRESET_INITS
 from ui.charts.figures import FULL_WIDTH_PX, MAX_DRAWN_CELLS, figure, matrix_heatmap_parts
@@ -371,16 +372,10 @@ def _kv_name(matrix: str, head: int, g: int) -> str:
     return f"{matrix}_{head}" if g == head else f"{matrix}_({g}) (K/V head {g}, shared)"
 
 
-def kv_sharing_matrix(n_heads: int, kv_heads: int) -> np.ndarray:
-    """(nh, kv) of 0/1: 1 where query head h reads key/value head g = h // (nh/kv)."""
-    group = n_heads // kv_heads
-    return (np.arange(n_heads)[:, None] // group == np.arange(kv_heads)[None, :]).astype(np.float64)  # (nh, kv)
-
-
 def _kv_share_step(inputs: StepInputs, head: int) -> Step:
     trace = inputs.trace
     nh, kv = trace.n_heads, trace.kv_heads
-    g, group = trace.kv_head_of(head), nh // kv
+    g, group = trace.kv_head_of(head), group_size(nh, kv)
     readers = [h for h in range(nh) if trace.kv_head_of(h) == g]
     panels = (
         Panel("Which K/V head each query head reads (1 = reads)", kv_sharing_matrix(nh, kv),
@@ -394,7 +389,7 @@ def _kv_share_step(inputs: StepInputs, head: int) -> Step:
         f"{kind}. {nh} query heads share {kv} key/value head(s), {group} query heads per group: head {head} "
         f"reads K/V head {g}, together with heads {', '.join(map(str, readers))}. They still ask different "
         f"questions (their own Q), but look them up in the same keys and mix the same values. "
-        f"K and V are {nh // kv}× smaller, and so is the KV cache of a decoder."
+        f"K and V are {group}× smaller, and so is the KV cache of a decoder."
     )
     formula = rf"g(h) = \left\lfloor h \,/\, (n_h / n_{{kv}}) \right\rfloor,\qquad g({head}) = \lfloor {head} / {group} \rfloor = {g}"
     shapes = f"Q {shape_text(trace.q)} = (nh, T, hs);  K {shape_text(trace.k)}, V {shape_text(trace.v)} = (kv, T, ·)"

@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 from mha_core.config import EMBEDDINGS, LIMITS, MAX_ROPE_BASE, MHAConfig, valid_head_counts, valid_kv_head_counts
 from mha_core.positions import SCHEMES
-from mha_core.presets import PRESET_INITS
+from mha_core.presets import PRESET_INITS, PRESETS
 from ui.charts.views import SHORT_VIEW_LABELS
 from ui.state.records import RecordLabels
 
@@ -175,11 +175,7 @@ INIT_LABELS = {
     "uniform": "uniform [0, 1)  (seed 000)",
     "normal": "standard normal  (seed 003)",
     "he": "He normal  (seed 004)",
-    "identity": "hand-built: identity head",
-    "previous": "hand-built: previous-token head",
-    "first": "hand-built: first-token (sink) head",
-    "same": "hand-built: same-token head",
-    "uniform_head": "hand-built: uniform head",
+    **{init: preset.label for init, preset in PRESETS.items()},  # the hand-built heads (mha_core/presets.py)
 }
 SCALE_LABELS = {
     "sqrt_dk": "1/√d_k  (standard)",

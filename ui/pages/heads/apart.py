@@ -63,16 +63,6 @@ def change_frame(parts: TakenApart, query_labels: list[str]) -> pd.DataFrame:
     )
 
 
-def head_size_frame(parts: TakenApart) -> pd.DataFrame:
-    """Per head: the norm of its whole contribution and its share of the sum of those norms."""
-    size = np.linalg.norm(parts.contributions.reshape(parts.contributions.shape[0], -1), axis=1)  # (nh,)
-    share = size / size.sum() if size.sum() > 0 else np.zeros_like(size)
-    return pd.DataFrame(
-        {"‖contribution‖": size, "share": share},
-        index=pd.Index([f"head {h}" for h in range(size.shape[0])], name="head"),
-    )
-
-
 def change_bars(values: np.ndarray, labels: list[str], *, title: str, value_name: str) -> go.Figure:
     """One bar per token (``values`` shape (Tq,)), labelled with its position so repeated words stay apart."""
     bars = dict(
@@ -92,24 +82,7 @@ def change_bars(values: np.ndarray, labels: list[str], *, title: str, value_name
     return figures.figure([bars], layout)
 
 
-# ---- a real model: how much each head puts on [CLS] and [SEP] --------------------------------
-
-
-def special_mass(traces, w_os, position: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per layer and head: the mean weight queries put on key ``position``, and its norm-weighted share.
-
-    ``traces`` one AttentionTrace per layer, ``w_os`` each layer's W_O (C, C). The share is
-    weight x ||v_j W_O(h)|| for that key divided by the same summed over all keys (Kobayashi et
-    al. 2020), averaged over the queries. Returns two (L, nh) arrays.
-    """
-    weight, share = [], []
-    for trace, w_o in zip(traces, w_os, strict=True):
-        carried = output_norm_weights(trace.weights, trace.values_per_query_head(), w_o)  # (nh, T, T)
-        total = carried.sum(axis=-1)  # (nh, T)
-        part = np.divide(carried[..., position], total, out=np.zeros_like(total), where=total > 0)  # (nh, T)
-        weight.append(trace.weights[..., position].mean(axis=-1))  # (nh,)
-        share.append(part.mean(axis=-1))  # (nh,)
-    return np.array(weight), np.array(share)  # (L, nh) each
+# ---- a real model: how much each head puts on [CLS] and [SEP] (mha_core.sinks.special_mass) -----
 
 
 def special_mass_frame(masses: dict[str, np.ndarray]) -> pd.DataFrame:

@@ -1,0 +1,46 @@
+"""The lessons, in the order the page shows them: one module per lesson, one line per module here.
+
+To add a lesson: write ``ui/pages/lessons/<name>.py`` defining ``LESSONS = (Lesson(...), ...)``
+(its findings function beside it, its shared pieces from ``records.py``), then add ``"<name>"`` to
+``LESSON_MODULES`` below where it should appear. The page, its links, the tests and the bench all
+read ``LESSONS``; ``tests/test_lessons.py`` checks that every module in this folder is listed.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ui.pages.lessons.records import Lesson
+
+LESSON_MODULES = (
+    "wo",  # 1. W_O after the concatenation
+    "causal",  # 2. causal mask: rows renormalise, outputs 'shift'
+    "colours",  # 3. colour is a weight, not importance
+    "average",  # 4. averaging heads
+    "saturation",  # 5. unscaled random weights saturate the softmax
+    "sqrt_dk",  # 6. why divide the scores by sqrt(d_k)
+    "rope",  # 7. RoPE
+    "alibi",  # 8. ALiBi
+    "gqa",  # 9. GQA and MQA
+    "kv_cache",  # 10. the KV cache
+)
+
+
+def load_lessons(modules: tuple[str, ...]) -> dict[str, Lesson]:
+    """Key -> lesson, in module order, from each module's ``LESSONS``; a key used twice is an error."""
+    lessons: dict[str, Lesson] = {}
+    for name in modules:
+        for lesson in importlib.import_module(f"{__package__}.{name}").LESSONS:
+            if lesson.key in lessons:
+                raise ValueError(f"lesson key {lesson.key!r} of module {name!r} is already taken: keys name the "
+                                 f"?lesson= link, so each must be new")
+            lessons[lesson.key] = lesson
+    return lessons
+
+
+LESSONS: dict[str, Lesson] = load_lessons(LESSON_MODULES)
+
+
+def lesson_label(key: str) -> str:
+    """Short label for the lesson picker: its number and a few words."""
+    return f"{list(LESSONS).index(key) + 1}. {LESSONS[key].short_title}"
