@@ -153,18 +153,25 @@ def rope_offsets(result: RunResult) -> None:
                      key="dec_rope_offset_table", hide_index=True)
 
 
-config = sidebar()
-st.title("Decoding with a KV cache")
-decoder = decoder_config(config)
-notes = []
-if config.is_cross:
-    notes.append("a decoder attends to its own tokens: the key/value sentence is set aside")
-if config.mask != "causal":
-    notes.append(f"a decoder never sees the future: the causal mask replaces mask '{config.mask}'")
-if notes:
-    st.info("This page decodes the sentence token by token, so " + "; ".join(notes) + ".")
-result = compute(decoder)
-if result is not None:
+def decoder_notes(config: MHAConfig) -> None:
+    """Say what the page changed to make the sidebar's configuration a decoder's."""
+    notes = []
+    if config.is_cross:
+        notes.append("a decoder attends to its own tokens: the key/value sentence is set aside")
+    if config.mask != "causal":
+        notes.append(f"a decoder never sees the future: the causal mask replaces mask '{config.mask}'")
+    if notes:
+        st.info("This page decodes the sentence token by token, so " + "; ".join(notes) + ".")
+
+
+def main() -> None:
+    config = sidebar()
+    st.title("Decoding with a KV cache")
+    decoder = decoder_config(config)
+    decoder_notes(config)
+    result = compute(decoder)
+    if result is None:
+        return
     st.markdown(
         "A decoder generates one token per step. Attention at step t needs the keys and values of every earlier "
         "token: a **KV cache** keeps them, so each step computes one new query row and appends one key and value. "
@@ -176,3 +183,6 @@ if result is not None:
     stepper(result.config)
     compare_positions(decoder)
     rope_offsets(result)
+
+
+main()
