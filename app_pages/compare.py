@@ -1,7 +1,7 @@
 """Compare A/B: the sidebar's configuration (A) against B, A with some settings changed, in one link.
 
-B's changes travel as ``b_`` parameters (ui/pages/compare.py); its controls are drawn from the settings
-table, one per setting that applies to B.
+B's changes travel as ``b_`` parameters (ui/pages/compare.py); its controls are the sidebar's own widgets
+(``ui/widgets/sidebar.py`` WIDGETS), one per setting that applies to B, at a place of their own (``cmp_`` keys).
 """
 
 import numpy as np
@@ -13,28 +13,23 @@ from ui.run.compute import compute, result_later
 from ui.state.device import chart_config
 from ui.state.settings import Setting, model_settings, values_of
 from ui.state.urlstate import WRITERS
-from ui.widgets.sidebar import sidebar
+from ui.widgets.sidebar import WIDGETS, sidebar
+from ui.widgets.state import Place, seed_widget, widget_value
 
 B_KINDS = ("tokens", "int", "float", "flag", "choice")  # the kinds B has a control for (not a custom grid)
+B_COLUMNS = 4
 
 
-def _key(row: Setting) -> str:
-    return f"cmp_{row.name}"
-
-
-def _widget_value(row: Setting, value):
-    """B's value as its control holds it."""
-    if row.kind == "tokens":
-        return " ".join(value or ())
-    if row.kind == "choice" and value not in row.link_choices():
-        return row.default_for({})
-    return value
+def b_place(row: Setting) -> Place:
+    """Where B's control of ``row`` lives: ``cmp_`` keys, a "B: " label; a change becomes a ``b_`` parameter."""
+    return Place(prefix="cmp_", note_prefix="cmp_", label_prefix="B: ", link_only=True,
+                 options={"on_change": _remember, "args": (row,)})
 
 
 def _remember(row: Setting) -> None:
     """A B control changed: keep its value as link text (B's settings are A's link plus these)."""
-    value = st.session_state[_key(row)]
-    text = value if row.kind == "tokens" else WRITERS[row.kind](value)
+    value = widget_value(row, b_place(row))
+    text = "" if value is None else WRITERS[row.kind](value)  # "" = the setting's default (no second sentence)
     st.session_state.cmp_overrides = {**st.session_state.cmp_overrides, row.param: text}
 
 
@@ -43,28 +38,15 @@ def _reset() -> None:
 
 
 def b_controls(config_b) -> None:
-    """One control per setting that applies to B, showing B's value; a change becomes a ``b_`` parameter."""
-    ss = st.session_state
+    """One control per setting that applies to B, showing B's value, drawn by the sidebar's widget table."""
     values = values_of(config_b)
-    rows = [row for row in model_settings() if row.kind in B_KINDS and row.applies(values)]
-    columns = st.columns(4)
+    rows = [row for row in model_settings() if row.kind in B_KINDS and row.widget in WIDGETS and row.applies(values)]
+    columns = st.columns(B_COLUMNS)
     for n, row in enumerate(rows):
-        ss[_key(row)] = _widget_value(row, values[row.name])
-        where = columns[n % 4]
-        common = dict(key=_key(row), on_change=_remember, args=(row,), help=row.help)
-        label = f"B: {row.label or row.name}"
-        if row.kind == "tokens":
-            where.text_input(label, **common)
-        elif row.kind == "flag":
-            where.toggle(label, **common)
-        elif row.kind == "choice":
-            where.selectbox(label, list(row.link_choices()), format_func=lambda c, r=row: r.choices.get(c, c), **common)
-        elif row.kind == "int":
-            low, high = row.widget_bounds(values)
-            where.number_input(label, min_value=low, max_value=high, step=1, **common)
-        else:
-            low, high = row.widget_bounds(values)
-            where.number_input(label, min_value=float(low), max_value=float(high), **common)
+        place = b_place(row)
+        seed_widget(row, values, place)
+        with columns[n % B_COLUMNS]:
+            WIDGETS[row.widget](row, values, place)
     st.button("B = A again", key="cmp_reset", on_click=_reset)
 
 
