@@ -66,9 +66,11 @@ def pair_figure(comparison, result_a, result_b, head: int):
     )
 
 
-def main() -> None:
-    incoming = compare.b_overrides(st.query_params.to_dict())  # read before the sidebar rewrites the URL
-    config_a = sidebar()
+def configuration_b(config_a, incoming: dict[str, str]):
+    """B from the session's changes (the link's ``b_`` parameters at first); the link made to carry them.
+
+    Returns B, the messages of reading it, and its ``b_`` parameters.
+    """
     ss = st.session_state
     if "cmp_overrides" not in ss:
         ss.cmp_overrides = incoming
@@ -77,24 +79,19 @@ def main() -> None:
     ss.cmp_overrides = compare.b_overrides(link)  # only what differs from A
     for name, value in link.items():
         st.query_params[name] = value
-    st.title("Compare A and B")
-    st.caption("A is the sidebar's configuration; B is A with the settings below changed. The link carries both.")
-    for message in messages:
-        st.warning(message)
-    with st.expander("Configuration B", expanded=not link):
-        b_controls(config_b)
+    return config_b, messages, link
+
+
+def show_differences(config_a, config_b) -> None:
     changed = compare.differences(config_a, config_b)
     if not changed:
         st.info("B is the same as A: change one of B's settings above (e.g. B: Scale → none, or B: Mask → causal).")
     else:
         st.markdown("B differs from A in: " + "; ".join(f"**{label}** {a} → {b}" for label, a, b in changed))
-    result_a, result_b = compute(config_a), compute(config_b)
-    if result_a is None or result_b is None:
-        return
-    comparison = compare.compare(result_a, result_b)
-    if isinstance(comparison, str):
-        st.warning(comparison)
-        return
+
+
+def show_comparison(comparison, result_a, result_b) -> None:
+    """One line per head, the chosen head of A and B side by side, and B − A for every head."""
     changes = compare.head_changes(comparison, result_a.query_labels, result_a.key_labels)
     st.caption(comparison.note)
     st.markdown("\n".join(f"- {compare.summary_line(row)}" for _, row in changes.iterrows()))
@@ -104,26 +101,42 @@ def main() -> None:
         st.plotly_chart(pair_figure(comparison, result_a, result_b, head), key="cmp_pair", config=chart_config(),
                         width="content")
     with right:
-        st.plotly_chart(
-            figures.attention_grid(
-                comparison.delta,
-                result_a.query_labels,
-                result_a.key_labels,
-                kind="Δ weight (B − A)",
-                titles=[f"B − A, head {h}" for h in range(comparison.n_heads)],
-                max_cols=2,
-                panel_px=170,
-            ),
-            key="cmp_delta",
-            config=chart_config(),
-        )
+        delta = figures.attention_grid(comparison.delta, result_a.query_labels, result_a.key_labels,
+                                       kind="Δ weight (B − A)", max_cols=2, panel_px=170,
+                                       titles=[f"B − A, head {h}" for h in range(comparison.n_heads)])
+        st.plotly_chart(delta, key="cmp_delta", config=chart_config())
         st.caption("Red: B gives the cell more weight than A; blue: less. Centred on 0.")
+
+
+def downloads(config_a, config_b) -> None:
     st.download_button("A, B and B − A weights (CSV)", data=lambda: weights_csv(config_a, config_b),
                        file_name="compare.csv", mime="text/csv", key="dl_compare", on_click="ignore",
                        icon=":material/download:")
     st.download_button("Per-head changes (CSV)", data=lambda: head_changes_csv(config_a, config_b),
                        file_name="compare_heads.csv", mime="text/csv", key="dl_compare_heads", on_click="ignore",
                        icon=":material/download:")
+
+
+def main() -> None:
+    incoming = compare.b_overrides(st.query_params.to_dict())  # read before the sidebar rewrites the URL
+    config_a = sidebar()
+    config_b, messages, link = configuration_b(config_a, incoming)
+    st.title("Compare A and B")
+    st.caption("A is the sidebar's configuration; B is A with the settings below changed. The link carries both.")
+    for message in messages:
+        st.warning(message)
+    with st.expander("Configuration B", expanded=not link):
+        b_controls(config_b)
+    show_differences(config_a, config_b)
+    result_a, result_b = compute(config_a), compute(config_b)
+    if result_a is None or result_b is None:
+        return
+    comparison = compare.compare(result_a, result_b)
+    if isinstance(comparison, str):
+        st.warning(comparison)
+        return
+    show_comparison(comparison, result_a, result_b)
+    downloads(config_a, config_b)
 
 
 # The downloads are built on click from the two frozen configs (ui.run.compute.result_later): a callable
@@ -146,5 +159,6 @@ def head_changes_csv(config_a, config_b) -> bytes:
     """Per head: how much B changes A's weights."""
     result_a, comparison = compared_later(config_a, config_b)
     return compare.head_changes(comparison, result_a.query_labels, result_a.key_labels).to_csv().encode()
+
 
 main()
