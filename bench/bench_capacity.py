@@ -38,7 +38,6 @@ GOAL_P95_MS = 1000.0
 GOAL_RATE = 30.0  # changes per second on one core (issue 11: >= 150 students at one change per 5 s)
 SERVER_CPU = "1"  # the core the server runs on; the clients take core 0
 CLIENT_CPU = {0}
-SERVER_START_S = 60.0
 
 
 def server_command(port: int, cpus: str | None, script: Path = ROOT / "app.py") -> list[str]:

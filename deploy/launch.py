@@ -3,6 +3,8 @@
     with streamlit_server(folder) as server:            # app.py on a free loopback port, healthy
         context = chromium_context(playwright, folder)  # Chromium, fresh profile (sync or async API)
 
+    python -m deploy.launch PORT                        # the same server from a shell (deploy/replicas.sh)
+
 A server runs on 127.0.0.1 only (without ``--server.address`` Streamlit looks up an external IP), on
 a port free right now, its output in a log file (a pipe could fill and stall it); it counts as up
 once ``/_stcore/health`` answers ok, and it is always stopped on the way out. Chromium is
@@ -160,3 +162,14 @@ def run_coroutine(coroutine):
         return asyncio.run(coroutine)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
+
+
+def serve(port: int) -> None:
+    """Become ``streamlit run app.py`` on ``port`` (same process id): deploy/replicas.sh starts its replicas so."""
+    command = app_command(port)
+    os.chdir(ROOT)
+    os.execv(command[0], command)
+
+
+if __name__ == "__main__":  # python -m deploy.launch PORT
+    serve(int(sys.argv[1]))
