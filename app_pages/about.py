@@ -21,6 +21,13 @@ LIMIT_MEANINGS = {
     "max_temperature": "largest temperature",
 }
 
+INTRODUCTION = (
+    "MHA Explorer runs **one multi-head attention layer** on a sentence you type, with small random (or "
+    "hand-built) weights, and shows every number on the way: the embeddings, the queries, keys and values, "
+    "each head's scores, logits and weights, the heads' outputs, their concatenation and the output projection. "
+    "It is a toy: no training, one layer, no feed-forward block, but exactly the maths of a transformer's "
+    "attention."
+)
 CONVENTIONS = """
 - **Row vectors**: a token is a row, a layer is `y = x @ W + b`; `W_Q` has shape (C, nh·hs).
 - **Heads are contiguous column blocks**: head *h* owns columns *h·hs* to *(h+1)·hs − 1* of Q, K and V (as in
@@ -48,52 +55,62 @@ def limit_text(value) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:,g}"
 
 
-sidebar()
-st.title("About MHA Explorer")
-st.markdown(
-    "MHA Explorer runs **one multi-head attention layer** on a sentence you type, with small random (or "
-    "hand-built) weights, and shows every number on the way: the embeddings, the queries, keys and values, "
-    "each head's scores, logits and weights, the heads' outputs, their concatenation and the output projection. "
-    "It is a toy: no training, one layer, no feed-forward block, but exactly the maths of a transformer's "
-    "attention."
-)
+def pages_section() -> None:
+    st.header("Pages")
+    for info in navigation.PAGES:
+        if info.name != "about":
+            st.page_link(navigation.page(info.name), label=info.label, icon=info.icon)
 
-st.header("Pages")
-for info in navigation.PAGES:
-    if info.name != "about":
-        st.page_link(navigation.page(info.name), label=info.label, icon=info.icon)
 
-st.header("Why each step exists")
-st.caption("The steps of the Step by step page, in order; some appear there only when their option is on in the "
-           "sidebar.")
-steps = [(kind.title, kind.summary) for kind in STEP_KINDS.values()]
-st.table(pd.DataFrame(steps, columns=["step", "why"]).set_index("step"))
+def steps_section() -> None:
+    st.header("Why each step exists")
+    st.caption("The steps of the Step by step page, in order; some appear there only when their option is on in the "
+               "sidebar.")
+    steps = [(kind.title, kind.summary) for kind in STEP_KINDS.values()]
+    st.table(pd.DataFrame(steps, columns=["step", "why"]).set_index("step"))
 
-st.header("Positional schemes")
-st.caption("Attention alone cannot tell word order; each scheme tells it one way. Choose one under Inputs → Positions "
-           "(link parameter `pe`).")
-st.table(pd.DataFrame(position_rows(), columns=["pe", "scheme", "what it does", "acts on", "from"]).set_index("pe"))
 
-st.header("Glossary of shapes")
-st.table(pd.DataFrame(glossary_rows(mha_core.__doc__ or ""), columns=["symbol", "meaning"]).set_index("symbol"))
+def positions_section() -> None:
+    st.header("Positional schemes")
+    st.caption("Attention alone cannot tell word order; each scheme tells it one way. Choose one under Inputs → "
+               "Positions (link parameter `pe`).")
+    st.table(pd.DataFrame(position_rows(), columns=["pe", "scheme", "what it does", "acts on", "from"]).set_index("pe"))
 
-st.header("Conventions")
-st.markdown(CONVENTIONS)
 
-st.header("Rows with every key masked")
-st.markdown(FULLY_MASKED_POLICY)
+def limits_section() -> None:
+    st.header("Limits")
+    st.markdown("So that one request cannot exhaust a small public host, the inputs are capped:")
+    limits = pd.DataFrame(
+        [(LIMIT_MEANINGS.get(name, name), limit_text(value)) for name, value in LIMITS.items()],
+        columns=["what", "at most"],
+    ).set_index("what")
+    st.table(limits)
 
-st.header("Limits")
-st.markdown("So that one request cannot exhaust a small public host, the inputs are capped:")
-limits = pd.DataFrame(
-    [(LIMIT_MEANINGS.get(name, name), limit_text(value)) for name, value in LIMITS.items()], columns=["what", "at most"]
-).set_index("what")
-st.table(limits)
 
-st.header("The engine's source")
-st.markdown("This is the code that computes every matrix in the app (`mha_core/attention.py`), shown live:")
-functions = [multi_head_attention, scaled_dot_product_attention, softmax]
-for tab, function in zip(st.tabs([f.__name__ for f in functions]), functions, strict=True):
-    with tab:
-        st.code(inspect.getsource(function), language="python", line_numbers=True, height=520)
+def source_section() -> None:
+    st.header("The engine's source")
+    st.markdown("This is the code that computes every matrix in the app (`mha_core/attention.py`), shown live:")
+    functions = [multi_head_attention, scaled_dot_product_attention, softmax]
+    for tab, function in zip(st.tabs([f.__name__ for f in functions]), functions, strict=True):
+        with tab:
+            st.code(inspect.getsource(function), language="python", line_numbers=True, height=520)
 
+
+def main() -> None:
+    sidebar()
+    st.title("About MHA Explorer")
+    st.markdown(INTRODUCTION)
+    pages_section()
+    steps_section()
+    positions_section()
+    st.header("Glossary of shapes")
+    st.table(pd.DataFrame(glossary_rows(mha_core.__doc__ or ""), columns=["symbol", "meaning"]).set_index("symbol"))
+    st.header("Conventions")
+    st.markdown(CONVENTIONS)
+    st.header("Rows with every key masked")
+    st.markdown(FULLY_MASKED_POLICY)
+    limits_section()
+    source_section()
+
+
+main()

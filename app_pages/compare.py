@@ -1,7 +1,7 @@
 """Compare A/B: the sidebar's configuration (A) against B, A with some settings changed, in one link.
 
-B's changes travel as ``b_`` parameters (ui/pages/compare.py); its controls are drawn from the settings
-table, one per setting that applies to B.
+B's changes travel as ``b_`` parameters (ui/pages/compare.py); its controls are the sidebar's own widgets
+(``ui/widgets/sidebar.py`` WIDGETS), one per setting that applies to B, at a place of their own (``cmp_`` keys).
 """
 
 import numpy as np
@@ -13,28 +13,23 @@ from ui.run.compute import compute, result_later
 from ui.state.device import chart_config
 from ui.state.settings import Setting, model_settings, values_of
 from ui.state.urlstate import WRITERS
-from ui.widgets.sidebar import sidebar
+from ui.widgets.sidebar import WIDGETS, sidebar
+from ui.widgets.state import Place, seed_widget, widget_value
 
 B_KINDS = ("tokens", "int", "float", "flag", "choice")  # the kinds B has a control for (not a custom grid)
+B_COLUMNS = 4
 
 
-def _key(row: Setting) -> str:
-    return f"cmp_{row.name}"
-
-
-def _widget_value(row: Setting, value):
-    """B's value as its control holds it."""
-    if row.kind == "tokens":
-        return " ".join(value or ())
-    if row.kind == "choice" and value not in row.link_choices():
-        return row.default_for({})
-    return value
+def b_place(row: Setting) -> Place:
+    """Where B's control of ``row`` lives: ``cmp_`` keys, a "B: " label; a change becomes a ``b_`` parameter."""
+    return Place(prefix="cmp_", note_prefix="cmp_", label_prefix="B: ", link_only=True,
+                 options={"on_change": _remember, "args": (row,)})
 
 
 def _remember(row: Setting) -> None:
     """A B control changed: keep its value as link text (B's settings are A's link plus these)."""
-    value = st.session_state[_key(row)]
-    text = value if row.kind == "tokens" else WRITERS[row.kind](value)
+    value = widget_value(row, b_place(row))
+    text = "" if value is None else WRITERS[row.kind](value)  # "" = the setting's default (no second sentence)
     st.session_state.cmp_overrides = {**st.session_state.cmp_overrides, row.param: text}
 
 
@@ -43,28 +38,15 @@ def _reset() -> None:
 
 
 def b_controls(config_b) -> None:
-    """One control per setting that applies to B, showing B's value; a change becomes a ``b_`` parameter."""
-    ss = st.session_state
+    """One control per setting that applies to B, showing B's value, drawn by the sidebar's widget table."""
     values = values_of(config_b)
-    rows = [row for row in model_settings() if row.kind in B_KINDS and row.applies(values)]
-    columns = st.columns(4)
+    rows = [row for row in model_settings() if row.kind in B_KINDS and row.widget in WIDGETS and row.applies(values)]
+    columns = st.columns(B_COLUMNS)
     for n, row in enumerate(rows):
-        ss[_key(row)] = _widget_value(row, values[row.name])
-        where = columns[n % 4]
-        common = dict(key=_key(row), on_change=_remember, args=(row,), help=row.help)
-        label = f"B: {row.label or row.name}"
-        if row.kind == "tokens":
-            where.text_input(label, **common)
-        elif row.kind == "flag":
-            where.toggle(label, **common)
-        elif row.kind == "choice":
-            where.selectbox(label, list(row.link_choices()), format_func=lambda c, r=row: r.choices.get(c, c), **common)
-        elif row.kind == "int":
-            low, high = row.widget_bounds(values)
-            where.number_input(label, min_value=low, max_value=high, step=1, **common)
-        else:
-            low, high = row.widget_bounds(values)
-            where.number_input(label, min_value=float(low), max_value=float(high), **common)
+        place = b_place(row)
+        seed_widget(row, values, place)
+        with columns[n % B_COLUMNS]:
+            WIDGETS[row.widget](row, values, place)
     st.button("B = A again", key="cmp_reset", on_click=_reset)
 
 
@@ -84,9 +66,11 @@ def pair_figure(comparison, result_a, result_b, head: int):
     )
 
 
-def main() -> None:
-    incoming = compare.b_overrides(st.query_params.to_dict())  # read before the sidebar rewrites the URL
-    config_a = sidebar()
+def configuration_b(config_a, incoming: dict[str, str]):
+    """B from the session's changes (the link's ``b_`` parameters at first); the link made to carry them.
+
+    Returns B, the messages of reading it, and its ``b_`` parameters.
+    """
     ss = st.session_state
     if "cmp_overrides" not in ss:
         ss.cmp_overrides = incoming
@@ -95,24 +79,19 @@ def main() -> None:
     ss.cmp_overrides = compare.b_overrides(link)  # only what differs from A
     for name, value in link.items():
         st.query_params[name] = value
-    st.title("Compare A and B")
-    st.caption("A is the sidebar's configuration; B is A with the settings below changed. The link carries both.")
-    for message in messages:
-        st.warning(message)
-    with st.expander("Configuration B", expanded=not link):
-        b_controls(config_b)
+    return config_b, messages, link
+
+
+def show_differences(config_a, config_b) -> None:
     changed = compare.differences(config_a, config_b)
     if not changed:
         st.info("B is the same as A: change one of B's settings above (e.g. B: Scale → none, or B: Mask → causal).")
     else:
         st.markdown("B differs from A in: " + "; ".join(f"**{label}** {a} → {b}" for label, a, b in changed))
-    result_a, result_b = compute(config_a), compute(config_b)
-    if result_a is None or result_b is None:
-        return
-    comparison = compare.compare(result_a, result_b)
-    if isinstance(comparison, str):
-        st.warning(comparison)
-        return
+
+
+def show_comparison(comparison, result_a, result_b) -> None:
+    """One line per head, the chosen head of A and B side by side, and B − A for every head."""
     changes = compare.head_changes(comparison, result_a.query_labels, result_a.key_labels)
     st.caption(comparison.note)
     st.markdown("\n".join(f"- {compare.summary_line(row)}" for _, row in changes.iterrows()))
@@ -122,26 +101,42 @@ def main() -> None:
         st.plotly_chart(pair_figure(comparison, result_a, result_b, head), key="cmp_pair", config=chart_config(),
                         width="content")
     with right:
-        st.plotly_chart(
-            figures.attention_grid(
-                comparison.delta,
-                result_a.query_labels,
-                result_a.key_labels,
-                kind="difference",
-                titles=[f"B − A, head {h}" for h in range(comparison.n_heads)],
-                max_cols=2,
-                panel_px=170,
-            ),
-            key="cmp_delta",
-            config=chart_config(),
-        )
+        delta = figures.attention_grid(comparison.delta, result_a.query_labels, result_a.key_labels,
+                                       kind="difference", max_cols=2, panel_px=170,
+                                       titles=[f"B − A, head {h}" for h in range(comparison.n_heads)])
+        st.plotly_chart(delta, key="cmp_delta", config=chart_config())
         st.caption("Red: B gives the cell more weight than A; blue: less. Centred on 0.")
+
+
+def downloads(config_a, config_b) -> None:
     st.download_button("A, B and B − A weights (CSV)", data=lambda: weights_csv(config_a, config_b),
                        file_name="compare.csv", mime="text/csv", key="dl_compare", on_click="ignore",
                        icon=":material/download:")
     st.download_button("Per-head changes (CSV)", data=lambda: head_changes_csv(config_a, config_b),
                        file_name="compare_heads.csv", mime="text/csv", key="dl_compare_heads", on_click="ignore",
                        icon=":material/download:")
+
+
+def main() -> None:
+    incoming = compare.b_overrides(st.query_params.to_dict())  # read before the sidebar rewrites the URL
+    config_a = sidebar()
+    config_b, messages, link = configuration_b(config_a, incoming)
+    st.title("Compare A and B")
+    st.caption("A is the sidebar's configuration; B is A with the settings below changed. The link carries both.")
+    for message in messages:
+        st.warning(message)
+    with st.expander("Configuration B", expanded=not link):
+        b_controls(config_b)
+    show_differences(config_a, config_b)
+    result_a, result_b = compute(config_a), compute(config_b)
+    if result_a is None or result_b is None:
+        return
+    comparison = compare.compare(result_a, result_b)
+    if isinstance(comparison, str):
+        st.warning(comparison)
+        return
+    show_comparison(comparison, result_a, result_b)
+    downloads(config_a, config_b)
 
 
 # The downloads are built on click from the two frozen configs (ui.run.compute.result_later): a callable
@@ -164,5 +159,6 @@ def head_changes_csv(config_a, config_b) -> bytes:
     """Per head: how much B changes A's weights."""
     result_a, comparison = compared_later(config_a, config_b)
     return compare.head_changes(comparison, result_a.query_labels, result_a.key_labels).to_csv().encode()
+
 
 main()

@@ -45,32 +45,8 @@ def stepper(config: MHAConfig) -> None:
     forward.button("▶", key="dec_next", on_click=move_step, args=(1, last), disabled=t == last, help="next token")
     head = right.selectbox("Head", range(trace.n_heads), key="w_dec_head", persist_state=KEEP,
                            format_func=lambda h: f"head {h}")
-    step, cost = steps[t], step_cost(steps[t])
-    g = trace.kv_head_of(head)
-    delta = max_difference(steps, t, trace.weights)
-
-    metrics = st.columns(4)
-    metrics[0].metric("Tokens in the cache", step.cache.length)
-    metrics[1].metric("Cache size (numbers)", f"{cost.cache_numbers:,}")
-    metrics[2].metric("Cache size (bytes, float64)", f"{cost.cache_bytes:,}")
-    metrics[3].metric("max |Δ| vs full causal", f"{delta:.1e}", help="Over the rows decoded so far, all heads.")
-    reused = (f"the keys and values of tokens 0..{t - 1} from the cache, never recomputed" if t else
-              "nothing yet, the cache starts empty")
-    st.markdown(
-        f"Step {t} generates **{labels[t]}**. Computed **fresh**: its query for all {trace.n_heads} heads and its "
-        f"key and value for the {trace.kv_heads} key/value head(s) (outlined, the last row). **Reused**: {reused}. "
-        f"Its weights are one new row. Numbers computed fresh: **{cost.fresh:,}**; read from the cache: "
-        f"**{cost.reused:,}**."
-    )
-    hs, hv = step.cache.k.shape[-1], step.cache.v.shape[-1]
-    panels = (
-        Panel(f"q_{t} (head {head}, new query)", step.q[head], [labels[t]], dim_labels(hs, head * hs), "q"),
-        Panel(f"K cache (K/V head {g})", step.cache.k[g], labels[: t + 1], dim_labels(hs, g * hs), "k",
-              row_block=(t, t + 1)),
-        Panel(f"V cache (K/V head {g})", step.cache.v[g], labels[: t + 1], dim_labels(hv, g * hv), "v",
-              row_block=(t, t + 1)),
-    )
-    views.show_panels(panels, "dec_cache", font_size=figure_font_size())
+    say_step(steps[t], step_cost(steps[t]), t, max_difference(steps, t, trace.weights), trace, labels)
+    show_cache(steps[t], t, head, trace.kv_head_of(head), labels)
     left, right = st.columns(2)
     width = views.plot_px(1 / 2)
     with left:
@@ -86,6 +62,36 @@ def stepper(config: MHAConfig) -> None:
         st.caption("Every step reads the whole cache and computes only one row: the work per token is small, "
                    "the memory read grows with the sentence. That is why decoding is memory-bound, and why fewer "
                    "key/value heads (the last column: the same cache with one K/V head per query head) help.")
+
+
+def say_step(step, cost, t: int, delta: float, trace, labels: list[str]) -> None:
+    """The cache's size, the check against full attention, and what step ``t`` computes fresh and reuses."""
+    metrics = st.columns(4)
+    metrics[0].metric("Tokens in the cache", step.cache.length)
+    metrics[1].metric("Cache size (numbers)", f"{cost.cache_numbers:,}")
+    metrics[2].metric("Cache size (bytes, float64)", f"{cost.cache_bytes:,}")
+    metrics[3].metric("max |Δ| vs full causal", f"{delta:.1e}", help="Over the rows decoded so far, all heads.")
+    reused = (f"the keys and values of tokens 0..{t - 1} from the cache, never recomputed" if t else
+              "nothing yet, the cache starts empty")
+    st.markdown(
+        f"Step {t} generates **{labels[t]}**. Computed **fresh**: its query for all {trace.n_heads} heads and its "
+        f"key and value for the {trace.kv_heads} key/value head(s) (outlined, the last row). **Reused**: {reused}. "
+        f"Its weights are one new row. Numbers computed fresh: **{cost.fresh:,}**; read from the cache: "
+        f"**{cost.reused:,}**."
+    )
+
+
+def show_cache(step, t: int, head: int, g: int, labels: list[str]) -> None:
+    """Step ``t``'s new query and the K and V caches it reads, the new rows outlined."""
+    hs, hv = step.cache.k.shape[-1], step.cache.v.shape[-1]
+    panels = (
+        Panel(f"q_{t} (head {head}, new query)", step.q[head], [labels[t]], dim_labels(hs, head * hs), "q"),
+        Panel(f"K cache (K/V head {g})", step.cache.k[g], labels[: t + 1], dim_labels(hs, g * hs), "k",
+              row_block=(t, t + 1)),
+        Panel(f"V cache (K/V head {g})", step.cache.v[g], labels[: t + 1], dim_labels(hv, g * hv), "v",
+              row_block=(t, t + 1)),
+    )
+    views.show_panels(panels, "dec_cache", font_size=figure_font_size())
 
 
 def compare_positions(config) -> None:
@@ -146,18 +152,25 @@ def rope_offsets(result: RunResult) -> None:
                      key="dec_rope_offset_table", hide_index=True)
 
 
-config = sidebar()
-st.title("Decoding with a KV cache")
-decoder = decoder_config(config)
-notes = []
-if config.is_cross:
-    notes.append("a decoder attends to its own tokens: the key/value sentence is set aside")
-if config.mask != "causal":
-    notes.append(f"a decoder never sees the future: the causal mask replaces mask '{config.mask}'")
-if notes:
-    st.info("This page decodes the sentence token by token, so " + "; ".join(notes) + ".")
-result = compute(decoder)
-if result is not None:
+def decoder_notes(config: MHAConfig) -> None:
+    """Say what the page changed to make the sidebar's configuration a decoder's."""
+    notes = []
+    if config.is_cross:
+        notes.append("a decoder attends to its own tokens: the key/value sentence is set aside")
+    if config.mask != "causal":
+        notes.append(f"a decoder never sees the future: the causal mask replaces mask '{config.mask}'")
+    if notes:
+        st.info("This page decodes the sentence token by token, so " + "; ".join(notes) + ".")
+
+
+def main() -> None:
+    config = sidebar()
+    st.title("Decoding with a KV cache")
+    decoder = decoder_config(config)
+    decoder_notes(config)
+    result = compute(decoder)
+    if result is None:
+        return
     st.markdown(
         "A decoder generates one token per step. Attention at step t needs the keys and values of every earlier "
         "token: a **KV cache** keeps them, so each step computes one new query row and appends one key and value. "
@@ -169,3 +182,6 @@ if result is not None:
     stepper(result.config)
     compare_positions(decoder)
     rope_offsets(result)
+
+
+main()

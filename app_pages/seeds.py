@@ -12,13 +12,10 @@ from ui.pages.seeds import (
     overview_table,
     side_by_side,
 )
+from ui.pipeline.step_views import number_columns
 from ui.state import navigation
 from ui.widgets.presentation import presentation_switch
 from ui.widgets.state import open_config
-
-
-def number_columns(frame, decimals: int) -> dict:
-    return {c: st.column_config.NumberColumn(c, format=f"%.{decimals}f") for c in frame.columns}
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -44,10 +41,10 @@ def render_case(case: SeedCase, comparison: CaseComparison) -> None:
         left, right = st.columns(2)
         with left:
             st.caption(f"`{name}` as the seed printed it ({case.decimals} decimals)")
-            st.dataframe(printed, column_config=number_columns(printed, case.decimals), hide_index=True)
+            st.dataframe(printed, column_config=number_columns(printed.columns, f"%.{case.decimals}f"), hide_index=True)
         with right:
             st.caption(f"`{name}` from our engine (2 more decimals) · max |Δ| = {comparison.max_abs_diff[name]:.2g}")
-            st.dataframe(ours, column_config=number_columns(ours, min(case.decimals + 2, 10)), hide_index=True)
+            st.dataframe(ours, column_config=number_columns(ours.columns, f"%.{min(case.decimals + 2, 10)}f"), hide_index=True)
     passed = sum(comparison.checks.values())
     with st.expander(
         f"Structural checks: {passed} of {len(comparison.checks)} pass", expanded=comparison.matches is None
@@ -96,15 +93,19 @@ def render_example(example: SeedExample, comparisons: tuple[CaseComparison, ...]
     render_explorer_button(example)
 
 
-presentation_switch()
-st.title("Seed notebooks")
-st.write(
-    "Five documents wrote multi-head attention their own way. Each is rebuilt here from its own conventions and run "
-    "through our engine; where the seed printed numbers from fixed or seeded inputs, ours sit beside them."
-)
-comparisons = {key: seed_comparisons(example) for key, example in SEED_EXAMPLES.items()}
-st.table(overview_table(SEED_EXAMPLES, comparisons), hide_index=True)
-tabs = st.tabs([f"Seed {key}" for key in SEED_EXAMPLES])
-for tab, example in zip(tabs, SEED_EXAMPLES.values(), strict=True):
-    with tab:
-        render_example(example, comparisons[example.key])
+def main() -> None:
+    presentation_switch()
+    st.title("Seed notebooks")
+    st.write(
+        "Five documents wrote multi-head attention their own way. Each is rebuilt here from its own conventions and "
+        "run through our engine; where the seed printed numbers from fixed or seeded inputs, ours sit beside them."
+    )
+    comparisons = {key: seed_comparisons(example) for key, example in SEED_EXAMPLES.items()}
+    st.table(overview_table(SEED_EXAMPLES, comparisons), hide_index=True)
+    tabs = st.tabs([f"Seed {key}" for key in SEED_EXAMPLES])
+    for tab, example in zip(tabs, SEED_EXAMPLES.values(), strict=True):
+        with tab:
+            render_example(example, comparisons[example.key])
+
+
+main()

@@ -82,21 +82,24 @@ def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int,
     return True
 
 
-config = sidebar()
-st.title("Step by step")
-result = compute(config)
-if result is not None:
-    if config.is_cross:
-        st.markdown(f"Cross-attention: queries from **{' '.join(config.tokens)}**, keys and values from "
-                    f"**{' '.join(config.key_tokens)}**.")
+def step_controls(config) -> tuple[int, bool, bool]:
+    """The head to follow, numbers instead of heatmaps, predict-then-reveal."""
     top = st.columns(3, vertical_alignment="bottom")
-    head = top[0].selectbox("Head to follow", range(config.n_heads), key="w_head", persist_state=KEEP, format_func=lambda h: f"head {h}")
+    head = top[0].selectbox("Head to follow", range(config.n_heads), key="w_head", persist_state=KEEP,
+                            format_func=lambda h: f"head {h}")
     as_table = top[1].toggle("Numbers instead of heatmaps", key="w_sbs_table", persist_state=KEEP)
     predict = top[2].toggle("Predict, then reveal", key="w_sbs_predict", persist_state=KEEP,
                             help="Hide the attention weights and let the class guess the largest cell of a row.")
-    cell = (int(st.session_state.get("w_qi", 0)), int(st.session_state.get("w_kj", 0)))
-    inputs = step_inputs(result)
-    steps = build_steps(inputs, head, cell)
+    return head, as_table, predict
+
+
+def chosen_cell() -> tuple[int, int]:
+    """The drill-down's (query, key), as the link or an earlier pick left them."""
+    return int(st.session_state.get("w_qi", 0)), int(st.session_state.get("w_kj", 0))
+
+
+def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_table: bool, predict: bool) -> bool:
+    """Every step in order, with a "Jump to" line; returns True when the weights are on screen."""
     font_size = figure_font_size()
     jumps = [f"[{number}.\u00a0{step.kind.short_name}](#{step.slug})" for number, step in enumerate(steps, start=1)]
     st.markdown("**Jump to:** " + " · ".join(jumps + ["[Drill-down](#drill-down)"]))
@@ -106,13 +109,36 @@ if result is not None:
             weights_shown = show_softmax(number, step, result, inputs, head, as_table, predict, font_size)
         else:
             views.show_step(number, step, KEY_PREFIX, as_table=as_table, font_size=font_size)
+    return weights_shown
+
+
+def drill_down_section(result, inputs: StepInputs, head: int, weights_shown: bool) -> None:
+    """One cell, number by number: drawn only while its expander is open."""
     st.header("Drill-down: one cell, number by number", anchor="drill-down")
     # Drawn only while open: three tables and three formulas, about a sixth of a rerun's server time
     # (py-spy). A link that names a cell (qi=, kj=) opens it; so does a cell picked earlier in the session.
-    named = (int(st.session_state.get("w_qi", 0)), int(st.session_state.get("w_kj", 0))) != (0, 0)
     section = st.expander("**Open the drill-down**: pick a cell, see its products, score, logit and softmax",
-                          expanded=named, key="sbs_drill_open", on_change="rerun")
+                          expanded=chosen_cell() != (0, 0), key="sbs_drill_open", on_change="rerun")
     if section.open:
         with section:
             i, j = views.cell_picker(result.query_labels, result.key_labels, ("w_qi", "w_kj"))
             views.show_drill_down(drill_down(inputs, head, i, j), KEY_PREFIX, weights_shown=weights_shown)
+
+
+def main() -> None:
+    config = sidebar()
+    st.title("Step by step")
+    result = compute(config)
+    if result is None:
+        return
+    if config.is_cross:
+        st.markdown(f"Cross-attention: queries from **{' '.join(config.tokens)}**, keys and values from "
+                    f"**{' '.join(config.key_tokens)}**.")
+    head, as_table, predict = step_controls(config)
+    inputs = step_inputs(result)
+    steps = build_steps(inputs, head, chosen_cell())
+    weights_shown = show_steps(steps, result, inputs, head, as_table, predict)
+    drill_down_section(result, inputs, head, weights_shown)
+
+
+main()

@@ -6,43 +6,28 @@ change until every plotly figure of the page shows its new data (Heads, Step by 
 shared link opened in a fresh browser until its first heatmap is on screen (warm and cold
 server), split into parts with Navigation/Resource Timing and marks taken in the page. Times are
 read with ``performance.now()`` in the page, so Playwright's own round trips are not counted.
-The shared helpers here (server, chromium, page script, one change to the heads figure, /proc
-readers) are used by the "load", "capacity" and "memory" sections too.
+The server and Chromium come from deploy/launch.py; the page scripts and the timed changes here are
+used by the "load" and "memory" sections too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextlib
 import gzip
 import math
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
-# Flags that keep Debian's chromium quiet on a machine with a closed network (docs/TESTING.md).
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-VIEWPORT = {"width": 1280, "height": 720}
+from bench.processes import cpu_seconds, descendants_cpu_seconds
+from bench.report import skipped_row
+from deploy.launch import chromium_context, missing_browser, run_coroutine, streamlit_server
+
 CHART_KEY = "heads_grid"  # the Heads page's figure of every head
 HEAD_CHOICES = (2, 8, 1, 16, 4)  # divisors of the default d_model 16, visited in turn
 # Issue 11's goals for what the eye sees, each against a median of FULL_SAMPLES.
@@ -55,7 +40,6 @@ QUIET_S = 1.0  # no figure changed for this long after the script's run: the pag
 QUICK_QUIET_S = 0.5
 LINK_QUERY = "?seed=3"  # the shared link: the Heads page with a setting in its URL
 HEATMAP_SELECTOR = ".js-plotly-plot .hm image"  # plotly draws a heatmap's cells as one <image>
-SERVER_START_S = 60.0
 
 # Installed in every page before the app loads: when the user last pressed a pointer or a key,
 # and a fingerprint of a live figure's z data (plotly 7 sends numpy arrays as base64 "bdata"); y for bars.
@@ -160,147 +144,6 @@ IDLE_SELECTOR = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 EXCEPTION_SELECTOR = '[data-testid="stException"]'
 
 
-def run_coroutine(coroutine):
-    """``asyncio.run`` that also works where this thread already runs an event loop.
-
-    Playwright's sync API (the browser tests' session fixture) keeps a loop running in the
-    main thread; there the coroutine runs in a thread of its own instead.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
-def missing_browser() -> str | None:
-    """Why the browser sections cannot run here, or None when they can."""
-    if not CHROMIUM.exists():
-        return f"no chromium at {CHROMIUM}"
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        return "no playwright package"
-    return None
-
-
-def skipped_row(reason: str, **columns) -> dict:
-    """The single row of a section that cannot run on this machine."""
-    return columns | {"note": f"skipped: {reason}"}
-
-
-def free_port() -> int:
-    """A TCP port free on the loopback interface right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-# Processes, read from /proc: memory and CPU time of the server and of the browser.
-
-
-def status_kb(pid: int, key: str) -> int | None:
-    """A ``kB`` field of /proc/<pid>/status (VmRSS, VmHWM), or None once the process is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def stat_fields(pid: int) -> list[str]:
-    """The fields of /proc/<pid>/stat after "pid (name)": field 3 (state) is [0], ppid [1], utime [11], stime [12]."""
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
-    fields = stat_fields(pid)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def descendants_cpu_seconds(root: int, exclude: int) -> float:
-    """CPU seconds of every living process descended from ``root``, leaving out ``exclude`` and its descendants."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):  # a process may end while we read
-                parents[int(entry)] = int(stat_fields(int(entry))[1])
-    total = 0.0
-    for pid in parents:
-        ancestor = pid
-        while ancestor in parents and ancestor not in (root, exclude):
-            ancestor = parents[ancestor]
-        if ancestor == root and pid != root:
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                total += cpu_seconds(pid)
-    return total
-
-
-@dataclass(frozen=True)
-class Server:
-    """A running Streamlit server: where to reach it, its process id, its log file."""
-
-    url: str
-    pid: int
-    log: Path
-
-
-def wait_healthy(server: Server, process: subprocess.Popen, timeout: float) -> None:
-    """Poll /_stcore/health until it answers ok; RuntimeError (with the log's tail) otherwise."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {process.returncode}:\n{server.log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"streamlit was not healthy within {timeout:.0f} s:\n{server.log.read_text()[-3000:]}")
-
-
-def app_command(port: int, script: Path = ROOT / "app.py") -> list[str]:
-    """``streamlit run app.py`` (or ``script``) on loopback, with the flags every test and benchmark server uses."""
-    return [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
-            "--server.headless", "true", "--server.address", "127.0.0.1",
-            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-
-
-@contextlib.contextmanager
-def running_server(command: list[str], port: int, log: Path, start_s: float = SERVER_START_S,
-                   **popen) -> Iterator[tuple[Server, subprocess.Popen]]:
-    """Start ``command`` (a server on ``port``), its output in ``log``; wait until healthy; always stopped."""
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, **popen)
-    server = Server(f"http://127.0.0.1:{port}", process.pid, log)
-    try:
-        wait_healthy(server, process, start_s)
-        yield server, process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-
-@contextlib.contextmanager
-def streamlit_server(directory: Path) -> Iterator[Server]:
-    """``streamlit run app.py`` on a free loopback port, its output in ``directory``/server.log; always stopped."""
-    port = free_port()
-    with running_server(app_command(port), port, directory / "server.log", env={**os.environ}) as (server, _):
-        yield server
-
-
 async def wait_idle(page, timeout_ms: float) -> None:
     """Wait until the app's script has finished its run."""
     await page.wait_for_selector(IDLE_SELECTOR, timeout=timeout_ms)
@@ -350,10 +193,7 @@ async def exceptions_shown(page) -> int:
 
 async def chromium_page(playwright, directory: Path):
     """Debian's chromium with a fresh profile in ``directory``, and its first tab: (context, page)."""
-    context = await playwright.chromium.launch_persistent_context(
-        str(directory / "profile"), executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True,
-        viewport=VIEWPORT,
-    )
+    context = await chromium_context(playwright, directory)
     return context, context.pages[0] if context.pages else await context.new_page()
 
 

@@ -23,17 +23,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.bench_browser import (
-    ROOT,
-    Server,
-    app_command,
-    cpu_seconds,
-    free_port,
-    running_server,
-    skipped_row,
-    status_kb,
-)
+from bench.processes import cpu_seconds, status_kb
+from bench.report import skipped_row
 from bench.st_client import run_classroom
+from deploy.launch import ROOT, Server, app_command, free_port, running_server
 
 PERIOD_S = 5.0  # one change per student every 5 s
 FULL_LADDER = (2, 5, 10, 25, 50, 100, 125, 150, 200, 300)  # students per rung
@@ -45,7 +38,6 @@ GOAL_P95_MS = 1000.0
 GOAL_RATE = 30.0  # changes per second on one core (issue 11: >= 150 students at one change per 5 s)
 SERVER_CPU = "1"  # the core the server runs on; the clients take core 0
 CLIENT_CPU = {0}
-SERVER_START_S = 60.0
 
 
 def server_command(port: int, cpus: str | None, script: Path = ROOT / "app.py") -> list[str]:

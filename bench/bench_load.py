@@ -32,25 +32,18 @@ from pathlib import Path
 import numpy as np
 
 from bench.bench_browser import (
-    CHROMIUM,
-    CHROMIUM_FLAGS,
     PAGE_SCRIPT,
-    VIEWPORT,
     choose_heads,
-    cpu_seconds,
-    descendants_cpu_seconds,
     exceptions_shown,
-    missing_browser,
     next_heads,
     open_heads,
-    run_coroutine,
-    skipped_row,
-    status_kb,
     step_seed,
-    streamlit_server,
     timed_change,
     wait_idle,
 )
+from bench.processes import cpu_seconds, descendants_cpu_seconds, status_kb
+from bench.report import skipped_row
+from deploy.launch import VIEWPORT, chromium_browser, missing_browser, run_coroutine, streamlit_server
 
 FULL_PLAN = ((10, 10), (20, 10))  # (sessions, changes per session)
 QUICK_PLAN = ((2, 2),)
@@ -166,7 +159,7 @@ async def classroom(url: str, sessions: int, changes: int, server_pid: int) -> t
     results = [SessionResult(changes) for _ in range(sessions)]
     contexts: list = []
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+        browser = await chromium_browser(playwright)
         try:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(both_phases(browser, url, results, contexts), timeout=SECTION_TIMEOUT_S)

@@ -20,16 +20,10 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from bench.bench_browser import (
-    chromium_page,
-    exceptions_shown,
-    missing_browser,
-    run_coroutine,
-    skipped_row,
-    status_kb,
-    streamlit_server,
-    wait_idle,
-)
+from bench.bench_browser import chromium_page, exceptions_shown, wait_idle
+from bench.processes import status_kb
+from bench.report import skipped_row
+from deploy.launch import missing_browser, run_coroutine, streamlit_server
 
 FULL_CONFIGS = 200
 QUICK_CONFIGS = 6

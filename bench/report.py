@@ -87,3 +87,8 @@ def previous_results(directory: Path, stem: str) -> dict[str, dict]:
         return json.loads((directory / f"{stem}.json").read_text())["sections"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
+
+
+def skipped_row(reason: str, **columns) -> dict:
+    """The single row of a section that cannot run on this machine."""
+    return columns | {"note": f"skipped: {reason}"}

@@ -49,9 +49,9 @@ start() {
     for ((i = 0; i < n; i++)); do
         cpu=()
         if [ "$PIN" = 1 ] && command -v taskset >/dev/null; then cpu=(taskset -c "$((i % cores))"); fi
-        (cd "$ROOT" && exec "${cpu[@]}" "$PYTHON" -m streamlit run app.py --server.port "$((BASE_PORT + i))" \
-            --server.address 127.0.0.1 --server.headless true --browser.gatherUsageStats false \
-            --server.fileWatcherType none >"$PREFIX/logs/replica-$i.log" 2>&1) &
+        # deploy/launch.py's server command line (loopback, headless), exec'd: the pid below is streamlit's
+        (cd "$ROOT" && exec "${cpu[@]}" "$PYTHON" -m deploy.launch "$((BASE_PORT + i))" \
+            >"$PREFIX/logs/replica-$i.log" 2>&1) &
         echo $! >"$PREFIX/replica-$i.pid"
     done
     for ((i = 0; i < n; i++)); do wait_ok "http://127.0.0.1:$((BASE_PORT + i))/_stcore/health"; done

@@ -33,10 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_browser import free_port, running_server, status_kb  # noqa: E402
 from bench.bench_capacity import PERIOD_S, capacity_row, ladder, server_command  # noqa: E402
+from bench.processes import status_kb  # noqa: E402
 from bench.report import text_table  # noqa: E402
 from bench.st_client import StreamlitClient  # noqa: E402
+from deploy.launch import free_port, running_server  # noqa: E402
 
 MEMORY_MAX = 690 * 1024 * 1024  # Community Cloud's smallest host: 690 MB
 CPU_QUOTA_US, CPU_PERIOD_US = 50_000, 100_000  # half a core

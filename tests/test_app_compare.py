@@ -114,3 +114,36 @@ def test_b_with_one_hot_embeddings_too_narrow_for_them_falls_back_with_a_message
     warnings = [w.value for w in at.warning]
     assert any(w.startswith("B: one-hot embeddings need d_model >= 5") and "embedding=random" in w for w in warnings)
     assert len(at.get("plotly_chart")) > 0  # A, B and B − A are drawn
+
+
+def divisors_up_to(n: int, limit: int) -> list[int]:
+    """The head counts a width allows, by a loop written here (not the app's valid_head_counts)."""
+    return [h for h in range(1, limit + 1) if n % h == 0]
+
+
+def test_b_heads_offers_only_the_divisors_of_b_d_model_as_a_heads_does():
+    at = compare_page({"b_d_model": "12"})
+    assert_page_ok(at)
+    b_heads, a_heads = at.selectbox(key="cmp_heads"), at.selectbox(key="w_heads")
+    assert [int(o) for o in b_heads.options] == divisors_up_to(12, 16) == [1, 2, 3, 4, 6, 12]
+    assert [int(o) for o in a_heads.options] == divisors_up_to(16, 16)
+    b_heads.set_value(3).run()
+    assert_page_ok(at)
+    assert at.query_params["b_heads"] == "3" and at.query_params["b_d_model"] == "12"
+    assert len(panels(at, "cmp_delta")) == 3  # B has 3 heads: heads 0..2 of A and B compared
+    at.number_input(key="cmp_d_model").set_value(10).run()  # 3 heads do not divide 10: B falls to 2
+    assert_page_ok(at)
+    assert [int(o) for o in at.selectbox(key="cmp_heads").options] == divisors_up_to(10, 16)
+    assert at.session_state["cmp_heads"] == 2 and at.query_params["b_d_model"] == "10"
+
+
+def test_b_cross_attention_toggle_writes_and_clears_the_second_sentence():
+    at = compare_page({})
+    assert_page_ok(at)
+    at.toggle(key="cmp_cross").set_value(True).run()
+    assert_page_ok(at)
+    assert at.query_params["b_kv_tokens"] == "a dog ran"  # the second sentence a switched-on toggle offers
+    assert "different tokens" in messages(at)
+    at.toggle(key="cmp_cross").set_value(False).run()
+    assert_page_ok(at)
+    assert "b_kv_tokens" not in at.query_params

@@ -15,8 +15,8 @@ from urllib.parse import parse_qs
 import numpy as np
 import pytest
 
-from bench.bench_browser import run_coroutine, streamlit_server
 from bench.st_client import StreamlitClient
+from deploy.launch import run_coroutine, streamlit_server
 from ui.pages.real_model import DEFAULT_SENTENCE
 
 ATOL = 1e-6  # float32 figure against the float32 model: only the JSON round trip between them

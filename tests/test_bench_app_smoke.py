@@ -20,10 +20,11 @@ from dataclasses import replace
 
 import pytest
 
-from bench import bench_app, bench_browser, bench_load
+from bench import bench_app, bench_browser, bench_load, processes
 from bench.registry import SECTIONS
+from deploy.launch import missing_browser
 
-BROWSER_MISSING = bench_browser.missing_browser()
+BROWSER_MISSING = missing_browser()
 needs_browser = pytest.mark.skipif(BROWSER_MISSING is not None, reason=f"browser benchmark skipped: {BROWSER_MISSING}")
 PAGES = {path.stem for path in (bench_app.ROOT / "app_pages").glob("*.py")}
 
@@ -198,13 +199,13 @@ def test_memory_and_cpu_readers_see_a_busy_child_process():
     child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 1.5: pass"])
     try:
         time.sleep(1.0)
-        assert bench_browser.status_kb(child.pid, "VmRSS") > 1000  # a Python interpreter: several MB
-        busy = bench_browser.descendants_cpu_seconds(os.getpid(), exclude=-1)
+        assert processes.status_kb(child.pid, "VmRSS") > 1000  # a Python interpreter: several MB
+        busy = processes.descendants_cpu_seconds(os.getpid(), exclude=-1)
         assert busy >= 0.3  # most of the second it has spun so far
-        assert bench_browser.descendants_cpu_seconds(os.getpid(), exclude=child.pid) < busy
+        assert processes.descendants_cpu_seconds(os.getpid(), exclude=child.pid) < busy
     finally:
         child.wait(timeout=10)
-    assert bench_browser.status_kb(child.pid, "VmRSS") is None  # gone
+    assert processes.status_kb(child.pid, "VmRSS") is None  # gone
 
 
 def test_peak_rss_sampler_reads_this_process():
@@ -213,7 +214,7 @@ def test_peak_rss_sampler_reads_this_process():
     time.sleep(0.35)
     sampler.stop()
     assert sampler.samples >= 2
-    assert sampler.peak_kb >= bench_browser.status_kb(os.getpid(), "VmRSS") * 0.5
+    assert sampler.peak_kb >= processes.status_kb(os.getpid(), "VmRSS") * 0.5
 
 
 @pytest.mark.browser

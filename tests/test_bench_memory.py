@@ -8,7 +8,7 @@ import urllib.parse
 import pytest
 
 from bench import bench_memory
-from bench.bench_browser import missing_browser
+from deploy.launch import missing_browser
 from mha_core.config import LIMITS
 from ui.state.urlstate import config_from_params
 

@@ -91,3 +91,9 @@ def test_take_apart_reads_each_query_heads_shared_value_head():
     for h in range(4):
         v = t.v[h // 2] @ w_o[h * 4 : (h + 1) * 4]  # (Tk, C_out): query heads 0,1 read K/V head 0; 2,3 read 1
         np.testing.assert_allclose(parts.carried[h], t.weights[h] * np.linalg.norm(v, axis=1)[None, :], atol=1e-12)
+
+
+def test_differences_name_a_setting_by_its_short_label():
+    changed = compare.differences(A, replace(A, n_heads=2, kv_heads=1, d_model=12, null_key=True))
+    assert [label for label, _, _ in changed] == ["d_model", "Heads", "K/V heads", "Null key"]
+    assert changed[1][1:] == (4, 2)

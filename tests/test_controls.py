@@ -127,3 +127,29 @@ def test_the_summary_line_mentions_what_differs_from_the_standard_layer():
 def test_the_summary_line_shows_the_words_as_typed_not_as_markdown():
     line = summary_line(MHAConfig(tokens=(":smile:", "$x$", "*a*", "<b>b</b>")))
     assert "`:smile: $x$ *a* <b>b</b>`" in line  # one code span: Streamlit shows it verbatim
+
+
+@pytest.mark.parametrize(("config", "shown"), [
+    (MHAConfig(mask="padding", valid_len=3), "mask: padding"),
+    (MHAConfig(mask="window", window=1), "mask: sliding window"),
+    (MHAConfig(init="uniform"), "weights: uniform [0, 1)"),
+    (MHAConfig(init="he"), "weights: He normal"),
+    (MHAConfig(init="first"), "weights: hand-built: first-token (sink) head"),
+    (MHAConfig(scale_rule="sqrt_t"), "scale: 1/√T"),
+    (MHAConfig(scale_rule="temperature", temperature=2.0), "scale: 1/temperature"),
+])
+def test_the_summary_line_names_choices_by_their_short_labels(config, shown):
+    line = summary_line(config)
+    assert shown in line.split(" · ")
+    assert "seed 0" not in line and "no peeking" not in line  # the widget's explanations stay in the widget
+
+
+def test_the_summary_line_reads_the_short_label_from_the_settings_row(monkeypatch):
+    import dataclasses
+
+    import ui.state.settings as table
+
+    rows = tuple(dataclasses.replace(row, short_choices={"causal": "no look-ahead"}) if row.name == "mask" else row
+                 for row in table.SETTINGS)
+    monkeypatch.setattr(table, "SETTINGS", rows)
+    assert "mask: no look-ahead" in summary_line(MHAConfig(mask="causal")).split(" · ")

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import streamlit
 
-from bench.bench_browser import free_port, run_coroutine
 from bench.st_client import SEED_KEY, StreamlitClient
+from deploy.launch import free_port, run_coroutine, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -97,23 +97,6 @@ def test_dockerignore_keeps_everything_the_image_copies(dockerfile):
     assert {"tests", ".git", "bench"} <= ignored  # the build context stays small
 
 
-def wait_health(url: str, process: subprocess.Popen, timeout: float = 90) -> None:
-    """Poll ``url``/_stcore/health until ok; fail with the log when the server dies or is late."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"the server exited with code {process.returncode}"
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read() == b"ok":
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    pytest.fail(f"no ok from {url}/_stcore/health within {timeout} s")
-
-
 def loopback_command(entrypoint: list[str], cmd: list[str], port: int) -> list[str]:
     """The container's command line with its port and address moved to a free loopback port."""
     moved = {"--server.port": str(port), "--server.address": "127.0.0.1"}
@@ -139,11 +122,8 @@ def test_container_entry_point_serves_from_the_copied_files_and_passes_its_healt
     assert entrypoint[0] == "python"
     port = free_port()
     command = [sys.executable, *loopback_command(entrypoint, cmd, port)[1:]]
-    with open(tmp_path / "server.log", "w") as log:
-        process = subprocess.Popen(command, cwd=app_dir, stdout=log, stderr=subprocess.STDOUT,
-                                   env={**os.environ, "PYTHONPATH": ""})
-    try:
-        wait_health(f"http://127.0.0.1:{port}", process)
+    env = {**os.environ, "PYTHONPATH": ""}
+    with running_server(command, port, tmp_path / "server.log", 90, cwd=app_dir, env=env):
         healthcheck = exec_form(only(dockerfile, "HEALTHCHECK").split("CMD", 1)[1].strip())
         assert healthcheck[0] == "python"
         probe = [sys.executable, *(part.replace("8501", str(port)) for part in healthcheck[1:])]
@@ -151,9 +131,6 @@ def test_container_entry_point_serves_from_the_copied_files_and_passes_its_healt
         # The same probe against a port where nothing listens must fail (the check can fail).
         dead = [sys.executable, *(part.replace("8501", str(free_port())) for part in healthcheck[1:])]
         assert subprocess.run(dead, timeout=30, capture_output=True).returncode != 0
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 # --- nginx and replicas ----------------------------------------------------------------------

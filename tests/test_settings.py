@@ -59,6 +59,19 @@ def test_a_new_row_has_its_widget_in_the_sidebar_and_reaches_the_config(with_kno
     assert at.session_state["config"].knob == 8 and at.query_params["knob"] == "8"
 
 
+def test_a_new_row_has_its_widget_in_compares_b_too(with_knob):
+    """B's controls are the sidebar's widget table at another place: a new row is there with its limits."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["b_knob"] = "4"
+    at.switch_page("app_pages/compare.py")
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    knob = at.number_input(key="cmp_knob")
+    assert knob.label == f"B: {KNOB.label}" and knob.value == 4 and (knob.min, knob.max) == (0, 9)
+    knob.set_value(6).run()
+    assert at.query_params["b_knob"] == "6" and "knob" not in at.query_params  # A keeps its default
+
+
 def test_a_choice_can_still_read_the_values_old_links_carried():
     row = Setting("pe_kind", "choice", None, choices={"none": "none", "sinusoidal": "sinusoidal"},
                   default="none", legacy={"0": "none", "1": "sinusoidal"})

@@ -18,27 +18,16 @@ from pathlib import Path
 
 import pytest
 
-# The server and the chromium flags are the benchmarks' too: one definition for both.
-from bench.bench_browser import CHROMIUM, CHROMIUM_FLAGS, VIEWPORT, streamlit_server
+# The server and Chromium are started as the benchmarks and deploy/smallest_host.py start them.
+from deploy.launch import chromium_context, missing_browser, streamlit_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 
 
-def _missing_browser() -> str | None:
-    """Why the browser tests cannot run here, or None when they can."""
-    if not CHROMIUM.exists():
-        return f"{CHROMIUM} is missing (apt-get install chromium; .ci/run does it)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright Python package is missing (pip install -r requirements-dev.txt)"
-    return None
-
-
 def pytest_collection_modifyitems(config, items):
     """Mark every test in this folder 'browser' and skip them all when chromium or playwright is missing."""
-    reason = _missing_browser()
+    reason = missing_browser()
     for item in items:
         if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
             item.add_marker(pytest.mark.browser)
@@ -60,13 +49,7 @@ def browser_context(tmp_path_factory):
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")),
-            executable_path=str(CHROMIUM),
-            args=CHROMIUM_FLAGS,
-            headless=True,
-            viewport=VIEWPORT,
-        )
+        context = chromium_context(playwright, tmp_path_factory.mktemp("chromium"))
         context.set_default_timeout(30_000)
         yield context
         context.close()

@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 from conftest import exceptions_on_page, open_app, wait_for_charts, wait_idle
 
-from bench.bench_browser import free_port
+from deploy.launch import free_port
 from mha_core import run
 from ui.state.urlstate import config_from_params
 

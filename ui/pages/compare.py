@@ -43,7 +43,7 @@ def b_params(config_a: MHAConfig, config_b_: MHAConfig) -> dict[str, str]:
 def differences(config_a: MHAConfig, config_b_: MHAConfig) -> list[tuple[str, object, object]]:
     """(label, A's value, B's value) for every setting that differs."""
     va, vb = values_of(config_a), values_of(config_b_)
-    return [(row.label or row.name, va[row.name], vb[row.name]) for row in model_settings() if va[row.name] != vb[row.name]]
+    return [(row.short_name, va[row.name], vb[row.name]) for row in model_settings() if va[row.name] != vb[row.name]]
 
 
 @dataclass(frozen=True)

@@ -45,12 +45,14 @@ class Setting:
     field: str | None = None  # the MHAConfig field; None for a view setting (what is on screen)
     url: str | None = None  # URL parameter name, when it is not ``name``
     label: str = ""
+    short_label: str = ""  # the label in a summary ("Heads"), when ``label`` says more
     help: str | None = None
     section: str = ""  # the sidebar header the widget sits under
     widget: str = ""  # how the sidebar draws it (ui/widgets/ WIDGETS); "" = a page draws it
     default: object = FROM_CONFIG  # a value, or a function of the values so far
     limits: tuple | Callable[[Values], tuple] | None = None  # (low, high), inclusive (float: low excluded)
     choices: Mapping[str, str] = dataclasses.field(default_factory=dict)  # value -> the widget's label for it
+    short_choices: Mapping[str, str] = dataclasses.field(default_factory=dict)  # value -> a summary's label, if shorter
     url_choices: tuple[str, ...] | None = None  # the values a link may carry, when not every choice
     legacy: Mapping[str, str] = dataclasses.field(default_factory=dict)  # old URL values still read -> today's value
     writes_legacy: bool = False  # write a value that has an old spelling in it, so older apps read the link too
@@ -89,6 +91,15 @@ class Setting:
     def link_choices(self) -> tuple[str, ...]:
         """The values a link may carry."""
         return self.url_choices or tuple(self.choices)
+
+    @property
+    def short_name(self) -> str:
+        """The setting's name in a summary line or a list of differences."""
+        return self.short_label or self.label or self.name
+
+    def short_choice(self, value: str) -> str:
+        """A choice's label in a summary line: its short label, else the widget's."""
+        return self.short_choices.get(value) or self.choices.get(value, value)
 
 
 def key_tokens(values: Values) -> tuple[str, ...]:
@@ -183,6 +194,10 @@ SCALE_LABELS = {
     "none": "none (×1)",
     "temperature": "1/temperature",
 }
+# Shorter labels for a summary line, where the widget's label explains more.
+INIT_SHORT_LABELS = {"xavier": "Xavier", "uniform": "uniform [0, 1)", "normal": "standard normal", "he": "He normal"}
+SCALE_SHORT_LABELS = {"sqrt_dk": "1/√d_k", "sqrt_t": "1/√T", "none": "none"}
+MASK_SHORT_LABELS = {"causal": "causal", "padding": "padding", "custom": "custom"}
 MASK_LABELS = {
     "none": "none",
     "causal": "causal (no peeking ahead)",
@@ -208,22 +223,26 @@ SETTINGS: tuple[Setting, ...] = (
             help="Words separated by spaces; repeated words stay separate tokens."),
     Setting("kv_tokens", "tokens", "kv_tokens", label="Key/value sentence", section="Model", widget="second_sentence",
             help="The tokens the queries look at."),
-    Setting("d_model", "int", "d_model", label="d_model (model width)", section="Model", widget="number",
+    Setting("d_model", "int", "d_model", label="d_model (model width)", short_label="d_model", section="Model",
+            widget="number",
             limits=(1, LIMITS["max_d_model"])),
-    Setting("heads", "int", "n_heads", label="Heads (only those dividing d_model)", section="Model", widget="heads",
+    Setting("heads", "int", "n_heads", label="Heads (only those dividing d_model)", short_label="Heads", section="Model",
+            widget="heads",
             limits=(1, LIMITS["max_heads"]), fit=_fit_heads),
     Setting("seed", "int", "seed", label="Seed", section="Model", widget="number", limits=(0, LIMITS["max_seed"])),
-    Setting("init", "choice", "init", label="Weights", section="Model", widget="init", choices=INIT_LABELS),
+    Setting("init", "choice", "init", label="Weights", section="Model", widget="init", choices=INIT_LABELS,
+            short_choices=INIT_SHORT_LABELS),
     Setting("bias", "flag", "bias", label="Biases", section="Model", widget="toggle", disabled=_hand_built),
     Setting("wo", "flag", "output_projection", label="Output projection W_O", section="Model", widget="toggle",
             written="changed"),
-    Setting("kv_heads", "int", "kv_heads", label="Key/value heads (GQA; 1 = MQA)", section="Model",
+    Setting("kv_heads", "int", "kv_heads", label="Key/value heads (GQA; 1 = MQA)", short_label="K/V heads", section="Model",
             widget="kv_heads", default=lambda v: v["heads"], limits=lambda v: (1, v["heads"]), fit=_fit_kv_heads,
             written="changed", help="Query heads in a group share one key/value head: fewer K/V heads, a "
             "smaller KV cache. Equal to heads: ordinary multi-head attention."),
     Setting("embedding", "choice", "embedding", url="emb", label="Embeddings", section="Inputs", widget="select",
             choices=EMBEDDING_LABELS, url_choices=LINK_EMBEDDINGS, written="changed"),
     Setting("pe", "choice", "pe", label="Positions", section="Inputs", widget="select", choices=POSITION_LABELS,
+            short_choices=SHORT_POSITION_LABELS,
             default="none",
             legacy={"0": "none", "1": "sinusoidal"}, writes_legacy=True, disabled=_hand_built,
             help="Sinusoidal is added to the tokens; RoPE turns q and k by position; ALiBi subtracts "
@@ -231,17 +250,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("rope_base", "float", "rope_base", label="RoPE base θ", section="Inputs", widget="number",
             limits=(1.0, MAX_ROPE_BASE), widget_limits=(1.5, MAX_ROPE_BASE), applies=_turns,
             help="Pair p turns by position × θ^(−2p/d_k): a larger base turns the slow pairs slower."),
-    Setting("scale", "choice", "scale_rule", label="Scale", section="Scores", widget="select", choices=SCALE_LABELS),
+    Setting("scale", "choice", "scale_rule", label="Scale", section="Scores", widget="select", choices=SCALE_LABELS,
+            short_choices=SCALE_SHORT_LABELS),
     Setting("temperature", "float", "temperature", label="Temperature", section="Scores", widget="number",
             limits=(0.0, LIMITS["max_temperature"]), widget_limits=(0.01, LIMITS["max_temperature"]), applies=lambda v: v["scale"] == "temperature", kept_unused=True),
-    Setting("null_key", "flag", "null_key", url="null", label="Null key (softmax₁)", section="Scores", widget="toggle",
+    Setting("null_key", "flag", "null_key", url="null", label="Null key (softmax₁)", short_label="Null key",
+            section="Scores", widget="toggle",
             written="changed", help="An extra key of score 0 and value 0 that every query may attend to: each row's "
             "weights then sum to at most 1, and a row may put its weight 'nowhere' (softmax with +1 in the denominator)."),
-    Setting("mask", "choice", "mask", label="Mask", section="Scores", widget="select", choices=MASK_LABELS),
-    Setting("valid_len", "int", "valid_len", label="Valid length (keys that are real)", section="Scores",
+    Setting("mask", "choice", "mask", label="Mask", section="Scores", widget="select", choices=MASK_LABELS,
+            short_choices=MASK_SHORT_LABELS),
+    Setting("valid_len", "int", "valid_len", label="Valid length (keys that are real)", short_label="Valid length",
+            section="Scores",
             widget="slider", default=lambda v: len(key_tokens(v)), limits=lambda v: (0, len(key_tokens(v))),
             applies=lambda v: v["mask"] == "padding"),
-    Setting("window", "int", "window", label="Window radius |i − j| ≤", section="Scores", widget="slider",
+    Setting("window", "int", "window", label="Window radius |i − j| ≤", short_label="Window", section="Scores",
+            widget="slider",
             limits=(0, LIMITS["max_tokens"]), widget_limits=lambda v: (0, max(len(key_tokens(v)) - 1, 1)),
             applies=lambda v: v["mask"] == "window", kept_unused=True),
     Setting("custom_mask", "grid", "custom_mask", url="cmask", section="Scores", widget="grid",
@@ -267,6 +291,11 @@ VIEW_DEFAULTS = MappingProxyType({row.name: row.default for row in VIEW_SETTINGS
 def model_settings() -> tuple[Setting, ...]:
     """The model's settings (read at call time, so a test may extend the table)."""
     return SETTINGS
+
+
+def model_setting(name: str) -> Setting:
+    """The model's setting called ``name``."""
+    return next(row for row in model_settings() if row.name == name)
 
 
 def values_of(config: MHAConfig) -> dict[str, object]:

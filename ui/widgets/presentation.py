@@ -6,7 +6,7 @@ import streamlit as st
 
 from mha_core.config import MHAConfig
 from ui.charts.markdown import literal
-from ui.state.settings import INIT_LABELS, MASK_LABELS, SCALE_LABELS, SHORT_POSITION_LABELS
+from ui.state.settings import model_setting
 from ui.widgets.state import KEEP
 
 FONT_SIZE = 12  # the figures' base font size (plotly's default)
@@ -30,22 +30,27 @@ def _short(tokens: tuple[str, ...], words: int = 6) -> str:
     return " ".join(tokens[:words]) + f" … ({len(tokens)} tokens)"
 
 
+def _choice(name: str, value: str) -> str:
+    """A setting's value as a summary names it: the short label on its row of the settings table."""
+    return model_setting(name).short_choice(value)
+
+
 def summary_line(config: MHAConfig) -> str:
     """The settings in one line of Markdown, for the compact bar of presentation mode."""
     sentence = f"**{literal(_short(config.tokens))}**"  # as typed: no emoji, maths or italics from the words
     if config.kv_tokens is not None:
         sentence += f" → **{literal(_short(config.kv_tokens))}**"
-    parts = [sentence, f"{config.n_heads} heads", f"mask: {MASK_LABELS[config.mask].split(' (')[0]}"]
+    parts = [sentence, f"{config.n_heads} heads", f"mask: {_choice('mask', config.mask)}"]
     if config.key_value_heads != config.n_heads:
         parts.append(f"{config.key_value_heads} K/V head{'s' if config.key_value_heads > 1 else ''}")
     if config.pe != "none":
-        parts.append(f"positions: {SHORT_POSITION_LABELS[config.pe]}")
+        parts.append(f"positions: {_choice('pe', config.pe)}")
     if config.null_key:
         parts.append("null key")
     if config.init != "xavier":
-        parts.append(f"weights: {INIT_LABELS[config.init].split('  ')[0]}")
+        parts.append(f"weights: {_choice('init', config.init)}")
     if config.scale_rule != "sqrt_dk":
-        parts.append(f"scale: {SCALE_LABELS[config.scale_rule].split('  ')[0]}")
+        parts.append(f"scale: {_choice('scale', config.scale_rule)}")
     if not config.output_projection:
         parts.append("no W_O")
     return " · ".join(parts)

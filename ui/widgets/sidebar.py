@@ -26,13 +26,14 @@ from ui.state.settings import (
 from ui.state.urlstate import params_from_config, repair, view_params
 from ui.widgets.mask_editor import custom_grid
 from ui.widgets.presentation import presentation_bar, presenting, summary_line
-from ui.widgets.state import KEEP, KV_HEADS_OF, clamp_choice, startup
+from ui.widgets.state import KEEP, KV_HEADS_OF, SIDEBAR, Place, clamp_choice, startup
 from ui.widgets.uploads import uploaded_embedding
 
 
-def _sentence(key: str, label: str, help_text: str) -> tuple[str, ...]:
+def _sentence(row: Setting, place: Place) -> tuple[str, ...]:
     """A text box of words; an empty one gives the example sentence, a long one its first tokens."""
-    typed = tokenize(st.text_input(label, key=key, help=help_text, persist_state=KEEP))
+    label = place.label(row)
+    typed = tokenize(st.text_input(label, key=place.key(row.name), help=row.help, **place.options))
     tokens, reason = fit_sentence(typed, MHAConfig().tokens)
     if reason:
         (st.warning if typed else st.error)(f"{label} {reason}.")
@@ -97,32 +98,32 @@ def _draw_settings() -> dict[str, object]:
     return values
 
 
-def _sentence_widget(row: Setting, values) -> tuple[str, ...]:
-    return _sentence(row.key, row.label, row.help)
+def _sentence_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[str, ...]:
+    return _sentence(row, place)
 
 
-def _second_sentence_widget(row: Setting, values) -> tuple[str, ...] | None:
-    cross = st.toggle("Cross-attention (keys/values from a second sentence)", key="w_cross", persist_state=KEEP)
-    return _sentence(row.key, row.label, row.help) if cross else None
+def _second_sentence_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[str, ...] | None:
+    cross = st.toggle(f"{place.label_prefix}Cross-attention (keys/values from a second sentence)",
+                      key=place.key("cross"), **place.options)
+    return _sentence(row, place) if cross else None
 
 
-def _number_widget(row: Setting, values) -> int | float:
+def _number_widget(row: Setting, values, place: Place = SIDEBAR) -> int | float:
     low, high = row.widget_bounds(values)
     step = 1 if row.kind == "int" else 0.1
-    value = st.number_input(
-        row.label, min_value=low, max_value=high, step=step, key=row.key, help=row.help, persist_state=KEEP
-    )
+    value = st.number_input(place.label(row), min_value=low, max_value=high, step=step, key=place.key(row.name),
+                            help=row.help, **place.options)
     return int(value) if row.kind == "int" else float(value)
 
 
-def _heads_widget(row: Setting, values) -> int:
+def _heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     """Only the head counts that divide d_model; a count that no longer fits becomes the nearest below."""
-    ss = st.session_state
+    ss, key = st.session_state, place.key(row.name)
     d_model = values["d_model"]
     choices = valid_head_counts(d_model)
-    if ss.get(row.key) not in choices:
-        ss[row.key] = fitting_heads(ss.get(row.key) or 1, d_model)
-    heads = st.selectbox(row.label, choices, key=row.key, help=row.help, persist_state=KEEP)
+    if ss.get(key) not in choices:
+        ss[key] = fitting_heads(ss.get(key) or 1, d_model)
+    heads = st.selectbox(place.label(row), choices, key=key, help=row.help, **place.options)
     st.caption(
         f"Head size d_k = {d_model // heads}. Limits: {LIMITS['max_tokens']} tokens, "
         f"d_model ≤ {LIMITS['max_d_model']}, {LIMITS['max_heads']} heads."
@@ -130,57 +131,59 @@ def _heads_widget(row: Setting, values) -> int:
     return int(heads)
 
 
-def _select_widget(row: Setting, values) -> str:
+def _select_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
+    choices = row.link_choices() if place.link_only else row.choices
     return st.selectbox(
-        row.label, list(row.choices), key=row.key, help=row.help, persist_state=KEEP, format_func=row.choices.get,
-        disabled=row.disabled(values),
+        place.label(row), list(choices), key=place.key(row.name), help=row.help, format_func=row.choices.get,
+        disabled=row.disabled(values), **place.options,
     )
 
 
-def _kv_heads_widget(row: Setting, values) -> int:
+def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     """Only the key/value head counts that divide the heads. When the head count changes, multi-head stays
     multi-head and a grouping keeps its group size where it can (``kv_heads_after``), saying so when not."""
-    ss = st.session_state
+    ss, key, heads_of = st.session_state, place.key(row.name), place.note(KV_HEADS_OF)
     heads = values["heads"]
-    before = ss.get(KV_HEADS_OF, heads)  # the head count the stored choice was made for
-    if before != heads and ss.get(row.key) is not None:
-        ss[row.key], note = kv_heads_after(heads, before, int(ss[row.key]))
+    before = ss.get(heads_of, heads)  # the head count the stored choice was made for
+    if before != heads and ss.get(key) is not None:
+        ss[key], note = kv_heads_after(heads, before, int(ss[key]))
         if note:
             st.info(f"Key/value heads: {note}.")
     choices = valid_kv_head_counts(heads)
-    if ss.get(row.key) not in choices:
-        ss[row.key] = fitting_kv_heads(ss.get(row.key) or heads, heads)
-    ss[KV_HEADS_OF] = heads
-    kv = st.segmented_control(row.label, choices, key=row.key, help=row.help, persist_state=KEEP, required=True)
+    if ss.get(key) not in choices:
+        ss[key] = fitting_kv_heads(ss.get(key) or heads, heads)
+    ss[heads_of] = heads
+    kv = st.segmented_control(place.label(row), choices, key=key, help=row.help, required=True, **place.options)
     st.caption(f"{heads // kv} query head(s) per K/V head: "
                + ("multi-head (MHA)." if kv == heads else "multi-query (MQA)." if kv == 1 else "grouped-query (GQA)."))
     return int(kv)
 
 
-def _init_widget(row: Setting, values) -> str:
-    init = _select_widget(row, values)
+def _init_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
+    init = _select_widget(row, values, place)
     if init in PRESET_INITS:
         st.caption(PRESET_DESCRIPTIONS[init] + " Inputs are hand-built too: position in dims 0-1, word in dims 2-3.")
     return init
 
 
-def _toggle_widget(row: Setting, values) -> bool:
-    return bool(st.toggle(row.label, key=row.key, help=row.help, persist_state=KEEP, disabled=row.disabled(values)))
+def _toggle_widget(row: Setting, values, place: Place = SIDEBAR) -> bool:
+    return bool(st.toggle(place.label(row), key=place.key(row.name), help=row.help, disabled=row.disabled(values),
+                          **place.options))
 
 
-def _slider_widget(row: Setting, values) -> int:
+def _slider_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     """A slider whose range follows the sentence; a stored value outside it is moved to the nearest end."""
-    ss = st.session_state
+    ss, key = st.session_state, place.key(row.name)
     low, high = row.widget_bounds(values)
-    ss[row.key] = min(max(int(ss.get(row.key, row.default_for(values))), low), high)
-    return int(st.slider(row.label, low, high, key=row.key, help=row.help, persist_state=KEEP))
+    ss[key] = min(max(int(ss.get(key, row.default_for(values))), low), high)
+    return int(st.slider(place.label(row), low, high, key=key, help=row.help, **place.options))
 
 
-def _grid_widget(row: Setting, values) -> tuple[tuple[bool, ...], ...]:
+def _grid_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[tuple[bool, ...], ...]:
     return custom_grid(values["tokens"], key_tokens(values), config_of({**values, row.name: None}))
 
 
-WIDGETS = {  # Setting.widget -> how the sidebar draws it; each returns the setting's value
+WIDGETS = {  # Setting.widget -> how it is drawn (at a Place: the sidebar, Compare's B); returns the value
     "sentence": _sentence_widget,
     "second_sentence": _second_sentence_widget,
     "number": _number_widget,

@@ -7,9 +7,14 @@ every run) stops Streamlit from dropping a value when a page does not draw its w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
 import streamlit as st
 
 from mha_core.config import MHAConfig
+from mha_core.inputs import tokenize
 from ui.state.settings import VIEW_SETTINGS, Setting, model_settings, values_of
 from ui.state.urlstate import config_from_params, view_from_params
 
@@ -17,6 +22,34 @@ KV_HEADS_OF = "kv_heads_of"  # session state: the head count the key/value heads
 # Widgets keep their values across page switches and while hidden (Streamlit >= 1.5x); without it
 # a page that does not draw a widget drops its value. keep_widget_state is the older belt to it.
 KEEP = "session"
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a setting's widget lives: its keys, its label and the options every widget there gets.
+
+    The sidebar is one place (``w_`` keys, kept across pages); Compare's configuration B is another
+    (``cmp_`` keys, "B: " labels, a change callback). Both draw with the same widget table
+    (``ui/widgets/sidebar.py`` WIDGETS), so B offers what A offers.
+    """
+
+    prefix: str = "w_"  # widget keys: prefix + setting name ("w_heads"), also of a widget's helpers ("w_cross")
+    note_prefix: str = ""  # other session state a widget keeps (KV_HEADS_OF): note_prefix + its name
+    label_prefix: str = ""
+    options: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({"persist_state": KEEP}))
+    link_only: bool = False  # offer only the choices a link can carry (no uploaded embedding)
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    def note(self, name: str) -> str:
+        return f"{self.note_prefix}{name}"
+
+    def label(self, row: Setting) -> str:
+        return f"{self.label_prefix}{row.label or row.name}"
+
+
+SIDEBAR = Place()
 
 
 def keep_widget_state() -> None:
@@ -32,35 +65,58 @@ SECOND_SENTENCE = ("a", "dog", "ran")  # offered when cross-attention is switche
 def seed_widgets(config: MHAConfig, view: dict | None = None) -> None:
     """Put ``config`` into the widgets' session state (only before they are drawn in a run)."""
     ss = st.session_state
-    ss[KV_HEADS_OF] = config.n_heads
     values = values_of(config)
     for row in model_settings():
-        value = values[row.name]
-        SEEDS.get(row.widget, _seed_value)(row, row.default_for(values) if value is None else value)
+        seed_widget(row, values, SIDEBAR)
     for row in VIEW_SETTINGS:
         ss[row.key] = (view or {}).get(row.name, row.default)
 
 
-def _seed_value(row: Setting, value) -> None:
-    st.session_state[row.key] = value
+def seed_widget(row: Setting, values, place: Place) -> None:
+    """Put the setting's value (from ``values``, a configuration's ``values_of``) into its widget at ``place``."""
+    value = values[row.name]
+    SEEDS.get(row.widget, _seed_value)(row, row.default_for(values) if value is None else value, place)
+    if row.widget == "kv_heads":
+        st.session_state[place.note(KV_HEADS_OF)] = values["heads"]
 
 
-def _seed_sentence(row: Setting, value) -> None:
-    st.session_state[row.key] = " ".join(value)
+def widget_value(row: Setting, place: Place):
+    """The setting's value as its widget at ``place`` holds it now (the inverse of ``seed_widget``)."""
+    return READS.get(row.widget, _read_value)(row, place)
 
 
-def _seed_second_sentence(row: Setting, value) -> None:
-    st.session_state.w_cross = value is not None
-    st.session_state[row.key] = " ".join(value or SECOND_SENTENCE)
+def _seed_value(row: Setting, value, place: Place) -> None:
+    st.session_state[place.key(row.name)] = value
 
 
-def _seed_select(row: Setting, value) -> None:
+def _seed_sentence(row: Setting, value, place: Place) -> None:
+    st.session_state[place.key(row.name)] = " ".join(value)
+
+
+def _seed_second_sentence(row: Setting, value, place: Place) -> None:
+    st.session_state[place.key("cross")] = value is not None
+    st.session_state[place.key(row.name)] = " ".join(value or SECOND_SENTENCE)
+
+
+def _seed_select(row: Setting, value, place: Place) -> None:
     """A choice a link cannot carry (an uploaded embedding) starts from the default."""
-    st.session_state[row.key] = value if value in row.link_choices() else row.default_for({})
+    st.session_state[place.key(row.name)] = value if value in row.link_choices() else row.default_for({})
 
 
-def _seed_grid(row: Setting, value) -> None:
+def _seed_grid(row: Setting, value, place: Place) -> None:
     set_grid(value)
+
+
+def _read_value(row: Setting, place: Place):
+    return st.session_state[place.key(row.name)]
+
+
+def _read_sentence(row: Setting, place: Place) -> tuple[str, ...]:
+    return tokenize(st.session_state[place.key(row.name)])
+
+
+def _read_second_sentence(row: Setting, place: Place) -> tuple[str, ...] | None:
+    return _read_sentence(row, place) if st.session_state.get(place.key("cross")) else None
 
 
 SEEDS = {  # Setting.widget -> how a value goes into its widget, where not as it is
@@ -68,6 +124,10 @@ SEEDS = {  # Setting.widget -> how a value goes into its widget, where not as it
     "second_sentence": _seed_second_sentence,
     "select": _seed_select,
     "grid": _seed_grid,
+}
+READS = {  # Setting.widget -> how its value is read back from its widget, where not as it is
+    "sentence": _read_sentence,
+    "second_sentence": _read_second_sentence,
 }
 
 
