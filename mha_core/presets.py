@@ -60,7 +60,6 @@ PRESETS: dict[str, Preset] = {
     )
 }
 PRESET_INITS = tuple(PRESETS)  # the init values, in table order
-PRESET_DESCRIPTIONS = {init: preset.description for init, preset in PRESETS.items()}  # read by the sidebar
 
 
 def _circle(angles: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import streamlit as st
 
 from mha_core.config import LIMITS, MHAConfig, valid_head_counts, valid_kv_head_counts
 from mha_core.inputs import tokenize
-from mha_core.presets import PRESET_DESCRIPTIONS, PRESET_INITS
+from mha_core.presets import PRESETS
 from ui.state.settings import (
     VIEW_SETTINGS,
     Setting,
@@ -161,8 +161,8 @@ def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
 
 def _init_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     init = _select_widget(row, values, place)
-    if init in PRESET_INITS:
-        st.caption(PRESET_DESCRIPTIONS[init] + " Inputs are hand-built too: position in dims 0-1, word in dims 2-3.")
+    if init in PRESETS:
+        st.caption(PRESETS[init].description + " Inputs are hand-built too: position in dims 0-1, word in dims 2-3.")
     return init
 
 
