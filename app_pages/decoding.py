@@ -6,6 +6,7 @@ import streamlit as st
 
 from mha_core.config import MHAConfig, RunResult
 from ui import step_views as views
+from ui.cache_policy_section import cache_policy_section, capture_links
 from ui.compute import compute, result_later
 from ui.controls import KEEP, clamp_choice, figure_font_size, sidebar
 from ui.decoding import (
@@ -151,6 +152,7 @@ def rope_offsets(result: RunResult) -> None:
                      key="dec_rope_offset_table", hide_index=True)
 
 
+cache_links = capture_links()  # before the sidebar rewrites the address bar
 config = sidebar()
 st.title("Decoding with a KV cache")
 decoder = decoder_config(config)
@@ -172,5 +174,6 @@ if result is not None:
         st.caption(f"Scale 1/√T: every step uses T = {len(decoder.tokens)}, the whole sentence's length, as full "
                    "attention does. A generator that does not know T yet would take 1/√(t+1) and get other rows.")
     stepper(result.config)
+    cache_policy_section(result, cache_links)
     compare_positions(decoder)
     rope_offsets(result)
