@@ -82,8 +82,8 @@ def cache_policy_section(result: RunResult, raw: dict[str, str] | None) -> None:
     st.markdown("**What the cache holds after each step** (■ held, S a sink, ✗ evicted at this step)")
     st.dataframe(held_table(steps, labels, sinks), key="cache_held")
     clamp_choice("w_cache_head", config.n_heads)
-    head = st.selectbox("Head", range(config.n_heads), key="w_cache_head", persist_state=KEEP,
-                        format_func=lambda h: f"head {h}")
+    head = st.columns([1, 3])[0].selectbox("Head", range(config.n_heads), key="w_cache_head", persist_state=KEEP,
+                                           format_func=lambda h: f"head {h}")
     left, right = st.columns(2)
     width = views.plot_px(1 / 2)
     with left:
@@ -96,6 +96,7 @@ def cache_policy_section(result: RunResult, raw: dict[str, str] | None) -> None:
                          "cache_full_weights", width_px=width, font_size=figure_font_size())
     last = len(steps) - 1
     clamp_choice("w_cache_step", last + 1)
+    st.session_state.setdefault("w_cache_step", last)  # the last step first: the one with the most evicted
     t = st.slider("Look at step t", 0, last, key="w_cache_step", persist_state=KEEP) if last else 0
     st.markdown(spare_sentence(spare_mass(steps[t], full[t], head), config.null_key) + f" (head {head}, step {t})")
     st.markdown(f"**Keys in the cache at step {t} and the positions {config.positions.short_label} gives them**")
