@@ -206,3 +206,24 @@ def test_sixty_four_tokens_with_tiles_of_one_run():
     assert metric(at, "Tiles skipped") == f"{64 * 63 // 2} of {64 * 63 // 2}"
     assert float(metric(at, "max |Δ| O vs engine")) <= 1e-12
     assert math.isclose(float(metric(at, "max |Δ| m + log ℓ vs log-sum-exp")), 0, abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("params", [
+    {"tokens": "hi"},  # one token: one tile
+    {"kv_tokens": "a dog ran far away now and then", "br": 4, "bc": 3},  # Tk = 8 > Tq = 6
+    {"kv_tokens": "a dog", "mask": "window", "window": 0, "bc": 2},  # rows with every key masked
+    {"init": "previous", "mask": "causal", "null": 1},
+    {"mask": "custom", "cmask": "100000.110000.000000.111100.000010.111111", "br": 3, "bc": 3},
+    {"present": 1, "mask": "causal"},
+])
+def test_other_shapes_and_options_run_and_end_on_the_engines_output(params):
+    at = open_page(**params)
+    config = at.session_state["config"]
+    steps = int(metric(at, "Step").split(" of ")[1])
+    if steps > 1:
+        at.slider(key="w_tile").set_value(steps - 1).run()
+    assert not at.exception
+    result = run(config)
+    kernel = flash_of_run(result, 0, at.session_state["w_br"], at.session_state["w_bc"])
+    assert metric(at, "max |Δ| O vs engine") == f"{np.max(np.abs(kernel.output - result.trace.heads[0])):.1e}"
+    assert float(metric(at, "max |Δ| O vs engine")) <= 1e-12

@@ -108,11 +108,12 @@ def tile_map(run: FlashRun, index: int, query_labels: list[str], key_labels: lis
     """The tiles as a grid (query blocks x key blocks): visited (✓), now (▶), to come (·), skipped by the mask."""
     rows = sorted({s.rows for s in run.steps})
     cols = sorted({s.cols for s in run.steps})
-    grid = pd.DataFrame("", index=[block_label(r, query_labels) for r in rows],
-                        columns=[block_label(c, key_labels) for c in cols])
+    marks = np.empty((len(rows), len(cols)), dtype=object)  # (row blocks, column blocks)
     for step in run.steps:
         when = "done" if step.index < index else "now" if step.index == index else "later"
-        grid.iat[step.row_block, step.col_block] = TILE_MARKS[when, step.skipped]
+        marks[step.row_block, step.col_block] = TILE_MARKS[when, step.skipped]
+    grid = pd.DataFrame(marks, index=[block_label(r, query_labels) for r in rows],
+                        columns=[block_label(c, key_labels) for c in cols])
     grid.index.name = "query block ↓ / key block →"
     return grid
 
