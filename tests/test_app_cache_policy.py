@@ -88,6 +88,17 @@ def test_re_indexed_by_slot_the_rows_are_the_engines_with_keys_at_0_to_n_minus_1
                                       k_positions=np.arange(n))
         np.testing.assert_allclose(shown[t, kept], engine.weights[0, 0], rtol=0, atol=FIGURE)
     assert np.max(np.abs(shown - policy_panel(original))) > 1e-3  # the choice shows once positions and slots part
+    engine = multi_head_attention(result.x_q, result.weights, config.n_heads, mask=policy_mask("sinks", T, 2, 1),
+                                  scale=result.trace.scale, pe="rope")
+    here = np.zeros((config.n_heads, T, T))  # (nh, T, T) re-indexed rows, placed at the original positions
+    for t in range(T):
+        kept = kept_by_hand("sinks", t, 2, 1)
+        n = len(kept)
+        here[:, t, kept] = multi_head_attention(result.x_q[[t]], result.weights, config.n_heads, x_k=result.x_q[kept],
+                                                scale=result.trace.scale, pe="rope", q_positions=np.array([n - 1]),
+                                                k_positions=np.arange(n)).weights[:, 0]
+    effect = f"max |Δ| = {np.max(np.abs(here - engine.weights)):.1e}"
+    assert any(effect in c.value for c in at.caption), [c.value for c in at.caption]
     at.slider(key="w_cache_step").set_value(5).run()
     table = next(f.value for f in at.dataframe if "position used" in f.value.columns)
     assert table["position in the text"].tolist() == [0, 4, 5] and table["position used"].tolist() == [0, 1, 2]

@@ -6,6 +6,7 @@ draws the section from the decoder's result. Builders: ``ui.cache_policy_view``.
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from mha_core.cache_policy import POLICIES, POSITIONINGS
@@ -101,6 +102,11 @@ def cache_policy_section(result: RunResult, raw: dict[str, str] | None) -> None:
     st.markdown(spare_sentence(spare_mass(steps[t], full[t], head), config.null_key) + f" (head {head}, step {t})")
     st.markdown(f"**Keys in the cache at step {t} and the positions {config.positions.short_label} gives them**")
     st.dataframe(positions_table(steps[t], labels), key="cache_positions")
+    other = next(name for name in POSITIONINGS if name != values["cache_rope"])
+    effect = float(np.max(np.abs(placed_weights(policy_run(result, values["cache"], window, sinks, other))
+                                 - placed_weights(steps))))
+    st.caption(f"The choice's effect: with {POSITIONINGS[other].label} instead, the weights of every head and step "
+               f"would change by up to max |Δ| = {effect:.1e}.")
     if not (config.positions.turns or config.positions.bias is not None):
         st.caption(f"With positions '{config.pe}' attention does not read positions inside the cache, so the "
                    "choice changes nothing here: try RoPE or ALiBi.")
