@@ -8,6 +8,7 @@ from mha_core.config import MHAConfig, RunResult
 from mha_core.decoder import assembled_weights, decode_run, decoder_config, max_difference, step_cost
 from mha_core.offsets import diagonal_spread, rope_offset_scores
 from ui.pages.decoding import position_configs
+from ui.pages.decoding.cache_policy_section import cache_policy_section, capture_links
 from ui.pipeline import step_views as views
 from ui.pipeline.cache_table import cache_table
 from ui.pipeline.steps import Panel, dim_labels
@@ -164,6 +165,7 @@ def decoder_notes(config: MHAConfig) -> None:
 
 
 def main() -> None:
+    cache_links = capture_links()  # before the sidebar rewrites the address bar
     config = sidebar()
     st.title("Decoding with a KV cache")
     decoder = decoder_config(config)
@@ -180,6 +182,7 @@ def main() -> None:
         st.caption(f"Scale 1/√T: every step uses T = {len(decoder.tokens)}, the whole sentence's length, as full "
                    "attention does. A generator that does not know T yet would take 1/√(t+1) and get other rows.")
     stepper(result.config)
+    cache_policy_section(result, cache_links)
     compare_positions(decoder)
     rope_offsets(result)
 

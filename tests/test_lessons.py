@@ -50,7 +50,8 @@ def findings():
 
 def test_the_six_confusions_of_issue_6_each_have_a_lesson():
     assert list(LESSONS)[:6] == ["wo", "causal", "colours", "average", "saturation", "sqrt_dk"]
-    assert list(LESSONS)[6:] == ["rope", "alibi", "gqa", "kv_cache"]  # issue 12
+    assert list(LESSONS)[6:10] == ["rope", "alibi", "gqa", "kv_cache"]  # issue 12
+    assert list(LESSONS)[10:14] == ["online_softmax", "never_stored", "causal_skip", "sinks"]  # issue 25
     for lesson in LESSONS.values():
         assert lesson.title and lesson.question and lesson.source
         sentences = [s for s in lesson.explanation.replace("..", "").split(". ") if s.strip()]
@@ -101,7 +102,8 @@ def test_every_lesson_module_in_the_folder_is_in_the_registry_once():
 def test_the_picker_labels_number_the_lessons_and_use_their_short_titles():
     assert lesson_label("wo") == "1. W_O"
     assert lesson_label("causal") == "2. Causal mask"
-    assert lesson_label("kv_cache") == f"{len(LESSONS)}. KV cache"
+    assert lesson_label("kv_cache") == "10. KV cache"
+    assert lesson_label("sinks") == f"{len(LESSONS)}. Attention sinks"
     short = [lesson.short_title for lesson in LESSONS.values()]
     assert all(short) and len(set(short)) == len(short)
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from mha_core.config import MHAConfig
+from ui.pages.decoding.cache_policy import CACHE_SETTINGS
+from ui.pages.flash import FLASH_SETTINGS
 from ui.state.settings import SETTINGS, VIEW_DEFAULTS, VIEW_SETTINGS
 from ui.state.urlstate import config_from_params, params_from_config, view_from_params, view_params
 
@@ -71,6 +73,9 @@ def test_a_link_reads_and_writes_as_before(link):
     assert {**params_from_config(config), **view_params(view)} == expected["written"]
 
 
+PAGE_SETTINGS = (*FLASH_SETTINGS, *CACHE_SETTINGS)  # a page's own link parameters (ui/state/page_params.py)
+
+
 def test_the_readme_example_and_every_parameter_of_its_table_are_among_the_links():
     readme = (ROOT / "README.md").read_text()
     example = re.search(r"Example: `\?([^`]+)`", readme).group(1)
@@ -79,7 +84,8 @@ def test_the_readme_example_and_every_parameter_of_its_table_are_among_the_links
     # lesson: the Lessons page's own; kv_heads, rope_base: added after the fixture (issue 12, tested in test_app_decoding)
     names = {name for row in table for name in row if name} - {"lesson", "kv_heads", "rope_base"}
     names -= {"null", "colours", "knock"}  # added after the fixture too (issues 10, 13), tested in their app tests
-    settings = {row.param for row in (*SETTINGS, *VIEW_SETTINGS)}
+    names -= {row.param for row in PAGE_SETTINGS}  # pages' own parameters, added since (tested in their app tests)
+    settings = {row.param for row in (*SETTINGS, *VIEW_SETTINGS, *PAGE_SETTINGS)}
     first_cells = re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", readme, flags=re.M)
     documented = {name for cell in first_cells for name in re.findall(r"`(\w+)`", cell)}
     assert settings <= documented, f"undocumented URL parameters: {settings - documented}"

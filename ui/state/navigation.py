@@ -46,6 +46,7 @@ PAGES = (
     PageInfo("heads", "Heads", "🟪", "every head's attention at once"),
     PageInfo("step_by_step", "Step by step", "🪜", "one head from embeddings to output, and a drill-down"),
     PageInfo("decoding", "Decoding", "⏩", "generation token by token with a KV cache; positions compared"),
+    PageInfo("flash", "FlashAttention", "⚡", "attention tile by tile with the online softmax; the weights never stored"),
     PageInfo("lessons", "Lessons", "🎓", "classic confusions and modern attention, one link each"),
     PageInfo("seeds", "Seed notebooks", "📓", "the five seed documents, recomputed"),
     PageInfo("compare", "Compare A/B", "⚖️", "two settings side by side, and their difference, in one link"),

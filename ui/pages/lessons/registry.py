@@ -23,6 +23,7 @@ LESSON_MODULES = (
     "alibi",  # 8. ALiBi
     "gqa",  # 9. GQA and MQA
     "kv_cache",  # 10. the KV cache
+    "flash",  # 11-14. FlashAttention's online softmax, weights never stored, skipped tiles, attention sinks
 )
 
 

@@ -1,0 +1,182 @@
+"""FlashAttention: the layer's attention computed tile by tile with the online softmax, stepped one tile at a time,
+checked live against the engine; the memory traffic it saves, and why it never has the weights to return."""
+
+import numpy as np
+import streamlit as st
+
+from mha_core.flash import PAPER_FORMULA, FlashRun, flash_of_run, kernel_problem, kernel_rules_in_force
+from ui.pages.flash import (
+    FLASH_SETTINGS,
+    SETTING,
+    config_note,
+    live_check,
+    not_stored,
+    state_table,
+    step_sentence,
+    tile_map,
+    traffic_table,
+)
+from ui.pipeline import step_views as views
+from ui.pipeline.steps import Panel, dim_labels
+from ui.run.compute import compute, result_later
+from ui.state import page_params
+from ui.state.settings import values_of
+from ui.widgets.presentation import figure_font_size
+from ui.widgets.sidebar import sidebar
+from ui.widgets.state import KEEP
+
+MESSAGES = "flash_link_messages"  # session state: what the link asked for that could not be used
+MAX_RUNS = 4  # a run at the caps (64 x 64 tiles of 1, hs = 64) holds 4,096 steps, 9.6 MB (measured with tracemalloc)
+
+
+@st.cache_resource(max_entries=MAX_RUNS, show_spinner=False)
+def cached_flash(config, head: int, block_rows: int, block_cols: int) -> FlashRun:
+    """``flash_of_run`` for the cached engine result of ``config`` (bounded, shared, read-only)."""
+    return flash_of_run(result_later(config), head, block_rows, block_cols)
+
+
+def move_step(delta: int, last: int) -> None:
+    """The previous / next buttons: one tile along, within 0..last."""
+    st.session_state.w_tile = min(max(int(st.session_state.get("w_tile", 0)) + delta, 0), last)
+
+
+def block_controls(values: dict, n_heads: int) -> int:
+    """B_r, B_c and the head; writes the block sizes into ``values`` and returns the head."""
+    left, middle, right = st.columns(3)
+    for column, name in ((left, "br"), (middle, "bc")):
+        row = SETTING[name]
+        page_params.clamp(row, values)
+        low, high = row.bounds(values)
+        values[name] = int(column.number_input(row.label, low, high, step=1, key=row.key, persist_state=KEEP))
+    return int(right.selectbox("Head", range(n_heads), key="w_head", persist_state=KEEP,
+                               format_func=lambda h: f"head {h}"))
+
+
+def step_controls(values: dict) -> int:
+    """The step slider with ◀ ▶; writes it into ``values`` and returns it."""
+    row = SETTING["tile"]
+    index = page_params.clamp(row, values)
+    last = row.bounds(values)[1]
+    if last == 0:
+        st.caption("One tile holds the whole matrix (B_r = Tq, B_c = Tk): a single step, as standard attention.")
+    else:
+        left, back, forward = st.columns([8, 1, 1], vertical_alignment="bottom")
+        index = left.slider(row.label, 0, last, key=row.key, persist_state=KEEP)
+        back.button("◀", key="flash_back", on_click=move_step, args=(-1, last), disabled=index == 0,
+                    help="previous tile")
+        forward.button("▶", key="flash_next", on_click=move_step, args=(1, last), disabled=index == last,
+                       help="next tile")
+    values["tile"] = index
+    return index
+
+
+def show_step(kernel: FlashRun, index: int, result) -> None:
+    """The tile of this step, the running state and the output so far beside the engine's."""
+    step = kernel.steps[index]
+    q_labels, k_labels = result.query_labels, result.key_labels
+    st.markdown(step_sentence(step, q_labels, k_labels))
+    check = live_check(kernel, index, result.trace)
+    metrics = st.columns(4)
+    metrics[0].metric("Step", f"{index + 1} of {len(kernel.steps)}")
+    metrics[1].metric("Tiles skipped", f"{sum(s.skipped for s in kernel.steps[: index + 1])} of "
+                                       f"{kernel.traffic.tiles_skipped}", help="So far, of all the mask lets it skip.")
+    metrics[2].metric("max |Δ| O vs engine", "—" if check.output is None else f"{check.output:.1e}",
+                      help=f"Over the {check.rows_finished} of {check.rows} query rows finished by this step.")
+    metrics[3].metric("max |Δ| m + log ℓ vs log-sum-exp", "—" if check.lse is None else f"{check.lse:.1e}",
+                      help="The engine's row log-sum-exp of its logits (with the null key's 0 when on).")
+    rows, cols = slice(*step.rows), slice(*step.cols)
+    font = figure_font_size()
+    if not step.skipped:
+        panels = (
+            Panel(f"S tile ({step.row_block}, {step.col_block}) = Q_i K_jᵀ · scale (masked)", step.logits,
+                  q_labels[rows], k_labels[cols], "logit", axis_titles=("query", "key")),
+            Panel("P̃ = exp(S − m_new)", step.exponentials, q_labels[rows], k_labels[cols], "exp",
+                  kind="weights", axis_titles=("query", "key")),
+        )
+        views.show_panels(panels, "flash_tile", font_size=font)
+    st.markdown("**The running state of this tile's rows**")
+    st.dataframe(state_table(step, q_labels), key="flash_state",
+                 column_config=views.number_columns(["m_old", "m_new", "rescale e^(m_old − m_new)", "ℓ_old", "ℓ_new"]))
+    hv = kernel.output.shape[1]
+    head = kernel.head
+    left, right = st.columns(2)
+    width = views.plot_px(1 / 2)
+    with left:
+        views.show_panel(Panel(f"O after step {index + 1} (head {head})", kernel.output_after(index), q_labels,
+                               dim_labels(hv, head * hv), "output", row_block=step.rows),
+                         "flash_partial", width_px=width, font_size=font)
+    with right:
+        views.show_panel(Panel(f"softmax(S) V from the engine (head {head})", np.asarray(result.trace.heads[head]),
+                               q_labels, dim_labels(hv, head * hv), "output", row_block=step.rows),
+                         "flash_engine", width_px=width, font_size=font)
+    st.caption("Rows not started yet are blank. A row is finished once its last tile is done; until then it is "
+               "O~ / ℓ over the keys seen so far, and a later tile with a larger maximum rescales it.")
+    st.markdown("**The tiles in the kernel's order** (query blocks one after another; within one, the key blocks)")
+    st.dataframe(tile_map(kernel, index, q_labels, k_labels), key="flash_tiles")
+
+
+def show_traffic(kernel: FlashRun) -> None:
+    st.header("Memory traffic", anchor="traffic")
+    traffic = kernel.traffic
+    st.markdown(
+        f"One head, counted in numbers moved between the GPU's large, slow memory (HBM) and its small on-chip "
+        f"memory (SRAM). Standard attention writes the {traffic.tq}×{traffic.tk} scores, reads them back for the "
+        f"softmax, writes the weights and reads them again for P·V. The tiled kernel reads each query block once "
+        f"and the keys and values once per query block, and writes only O and one log-sum-exp per row.")
+    st.dataframe(traffic_table(traffic), key="flash_traffic")
+    st.caption(PAPER_FORMULA + ". Masks that are rules of i and j (causal, window, padding) and ALiBi's bias cost "
+               "no reads; a custom mask's bits are not counted.")
+
+
+def show_not_stored(kernel: FlashRun, result) -> None:
+    st.header("The weights were never stored", anchor="never-stored")
+    point = not_stored(kernel, result)
+    st.markdown(
+        f"The kernel wrote **{point.written:,}** numbers for head {kernel.head}: its output O and one log-sum-exp "
+        f"per row. The attention weights existed only one tile at a time, on chip, and were overwritten by the "
+        f"next tile. To return them, as `need_weights=True` or `output_attentions=True` asks, it would have to "
+        f"write **{point.weights:,}** more numbers (Tq × Tk per head) — exactly the traffic it exists to avoid; "
+        f"which is why fused kernels refuse, and why libraries fall back to the slow path when asked.")
+    st.markdown(
+        f"What *is* saved is enough to rebuild any weight tile by tile: exp(S_ij − lse_i), as the backward pass "
+        f"does. Rebuilt here from the saved log-sum-exp: max |Δ| against the engine's weights = "
+        f"**{point.recomputed_gap:.1e}**.")
+
+
+def main() -> None:
+    raw = page_params.capture(FLASH_SETTINGS)
+    config = sidebar()
+    st.title("FlashAttention: attention without storing the weights")
+    result = compute(config)
+    if result is None:
+        return
+    values = values_of(config)
+    messages = page_params.seed(FLASH_SETTINGS, raw, values)
+    if raw is not None:
+        st.session_state[MESSAGES] = messages
+    for message in st.session_state.get(MESSAGES, []):
+        st.warning(f"Link: {message}")
+    problem = kernel_problem(config)
+    if problem is not None:
+        st.error(f"The tiled kernel cannot run these settings: {problem}.")
+        return
+    st.markdown(
+        "A fused attention kernel never holds the whole matrix of scores. It takes a block of B_r queries, sweeps "
+        "the keys B_c at a time, and keeps per row only the running maximum **m**, the running sum **ℓ** and an "
+        "unnormalised output **O~**. When a tile brings a larger maximum, what was summed so far is multiplied by "
+        "the rescale factor **e^(m_old − m_new)**. At the end O = O~ / ℓ is exactly softmax(S)·V. "
+        f"Here: the sidebar's layer, {config_note(config)}.")
+    head = block_controls(values, config.n_heads)
+    index = step_controls(values)
+    page_params.write(FLASH_SETTINGS, values)
+    kernel = cached_flash(config, head, values["br"], values["bc"])
+    show_step(kernel, index, result)
+    with st.expander("How each setting of this layer enters the tile loop"):
+        st.dataframe({"setting": [r.name for r in kernel_rules_in_force(config)],
+                      "in the kernel": [r.enters for r in kernel_rules_in_force(config)]},
+                     hide_index=True, key="flash_rules")
+    show_traffic(kernel)
+    show_not_stored(kernel, result)
+
+
+main()

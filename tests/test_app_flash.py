@@ -1,0 +1,229 @@
+"""AppTest of the FlashAttention page: what it shows for a tile equals numbers this test derives from the engine's
+logits and values (not from the kernel), its live max |Δ| is the kernel's difference with the engine and shows a
+planted bug, its traffic counts are the ones worked on paper, and bad link values fall back with a message."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from mha_core import flash
+from mha_core.config import MHAConfig, run
+from mha_core.flash import KERNEL_RULES, KernelRule, flash_of_run
+from tests.test_app_step_by_step import charts, z_of
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = "app_pages/flash.py"
+FIGURE = 1e-5  # figures travel as float32
+TABLE = 1e-12  # tables carry float64
+
+
+@pytest.fixture(autouse=True)
+def cold_caches():
+    """The page caches kernel runs per server; a test that plants a bug must not get another test's runs."""
+    st.cache_resource.clear()
+    yield
+    st.cache_resource.clear()
+
+
+def open_page(**params) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for name, value in params.items():
+        at.query_params[name] = str(value)
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def frame(at: AppTest, column: str):
+    return next(f.value for f in at.dataframe if column in f.value.columns)
+
+
+def engine_state(config: MHAConfig, head: int, rows: tuple[int, int], cols: tuple[int, int]):
+    """What the tile (rows, cols) must show, from the engine's logits and values only.
+
+    After the tile, row r has seen keys 0..cols[1]-1 of its block's sweep: m_new is their largest logit
+    (and the null key's 0), m_old that of keys 0..cols[0]-1, l_new the sum of exp(logit - m_new) over the keys
+    seen, and the output so far the softmax over those keys times their values.
+    """
+    result = run(config)
+    trace = result.trace
+    logits = np.array(trace.logits[head])  # (Tq, Tk)
+    v = np.array(trace.v[trace.kv_head_of(head)])  # (Tk, hv)
+    r0, r1 = rows
+    seen = logits[r0:r1, : cols[1]]  # (br, c1)
+    before = logits[r0:r1, : cols[0]]  # (br, c0)
+    floor = 0.0 if config.null_key else -np.inf
+    m_new = np.maximum(seen.max(axis=1), floor)
+    m_old = np.maximum(before.max(axis=1, initial=-np.inf), floor)
+    exps = np.exp(seen - m_new[:, None])  # (br, c1)
+    l_new = exps.sum(axis=1) + (np.exp(-m_new) if config.null_key else 0)
+    partial = exps @ v[: cols[1]] / l_new[:, None]  # (br, hv)
+    tile = logits[r0:r1, cols[0] : cols[1]]  # (br, bc)
+    return dict(tile=tile, m_new=m_new, m_old=m_old, rescale=np.exp(m_old - m_new), l_new=l_new, partial=partial,
+                exps=np.exp(tile - m_new[:, None]))
+
+
+@pytest.mark.parametrize(("params", "head", "index", "rows", "cols"), [
+    ({"br": 2, "bc": 2, "tile": 4}, 0, 4, (2, 4), (2, 4)),  # no mask: the middle tile
+    ({"mask": "causal", "br": 3, "bc": 2, "tile": 4, "head": 1}, 1, 4, (3, 6), (2, 4)),
+    ({"pe": "alibi", "mask": "causal", "null": 1, "br": 2, "bc": 3, "tile": 3, "head": 2}, 2, 3, (2, 4), (3, 6)),
+    ({"pe": "rope", "kv_heads": 2, "br": 4, "bc": 1, "tile": 9, "head": 3}, 3, 9, (4, 6), (3, 4)),
+])
+def test_the_shown_tile_state_and_partial_output_are_the_engines_numbers(params, head, index, rows, cols):
+    at = open_page(**params)
+    config = at.session_state["config"]
+    assert (at.session_state["w_tile"], at.session_state["w_head"]) == (index, head)
+    expected = engine_state(config, head, rows, cols)
+    figures = charts(at)
+    tile = z_of(next(f for t, f in figures.items() if t.startswith("S tile")))
+    np.testing.assert_array_equal(np.isnan(tile), np.isneginf(expected["tile"]))
+    finite = np.isfinite(expected["tile"])
+    np.testing.assert_allclose(tile[finite], expected["tile"][finite], rtol=0, atol=FIGURE)
+    exps = z_of(next(f for t, f in figures.items() if t.startswith("P̃")))
+    np.testing.assert_allclose(exps, expected["exps"], rtol=0, atol=FIGURE)
+    state = frame(at, "m_new")
+    np.testing.assert_allclose(state["m_new"], expected["m_new"], rtol=0, atol=TABLE)
+    np.testing.assert_allclose(state["m_old"], expected["m_old"], rtol=0, atol=TABLE)
+    np.testing.assert_allclose(state["rescale e^(m_old − m_new)"], expected["rescale"], rtol=0, atol=TABLE)
+    np.testing.assert_allclose(state["ℓ_new"], expected["l_new"], rtol=0, atol=TABLE)
+    partial = z_of(next(f for t, f in figures.items() if t.startswith(f"O after step {index + 1}")))
+    np.testing.assert_allclose(partial[rows[0] : rows[1]], expected["partial"], rtol=0, atol=FIGURE)
+    engine = z_of(next(f for t, f in figures.items() if t.startswith("softmax(S) V from the engine")))
+    np.testing.assert_allclose(engine, run(config).trace.heads[head], rtol=0, atol=FIGURE)
+
+
+def shown_gap(config: MHAConfig, head: int, br: int, bc: int) -> tuple[str, str]:
+    """The two live metrics at the last step as the page should write them: the kernel against the engine."""
+    result = run(config)
+    kernel = flash_of_run(result, head, br, bc)
+    logits = np.array(result.trace.logits[head])  # (Tq, Tk)
+    peak = logits.max(axis=1)
+    lse = peak + np.log(np.exp(logits - peak[:, None]).sum(axis=1))  # (Tq,) no null key, no masked row here
+    return (f"{np.max(np.abs(kernel.output - result.trace.heads[head])):.1e}",
+            f"{np.max(np.abs(kernel.lse - lse)):.1e}")
+
+
+def test_the_live_max_difference_is_the_kernels_and_shows_a_planted_wrong_sign(monkeypatch):
+    at = open_page(mask="causal", br=2, bc=2, tile=8)
+    config = at.session_state["config"]
+    shown = (metric(at, "max |Δ| O vs engine"), metric(at, "max |Δ| m + log ℓ vs log-sum-exp"))
+    assert shown == shown_gap(config, 0, 2, 2)
+    assert float(shown[0]) <= 1e-12 and float(shown[1]) <= 1e-12
+    monkeypatch.setattr(flash, "rescale_factor",
+                        lambda m_old, m_new: np.where(np.isneginf(m_old), 0.0, np.exp(m_new - m_old)))
+    st.cache_resource.clear()
+    at = open_page(mask="causal", br=2, bc=2, tile=8)
+    shown = (metric(at, "max |Δ| O vs engine"), metric(at, "max |Δ| m + log ℓ vs log-sum-exp"))
+    assert shown == shown_gap(config, 0, 2, 2)  # the same formula, on the buggy kernel
+    assert float(shown[0]) > 1e-3  # and the page shows the bug
+
+
+def test_before_any_row_is_finished_the_live_check_says_so():
+    at = open_page(br=2, bc=2, tile=0)
+    assert metric(at, "max |Δ| O vs engine") == "—"
+    at.button(key="flash_next").click().run()
+    at.button(key="flash_next").click().run()  # step 3: the first query block is finished
+    assert at.session_state["w_tile"] == 2 and metric(at, "max |Δ| O vs engine") != "—"
+
+
+def test_the_tile_map_marks_the_tiles_above_the_causal_diagonal_as_skipped():
+    at = open_page(mask="causal", br=2, bc=2, tile=8)
+    grid = frame(at, "0:the–1:cat").to_numpy()
+    for i in range(3):
+        for j in range(3):
+            assert (grid[i, j] in ("skipped", "▶ skipped")) == (2 * j > 2 * i + 1), (i, j, grid[i, j])
+    assert metric(at, "Tiles skipped") == "3 of 3"
+
+
+def test_the_traffic_and_the_never_stored_numbers_are_those_worked_on_paper():
+    # As tests/test_flash.py: T = 6, hs = hv = 4, B_r = B_c = 2, causal: standard 144 reads, 96 writes;
+    # tiled 168 - 3 skipped tiles x 16 = 120 reads, 6 x (4 + 1) = 30 writes; SRAM 40; weights 6 x 6 = 36.
+    at = open_page(mask="causal", br=2, bc=2)
+    traffic = frame(at, "tiled kernel")
+    assert traffic.loc["HBM reads", "standard attention"] == 144 and traffic.loc["HBM reads", "tiled kernel"] == 120
+    assert traffic.loc["HBM writes", "standard attention"] == 96 and traffic.loc["HBM writes", "tiled kernel"] == 30
+    assert traffic.loc["SRAM for one tile", "tiled kernel"] == 40
+    text = "\n".join(m.value for m in at.markdown)
+    assert "wrote **30** numbers" in text and "write **36** more numbers" in text
+    gap = float(text.split("weights = **")[1].split("**")[0])
+    assert gap <= 1e-12
+
+
+@pytest.mark.parametrize(("params", "expected", "message"), [
+    ({"br": "0"}, {"w_br": 1}, "`br=0` is outside 1..6: using 1."),
+    ({"br": "7", "bc": "abc"}, {"w_br": 6, "w_bc": 2}, "`bc=abc` is not a whole number: using 2."),
+    ({"bc": "2.5"}, {"w_bc": 2}, "`bc=2.5` is not a whole number"),
+    ({"tile": "-3"}, {"w_tile": 0}, "`tile=-3` is outside 0..8: using 0."),
+    ({"br": "3", "bc": "3", "tile": "99"}, {"w_tile": 3}, "`tile=99` is outside 0..3: using 3."),
+])
+def test_bad_link_values_get_a_message_and_a_valid_fallback(params, expected, message):
+    at = open_page(**params)
+    assert {key: at.session_state[key] for key in expected} == expected
+    warnings = [w.value for w in at.warning]
+    assert any(message in w for w in warnings), warnings
+
+
+def test_the_link_follows_the_widgets_and_restores_the_view():
+    at = open_page(mask="causal")
+    at.number_input(key="w_br").set_value(3).run()
+    at.slider(key="w_tile").set_value(2).run()
+    params = {name: at.query_params[name] for name in ("br", "bc", "tile", "mask")}
+    assert {k: v if isinstance(v, str) else v[0] for k, v in params.items()} == \
+        {"br": "3", "bc": "2", "tile": "2", "mask": "causal"}
+    again = open_page(mask="causal", br=3, bc=2, tile=2)
+    assert (again.session_state["w_br"], again.session_state["w_tile"]) == (3, 2)
+    assert not again.warning
+
+
+def test_one_tile_for_the_whole_matrix_has_no_slider_and_is_standard_attention():
+    at = open_page(br=6, bc=6)
+    assert not at.slider and metric(at, "Step") == "1 of 1"
+    assert float(metric(at, "max |Δ| O vs engine")) <= 1e-12
+
+
+def test_a_refusing_kernel_rule_is_shown_as_a_message(monkeypatch):
+    refusing = KernelRule("test rule", lambda c: c.mask == "window", "", lambda c: "a test refuses window masks")
+    monkeypatch.setattr(flash, "KERNEL_RULES", (*KERNEL_RULES, refusing))
+    at = open_page(mask="window")
+    assert any("a test refuses window masks" in e.value for e in at.error)
+    assert not at.metric
+
+
+def test_sixty_four_tokens_with_tiles_of_one_run():
+    tokens = "+".join(f"w{i}" for i in range(64))
+    at = open_page(tokens=tokens.replace("+", " "), mask="causal", br=1, bc=1, tile=4095)
+    assert metric(at, "Step") == "4096 of 4096"
+    assert metric(at, "Tiles skipped") == f"{64 * 63 // 2} of {64 * 63 // 2}"
+    assert float(metric(at, "max |Δ| O vs engine")) <= 1e-12
+    assert math.isclose(float(metric(at, "max |Δ| m + log ℓ vs log-sum-exp")), 0, abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("params", [
+    {"tokens": "hi"},  # one token: one tile
+    {"kv_tokens": "a dog ran far away now and then", "br": 4, "bc": 3},  # Tk = 8 > Tq = 6
+    {"kv_tokens": "a dog", "mask": "window", "window": 0, "bc": 2},  # rows with every key masked
+    {"init": "previous", "mask": "causal", "null": 1},
+    {"mask": "custom", "cmask": "100000.110000.000000.111100.000010.111111", "br": 3, "bc": 3},
+    {"present": 1, "mask": "causal"},
+])
+def test_other_shapes_and_options_run_and_end_on_the_engines_output(params):
+    at = open_page(**params)
+    config = at.session_state["config"]
+    steps = int(metric(at, "Step").split(" of ")[1])
+    if steps > 1:
+        at.slider(key="w_tile").set_value(steps - 1).run()
+    assert not at.exception
+    result = run(config)
+    kernel = flash_of_run(result, 0, at.session_state["w_br"], at.session_state["w_bc"])
+    assert metric(at, "max |Δ| O vs engine") == f"{np.max(np.abs(kernel.output - result.trace.heads[0])):.1e}"
+    assert float(metric(at, "max |Δ| O vs engine")) <= 1e-12

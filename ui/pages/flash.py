@@ -1,0 +1,187 @@
+"""Pure builders for the FlashAttention page: its link settings, the tile map, the running state, the traffic
+and the live comparison with the engine. No streamlit here: everything is tested without a server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mha_core.attention import AttentionTrace
+from mha_core.config import MHAConfig, RunResult
+from mha_core.flash import (
+    FLASH_READS_FORMULA,
+    FLASH_WRITES_FORMULA,
+    SRAM_FORMULA,
+    STANDARD_READS_FORMULA,
+    STANDARD_WRITES_FORMULA,
+    FlashRun,
+    TileStep,
+    Traffic,
+    tile_count,
+    weights_from_lse,
+)
+from ui.state.settings import Setting, key_tokens
+
+DEFAULT_BLOCK = 2
+
+
+def _tiles(values) -> int:
+    return tile_count(len(values["tokens"]), len(key_tokens(values)), values["br"], values["bc"])
+
+
+# The page's own link parameters: read after the model's settings (their limits follow the sentence).
+FLASH_SETTINGS: tuple[Setting, ...] = (
+    Setting("br", "int", label="B_r: query rows per tile", default=lambda v: min(DEFAULT_BLOCK, len(v["tokens"])),
+            limits=lambda v: (1, len(v["tokens"]))),
+    Setting("bc", "int", label="B_c: keys per tile", default=lambda v: min(DEFAULT_BLOCK, len(key_tokens(v))),
+            limits=lambda v: (1, len(key_tokens(v)))),
+    Setting("tile", "int", label="Step (tile in the kernel's order)", default=0, limits=lambda v: (0, _tiles(v) - 1)),
+)
+SETTING = {row.name: row for row in FLASH_SETTINGS}
+
+
+def engine_lse(trace: AttentionTrace, head: int) -> np.ndarray:
+    """(Tq,) the log-sum-exp of head ``head``'s rows of the engine's logits (the null key's 0 included when on);
+    -inf for a row with every key masked."""
+    logits = np.asarray(trace.logits[head])  # (Tq, Tk)
+    if trace.null_key:
+        logits = np.concatenate([logits, np.zeros((logits.shape[0], 1))], axis=1)  # (Tq, Tk+1)
+    peak = logits.max(axis=1)  # (Tq,)
+    safe = np.where(np.isneginf(peak), 0.0, peak)  # (Tq,)
+    with np.errstate(divide="ignore"):
+        return safe + np.log(np.exp(logits - safe[:, None]).sum(axis=1))  # (Tq,)
+
+
+def finished_rows(run: FlashRun, index: int) -> np.ndarray:
+    """(Tq,) True for the query rows whose every tile has been visited by step ``index``."""
+    done = np.zeros(run.output.shape[0], dtype=bool)  # (Tq,)
+    last_of_block: dict[int, TileStep] = {}
+    for step in run.steps:
+        last_of_block[step.row_block] = step
+    for step in last_of_block.values():
+        if step.index <= index:
+            done[step.rows[0] : step.rows[1]] = True
+    return done
+
+
+@dataclass(frozen=True)
+class LiveCheck:
+    """max |Δ| of the finished rows against the engine: output and log-sum-exp (None before any row finishes)."""
+
+    rows_finished: int
+    rows: int
+    output: float | None
+    lse: float | None
+
+
+def _gap(ours: np.ndarray, theirs: np.ndarray) -> float:
+    """max |a - b|, where a row that is -inf in both counts as equal."""
+    both = np.isneginf(ours) & np.isneginf(theirs)
+    with np.errstate(invalid="ignore"):
+        return float(np.max(np.where(both, 0.0, np.abs(ours - theirs)), initial=0.0))
+
+
+def live_check(run: FlashRun, index: int, trace: AttentionTrace) -> LiveCheck:
+    """The kernel's output and log-sum-exp so far against the engine's, over the rows finished by step ``index``."""
+    done = finished_rows(run, index)
+    if not done.any():
+        return LiveCheck(0, done.size, None, None)
+    output = _gap(run.output_after(index)[done], np.asarray(trace.heads[run.head])[done])
+    lse = _gap(run.lse_after(index)[done], engine_lse(trace, run.head)[done])
+    return LiveCheck(int(done.sum()), done.size, output, lse)
+
+
+def block_label(bounds: tuple[int, int], labels: list[str]) -> str:
+    """'1:cat–2:sat' for a block of positions, or the one label."""
+    start, stop = bounds
+    return labels[start] if stop - start == 1 else f"{labels[start]}–{labels[stop - 1]}"
+
+
+TILE_MARKS = {("done", False): "✓", ("done", True): "skipped", ("now", False): "▶ now", ("now", True): "▶ skipped",
+              ("later", False): "·", ("later", True): "will skip"}
+
+
+def tile_map(run: FlashRun, index: int, query_labels: list[str], key_labels: list[str]) -> pd.DataFrame:
+    """The tiles as a grid (query blocks x key blocks): visited (✓), now (▶), to come (·), skipped by the mask."""
+    rows = sorted({s.rows for s in run.steps})
+    cols = sorted({s.cols for s in run.steps})
+    marks = np.empty((len(rows), len(cols)), dtype=object)  # (row blocks, column blocks)
+    for step in run.steps:
+        when = "done" if step.index < index else "now" if step.index == index else "later"
+        marks[step.row_block, step.col_block] = TILE_MARKS[when, step.skipped]
+    grid = pd.DataFrame(marks, index=[block_label(r, query_labels) for r in rows],
+                        columns=[block_label(c, key_labels) for c in cols])
+    grid.index.name = "query block ↓ / key block →"
+    return grid
+
+
+def state_table(step: TileStep, query_labels: list[str]) -> pd.DataFrame:
+    """One row per query of the tile: m before and after, the rescale factor, l before and after."""
+    labels = query_labels[step.rows[0] : step.rows[1]]
+    return pd.DataFrame({"m_old": step.m_old, "m_new": step.m_new, "rescale e^(m_old − m_new)": step.rescale,
+                         "ℓ_old": step.l_old, "ℓ_new": step.l_new}, index=pd.Index(labels, name="query"))
+
+
+def traffic_table(traffic: Traffic) -> pd.DataFrame:
+    """Numbers read from and written to HBM per head, standard against tiled, with the formulas; SRAM per tile."""
+    rows = [
+        ("HBM reads", traffic.standard_reads, traffic.flash_reads, STANDARD_READS_FORMULA, FLASH_READS_FORMULA),
+        ("HBM writes", traffic.standard_writes, traffic.flash_writes, STANDARD_WRITES_FORMULA, FLASH_WRITES_FORMULA),
+        ("HBM total", traffic.standard_reads + traffic.standard_writes, traffic.flash_reads + traffic.flash_writes,
+         "", ""),
+        ("SRAM for one tile", None, traffic.sram_numbers, "", SRAM_FORMULA),
+    ]
+    frame = pd.DataFrame(rows, columns=["numbers", "standard attention", "tiled kernel", "standard: formula",
+                                        "tiled: formula"]).set_index("numbers")
+    frame["standard attention"] = frame["standard attention"].astype("Int64")
+    return frame
+
+
+@dataclass(frozen=True)
+class NotStored:
+    """What the kernel wrote, what returning the weights would add, and the weights recomputed from the lse."""
+
+    written: int  # O and lse: Tq (hv + 1)
+    weights: int  # Tq Tk more numbers to write (and read back by whoever wants them)
+    recomputed_gap: float  # max |exp(S - lse) - the engine's weights|
+
+
+def not_stored(run: FlashRun, result: RunResult) -> NotStored:
+    """The point of the page, in numbers, for head ``run.head``."""
+    trace = result.trace
+    g = trace.kv_head_of(run.head)
+    bias = None if trace.bias is None else trace.bias[run.head]
+    mask = None if result.mask is None else np.broadcast_to(result.mask, trace.logits.shape[1:])  # (Tq, Tk)
+    recomputed = weights_from_lse(trace.q[run.head], trace.k[g], trace.scale, run.lse, bias, mask)  # (Tq, Tk)
+    gap = float(np.max(np.abs(recomputed - trace.weights[run.head])))
+    return NotStored(run.traffic.flash_writes, run.traffic.weights_numbers, gap)
+
+
+def step_sentence(step: TileStep, query_labels: list[str], key_labels: list[str]) -> str:
+    """What this step did, in a sentence or two (Markdown)."""
+    queries = block_label(step.rows, query_labels)
+    keys = block_label(step.cols, key_labels)
+    where = f"Tile ({step.row_block}, {step.col_block}): queries **{queries}**, keys **{keys}**."
+    if step.skipped:
+        return (where + " Every pair in it is masked, so the kernel **skips it**: K and V of these keys are never "
+                "loaded, and m, ℓ and O pass through unchanged.")
+    grew = step.m_new > step.m_old
+    if not grew.any():
+        return where + " No row's maximum grew: the rescale factor is 1 and the tile's terms are simply added."
+    r = int(np.argmin(np.where(grew, step.rescale, np.inf)))
+    label = query_labels[step.rows[0] + r]
+    if np.isneginf(step.m_old[r]):
+        return (where + f" Row **{label}** sees its first key here: m starts at {step.m_new[r]:.4f} (the rescale "
+                "factor e^(−∞) = 0 multiplies an empty sum).")
+    return (where + f" In row **{label}** the maximum grew from {step.m_old[r]:.4f} to {step.m_new[r]:.4f}: "
+            f"ℓ and O so far were measured against the old maximum, so both are multiplied by "
+            f"e^({step.m_old[r]:.4f} − {step.m_new[r]:.4f}) = **{step.rescale[r]:.4f}** before the tile is added.")
+
+
+def config_note(config: MHAConfig) -> str:
+    """The configuration in words, for the line above the stepper."""
+    kind = "cross-attention" if config.is_cross else "self-attention"
+    return f"{len(config.tokens)} queries × {len(config.key_tokens)} keys ({kind}), mask: {config.mask}"
