@@ -12,6 +12,7 @@ from ui.compute import compute, result_later
 from ui.controls import KEEP, mask_editor, presenting, sidebar
 from ui.device import chart_config, on_phone
 from ui.markdown import literals
+from ui.notebook_download import notebook_button
 from ui.settings import COLOUR_RANGE_LABELS
 
 VIEW_LABELS = {"scores": "raw scores q·k", "logits": "scaled + masked logits", "weights": "weights (softmax)"}
@@ -361,6 +362,7 @@ def export_section(result) -> None:
     with right:
         download("All intermediates (.json)", lambda: export.json_bytes(result_later(config)), "mha_trace.json",
                  "application/json", "dl_json")
+    notebook_button(config, "heads")
     st.caption(
         "Inputs, W_Q/W_K/W_V/W_O, mask, Q, K, V, scores, logits, weights, head outputs, concat, output. "
         "In the JSON, masked logits (−∞) are written as null (its README key says so)."

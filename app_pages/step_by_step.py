@@ -9,6 +9,7 @@ from ui import step_views as views
 from ui.compute import compute
 from ui.controls import KEEP, clamp_choice, figure_font_size, sidebar
 from ui.drill_down import drill_down
+from ui.notebook_download import notebook_button
 from ui.predict import check_prediction, prediction_message
 from ui.steps import (
     FULLY_MASKED_POLICY,
@@ -98,6 +99,7 @@ if result is not None:
     font_size = figure_font_size()
     jumps = [f"[{number}.\u00a0{step.kind.short_name}](#{step.slug})" for number, step in enumerate(steps, start=1)]
     st.markdown("**Jump to:** " + " · ".join(jumps + ["[Drill-down](#drill-down)"]))
+    notebook_button(config, "step_by_step")
     weights_shown = True
     for number, step in enumerate(steps, start=1):
         if step.slug == "softmax":
