@@ -32,7 +32,8 @@
     Object.keys(layout).forEach(function (key) {
       if (/^[xy]axis\d*$/.test(key)) {
         layout[key].tickfont = Object.assign({}, layout[key].tickfont, { size: PRESENT_FONT });
-        if (layout[key].title) layout[key].title.font = { size: PRESENT_FONT };
+        layout[key].automargin = true; // larger labels: the axis title moves out of their way
+        if (layout[key].title) layout[key].title = Object.assign({}, layout[key].title, { font: { size: PRESENT_FONT }, standoff: 12 });
       }
     });
     (layout.annotations || []).forEach(function (a) { a.font = Object.assign({}, a.font, { size: PRESENT_FONT + 4 }); });
