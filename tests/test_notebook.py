@@ -218,3 +218,10 @@ def test_the_pages_offer_the_notebook_of_their_own_view(downloads):
         back = nb.cells[-1].source.split("Back to the app: <", 1)[1].rstrip(">")
         assert f"/{page}?" in back or page == "heads"
         assert config_from_params(dict(parse_qsl(urlsplit(back).query)))[0] == config
+
+
+def test_the_notebook_module_and_the_pack_builder_import_no_streamlit():
+    code = ("import sys, ui.notebook, ui.chart_image, deploy.static_pack; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'streamlit', 'nbformat'}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"  # nbformat too is imported only when a notebook is written
