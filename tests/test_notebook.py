@@ -225,3 +225,26 @@ def test_the_notebook_module_and_the_pack_builder_import_no_streamlit():
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'streamlit', 'nbformat'}))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"  # nbformat too is imported only when a notebook is written
+
+
+def test_a_scheme_added_to_the_engines_table_gets_a_notebook_that_runs(monkeypatch, workdir):
+    from mha_core import positions
+    from mha_core.positions import PositionScheme, distance_bias, rope_angles, sinusoidal_positional_encoding
+
+    new = (
+        PositionScheme("plain", "plain", "plain", "Nothing."),
+        PositionScheme("half_waves", "half", "half", "Half the sinusoidal waves.",
+                       add_to_tokens=lambda t, c: 0.5 * sinusoidal_positional_encoding(t, c)),
+        PositionScheme("fast_turn", "fast", "fast", "RoPE turning twice as fast.",
+                       angles=lambda p, hs, base: 2.0 * rope_angles(p, hs, base)),
+        PositionScheme("steep", "steep", "steep", "ALiBi twice as steep.",
+                       bias=lambda nh, qp, kp: 2.0 * distance_bias(nh, qp, kp), self_attention_only=True),
+    )
+    for scheme in new:
+        monkeypatch.setitem(positions.SCHEMES, scheme.name, scheme)
+    for scheme in new:
+        nb, messages = notebook.notebook_for_link(f"?tokens=a+b+c+d&pe={scheme.name}&mask=causal")
+        assert messages == []
+        source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert (f"scheme {scheme.name!r}" in source) == (scheme.name != "plain")  # its numbers embedded
+        execute(nb, workdir)  # every assert holds

@@ -14,8 +14,10 @@ and writes a notebook that
 - imports nothing but numpy (matplotlib if installed, for the last cell's picture), and ends with the
   link back to the app view.
 
-A step with no NumPy cell here (a new step kind, a new positional scheme) raises ``NotImplementedError``
-naming what to add, rather than writing a notebook that silently skips it. No streamlit in here.
+A step with no NumPy cell here (a new step kind, a new mask) raises ``NotImplementedError`` naming what to
+add, rather than writing a notebook that silently skips it. A positional scheme of the engine's table with no
+NumPy recipe here still gets its notebook: its positions, angles or bias are the app's, embedded as data.
+No streamlit in here.
 
 Command line::
 
@@ -185,23 +187,30 @@ def _no_positions_on_tokens(ctx: Context) -> tuple[str, str]:
         "\n".join([check("X"), check("X_kv")])
 
 
-# What each positional scheme does to the tokens, as NumPy (None: it acts inside attention, see ROPE/ALIBI cells).
-ADD_TO_TOKENS: dict[str, Callable[[Context], tuple[str, str]] | None] = {
-    "none": None,
+# How each positional scheme that adds to the tokens is written in NumPy. A scheme of ``mha_core.positions.SCHEMES``
+# that is not here still gets a notebook: its P is the app's, embedded as data (no recipe to show).
+ADD_TO_TOKENS: dict[str, Callable[[Context], tuple[str, str]]] = {
     "sinusoidal": _sinusoidal,
-    "rope": None,
-    "alibi": None,
 }
 
 
+def _embedded_positions(ctx: Context) -> tuple[str, str]:
+    t = max(len(ctx.config.tokens), len(ctx.config.key_tokens))
+    p = ctx.config.positions.add_to_tokens(t, ctx.config.d_model)  # (T, C) the engine's own table
+    code = (f"# Positions of scheme {ctx.config.pe!r}: the app's table, embedded (this notebook has no NumPy recipe for it)\n"
+            f"P = {array_source(p)}  # (T, C)\n"
+            "X = E + P[:T_q]  # (T_q, C)\n"
+            "X_kv = E_kv + P[:T_k]  # (T_k, C)")
+    return code, "\n".join([check("X"), check("X_kv")])
+
+
 def _positional_cell(ctx: Context) -> Cell:
-    pe = ctx.config.pe
-    if pe not in ADD_TO_TOKENS:
-        raise NotImplementedError(f"the notebook has no NumPy cell for positional scheme {pe!r}: add it to "
-                                  "ui.notebook.ADD_TO_TOKENS (and to INSIDE_ATTENTION if it acts there)")
     r = ctx.result
-    maker = ADD_TO_TOKENS[pe] if r.positional is not None else None
-    code, asserts = (maker or _no_positions_on_tokens)(ctx)
+    if r.positional is None:
+        maker = _no_positions_on_tokens
+    else:
+        maker = ADD_TO_TOKENS.get(ctx.config.pe, _embedded_positions)
+    code, asserts = maker(ctx)
     return Cell(code, asserts, {"X": r.x_q, "X_kv": r.x_kv})
 
 
@@ -266,6 +275,10 @@ def _rope_cell(ctx: Context) -> Cell:
             "\n"
             "Q_h = rotate(Q_h, theta_q)  # (nh, T_q, hs)\n"
             "K_h = rotate(K_h, theta_k)  # (nh or kv, T_k, hs)")
+    if ctx.config.pe != "rope":  # another scheme that turns q and k: its angles are the app's, embedded
+        start, stop = code.index("frequency ="), code.index("def rotate")
+        code = (code[:start] + f"theta_q = {array_source(t.q_angles)}  # (T_q, hs/2): scheme {ctx.config.pe!r}'s angles\n"
+                f"theta_k = {array_source(t.k_angles)}  # (T_k, hs/2)\n\n" + code[stop:])
     k = t.k[ctx.reads] if ctx.shared else t.k
     expected = {"theta_q": t.q_angles, "theta_k": t.k_angles, "Q_rot": t.q, "K_rot": k}
     asserts = "\n".join([check("theta_q"), check("theta_k"), check("Q_h", "Q_rot"), check("K_h", "K_rot")])
@@ -304,6 +317,9 @@ def _alibi_cell(ctx: Context) -> Cell:
             "    m = np.concatenate([m, (2.0 ** (-4.0 / below * np.arange(1, 2 * below + 1)))[0::2][: nh - below]])  # (nh,)\n"
             "B = -m[:, None, None] * np.abs(np.arange(T_q)[:, None] - np.arange(T_k)[None, :])  # (nh, T_q, T_k)\n"
             "L = L + B  # (nh, T_q, T_k)")
+    if ctx.config.pe != "alibi":  # another scheme that adds a bias: the app's, embedded
+        code = (f"B = {array_source(t.bias)}  # (nh, T_q, T_k): scheme {ctx.config.pe!r}'s bias, the app's\n"
+                "L = L + B  # (nh, T_q, T_k)")
     expected = {"B": t.bias, "L_biased": t.scores * t.scale + t.bias}
     return Cell(code, "\n".join([check("B"), check("L", "L_biased")]), expected)
 
