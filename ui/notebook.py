@@ -96,9 +96,17 @@ def _number(x) -> str:
     return repr(x)
 
 
+MAX_LITERAL = 512  # numbers: a larger array is written as the hex of its float64 bytes (fast to read, exact)
+
+
 def array_source(a: np.ndarray, indent: int = 4) -> str:
-    """``np.array([...])`` source that rebuilds ``a`` exactly (float64 or bool), one row of the last axis per line."""
+    """Source that rebuilds ``a`` exactly (float64 or bool): ``np.array([...])``, one row of the last axis per line,
+    or, above MAX_LITERAL numbers, ``np.frombuffer(bytes.fromhex(...))`` (Python parses 30 MB of literals in minutes)."""
     a = np.asarray(a)
+    if a.size > MAX_LITERAL:
+        kind = "bool" if a.dtype == np.bool_ else "<f8"
+        data = np.ascontiguousarray(a, dtype=bool if kind == "bool" else "<f8").tobytes().hex()
+        return f'np.frombuffer(bytes.fromhex("{data}"), dtype="{kind}").reshape{a.shape}.copy()'
     dtype = ", dtype=bool" if a.dtype == np.bool_ else ""
     if a.ndim == 0:
         return f"np.array({_number(a)}{dtype})"
