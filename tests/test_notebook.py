@@ -47,6 +47,7 @@ LINKS = [
     "?tokens=the+cat+sat+on+the+mat&init=first&d_model=8&heads=2",
     "?tokens=the+cat+sat+on+the+mat&init=same&mask=window&window=2",
     "?tokens=a+b+c&d_model=16&heads=5&mask=nonsense",  # repaired, with the app's messages
+    "?tokens=a+b+c+d+e+f+g+h+i&d_model=32&heads=4&bias=1&mask=causal",  # weights above MAX_LITERAL: written as hex
 ]
 
 GUARD = """\
@@ -131,6 +132,8 @@ def test_the_notebook_of_a_link_reproduces_the_apps_download(link, workdir):
     for message in messages:
         assert message in nb.cells[0].source
     assert imported_modules(nb) <= {"numpy", "matplotlib.pyplot"}
+    if config.d_model ** 2 > notebook.MAX_LITERAL:
+        assert "bytes.fromhex" in nb.cells[5].source  # the weights' cell
     saved_path = workdir / f"saved_{LINKS.index(link)}.npz"
     nb.cells.insert(0, nbformat.v4.new_code_cell(GUARD))
     nb.cells.append(nbformat.v4.new_code_cell(SAVE.format(path=str(saved_path), names=SAVED)))
