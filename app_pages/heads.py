@@ -17,6 +17,7 @@ from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
 from ui.state.settings import COLOUR_RANGE_LABELS
 from ui.widgets.mask_editor import mask_editor
+from ui.widgets.notebook_button import notebook_button
 from ui.widgets.presentation import presenting
 from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP
@@ -372,6 +373,7 @@ def export_section(result) -> None:
     with right:
         download("All intermediates (.json)", lambda: export.json_bytes(result_later(config)), "mha_trace.json",
                  "application/json", "dl_json")
+    notebook_button(config, "heads")
     st.caption(
         "Inputs, W_Q/W_K/W_V/W_O, mask, Q, K, V, scores, logits, weights, head outputs, concat, output. "
         "In the JSON, masked logits (−∞) are written as null (its README key says so)."

@@ -19,6 +19,7 @@ from ui.pipeline.steps import (
     step_inputs,
 )
 from ui.run.compute import compute
+from ui.widgets.notebook_button import notebook_button
 from ui.widgets.presentation import figure_font_size
 from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP, clamp_choice
@@ -103,6 +104,7 @@ def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_tabl
     font_size = figure_font_size()
     jumps = [f"[{number}.\u00a0{step.kind.short_name}](#{step.slug})" for number, step in enumerate(steps, start=1)]
     st.markdown("**Jump to:** " + " · ".join(jumps + ["[Drill-down](#drill-down)"]))
+    notebook_button(result.config, "step_by_step")
     weights_shown = True
     for number, step in enumerate(steps, start=1):
         if step.slug == "softmax":

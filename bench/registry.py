@@ -43,6 +43,7 @@ SECTIONS = (
     Section("capacity", "Capacity: protocol clients against one server on one core", "bench.bench_capacity:run"),
     Section("replicas", "Capacity behind nginx: 2 replicas against 1", "bench.bench_capacity:run_replicas"),
     Section("memory", "Server memory over 200 configurations at the caps", "bench.bench_memory:run"),
+    Section("pack", "Static lesson pack: size and build time", "bench.bench_pack:run"),
 )
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui.charts.chart_image import current_page, svg_button_options
+from ui.state.navigation import DEFAULT_PAGE, PAGE_INFO
+
 PHONE_MARKERS = ("Mobi", "Android", "iPhone")
 
 
@@ -18,6 +21,10 @@ def on_phone() -> bool:
     return is_phone(st.context.headers.get("User-Agent"))
 
 
-def chart_config() -> dict:
-    """plotly's settings for a chart: no mode bar on a phone (there it stays on and covers the titles)."""
-    return {"displayModeBar": False} if on_phone() else {"displayModeBar": "hover"}
+def chart_config(view: str | None = None) -> dict:
+    """plotly's settings for a chart: no mode bar on a phone (there it stays on and covers the titles); the
+    camera button saves an SVG named after the page and the view (``view``, else the link's ``view=``)."""
+    config = {"displayModeBar": False} if on_phone() else {"displayModeBar": "hover"}
+    view = view or st.query_params.get("view") or "chart"
+    page = current_page(st.context.url, PAGE_INFO, DEFAULT_PAGE)
+    return {**config, "toImageButtonOptions": svg_button_options(page, view)}

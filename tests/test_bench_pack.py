@@ -1,0 +1,21 @@
+"""Smoke test of the bench section "pack": its rows are sane (timings are not judged here)."""
+
+from __future__ import annotations
+
+import math
+
+from bench import bench_pack
+from bench.registry import select
+from mha_core.presets import PRESET_INITS
+from ui.pages.lessons import LESSONS
+
+
+def test_the_pack_rows_count_the_pages_and_one_copy_of_plotly():
+    assert [s.name for s in select("pack")] == ["pack"]
+    rows = bench_pack.run(quick=True)
+    base = len(LESSONS) + len(PRESET_INITS) + 1  # + the index
+    assert [r["pages"] for r in rows] == [base, base + len(bench_pack.TEACHER_LINKS), base + 1]
+    for row in rows:
+        assert math.isfinite(row["build_s"]) and row["build_s"] > 0
+        assert row["plotly_js_mb"] < row["size_mb"] < row["plotly_js_mb"] + row["pages_mb"] + 0.1  # plotly.js once
+    assert rows[2]["largest_page_kb"] > rows[0]["largest_page_kb"]  # the link at the caps is the heaviest page

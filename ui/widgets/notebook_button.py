@@ -1,0 +1,25 @@
+"""The "Notebook (.ipynb)" download button of Heads and Step by step (the notebook itself: ``ui.charts.notebook``)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from mha_core.config import MHAConfig
+from ui.charts.notebook import DEFAULT_APP_URL, notebook_bytes, view_url
+
+
+def notebook_button(config: MHAConfig, page: str, key: str = "dl_notebook") -> None:
+    """A download of this view as a runnable NumPy notebook, built only when clicked.
+
+    The callable keeps the frozen config and the link, never the arrays (see ``ui.run.compute.result_later``).
+    """
+    page_url = (st.context.url or DEFAULT_APP_URL).split("?", 1)[0].rstrip("/")
+    root = page_url[: -len(page)].rstrip("/") if page_url.endswith("/" + page) else page_url
+    link_back = view_url(root, page, config)
+
+    def build() -> bytes:
+        return notebook_bytes(config, link_back)
+
+    st.download_button("Notebook (.ipynb)", data=build, file_name=f"mha_{page}.ipynb",
+                       mime="application/x-ipynb+json", key=key, on_click="ignore", icon=":material/download:",
+                       help="This view rebuilt step by step in plain NumPy, each step checked against the app's numbers.")
