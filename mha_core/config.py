@@ -24,7 +24,7 @@ from mha_core.inputs import (
 )
 from mha_core.kernels import KERNELS, DifferentialParams, Kernel, attention_kernel, differential_params, kernel_refusal
 from mha_core.masks import causal_mask, padding_mask, window_mask
-from mha_core.mla import MLAWeights, mla_weights
+from mha_core.mla import MLAWeights, default_mla_rope, mla_weights
 from mha_core.positions import ROPE_BASE, SCHEMES, PositionScheme, position_scheme, scheme_problem
 from mha_core.presets import PRESET_INITS, preset_inputs, preset_weights
 
@@ -266,11 +266,6 @@ def _check_kernel(config: MHAConfig) -> Problem | None:
         return found
     refusal = kernel_refusal(config.kernel, config)
     return None if refusal is None else Problem(refusal.reason, _set(**refusal.fix))
-
-
-def default_mla_rope(head_size: int) -> int:
-    """Decoupled RoPE dimensions for a head of ``head_size``: about a quarter of it, even, at least 2 (0 below 3)."""
-    return 0 if head_size < 3 else max(2, head_size // 4 // 2 * 2)
 
 
 def _check_mla(config: MHAConfig) -> Problem | None:

@@ -111,6 +111,11 @@ class MLAParts:
         return self.rank + self.rope_dims
 
 
+def default_mla_rope(head_size: int) -> int:
+    """Decoupled RoPE dimensions for a head of ``head_size``: about a quarter of it, even, at least 2 (0 below 3)."""
+    return 0 if head_size < 3 else max(2, head_size // 4 // 2 * 2)
+
+
 def cache_per_token(n_heads: int, head_size: int, kv_heads: int | None = None, rank: int = 0,
                     rope_dims: int = 0) -> dict[str, int]:
     """Numbers cached per token and layer: MHA 2 nh hs, GQA 2 kv hs, MLA r + d_rope (rank 0: no MLA entry)."""

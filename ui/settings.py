@@ -16,6 +16,8 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 
 from mha_core.config import EMBEDDINGS, LIMITS, MAX_ROPE_BASE, MHAConfig, valid_head_counts, valid_kv_head_counts
+from mha_core.kernels import KERNELS
+from mha_core.mla import default_mla_rope
 from mha_core.positions import SCHEMES
 from mha_core.presets import PRESET_INITS
 
@@ -211,6 +213,24 @@ class SchemeLabels(Mapping):
         return len(SCHEMES)
 
 
+class KernelLabels(Mapping):
+    """Kernel name -> its record's label, read from ``mha_core.kernels.KERNELS`` at each use."""
+
+    def __getitem__(self, name: str) -> str:
+        return KERNELS[name].label
+
+    def __iter__(self):
+        return iter(KERNELS)
+
+    def __len__(self) -> int:
+        return len(KERNELS)
+
+
+def _mla_rope_default(values: Values) -> int:
+    """A quarter of the head for MLA's decoupled RoPE part when RoPE is on, else none."""
+    return default_mla_rope(values["d_model"] // values["heads"]) if _turns(values) else 0
+
+
 POSITION_LABELS = SchemeLabels("label")
 SHORT_POSITION_LABELS = SchemeLabels("short_label")
 EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
@@ -266,6 +286,19 @@ SETTINGS: tuple[Setting, ...] = (
             applies=lambda v: v["mask"] == "window", kept_unused=True),
     Setting("custom_mask", "grid", "custom_mask", url="cmask", section="Scores", widget="grid",
             applies=lambda v: v["mask"] == "custom"),
+    Setting("kernel", "choice", "kernel", label="Attention kernel", section="Variant", widget="select",
+            choices=KernelLabels(), written="changed",
+            help="softmax: the 2017 head. differential: two softmax maps, the first minus λ times the second "
+            "(weights can be negative). linear: φ(q)·φ(k) with φ = elu + 1, a constant-size state when decoding."),
+    Setting("mla_rank", "int", "mla_rank", label="Latent rank r (MLA; 0 = off)", section="Variant", widget="number",
+            limits=lambda v: (0, v["d_model"]), written="changed",
+            help="Multi-head latent attention (DeepSeek-V2): keys and values are up-projected from one latent of "
+            "r numbers per token, which is all the decoder caches (plus the RoPE part)."),
+    Setting("mla_rope", "int", "mla_rope", label="Decoupled RoPE dims per head (MLA)", section="Variant",
+            widget="number", default=_mla_rope_default, limits=lambda v: (0, max(v["d_model"] // v["heads"] - 1, 0)),
+            applies=lambda v: bool(v["mla_rank"]), written="changed",
+            help="With RoPE, MLA turns only these last features of each query head and one key part shared by "
+            "every head; the latent's keys stay unturned so W_UK can be folded into the query."),
 )
 
 # What is on screen rather than computed; in links too, only where not the default. ``values`` are the
