@@ -454,7 +454,7 @@ def multi_head_attention(
     if mla is None:
         k = split_heads(project(x_k, weights.w_k, weights.b_k), kv_heads)  # (kv, Tk, hs)
         v = split_heads(project(x_v, weights.w_v, weights.b_v), kv_heads)  # (kv, Tk, hv)
-        placed = _positions_per_part(pe, q, k, q_positions, k_positions, rope_base, parts)  # q, k turned; bias
+        placed = apply_positions_per_part(pe, q, k, q_positions, k_positions, rope_base, parts)  # q, k turned; bias
     else:
         inputs = latent.latent_attention_inputs(q, x_k, mla, pe, q_positions, k_positions, rope_base)
         placed, v = inputs.placed, inputs.v  # q (nh,Tq,hs), k (nh,Tk,hs) turned; v (nh,Tk,hv)
@@ -495,7 +495,7 @@ class _KernelSettings:
     mla_rank: int
 
 
-def _positions_per_part(pe: str, q, k, q_positions, k_positions, rope_base: float, parts: int):
+def apply_positions_per_part(pe: str, q, k, q_positions, k_positions, rope_base: float, parts: int):
     """A scheme acting on each of a head's ``parts`` (differential: its two halves), q and k joined back after."""
     from mha_core.kernels import join_sub_heads, split_sub_heads
     from mha_core.positions import Positioned
