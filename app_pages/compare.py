@@ -11,6 +11,7 @@ from ui import compare, figures, tables
 from ui.compute import compute, result_later
 from ui.controls import sidebar
 from ui.device import chart_config
+from ui.kernel_pages import weights_signed
 from ui.settings import Setting, model_settings, values_of
 from ui.urlstate import WRITERS
 
@@ -76,6 +77,7 @@ def pair_figure(comparison, result_a, result_b, head: int):
         result_a.query_labels,
         result_a.key_labels,
         titles=[f"A: head {head}", f"B: head {head}"],
+        kind="signed" if weights_signed(result_a.trace) or weights_signed(result_b.trace) else "weights",
         max_cols=2,
         panel_px=300,
         square=True,

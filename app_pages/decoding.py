@@ -19,6 +19,8 @@ from ui.decoding import (
     rope_offset_scores,
     step_cost,
 )
+from ui.kernel_pages import is_variant
+from ui.kernel_views import variant_stepper
 from ui.settings import POSITION_LABELS
 from ui.steps import Panel, dim_labels
 
@@ -171,6 +173,6 @@ if result is not None:
     if decoder.scale_rule == "sqrt_t":
         st.caption(f"Scale 1/√T: every step uses T = {len(decoder.tokens)}, the whole sentence's length, as full "
                    "attention does. A generator that does not know T yet would take 1/√(t+1) and get other rows.")
-    stepper(result.config)
+    (variant_stepper if is_variant(decoder) else stepper)(result.config)  # a variant keeps other things (issue 26)
     compare_positions(decoder)
     rope_offsets(result)

@@ -11,6 +11,7 @@ from ui import apart, cached_figures, export, figures, quiz, tables
 from ui.compute import compute, result_later
 from ui.controls import KEEP, mask_editor, presenting, sidebar
 from ui.device import chart_config, on_phone
+from ui.kernel_pages import grid_kind
 from ui.markdown import literals
 from ui.settings import COLOUR_RANGE_LABELS
 
@@ -119,7 +120,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
         matrices,
         result.query_labels,
         result.key_labels,
-        kind=view,
+        kind=grid_kind(trace, view),  # signed weights (differential) on a diverging scale
         titles=titles,
         max_cols=cols,
         panel_px=panel_px,
@@ -414,7 +415,7 @@ def presentation(result) -> None:
         matrices,
         result.query_labels,
         result.key_labels,
-        kind=view,
+        kind=grid_kind(trace, view),
         titles=titles,
         max_cols=2,
         fit_height=PRESENT_FIGURE_PX - (80 if average else 0),

@@ -105,12 +105,15 @@ if result is not None:
         else:
             views.show_step(number, step, KEY_PREFIX, as_table=as_table, font_size=font_size)
     st.header("Drill-down: one cell, number by number", anchor="drill-down")
-    # Drawn only while open: three tables and three formulas, about a sixth of a rerun's server time
-    # (py-spy). A link that names a cell (qi=, kj=) opens it; so does a cell picked earlier in the session.
-    named = (int(st.session_state.get("w_qi", 0)), int(st.session_state.get("w_kj", 0))) != (0, 0)
-    section = st.expander("**Open the drill-down**: pick a cell, see its products, score, logit and softmax",
-                          expanded=named, key="sbs_drill_open", on_change="rerun")
-    if section.open:
-        with section:
-            i, j = views.cell_picker(result.query_labels, result.key_labels, ("w_qi", "w_kj"))
-            views.show_drill_down(drill_down(inputs, head, i, j), KEY_PREFIX, weights_shown=weights_shown)
+    if config.kernel != "softmax":  # the drill-down re-derives one softmax row (issue 26)
+        st.caption(f"The drill-down follows a softmax head; the {config.kernel} kernel's numbers are in its steps above.")
+    else:
+        # Drawn only while open: three tables and three formulas, about a sixth of a rerun's server time
+        # (py-spy). A link that names a cell (qi=, kj=) opens it; so does a cell picked earlier in the session.
+        named = (int(st.session_state.get("w_qi", 0)), int(st.session_state.get("w_kj", 0))) != (0, 0)
+        section = st.expander("**Open the drill-down**: pick a cell, see its products, score, logit and softmax",
+                              expanded=named, key="sbs_drill_open", on_change="rerun")
+        if section.open:
+            with section:
+                i, j = views.cell_picker(result.query_labels, result.key_labels, ("w_qi", "w_kj"))
+                views.show_drill_down(drill_down(inputs, head, i, j), KEY_PREFIX, weights_shown=weights_shown)
