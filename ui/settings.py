@@ -277,6 +277,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("null_key", "flag", "null_key", url="null", label="Null key (softmax₁)", section="Scores", widget="toggle",
             written="changed", help="An extra key of score 0 and value 0 that every query may attend to: each row's "
             "weights then sum to at most 1, and a row may put its weight 'nowhere' (softmax with +1 in the denominator)."),
+    Setting("kernel", "choice", "kernel", label="Attention kernel", section="Scores", widget="select",
+            choices=KernelLabels(), written="changed",
+            help="softmax: the 2017 head. differential: two softmax maps, the first minus λ times the second "
+            "(weights can be negative). linear: φ(q)·φ(k) with φ = elu + 1, a constant-size state when decoding."),
+    Setting("mla_rank", "int", "mla_rank", label="Latent rank r (MLA; 0 = off)", section="Scores", widget="number",
+            limits=lambda v: (0, v["d_model"]), written="changed",
+            help="Multi-head latent attention (DeepSeek-V2): keys and values are up-projected from one latent of "
+            "r numbers per token, which is all the decoder caches (plus the RoPE part)."),
+    Setting("mla_rope", "int", "mla_rope", label="Decoupled RoPE dims per head (MLA)", section="Scores",
+            widget="number", default=_mla_rope_default, limits=lambda v: (0, max(v["d_model"] // v["heads"] - 1, 0)),
+            applies=lambda v: bool(v["mla_rank"]), written="changed",
+            help="With RoPE, MLA turns only these last features of each query head and one key part shared by "
+            "every head; the latent's keys stay unturned so W_UK can be folded into the query."),
     Setting("mask", "choice", "mask", label="Mask", section="Scores", widget="select", choices=MASK_LABELS),
     Setting("valid_len", "int", "valid_len", label="Valid length (keys that are real)", section="Scores",
             widget="slider", default=lambda v: len(key_tokens(v)), limits=lambda v: (0, len(key_tokens(v))),
@@ -286,19 +299,6 @@ SETTINGS: tuple[Setting, ...] = (
             applies=lambda v: v["mask"] == "window", kept_unused=True),
     Setting("custom_mask", "grid", "custom_mask", url="cmask", section="Scores", widget="grid",
             applies=lambda v: v["mask"] == "custom"),
-    Setting("kernel", "choice", "kernel", label="Attention kernel", section="Variant", widget="select",
-            choices=KernelLabels(), written="changed",
-            help="softmax: the 2017 head. differential: two softmax maps, the first minus λ times the second "
-            "(weights can be negative). linear: φ(q)·φ(k) with φ = elu + 1, a constant-size state when decoding."),
-    Setting("mla_rank", "int", "mla_rank", label="Latent rank r (MLA; 0 = off)", section="Variant", widget="number",
-            limits=lambda v: (0, v["d_model"]), written="changed",
-            help="Multi-head latent attention (DeepSeek-V2): keys and values are up-projected from one latent of "
-            "r numbers per token, which is all the decoder caches (plus the RoPE part)."),
-    Setting("mla_rope", "int", "mla_rope", label="Decoupled RoPE dims per head (MLA)", section="Variant",
-            widget="number", default=_mla_rope_default, limits=lambda v: (0, max(v["d_model"] // v["heads"] - 1, 0)),
-            applies=lambda v: bool(v["mla_rank"]), written="changed",
-            help="With RoPE, MLA turns only these last features of each query head and one key part shared by "
-            "every head; the latent's keys stay unturned so W_UK can be folded into the query."),
 )
 
 # What is on screen rather than computed; in links too, only where not the default. ``values`` are the
