@@ -296,3 +296,56 @@ def test_every_kernel_runs_from_a_configuration_with_the_options_it_accepts():
                     np.testing.assert_allclose(sums, 1.0, atol=1e-12)
             else:
                 assert problem.fix(config).problem() is None, (name, options)
+
+
+# ---- properties over random shapes (hypothesis) and dtypes ------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+from tests.strategies import mha_problems  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mha_problems())
+def test_differential_rows_sum_to_one_minus_lambda_on_any_problem(problem):
+    if problem.shape.hs % 2:
+        return  # differential heads split in halves
+    params = some_params(problem.shape.hs // 2, seed=problem.shape.tq)
+    trace = multi_head_attention(problem.x_q, problem.weights, problem.n_heads, kernel="differential",
+                                 kernel_params=params, **problem.kwargs())
+    parts = trace.kernel_parts
+    expected = np.where(trace.fully_masked, 0.0, 1.0 - parts.lam)  # (nh, Tq)
+    np.testing.assert_allclose(trace.weights.sum(-1), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(trace.weights, parts.map1 - parts.lam * parts.map2, rtol=0, atol=1e-15)
+    assert np.all(np.isfinite(trace.output))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mha_problems(self_attention=True, mask="causal"))
+def test_linear_parallel_equals_recurrent_on_any_causal_problem(problem):
+    trace = multi_head_attention(problem.x_q, problem.weights, problem.n_heads, kernel="linear", **problem.kwargs())
+    parts = trace.kernel_parts
+    assert parts.recurrent_heads is not None
+    scale = max(1.0, float(np.max(np.abs(trace.heads))))
+    assert np.max(np.abs(parts.recurrent_heads - trace.heads)) <= 1e-12 * scale
+    np.testing.assert_allclose(trace.weights.sum(-1), 1.0, rtol=0, atol=1e-12)
+    assert trace.weights.min() >= 0
+
+
+@pytest.mark.parametrize("options", [{"kernel": "differential"}, {"kernel": "linear"},
+                                     {"kernel": "differential", "pe": "rope"}, {"mla": True}])
+def test_every_variant_keeps_float32_and_read_only_arrays(options):
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    w = AttentionWeights(*(rng.standard_normal((8, 8)).astype(np.float32) * 0.3 for _ in range(4)))
+    extra = dict(options)
+    if extra.pop("mla", False):
+        w = AttentionWeights(w.w_q, None, None, w.w_o)
+        extra = {"mla": mla.mla_weights(8, 2, 4, 3, 2, 0).astype(np.float32), "pe": "rope"}
+    trace = multi_head_attention(x, w, 2, mask=causal_mask(4), **extra)
+    records = [trace] + [r for r in (trace.kernel_parts, trace.mla) if r is not None]
+    for record in records:
+        for name, value in record.__dict__.items():
+            if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+                assert value.dtype == (np.float64 if name.endswith("_angles") else np.float32), name
+                assert not value.flags.writeable, name

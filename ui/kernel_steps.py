@@ -14,6 +14,8 @@ Every matrix is an array of the engine's trace (``trace.kernel_parts``, ``trace.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from mha_core.kernels import KERNELS
@@ -82,6 +84,9 @@ def variant_steps(inputs: StepInputs, head: int, cell, steps: list[Step]) -> lis
         if step.slug == "scores" and trace.mla is not None:
             out.append(absorbed_step(inputs, head, cell))
         if step.slug == "mix" and trace.kernel == "differential":
+            out[-1] = replace(step, why=(  # not an average: the weights are signed and sum to 1 − λ
+                "Each query's output is the sum of the value rows weighted by A₁ − λA₂: not an average, since the "
+                "weights can be negative and sum to 1 − λ. The next step puts the scale right."))
             out.append(differential_norm_step(inputs, head))
     return out
 
