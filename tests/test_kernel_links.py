@@ -136,3 +136,25 @@ def test_about_lists_the_variants_steps():
     at = open_page("app_pages/about.py")
     shown = " ".join(str(t.value) for t in at.table) + " ".join(str(m.value) for m in at.markdown)
     assert "Subtract: A₁ − λA₂ (differential)" in shown
+
+
+def test_the_drill_down_re_derives_mlas_rows_from_its_materialised_keys():
+    from ui.drill_down import drill_down
+    from ui.steps import step_inputs
+
+    result = run(MHAConfig(mla_rank=4, mla_rope=2, pe="rope", mask="causal", seed=2))
+    for head in range(result.config.n_heads):
+        for i in range(len(result.config.tokens)):
+            cell = drill_down(step_inputs(result), head, i, 0)
+            q_k = float(result.trace.q[head, i, :-2] @ result.trace.mla.k_content[head, 0]) + float(
+                result.trace.q[head, i, -2:] @ result.trace.mla.k_rope[0, 0])  # content part + decoupled RoPE part
+            assert abs(cell.score - q_k) <= 1e-12
+            np.testing.assert_allclose(cell.row_weights, result.trace.weights[head, i], rtol=0, atol=1e-12)
+
+
+def test_compare_draws_a_differential_b_on_a_diverging_scale():
+    at = open_page("app_pages/compare.py", b_kernel="differential")
+    figure = json.loads(next(c for c in at.get("plotly_chart") if c.proto.id.endswith("cmp_pair")).proto.spec)
+    axis = figure["layout"]["coloraxis"]
+    assert axis["cmin"] < 0 < axis["cmax"]
+    assert any("differential" in str(m.value) for m in at.markdown)
