@@ -19,7 +19,7 @@ from ui.decoding import (
     rope_offset_scores,
     step_cost,
 )
-from ui.kernel_pages import is_variant
+from ui.kernel_pages import is_variant, variant_intro
 from ui.kernel_views import variant_stepper
 from ui.settings import POSITION_LABELS
 from ui.steps import Panel, dim_labels
@@ -165,11 +165,11 @@ if notes:
     st.info("This page decodes the sentence token by token, so " + "; ".join(notes) + ".")
 result = compute(decoder)
 if result is not None:
-    st.markdown(
+    st.markdown(variant_intro(decoder) if is_variant(decoder) else (
         "A decoder generates one token per step. Attention at step t needs the keys and values of every earlier "
         "token: a **KV cache** keeps them, so each step computes one new query row and appends one key and value. "
         "The rows it assembles are exactly the rows of full causal attention, shown beside them."
-    )
+    ))
     if decoder.scale_rule == "sqrt_t":
         st.caption(f"Scale 1/√T: every step uses T = {len(decoder.tokens)}, the whole sentence's length, as full "
                    "attention does. A generator that does not know T yet would take 1/√(t+1) and get other rows.")

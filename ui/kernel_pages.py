@@ -79,6 +79,20 @@ def held_words(config: MHAConfig) -> str:
     return f"the keys and values of every token, as softmax heads do: {2 * kv * hs} numbers per token"
 
 
+def variant_intro(config: MHAConfig) -> str:
+    """The Decoding page's opening sentence for a variant: what its decoder keeps instead of (or as) a KV cache."""
+    if config.mla_rank:
+        kept = ("a **latent cache**: one latent vector c and the shared RoPE key k_R per token, from which every "
+                "head's scores are taken the absorbed way (K and V are never built)")
+    elif config.kernel == "linear":
+        kept = ("a **state of constant size**: S = Σ φ(k_t) v_tᵀ and z = Σ φ(k_t), updated once per token; no "
+                "keys or values are kept")
+    else:
+        kept = "a **KV cache**, as softmax heads do; each step's row is A₁ − λA₂ over the whole cache"
+    return (f"A decoder generates one token per step. This layer keeps {kept}. The rows it assembles are exactly "
+            "the rows of full causal attention, shown beside them.")
+
+
 def memory_table(steps: list[VariantStep], labels: list[str], config: MHAConfig) -> pd.DataFrame:
     """One row per step: the token, the numbers the variant keeps, and what MHA's (and GQA's) KV cache would."""
     per_token = cache_per_token(config.n_heads, config.head_size, config.key_value_heads)

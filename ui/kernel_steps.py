@@ -217,7 +217,8 @@ def differential_combine_step(inputs: StepInputs, head: int, cell) -> Step:
     )
     negative = int((trace.weights[head] < 0).sum())
     why = (f"λ = {lam:.4f} times the second map is subtracted from the first: what both maps attend to cancels, "
-           f"what only the first sees stands out. **Weights can be negative** ({negative} cells of head {head} are), "
+           f"what only the first sees stands out. **Weights can be negative** ({negative} of head {head}'s cells "
+           f"{'is' if negative == 1 else 'are'}), "
            f"so they are drawn on a diverging scale, and **each row sums to 1 − λ = {1 - lam:.4f}**, not 1. "
            f"λ is re-parameterised with four learned vectors, starting from λ_init = {lambda_init:.4f} (layer 1).")
     formula = (r"A = A_1 - \lambda A_2,\qquad \lambda = e^{\lambda_{q1}\cdot\lambda_{k1}} - e^{\lambda_{q2}\cdot\lambda_{k2}}"
