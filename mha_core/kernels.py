@@ -216,12 +216,12 @@ class LinearParts:
 
 @dataclass(frozen=True)
 class LinearRecurrence:
-    """The recurrent form over T tokens: ``heads (nh,T,hv)`` and every state, ``states (nh,T,hs,hv)`` = S_t,
-    ``sums (nh,T,hs)`` = z_t, after token t was added (what query t reads)."""
+    """The recurrent form over T tokens: ``heads (nh,T,hv)``, the last state ``state (nh,hs,hv)`` = S_T and
+    ``state_sum (nh,hs)`` = z_T (only the running state is ever held: T of them would cost T times its size)."""
 
     heads: np.ndarray
-    states: np.ndarray
-    sums: np.ndarray
+    state: np.ndarray
+    state_sum: np.ndarray
 
 
 def linear_step(state: np.ndarray, state_sum: np.ndarray, phi_q_t, phi_k_t, v_t):
@@ -246,13 +246,11 @@ def linear_recurrence(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray) -> Li
     phi_k, v = np.repeat(phi_k, group, axis=0), np.repeat(v, group, axis=0)  # (nh, T, hs), (nh, T, hv)
     state = np.zeros((n_heads, size, v.shape[-1]), dtype=phi_q.dtype)  # (nh, hs, hv), constant size
     state_sum = np.zeros((n_heads, size), dtype=phi_q.dtype)  # (nh, hs)
-    heads, states, sums = [], [], []
+    heads = []
     for i in range(t):
         state, state_sum, out = linear_step(state, state_sum, phi_q[:, i], phi_k[:, i], v[:, i])
         heads.append(out)
-        states.append(state)
-        sums.append(state_sum)
-    return LinearRecurrence(np.stack(heads, axis=1), np.stack(states, axis=1), np.stack(sums, axis=1))  # (nh,T,..)
+    return LinearRecurrence(np.stack(heads, axis=1), state, state_sum)  # (nh, T, hv), (nh, hs, hv), (nh, hs)
 
 
 def _is_causal_square(mask, tq: int, tk: int) -> bool:
@@ -276,9 +274,9 @@ def linear_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = False
     if _is_causal_square(mask, q.shape[1], k.shape[1]):
         recurrent = linear_recurrence(phi_q, phi_k, v)
     parts = LinearParts(phi_q, phi_k, similarity, normaliser,
-                        None if recurrent is None else recurrent.heads,
-                        None if recurrent is None else recurrent.states[:, -1],  # (nh, hs, hv)
-                        None if recurrent is None else recurrent.sums[:, -1])  # (nh, hs)
+                        None if recurrent is None else recurrent.heads,  # (nh, Tq, hv)
+                        None if recurrent is None else recurrent.state,  # (nh, hs, hv)
+                        None if recurrent is None else recurrent.state_sum)  # (nh, hs)
     return KernelOutput(scores, logits, weights, heads, heads, parts)
 
 

@@ -39,24 +39,21 @@ class VariantStep:
 
     ``position`` of the new token; ``weights (nh, t+1)``: its query's row over tokens 0..t (for linear
     attention the row the state implies, computed for display from keys the decoder does not keep);
-    ``heads (nh, hv)``, ``output (C_out,)``; ``held``: what the decoder keeps after the step, by name
-    (``numbers`` counts them).
+    ``heads (nh, hv)``, ``output (C_out,)``; ``numbers``: how many numbers the decoder keeps after the step;
+    ``held``: those arrays by name, on the last step only (a linear state per step would cost T times its
+    size: 134 MB at d_model 512 with one head and 64 tokens).
     """
 
     position: int
     weights: np.ndarray
     heads: np.ndarray
     output: np.ndarray
-    held: tuple[tuple[str, np.ndarray], ...]
+    numbers: int
+    held: tuple[tuple[str, np.ndarray], ...] = ()
 
     def __post_init__(self) -> None:
         for value in (self.weights, self.heads, self.output, *(a for _, a in self.held)):
             value.setflags(write=False)
-
-    @property
-    def numbers(self) -> int:
-        """Numbers the decoder keeps after this step."""
-        return sum(a.size for _, a in self.held)
 
 
 def decode_variant(x: np.ndarray, weights: AttentionWeights, n_heads: int, *, kernel: str = "softmax",
@@ -91,9 +88,10 @@ def _new_token(x_t, weights: AttentionWeights, n_heads: int, kv_heads: int):
     return q, k, v
 
 
-def _finish(position: int, row, heads, weights: AttentionWeights, held) -> VariantStep:
+def _finish(position: int, row, heads, weights: AttentionWeights, held, last: bool) -> VariantStep:
     output = output_projection(merge_heads(heads), weights.w_o, weights.b_o)  # (1, C_out)
-    return VariantStep(position, row[:, 0], heads[:, 0], output[0], tuple(held))
+    return VariantStep(position, row[:, 0], heads[:, 0], output[0], sum(a.size for _, a in held),
+                       tuple(held) if last else ())
 
 
 def _decode_differential(x, weights, n_heads, kv_heads, pe, rope_base, scale, params) -> list[VariantStep]:
@@ -109,7 +107,8 @@ def _decode_differential(x, weights, n_heads, kv_heads, pe, rope_base, scale, pa
         cache_k = np.concatenate([cache_k, placed.k], axis=1)  # (kv, t+1, hs)
         cache_v = np.concatenate([cache_v, v], axis=1)  # (kv, t+1, hv)
         out = kernel.attend(placed.q, cache_k, cache_v, None, scale, None, False, params)
-        steps.append(_finish(t, out.weights, out.mixed, weights, (("K cache", cache_k), ("V cache", cache_v))))
+        steps.append(_finish(t, out.weights, out.mixed, weights, (("K cache", cache_k), ("V cache", cache_v)),
+                             t == x.shape[0] - 1))
     return steps
 
 
@@ -131,7 +130,8 @@ def _decode_linear(x, weights, n_heads, kv_heads, pe, rope_base) -> list[Variant
         seen = np.concatenate([seen, phi_k[:, None]], axis=1)  # (kv, t+1, hs)
         similarity = np.einsum("hd,htd->ht", phi_q, seen[by_query])  # (nh, t+1)
         row = similarity / similarity.sum(axis=-1, keepdims=True)  # (nh, t+1)
-        steps.append(_finish(t, row[:, None], heads[:, None], weights, (("state S", state), ("state sum z", state_sum))))
+        steps.append(_finish(t, row[:, None], heads[:, None], weights, (("state S", state), ("state sum z", state_sum)),
+                             t == x.shape[0] - 1))
     return steps
 
 
@@ -164,5 +164,6 @@ def _decode_latent(x, weights, mla: MLAWeights, n_heads, pe, rope_base, scale, n
         logits = scores * scale + (0.0 if placed.bias is None else placed.bias)  # (nh, 1, t+1)
         row = softmax(logits, axis=-1, null_key=null_key)  # (nh, 1, t+1)
         heads = absorbed_heads(row, latents, mla.w_uv)  # (nh, 1, hv)
-        steps.append(_finish(t, row, heads, weights, (("latent cache c", latents), ("RoPE key cache k_R", rope_keys))))
+        steps.append(_finish(t, row, heads, weights, (("latent cache c", latents), ("RoPE key cache k_R", rope_keys)),
+                             t == x.shape[0] - 1))
     return steps

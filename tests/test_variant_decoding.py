@@ -62,3 +62,10 @@ def test_a_linear_state_read_before_the_token_is_added_breaks_the_rows(monkeypat
     result = run(CONFIGS["linear"])
     steps = decoded(result)
     assert max(np.max(np.abs(s.output - result.trace.output[s.position])) for s in steps) > 1e-3
+
+
+@pytest.mark.parametrize("name", ["linear", "MLA, rope", "differential"])
+def test_only_the_last_step_holds_its_arrays_and_they_are_what_it_counts(name):
+    steps = decoded(run(CONFIGS[name]))
+    assert all(step.held == () for step in steps[:-1])
+    assert steps[-1].numbers == sum(array.size for _, array in steps[-1].held) > 0

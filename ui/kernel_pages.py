@@ -48,10 +48,12 @@ def row_sums_sentence(trace: AttentionTrace) -> str | None:
 # ---- the Decoding page ------------------------------------------------------------------------
 
 
-def decode_variant_run(result: RunResult) -> list[VariantStep]:
-    """Decode ``result``'s tokens one at a time with its variant (``result`` from ``ui.decoding.decoder_config``)."""
+def decode_variant_run(result: RunResult, upto: int | None = None) -> list[VariantStep]:
+    """Decode ``result``'s tokens 0..upto (default: all) one at a time with its variant (``result`` from
+    ``ui.decoding.decoder_config``); the last step holds what the decoder keeps."""
     config = result.config
-    return decode_variant(result.x_q, result.weights, config.n_heads, kernel=config.kernel,
+    x = result.x_q if upto is None else result.x_q[: upto + 1]  # (t+1, C)
+    return decode_variant(x, result.weights, config.n_heads, kernel=config.kernel,
                           kernel_params=result.kernel_params, mla=result.mla_weights, kv_heads=config.key_value_heads,
                           pe=attention_scheme(config), rope_base=config.rope_base, scale=result.trace.scale,
                           null_key=config.null_key)

@@ -28,15 +28,15 @@ QK_AXES = ("query i", "key j")
 def variant_stepper(config: MHAConfig) -> None:
     """The decoding stepper of a differential, linear or MLA layer: what it keeps, step by step, checked live."""
     result = result_later(config)
-    steps = decode_variant_run(result)
     trace, labels = result.trace, result.query_labels
-    last = len(steps) - 1
+    last = len(labels) - 1
     clamp_choice("w_dec_step", last + 1)
     clamp_choice("w_dec_head", trace.n_heads)
     left, right = st.columns([6, 3], vertical_alignment="bottom")
     t = left.slider("Step t (the token being generated)", 0, last, key="w_dec_step", persist_state=KEEP)
     head = right.selectbox("Head", range(trace.n_heads), key="w_dec_head", persist_state=KEEP,
                            format_func=lambda h: f"head {h}")
+    steps = decode_variant_run(result, t)  # tokens 0..t: the last step holds what is kept (one state, not t+1)
     step = steps[t]
     delta = max_variant_difference(steps, t, trace.weights)
     table = memory_table(steps, labels, config)
@@ -74,6 +74,6 @@ def variant_stepper(config: MHAConfig) -> None:
                                kind=kind, row_block=(t, t + 1), axis_titles=QK_AXES),
                          "dec_variant_full", width_px=width, font_size=figure_font_size())
     with st.expander("What is kept, step by step (numbers)"):
-        st.dataframe(table.iloc[: t + 1], key="dec_variant_table")
+        st.dataframe(table, key="dec_variant_table")
         st.caption("The KV cache columns are what a softmax layer of the same heads would keep (2·heads·d_k numbers "
                    "per token; 2·kv_heads·d_k with shared key/value heads).")
