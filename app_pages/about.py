@@ -11,6 +11,7 @@ from mha_core.config import LIMITS
 from mha_core.positions import SCHEMES
 from ui import navigation
 from ui.controls import sidebar
+from ui.kernel_pages import KERNEL_COLUMNS, kernel_rows
 from ui.steps import FULLY_MASKED_POLICY, STEP_KINDS, glossary_rows
 
 LIMIT_MEANINGS = {
@@ -73,6 +74,11 @@ st.header("Positional schemes")
 st.caption("Attention alone cannot tell word order; each scheme tells it one way. Choose one under Inputs → Positions "
            "(link parameter `pe`).")
 st.table(pd.DataFrame(position_rows(), columns=["pe", "scheme", "what it does", "acts on", "from"]).set_index("pe"))
+
+st.header("Attention kernels")  # issue 26: read from the engine's table (mha_core.kernels.KERNELS)
+st.caption("How a head turns its scores into weights. Choose one under Scores → Attention kernel (link parameters "
+           "`kernel`, `mla_rank`, `mla_rope`).")
+st.table(pd.DataFrame(kernel_rows(), columns=KERNEL_COLUMNS).set_index("kernel"))
 
 st.header("Glossary of shapes")
 st.table(pd.DataFrame(glossary_rows(mha_core.__doc__ or ""), columns=["symbol", "meaning"]).set_index("symbol"))

@@ -132,10 +132,17 @@ def test_decoding_shows_what_the_variant_keeps_and_that_its_rows_are_full_attent
     assert float(metrics["max |Δ| vs full causal"]) <= 1e-12
 
 
-def test_about_lists_the_variants_steps():
+def test_about_lists_the_variants_steps_and_the_kernels_of_the_engines_table():
+    from mha_core.kernels import KERNELS
+
     at = open_page("app_pages/about.py")
-    shown = " ".join(str(t.value) for t in at.table) + " ".join(str(m.value) for m in at.markdown)
-    assert "Subtract: A₁ − λA₂ (differential)" in shown
+    tables = [t.value for t in at.table]
+    steps = next(t for t in tables if t.index.name == "step")
+    assert "Subtract: A₁ − λA₂ (differential)" in steps.index
+    kernels = next(t for t in tables if t.index.name == "kernel")
+    for name, kernel in KERNELS.items():
+        assert kernels.loc[name, "name"] == kernel.label and kernels.loc[name, "rows sum to"] == kernel.row_sums
+        assert kernels.loc[name, "negative weights"] == ("yes" if kernel.signed else "no")
 
 
 def test_the_drill_down_re_derives_mlas_rows_from_its_materialised_keys():

@@ -45,6 +45,20 @@ def row_sums_sentence(trace: AttentionTrace) -> str | None:
     return f"{kernel.short_label.capitalize()} attention: {kernel.row_sums} ({kernel.formula}); no softmax."
 
 
+KERNEL_COLUMNS = ["kernel", "name", "what it does", "rows sum to", "negative weights", "cannot combine with", "from"]
+
+
+def kernel_rows() -> list[tuple[str, ...]]:
+    """One row per kernel of the engine's table (the About page), and a last one for MLA."""
+    rows = [(k.name, k.label, k.summary, k.row_sums, "yes" if k.signed else "no",
+             "; ".join(r.setting for r in k.refuses) or "–", k.paper) for k in KERNELS.values()]
+    rows.append(("mla_rank > 0", "multi-head latent attention (MLA)",
+                 "Keys and values are up-projected from one latent of rank r per token; RoPE rides on a few decoupled "
+                 "dimensions; a decoder caches r + d_rope numbers per token.", "each row sums to 1", "no",
+                 "kernel ≠ softmax; kv_heads; bias; hand-built heads", "DeepSeek-AI 2024 (DeepSeek-V2)"))
+    return rows
+
+
 # ---- the Decoding page ------------------------------------------------------------------------
 
 
