@@ -282,12 +282,12 @@ SETTINGS: tuple[Setting, ...] = (
             help="softmax: the 2017 head. differential: two softmax maps, the first minus λ times the second "
             "(weights can be negative). linear: φ(q)·φ(k) with φ = elu + 1, a constant-size state when decoding."),
     Setting("mla_rank", "int", "mla_rank", label="Latent rank r (MLA; 0 = off)", section="Scores", widget="number",
-            limits=lambda v: (0, v["d_model"]), written="changed",
+            limits=lambda v: (0, v["d_model"]), widget_limits=(0, LIMITS["max_d_model"]), written="changed",
             help="Multi-head latent attention (DeepSeek-V2): keys and values are up-projected from one latent of "
             "r numbers per token, which is all the decoder caches (plus the RoPE part)."),
     Setting("mla_rope", "int", "mla_rope", label="Decoupled RoPE dims per head (MLA)", section="Scores",
             widget="number", default=_mla_rope_default, limits=lambda v: (0, max(v["d_model"] // v["heads"] - 1, 0)),
-            applies=lambda v: bool(v["mla_rank"]), written="changed",
+            widget_limits=(0, LIMITS["max_d_model"] - 1), applies=lambda v: bool(v["mla_rank"]), written="changed",
             help="With RoPE, MLA turns only these last features of each query head and one key part shared by "
             "every head; the latent's keys stay unturned so W_UK can be folded into the query."),
     Setting("mask", "choice", "mask", label="Mask", section="Scores", widget="select", choices=MASK_LABELS),
