@@ -313,20 +313,21 @@ class Kernel:
     formula: str = ""
 
 
-def _attr(name: str, default=None) -> Callable[[object], object]:
-    return lambda config: getattr(config, name, default)
+def _no_null_key(what: str) -> Refusal:
+    return Refusal("null_key", f"the null key is a softmax₁ idea (+1 in a softmax's denominator); {what} has no such "
+                   "denominator: turn the null key off", lambda c: bool(getattr(c, "null_key", False)),
+                   {"null_key": False})
 
 
-_NO_NULL = lambda what: Refusal(  # noqa: E731
-    "null_key", f"the null key is a softmax₁ idea (+1 in a softmax's denominator); {what} has no such "
-    "denominator: turn the null key off", lambda c: bool(getattr(c, "null_key", False)), {"null_key": False})
-_NO_MLA = lambda what: Refusal(  # noqa: E731
-    "mla_rank", f"multi-head latent attention is built on softmax heads (DeepSeek-V2); {what} with a latent "
-    "key/value cache is not defined here: set the latent rank to 0", lambda c: bool(getattr(c, "mla_rank", 0)),
-    {"mla_rank": 0, "mla_rope": 0})
-_NO_ALIBI = lambda what: Refusal(  # noqa: E731
-    "pe", f"ALiBi adds a distance penalty to softmax logits; {what} has no reference with it: choose RoPE, "
-    "sinusoidal or no positions", lambda c: getattr(c, "pe", "none") == "alibi", {"pe": "none"})
+def _no_latent(what: str) -> Refusal:
+    return Refusal("mla_rank", f"multi-head latent attention is built on softmax heads (DeepSeek-V2); {what} with a "
+                   "latent key/value cache is not defined here: set the latent rank to 0",
+                   lambda c: bool(getattr(c, "mla_rank", 0)), {"mla_rank": 0, "mla_rope": 0})
+
+
+def _no_alibi(what: str) -> Refusal:
+    return Refusal("pe", f"ALiBi adds a distance penalty to softmax logits; {what} has no reference with it: choose "
+                   "RoPE, sinusoidal or no positions", lambda c: getattr(c, "pe", "none") == "alibi", {"pe": "none"})
 
 
 KERNELS: Mapping[str, Kernel] = MappingProxyType({
@@ -341,8 +342,8 @@ KERNELS: Mapping[str, Kernel] = MappingProxyType({
                "times the second, so common-mode attention cancels and weights can be negative.",
                rows_sum_to_one=False, row_sums="each row sums to 1 − λ, and weights can be negative", signed=True,
                attend=differential_kernel, sub_heads=2,
-               refuses=(_NO_NULL("differential attention"), _NO_ALIBI("differential attention"),
-                        _NO_MLA("differential attention"),
+               refuses=(_no_null_key("differential attention"), _no_alibi("differential attention"),
+                        _no_latent("differential attention"),
                         Refusal("n_heads", "differential attention splits each head's q and k in two halves: the head "
                                 "size must be even (with RoPE a multiple of 4, each half turning in pairs); use fewer heads",
                                 lambda c: c.head_size % (4 if getattr(c, "pe", "none") == "rope" else 2) != 0,
@@ -353,7 +354,7 @@ KERNELS: Mapping[str, Kernel] = MappingProxyType({
                "heads come from a running state of constant size.",
                rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=linear_kernel,
                recurrent=True,
-               refuses=(_NO_NULL("linear attention"), _NO_ALIBI("linear attention"), _NO_MLA("linear attention"),
+               refuses=(_no_null_key("linear attention"), _no_alibi("linear attention"), _no_latent("linear attention"),
                         Refusal("scale_rule", "linear attention has no scale: φ(q)·φ(k) is divided by its row sum; "
                                 "keep the standard scale rule", lambda c: getattr(c, "scale_rule", "sqrt_dk") != "sqrt_dk",
                                 {"scale_rule": "sqrt_dk"})),
