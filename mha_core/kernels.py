@@ -10,8 +10,7 @@ One table of records, ``KERNELS``, read by the engine, the configuration's check
   layer l = 1, 2, .... Each head's output A V is normalised on its own (RMSNorm over hv, no learned gain)
   and multiplied by 1 - lambda_init before the concatenation.
 - **linear** (Katharopoulos et al. 2020): phi(x) = elu(x) + 1 > 0 replaces exp; the weights are
-  phi(q_i) . phi(k_j) divided by their row sum (no scale: it would cancel in the ratio only for
-  exp). With a causal mask the same heads come from a recurrence whose state has a constant size:
+  phi(q_i) . phi(k_j) divided by their row sum (no scale, as in the paper). With a causal mask the same heads come from a recurrence whose state has a constant size:
   S_t = S_{t-1} + phi(k_t) v_t^T (hs x hv), z_t = z_{t-1} + phi(k_t) (hs,), out_t = phi(q_t)^T S_t / phi(q_t)^T z_t.
 
 A kernel's function takes q (nh,Tq,hs), k (kv,Tk,hs), v (kv,Tk,hv) after positions, the mask, the
@@ -26,7 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import numpy as np
 
@@ -330,7 +328,7 @@ def _no_alibi(what: str) -> Refusal:
                    "RoPE, sinusoidal or no positions", lambda c: getattr(c, "pe", "none") == "alibi", {"pe": "none"})
 
 
-KERNELS: Mapping[str, Kernel] = MappingProxyType({
+KERNELS: dict[str, Kernel] = {
     kernel.name: kernel
     for kernel in (
         Kernel("softmax", "softmax (2017)", "softmax",
@@ -360,7 +358,7 @@ KERNELS: Mapping[str, Kernel] = MappingProxyType({
                                 {"scale_rule": "sqrt_dk"})),
                paper="Katharopoulos et al. 2020", formula="A_ij = φ(q_i)·φ(k_j) / Σ_j' φ(q_i)·φ(k_j')"),
     )
-})
+}
 
 
 def attention_kernel(name: str) -> Kernel:

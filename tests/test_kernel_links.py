@@ -165,3 +165,32 @@ def test_compare_draws_a_differential_b_on_a_diverging_scale():
     axis = figure["layout"]["coloraxis"]
     assert axis["cmin"] < 0 < axis["cmax"]
     assert any("differential" in str(m.value) for m in at.markdown)
+
+
+def undocumented_kernels(readme: str) -> set[str]:
+    """Kernels of the engine's table that the README's ``kernel`` row does not name."""
+    import re
+
+    from mha_core.kernels import KERNELS
+
+    row = re.search(r"^\| `kernel` \|(.*)$", readme, flags=re.M).group(1)
+    return {name for name in KERNELS if f"`{name}`" not in row}
+
+
+def test_a_fourth_kernel_is_one_row_of_the_table(monkeypatch):
+    from dataclasses import replace
+    from pathlib import Path
+
+    from mha_core import kernels
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert undocumented_kernels(readme) == set()
+    copy = replace(kernels.KERNELS["softmax"], name="softmax_copy", label="softmax, a test's copy")
+    monkeypatch.setitem(kernels.KERNELS, copy.name, copy)
+    assert undocumented_kernels(readme) == {"softmax_copy"}
+    config, messages = config_from_params({"kernel": "softmax_copy", "mask": "causal"})
+    assert config.kernel == "softmax_copy" and messages == []
+    assert params_from_config(config)["kernel"] == "softmax_copy"
+    np.testing.assert_array_equal(run(config).trace.weights, run(MHAConfig(mask="causal")).trace.weights)
+    at = app({"kernel": "softmax_copy"})
+    assert not at.exception and "softmax, a test's copy" in at.selectbox(key="w_kernel").options
