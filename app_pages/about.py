@@ -9,6 +9,7 @@ import mha_core
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
 from mha_core.config import LIMITS
 from mha_core.positions import SCHEMES
+from ui.charts.kernels import KERNEL_COLUMNS, kernel_rows
 from ui.pipeline.steps import FULLY_MASKED_POLICY, STEP_KINDS, glossary_rows
 from ui.state import navigation
 from ui.widgets.sidebar import sidebar
@@ -96,6 +97,13 @@ def source_section() -> None:
             st.code(inspect.getsource(function), language="python", line_numbers=True, height=520)
 
 
+def kernels_section() -> None:
+    st.header("Attention kernels")  # read from the engine's table (mha_core.kernels.KERNELS)
+    st.caption("How a head turns its scores into weights. Choose one under Scores → Attention kernel (link parameters "
+               "`kernel`, `mla_rank`, `mla_rope`).")
+    st.table(pd.DataFrame(kernel_rows(), columns=KERNEL_COLUMNS).set_index("kernel"))
+
+
 def main() -> None:
     sidebar()
     st.title("About MHA Explorer")
@@ -103,6 +111,7 @@ def main() -> None:
     pages_section()
     steps_section()
     positions_section()
+    kernels_section()
     st.header("Glossary of shapes")
     st.table(pd.DataFrame(glossary_rows(mha_core.__doc__ or ""), columns=["symbol", "meaning"]).set_index("symbol"))
     st.header("Conventions")

@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 from ui.charts import figures, tables
+from ui.charts.kernels import weights_signed
 from ui.pages import compare
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config
@@ -59,6 +60,7 @@ def pair_figure(comparison, result_a, result_b, head: int):
         result_a.query_labels,
         result_a.key_labels,
         titles=[f"A: head {head}", f"B: head {head}"],
+        kind="signed_weights" if weights_signed(result_a.trace) or weights_signed(result_b.trace) else "weights",
         max_cols=2,
         panel_px=300,
         square=True,

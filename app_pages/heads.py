@@ -9,6 +9,7 @@ import streamlit as st
 
 from ui.charts import cached_figures, export, figures, tables
 from ui.charts.figures import MAX_DRAWN_CELLS
+from ui.charts.kernels import grid_kind
 from ui.charts.labels import concat_columns
 from ui.charts.markdown import literals
 from ui.charts.views import MATRIX_VIEWS, SHORT_VIEW_LABELS, VIEW_LABELS
@@ -115,7 +116,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
         matrices,
         result.query_labels,
         result.key_labels,
-        kind=view,
+        kind=grid_kind(trace, view),  # signed weights (differential) on a diverging scale
         titles=titles,
         max_cols=cols,
         panel_px=panel_px,
@@ -427,7 +428,7 @@ def presentation(result) -> None:
         matrices,
         result.query_labels,
         result.key_labels,
-        kind=view,
+        kind=grid_kind(trace, view),
         titles=titles,
         max_cols=2,
         fit_height=PRESENT_FIGURE_PX - (80 if average else 0),

@@ -9,13 +9,18 @@ Glossary of shapes, used in every shape comment of this package:
     hs   head size of queries and keys, also called d_k (= C / nh in the app)
     hv   head size of values, d_v
     t    tokens held in a decoder's key/value cache
+    r    rank of multi-head latent attention's latent (kv_lora_rank): numbers cached per token
+    d_rope  decoupled RoPE features per head in multi-head latent attention
 
 Conventions: row vectors, ``y = x @ w + b``; heads are contiguous column blocks of the
 fused projection (head i owns columns i*hs:(i+1)*hs), as in torch; query head h reads
 key/value head h // (nh/kv); a boolean mask is True where a query may attend to a key.
 Positions: one table of schemes (``positions.SCHEMES``): sinusoidal is added to the tokens,
 RoPE and ALiBi act inside attention (``positions.apply_positions``, ``pe=`` of
-``multi_head_attention``); ``kv_cache`` decodes one token at a time. This package never imports streamlit, plotly or pandas: it knows
+``multi_head_attention``); ``kv_cache`` decodes one token at a time. Kernels: one table
+(``kernels.KERNELS``: softmax, differential, linear) that ``multi_head_attention`` dispatches through
+(``kernel=``); multi-head latent attention (``mla``, ``mla=``) draws keys and values from a latent;
+``variant_decoding`` decodes both one token at a time. This package never imports streamlit, plotly or pandas: it knows
 nothing of screens.
 """
 

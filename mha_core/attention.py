@@ -68,6 +68,15 @@ class AttentionTrace:
     With ALiBi, ``bias (nh,Tq,Tk)`` is what was added to the scaled scores. With ``null_key``,
     each row may also put weight 1 - sum(row) on an implicit key of logit 0 and value 0. The
     new fields are None (False) otherwise.
+
+    ``kernel`` names the record of ``mha_core.kernels.KERNELS`` that made the weights: for softmax
+    everything above holds as written. For another kernel ``weights`` is the (nh,Tq,Tk) matrix the
+    kernel implies (differential: A1 - lambda A2, signed; linear: phi(q).phi(k) over its row sum),
+    ``heads`` = weights @ v still, ``concat`` is what the kernel concatenates (differential: the
+    normalised heads), ``scores``/``logits`` stay the whole head's q.k and its scaled, masked logits,
+    and ``kernel_parts`` holds the kernel's own record (``DifferentialParts``, ``LinearParts``).
+    ``mla`` is an ``mha_core.mla.MLAParts`` when keys and values come from a latent (then kv = nh and
+    ``k``, ``v`` are the materialised ones).
     """
 
     q: np.ndarray
@@ -88,6 +97,9 @@ class AttentionTrace:
     k_angles: np.ndarray | None = None
     bias: np.ndarray | None = None
     null_key: bool = False
+    kernel: str = "softmax"
+    kernel_parts: object | None = None
+    mla: object | None = None
 
     def __post_init__(self) -> None:
         for value in self.__dict__.values():
@@ -351,6 +363,9 @@ def multi_head_attention(
     q_positions: np.ndarray | None = None,
     k_positions: np.ndarray | None = None,
     null_key: bool = False,
+    kernel: str = "softmax",
+    kernel_params: object | None = None,
+    mla: object | None = None,
 ) -> AttentionTrace:
     """Multi-head attention with every intermediate returned.
 
@@ -382,6 +397,14 @@ def multi_head_attention(
         Where the tokens stand, for RoPE and ALiBi (a decoder's cache gives later positions).
     null_key : bool, default False
         softmax_1: each row may put weight on an implicit key of logit 0 and value 0.
+    kernel : str, default "softmax"
+        A record of ``mha_core.kernels.KERNELS``: softmax, differential or linear. Positions act on
+        each of its sub-heads (differential: the two halves of a head) and the default scale is the
+        sub-head's 1/sqrt(hs/parts).
+    kernel_params : the kernel's learned scalars (``DifferentialParams``), default its plain ones
+    mla : ``mha_core.mla.MLAWeights``, optional
+        Keys and values from a shared latent (multi-head latent attention); ``weights.w_k``,
+        ``w_v``, ``b_k``, ``b_v`` are then None, and kv_heads = nh.
 
     Returns
     -------
@@ -393,40 +416,59 @@ def multi_head_attention(
     dtype: float32 in, float32 throughout and out; float64 in, float64 out; integer inputs
     compute in float64.
     """
+    from mha_core import kernels  # they build on this module's steps
+    from mha_core import mla as latent
+
+    chosen = kernels.attention_kernel(kernel)
     given_x_k = x_k
     x_k = x_q if x_k is None else x_k
     x_v = x_k if x_v is None else x_v
     kv_heads = n_heads if kv_heads is None else kv_heads
-    dtype = compute_dtype(x_q, x_k, x_v, *weights.arrays())
+    dtype = compute_dtype(x_q, x_k, x_v, *weights.arrays(), *(() if mla is None else (mla.w_dkv,)))
     x_q, x_k, x_v = (np.asarray(x, dtype=dtype) for x in (x_q, x_k, x_v))
     weights = weights.astype(dtype)
-    _check_shapes(x_q, x_k, x_v, weights, n_heads, kv_heads)
+    if mla is None:
+        _check_shapes(x_q, x_k, x_v, weights, n_heads, kv_heads)
+    else:
+        mla = mla.astype(dtype)
+        _check_latent_shapes(x_q, x_k, weights, mla, n_heads, kv_heads)
     tq, tk = x_q.shape[0], x_k.shape[0]
     mask = _checked_mask(mask, n_heads, tq, tk)  # broadcasts to (nh, Tq, Tk)
     head_size = weights.w_q.shape[1] // n_heads
+    refusal = kernels.kernel_refusal(kernel, _KernelSettings(head_size, pe, null_key, 0 if mla is None else mla.rank))
+    if refusal is not None:
+        raise ValueError(f"kernel={kernel!r}: {refusal.reason}")
+    parts = chosen.sub_heads
     explicit_positions = q_positions is not None and k_positions is not None
     cross = (given_x_k is not None and not explicit_positions and position_scheme(pe).self_attention_only
              and _is_cross_attention(x_q, x_k))  # compared only where a scheme cares: it reads every number
-    check_inside_attention(pe, head_size, cross, rope_base)
-    scale = default_scale(head_size) if scale is None else float(scale)  # computed once, used and reported
+    turned_size = head_size // parts if mla is None else mla.rope_dims  # the features a scheme turns
+    if mla is not None and position_scheme(pe).turns and not mla.rope_dims:
+        raise ValueError(f"{pe} cannot turn MLA's latent keys (W_UK could no longer be folded into the query): "
+                         "give the layer decoupled RoPE dimensions (w_kr with 2 or more columns)")
+    check_inside_attention(pe, turned_size, cross, rope_base)
+    scale = default_scale(head_size // parts) if scale is None else float(scale)  # computed once, used and reported
 
     q = split_heads(project(x_q, weights.w_q, weights.b_q), n_heads)  # (nh, Tq, hs)
-    k = split_heads(project(x_k, weights.w_k, weights.b_k), kv_heads)  # (kv, Tk, hs)
-    v = split_heads(project(x_v, weights.w_v, weights.b_v), kv_heads)  # (kv, Tk, hv)
     q_positions = _checked_positions(q_positions, tq, "q_positions")  # (Tq,)
     k_positions = _checked_positions(k_positions, tk, "k_positions")  # (Tk,)
-    placed = apply_positions(pe, q, k, q_positions, k_positions, rope_base=rope_base)  # q, k turned; bias
-    scores, logits, attn, heads = scaled_dot_product_attention(placed.q, placed.k, v, mask, scale, bias=placed.bias,
-                                                               null_key=null_key)
-    concat = merge_heads(heads)  # (Tq, nh*hv)
+    if mla is None:
+        k = split_heads(project(x_k, weights.w_k, weights.b_k), kv_heads)  # (kv, Tk, hs)
+        v = split_heads(project(x_v, weights.w_v, weights.b_v), kv_heads)  # (kv, Tk, hv)
+        placed = apply_positions_per_part(pe, q, k, q_positions, k_positions, rope_base, parts)  # q, k turned; bias
+    else:
+        inputs = latent.latent_attention_inputs(q, x_k, mla, pe, q_positions, k_positions, rope_base)
+        placed, v = inputs.placed, inputs.v  # q (nh,Tq,hs), k (nh,Tk,hs) turned; v (nh,Tk,hv)
+    out = chosen.attend(placed.q, placed.k, v, mask, scale, placed.bias, null_key, kernel_params)
+    concat = merge_heads(out.mixed)  # (Tq, nh*hv)
     return AttentionTrace(
         q=placed.q,
         k=placed.k,
         v=v,
-        scores=scores,
-        logits=logits,
-        weights=attn,
-        heads=heads,
+        scores=out.scores,
+        logits=out.logits,
+        weights=out.weights,
+        heads=out.heads,
         concat=concat,
         output=output_projection(concat, weights.w_o, weights.b_o),  # (Tq, C_out)
         fully_masked=_fully_masked_rows(mask, n_heads, tq),  # (nh, Tq)
@@ -438,4 +480,61 @@ def multi_head_attention(
         k_unrotated=placed.k_unrotated,
         q_angles=placed.q_angles,
         k_angles=placed.k_angles,
+        kernel=kernel,
+        kernel_parts=out.parts,
+        mla=None if mla is None else latent.finish(inputs, mla, out.scores),
     )
+
+
+@dataclass(frozen=True)
+class _KernelSettings:
+    """What a kernel's refusals read, in the engine (a configuration has the same attribute names)."""
+
+    head_size: int
+    pe: str
+    null_key: bool
+    mla_rank: int
+
+
+def apply_positions_per_part(pe: str, q, k, q_positions, k_positions, rope_base: float, parts: int):
+    """A scheme acting on each of a head's ``parts`` (differential: its two halves), q and k joined back after."""
+    from mha_core.kernels import join_sub_heads, split_sub_heads
+    from mha_core.positions import Positioned
+
+    placed = apply_positions(pe, split_sub_heads(q, parts), split_sub_heads(k, parts), q_positions, k_positions,
+                             rope_base=rope_base)  # on (nh*parts, T, hs/parts)
+    if parts == 1:
+        return placed
+    join = lambda x: None if x is None else join_sub_heads(x, parts)  # noqa: E731
+    return Positioned(join(placed.q), join(placed.k), placed.bias, join(placed.q_unrotated),
+                      join(placed.k_unrotated), placed.q_angles, placed.k_angles)  # (nh,Tq,hs), (kv,Tk,hs)
+
+
+def _check_latent_shapes(x_q, x_k, weights: AttentionWeights, mla, n_heads: int, kv_heads: int) -> None:
+    """Raise ValueError, naming the shapes, when an MLA layer's parts do not fit together."""
+    if any(getattr(weights, name) is not None for name in ("w_k", "w_v", "b_k", "b_v")):
+        raise ValueError("with mla, keys and values come from the latent: pass w_k, w_v, b_k and b_v as None")
+    if isinstance(n_heads, bool) or not isinstance(n_heads, int | np.integer) or n_heads < 1:
+        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+    if kv_heads != n_heads:
+        raise ValueError(f"with mla every query head has its own keys from the latent: kv_heads must be {n_heads}")
+    for name, x in (("x_q", x_q), ("x_k", x_k)):
+        if x.ndim != 2:
+            raise ValueError(f"{name} must be a (tokens, features) matrix, got shape {x.shape}")
+    if weights.w_q.shape[0] != x_q.shape[1] or weights.w_q.shape[1] % n_heads:
+        raise ValueError(f"w_q has shape {weights.w_q.shape}: it needs {x_q.shape[1]} rows and nh*hs columns")
+    head_size = weights.w_q.shape[1] // n_heads
+    rank, rope = mla.rank, mla.rope_dims
+    expected = {"w_dkv": (x_k.shape[1], rank), "w_uk": (rank, n_heads * (head_size - rope)),
+                "w_kr": (x_k.shape[1], rope), "latent_gain": (rank,)}
+    for name, shape in expected.items():
+        if getattr(mla, name).shape != shape:
+            raise ValueError(f"mla.{name} has shape {getattr(mla, name).shape}, expected {shape} "
+                             f"(rank {rank}, {rope} RoPE dims, {n_heads} heads of {head_size})")
+    if not 0 <= rope < head_size or rope % 2:
+        raise ValueError(f"the decoupled RoPE dims ({rope}) must be even and below the head size {head_size}")
+    if mla.w_uv.shape[0] != rank or mla.w_uv.shape[1] % n_heads:
+        raise ValueError(f"mla.w_uv has shape {mla.w_uv.shape}: it needs {rank} rows and nh*hv columns")
+    concat_width = mla.w_uv.shape[1]
+    if weights.w_o is not None and weights.w_o.shape[0] != concat_width:
+        raise ValueError(f"w_o has {weights.w_o.shape[0]} rows but the heads concatenate to {concat_width}")

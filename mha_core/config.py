@@ -22,7 +22,9 @@ from mha_core.inputs import (
     token_labels,
     vocabulary,
 )
+from mha_core.kernels import KERNELS, DifferentialParams, Kernel, attention_kernel, differential_params, kernel_refusal
 from mha_core.masks import causal_mask, padding_mask, window_mask
+from mha_core.mla import MLAWeights, default_mla_rope, mla_weights
 from mha_core.positions import ROPE_BASE, SCHEMES, PositionScheme, position_scheme, scheme_problem
 from mha_core.presets import PRESET_INITS, preset_inputs, preset_weights
 
@@ -66,6 +68,9 @@ class MHAConfig:
     pe: str = "none"  # a positional scheme of mha_core.positions.SCHEMES
     rope_base: float = ROPE_BASE  # the base of a scheme that turns q and k (RoPE's theta)
     kv_heads: int | None = None  # key/value heads dividing n_heads (1: MQA); None = n_heads (MHA)
+    kernel: str = "softmax"  # a record of mha_core.kernels.KERNELS: softmax, differential, linear
+    mla_rank: int = 0  # multi-head latent attention: keys and values from a latent of this rank; 0 = off
+    mla_rope: int = 0  # MLA's decoupled RoPE dimensions per head (even, below the head size; needs pe=rope)
 
     def __post_init__(self) -> None:
         # kv_heads equal to n_heads is stored as None, so that one layer has one configuration (and one cache entry).
@@ -93,6 +98,11 @@ class MHAConfig:
     def positions(self) -> PositionScheme:
         """The record of the positional scheme ``pe``."""
         return position_scheme(self.pe)
+
+    @property
+    def attention_kernel(self) -> Kernel:
+        """The record of the attention kernel ``kernel``."""
+        return attention_kernel(self.kernel)
 
     @property
     def uses_embeddings(self) -> bool:
@@ -250,6 +260,50 @@ def _check_positions(config: MHAConfig) -> Problem | None:
     return None if reason is None else Problem(reason, _set(pe="none"))
 
 
+def _check_kernel(config: MHAConfig) -> Problem | None:
+    found = _choice("attention kernel", "kernel", config.kernel, tuple(KERNELS))
+    if found is not None:
+        return found
+    refusal = kernel_refusal(config.kernel, config)
+    return None if refusal is None else Problem(refusal.reason, _set(**refusal.fix))
+
+
+def _check_mla(config: MHAConfig) -> Problem | None:
+    hs, rank, rope = config.head_size, config.mla_rank, config.mla_rope
+    found = _whole_number("latent rank", "mla_rank", rank, 0, config.d_model)
+    if found is not None or not rank:
+        if found is None and config.mla_rope != 0:
+            return Problem("decoupled RoPE dimensions belong to multi-head latent attention: set a latent rank "
+                           "or 0 RoPE dimensions", _set(mla_rope=0))
+        return found
+    off = _set(mla_rank=0, mla_rope=0)
+    if not config.uses_embeddings:
+        return Problem("hand-built heads set their own W_K and W_V; multi-head latent attention draws keys and values "
+                       "from a latent: choose random weights to see it", off)
+    if config.kv_heads is not None:
+        return Problem(f"multi-head latent attention gives each of the {config.n_heads} heads its own keys from one "
+                       "latent; it replaces shared key/value heads (GQA): set key/value heads = heads", _set(kv_heads=None))
+    if config.bias:
+        return Problem("DeepSeek's latent projections have no biases: turn biases off for multi-head latent attention",
+                       _set(bias=False))
+    found = _whole_number("decoupled RoPE dims", "mla_rope", rope, 0, max(hs - 1, 0))
+    if found is None and rope % 2:
+        found = Problem(f"decoupled RoPE dims turn in pairs: {rope} is odd, choose an even number below {hs}",
+                        _set(mla_rope=rope - 1))
+    if found is not None:
+        return found
+    turns = config.positions.turns
+    if turns and not rope:
+        fix = _set(mla_rope=default_mla_rope(hs)) if default_mla_rope(hs) else _set(pe="none")
+        return Problem(f"{config.positions.short_label} cannot turn the latent's keys (W_UK could no longer be folded "
+                       "into the query); MLA carries positions in decoupled RoPE dimensions: give it some "
+                       f"(e.g. {default_mla_rope(hs) or 'a wider head'})", fix)
+    if rope and not turns:
+        return Problem("decoupled RoPE dimensions carry RoPE: choose RoPE positions, or 0 RoPE dims",
+                       _set(mla_rope=0))
+    return None
+
+
 CHECKS: tuple[Callable[[MHAConfig], Problem | None], ...] = (
     _check_sentences,
     _check_sizes,
@@ -260,6 +314,8 @@ CHECKS: tuple[Callable[[MHAConfig], Problem | None], ...] = (
     _check_hand_built,
     _check_kv_heads,
     _check_positions,
+    _check_kernel,
+    _check_mla,
 )
 
 
@@ -300,6 +356,8 @@ class RunResult:
     weights: AttentionWeights
     mask: np.ndarray | None  # (Tq, Tk), True = may attend; None = no mask
     trace: AttentionTrace
+    mla_weights: MLAWeights | None = None  # the latent's projections, with mla_rank > 0 (weights.w_k, w_v are None)
+    kernel_params: DifferentialParams | None = None  # the differential kernel's lambda vectors
 
 
 def run(config: MHAConfig) -> RunResult:
@@ -323,10 +381,16 @@ def run(config: MHAConfig) -> RunResult:
             config.d_model, config.seed, config.init, bias=config.bias, output_projection=config.output_projection
         )
     weights = shared_kv_weights(weights, config)
+    latent = None
+    if config.mla_rank:
+        latent = mla_weights(config.d_model, config.n_heads, config.head_size, config.mla_rank, config.mla_rope,
+                             config.seed, config.init)
+        weights = replace(weights, w_k=None, w_v=None, b_k=None, b_v=None)  # keys and values come from the latent
+    params = differential_params(config.head_size, config.seed) if config.kernel == "differential" else None
     mask = build_mask(config)
     trace = multi_head_attention(x_q, weights, config.n_heads, x_k=x_kv, mask=mask, scale=scale,
                                  kv_heads=config.key_value_heads, pe=attention_scheme(config), rope_base=config.rope_base,
-                                 null_key=config.null_key)
+                                 null_key=config.null_key, kernel=config.kernel, kernel_params=params, mla=latent)
     return RunResult(
         config=config,
         query_labels=token_labels(config.tokens),
@@ -339,6 +403,8 @@ def run(config: MHAConfig) -> RunResult:
         weights=weights,
         mask=mask,
         trace=trace,
+        mla_weights=latent,
+        kernel_params=params,
     )
 
 
@@ -351,7 +417,7 @@ def attention_scheme(config: MHAConfig) -> str:
 def scale_factor(config: MHAConfig) -> float:
     """The number the raw scores are multiplied by, from the scale rule."""
     if config.scale_rule == "sqrt_dk":
-        return 1.0 / math.sqrt(config.head_size)
+        return 1.0 / math.sqrt(config.head_size / config.attention_kernel.sub_heads)  # differential: the half's d
     if config.scale_rule == "sqrt_t":
         return 1.0 / math.sqrt(len(config.key_tokens))
     if config.scale_rule == "temperature":

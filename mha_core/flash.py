@@ -82,6 +82,12 @@ KERNEL_RULES: tuple[KernelRule, ...] = (
                "counted before the first tile"),
     KernelRule("cross-attention", lambda c: c.is_cross,
                "the query blocks come from one sentence and the key/value blocks from the other"),
+    KernelRule("attention kernel", lambda c: c.kernel != "softmax",
+               "the online softmax tiles a softmax head only",
+               lambda c: f"the {c.kernel} kernel has no softmax row to tile; choose Attention kernel: softmax"),
+    KernelRule("multi-head latent attention", lambda c: bool(c.mla_rank),
+               "keys and values would be up-projected from the latent inside the kernel",
+               lambda c: "this stepper tiles ordinary keys and values; set the latent rank (mla_rank) to 0"),
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 
 import numpy as np
 import pandas as pd
@@ -25,12 +25,18 @@ FULL = {  # every optional field of the trace, the parameters and the run is set
     "sinusoidal, null key, GQA, causal, bias": MHAConfig(pe="sinusoidal", null_key=True, kv_heads=2, mask="causal",
                                                          bias=True),
 }
+KERNEL_RUNS = {  # the records of the other kernels and of multi-head latent attention (they refuse the null key)
+    "differential, rope, causal": MHAConfig(kernel="differential", pe="rope", mask="causal"),
+    "linear, causal, GQA": MHAConfig(kernel="linear", mask="causal", kv_heads=2),
+    "MLA, rope, causal": MHAConfig(mla_rank=4, mla_rope=2, pe="rope", mask="causal"),
+}
 CONFIGS = {
     "causal, bias": MHAConfig(mask="causal", bias=True),
     "cross, padding, fully masked": MHAConfig(kv_tokens=("a", "dog", "ran"), mask="padding", valid_len=0),
     "no W_O, sinusoidal": MHAConfig(output_projection=False, pe="sinusoidal", n_heads=2),
     "cross, rope, GQA": MHAConfig(kv_tokens=("a", "dog", "ran"), pe="rope", kv_heads=2),
     **FULL,
+    **KERNEL_RUNS,
 }
 EXTRAS = {"query_labels", "key_labels", "config_json"}  # in the npz besides the intermediates
 
@@ -50,10 +56,18 @@ def engine_value(result: RunResult, name: str):
     The trace comes first: its attention weights are exported as "weights" (the RunResult's
     ``weights`` is the parameters record, exported as w_q ... b_o).
     """
-    for record in (result.trace, result.weights, result):
+    for record in records_of(result):
         if name in {f.name for f in fields(record)}:
             return getattr(record, name)
     raise AssertionError(f"{name!r} is exported but names no field of the trace, the parameters or the run")
+
+
+def records_of(result: RunResult) -> list:
+    """The trace, the parameters, the run and every record they hold (a kernel's parts, MLA's parts and weights)."""
+    top = [result.trace, result.weights, result]
+    nested = [getattr(r, f.name) for r in top for f in fields(r)
+              if f.name != "config" and is_dataclass(getattr(r, f.name)) and getattr(r, f.name) not in top]
+    return top + nested
 
 
 def set_fields(record) -> dict[str, object]:
@@ -72,8 +86,9 @@ def as_tuples(value):
 
 def test_the_full_configurations_set_every_optional_field():
     runs = [run(config) for config in FULL.values()]
-    for record_type, records in ((AttentionTrace, [r.trace for r in runs]), (AttentionWeights, [r.weights for r in runs]),
-                                 (RunResult, runs)):
+    every = runs + [run(config) for config in KERNEL_RUNS.values()]
+    for record_type, records in ((AttentionTrace, [r.trace for r in every]), (AttentionWeights, [r.weights for r in every]),
+                                 (RunResult, every)):
         never_set = {f.name for f in fields(record_type)} - set().union(*(
             {f.name for f in fields(r) if getattr(r, f.name) is not None} for r in records))
         assert not never_set, f"{record_type.__name__}.{never_set} is None in every FULL run: add a run that sets it"
@@ -81,11 +96,11 @@ def test_the_full_configurations_set_every_optional_field():
     assert all(r.trace.kv_heads < r.trace.n_heads for r in runs)
 
 
-@pytest.mark.parametrize("name", list(FULL))
+@pytest.mark.parametrize("name", list(FULL) + list(KERNEL_RUNS))
 def test_every_array_and_scalar_field_of_the_records_is_in_the_npz(name):
-    result = run(FULL[name])
+    result = run({**FULL, **KERNEL_RUNS}[name])
     loaded = load_npz(result)
-    for record in (result.trace, result.weights, result):  # the trace's "weights" is its array, not the record
+    for record in records_of(result):  # the trace's "weights" is its array, not the record
         for field, value in set_fields(record).items():
             assert field in loaded.files, f"{type(record).__name__}.{field} is missing from the npz"
             np.testing.assert_array_equal(loaded[field], value, err_msg=f"{type(record).__name__}.{field}")

@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from mha_core.config import MHAConfig, run
+from mha_core.kernels import KERNELS
 from mha_core.positions import SCHEMES
 from ui.pipeline.steps import STEP_KINDS, Step, build_steps, step_inputs
 
@@ -19,6 +20,11 @@ def option_grid() -> list[MHAConfig]:
         config = MHAConfig(tokens=("a", "b", "c"), kv_tokens=("x", "y") if cross else None, d_model=8, n_heads=4,
                            kv_heads=kv_heads, pe=pe, null_key=null_key, mask=mask, output_projection=w_o)
         if config.problem() is None:  # not ALiBi in cross-attention
+            configs.append(config)
+    for kernel, pe, kv_heads, mla_rank in itertools.product(KERNELS, ("none", "rope", "alibi"), (None, 2), (0, 4)):
+        config = MHAConfig(tokens=("a", "b", "c"), d_model=16, n_heads=2, kernel=kernel, pe=pe, kv_heads=kv_heads,
+                           mla_rank=mla_rank, mla_rope=2 if mla_rank and pe == "rope" else 0, mask="causal")
+        if config.problem() is None:  # the kernels' and MLA's steps (issue 26), where they combine
             configs.append(config)
     return configs
 

@@ -34,7 +34,15 @@ JSON_README = (
     "so rows of weights sum to at most 1. "
     "JSON has no infinity: every -inf (a masked logit) is written as null. "
     "Masks are true where a query may attend to a key. "
-    "A query row with every key masked (fully_masked) has weights 0 and output 0, by our policy."
+    "A query row with every key masked (fully_masked) has weights 0 and output 0, by our policy. "
+    "kernel (issue 26): softmax, differential or linear. differential: weights = map1 - lam * map2 (signed, rows "
+    "sum to 1 - lam), map1, map2 the softmax of logits1, logits2 (the two halves of q and k), concat holds "
+    "normed_heads = RMSNorm(heads) * output_gain, and lambda_q1, lambda_k1, lambda_q2, lambda_k2, lambda_init are "
+    "the learned scalars. linear: weights = similarity / normaliser, similarity = phi_q . phi_k (phi = elu + 1, "
+    "masked cells 0); under a causal mask recurrent_heads, state (S) and state_sum (z) are the recurrent form. "
+    "mla_rank > 0 (multi-head latent attention): w_k and w_v are absent; w_dkv, w_uk, w_uv, w_kr and latent_gain "
+    "are the latent's projections, latent is what a decoder caches with k_rope, and absorbed_scores equal scores "
+    "up to score_gap."
 )
 
 # RunResult fields exported under their own names by npz_bytes / json_bytes, not as intermediates.

@@ -11,6 +11,7 @@ import pandas as pd
 
 from mha_core.attention import AttentionTrace
 from mha_core.diagnostics import head_similarity, head_summary
+from ui.charts.kernels import row_sums_sentence as kernel_row_sums
 
 # Column names of the head-diagnostics table, with what each number means (for column help).
 DIAGNOSTIC_COLUMNS = {
@@ -84,6 +85,9 @@ def null_key_shares(trace: AttentionTrace) -> np.ndarray:
 
 def row_sums_sentence(trace: AttentionTrace) -> str:
     """What the rows of the weights sum to: 1, or with the null key less, with the range of its share."""
+    variant = kernel_row_sums(trace)  # another kernel's rows (issue 26)
+    if variant is not None:
+        return variant
     if not trace.null_key:
         return "Each row sums to 1."
     shares = null_key_shares(trace)  # (nh, Tq)

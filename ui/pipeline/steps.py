@@ -226,10 +226,10 @@ def build_steps(inputs: StepInputs, head: int, cell: tuple[int, int] | None = No
     sharing = [_kv_share_step(inputs, head)] if trace.kv_heads < trace.n_heads else []
     rope = [_rope_step(inputs, head)] if trace.q_unrotated is not None else []  # a scheme turned q and k
     alibi = [_alibi_step(inputs, head, cell)] if trace.bias is not None else []  # a scheme added a bias
-    return [
+    steps = [
         _input_step(inputs),
         _positional_step(inputs),
-        _projection_step(inputs, head),
+        *([_projection_step(inputs, head)] if trace.mla is None else []),  # MLA: ui/kernel_steps.latent_step
         _split_step(inputs, head),
         *sharing,
         *rope,
@@ -242,6 +242,7 @@ def build_steps(inputs: StepInputs, head: int, cell: tuple[int, int] | None = No
         _concat_step(inputs, head),
         _output_step(inputs, head),
     ]
+    return variant_steps(inputs, head, cell, steps)  # the kernels' and MLA's own steps (ui/pipeline/kernel_steps.py)
 
 
 def _input_step(inputs: StepInputs) -> Step:
@@ -746,3 +747,11 @@ def glossary_rows(docstring: str) -> list[tuple[str, str]]:
             elif rows and line.strip():
                 break
     return rows
+
+
+# The attention variants' steps (issue 26) build on this module's records, so they are imported last.
+from ui.pipeline.kernel_steps import variant_steps, with_variant_kinds  # noqa: E402
+
+_ordered = with_variant_kinds(STEP_KINDS)
+STEP_KINDS.clear()
+STEP_KINDS.update(_ordered)  # the same dict, in pipeline order with the variants' steps

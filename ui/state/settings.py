@@ -16,6 +16,8 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 
 from mha_core.config import EMBEDDINGS, LIMITS, MAX_ROPE_BASE, MHAConfig, valid_head_counts, valid_kv_head_counts
+from mha_core.kernels import KERNELS
+from mha_core.mla import default_mla_rope
 from mha_core.positions import SCHEMES
 from mha_core.presets import PRESET_INITS, PRESETS
 from ui.charts.views import SHORT_VIEW_LABELS
@@ -207,8 +209,14 @@ MASK_LABELS = {
 }
 
 
+def _mla_rope_default(values: Values) -> int:
+    """A quarter of the head for MLA's decoupled RoPE part when RoPE is on, else none."""
+    return default_mla_rope(values["d_model"] // values["heads"]) if _turns(values) else 0
+
+
 POSITION_LABELS = RecordLabels(SCHEMES, "label")
 SHORT_POSITION_LABELS = RecordLabels(SCHEMES, "short_label")
+KERNEL_LABELS = RecordLabels(KERNELS, "label")
 EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
 LINK_EMBEDDINGS = tuple(e for e in EMBEDDINGS if e != "custom")  # an uploaded matrix cannot travel in a link
 COLOUR_RANGE_LABELS = {  # the weights view's colour range (ui/charts/figures.py COLOUR_RANGES)
@@ -258,6 +266,19 @@ SETTINGS: tuple[Setting, ...] = (
             section="Scores", widget="toggle",
             written="changed", help="An extra key of score 0 and value 0 that every query may attend to: each row's "
             "weights then sum to at most 1, and a row may put its weight 'nowhere' (softmax with +1 in the denominator)."),
+    Setting("kernel", "choice", "kernel", label="Attention kernel", section="Scores", widget="select",
+            choices=KERNEL_LABELS, written="changed",
+            help="softmax: the 2017 head. differential: two softmax maps, the first minus λ times the second "
+            "(weights can be negative). linear: φ(q)·φ(k) with φ = elu + 1, a constant-size state when decoding."),
+    Setting("mla_rank", "int", "mla_rank", label="Latent rank r (MLA; 0 = off)", section="Scores", widget="number",
+            limits=lambda v: (0, v["d_model"]), widget_limits=(0, LIMITS["max_d_model"]), written="changed",
+            help="Multi-head latent attention (DeepSeek-V2): keys and values are up-projected from one latent of "
+            "r numbers per token, which is all the decoder caches (plus the RoPE part)."),
+    Setting("mla_rope", "int", "mla_rope", label="Decoupled RoPE dims per head (MLA)", section="Scores",
+            widget="number", default=_mla_rope_default, limits=lambda v: (0, max(v["d_model"] // v["heads"] - 1, 0)),
+            widget_limits=(0, LIMITS["max_d_model"] - 1), applies=lambda v: bool(v["mla_rank"]), written="changed",
+            help="With RoPE, MLA turns only these last features of each query head and one key part shared by "
+            "every head; the latent's keys stay unturned so W_UK can be folded into the query."),
     Setting("mask", "choice", "mask", label="Mask", section="Scores", widget="select", choices=MASK_LABELS,
             short_choices=MASK_SHORT_LABELS),
     Setting("valid_len", "int", "valid_len", label="Valid length (keys that are real)", short_label="Valid length",

@@ -14,6 +14,7 @@ import numpy as np
 
 from mha_core.config import RunResult
 from mha_core.contributions import knock_out
+from ui.charts.kernels import row_sums_sentence as kernel_row_sums
 
 ROW_SUM_TOLERANCE = 5e-3  # a typed row sum counts as right within this (answers are shown to 3 decimals)
 
@@ -57,7 +58,8 @@ def row_sum_question(result: RunResult, head: int, query: int) -> Question:
         "row_sum",
         f"In head {head}, what is the sum of the weights in query **{result.query_labels[query]}**'s row?",
         total,
-        why="Softmax rows sum to 1; a fully masked row is 0 by our policy; with the null key the rest goes nowhere.",
+        why=kernel_row_sums(result.trace) or  # another kernel's rows (issue 26)
+        "Softmax rows sum to 1; a fully masked row is 0 by our policy; with the null key the rest goes nowhere.",
         head=head,
         query=query,
     )

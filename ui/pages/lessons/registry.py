@@ -23,7 +23,8 @@ LESSON_MODULES = (
     "alibi",  # 8. ALiBi
     "gqa",  # 9. GQA and MQA
     "kv_cache",  # 10. the KV cache
-    "flash",  # 11-14. FlashAttention's online softmax, weights never stored, skipped tiles, attention sinks
+    "kernels",  # 11-13. differential attention, MLA's latent cache, linear attention's constant state
+    "flash",  # 14-17. FlashAttention's online softmax, weights never stored, skipped tiles, attention sinks
 )
 
 

@@ -1,0 +1,390 @@
+"""Attention kernels: how a head turns its queries and keys into the weights it averages the values with.
+
+One table of records, ``KERNELS``, read by the engine, the configuration's checks and every page:
+
+- **softmax** (Vaswani et al. 2017): softmax(q k^T * scale) over the keys; rows sum to 1.
+- **differential** (Ye et al. 2024, "Differential Transformer"): each head splits its q and k in two
+  halves of hs/2 and takes two softmax maps, A1 from the first halves and A2 from the second; its
+  weights are A1 - lambda * A2 (signed: a row sums to 1 - lambda), with the paper's
+  lambda = exp(lq1 . lk1) - exp(lq2 . lk2) + lambda_init, lambda_init = 0.8 - 0.6 exp(-0.3 (l - 1)) for
+  layer l = 1, 2, .... Each head's output A V is normalised on its own (RMSNorm over hv, no learned gain)
+  and multiplied by 1 - lambda_init before the concatenation.
+- **linear** (Katharopoulos et al. 2020): phi(x) = elu(x) + 1 > 0 replaces exp; the weights are
+  phi(q_i) . phi(k_j) divided by their row sum (no scale, as in the paper). With a causal mask the same heads come from a recurrence whose state has a constant size:
+  S_t = S_{t-1} + phi(k_t) v_t^T (hs x hv), z_t = z_{t-1} + phi(k_t) (hs,), out_t = phi(q_t)^T S_t / phi(q_t)^T z_t.
+
+A kernel's function takes q (nh,Tq,hs), k (kv,Tk,hs), v (kv,Tk,hv) after positions, the mask, the
+scale and the bias, and returns a ``KernelOutput``: the implied (nh,Tq,Tk) weights, the heads
+weights @ v, what the heads concatenate (the normalised heads for differential) and its own
+intermediates in a frozen record. ``Refusal`` rows say what a kernel cannot combine with, and how
+to remove the conflict; ``mha_core.config`` turns them into messages.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from mha_core.attention import apply_mask, attention_scores, scale_scores, softmax, weighted_sum
+
+DIFF_NORM_EPS = 1e-5  # RMSNorm's epsilon on each differential head (the paper's code and DiffLlama's default)
+LAMBDA_STD = 0.1  # the paper's initialisation of the lambda vectors: normal(0, 0.1)
+
+
+def _read_only(record) -> None:
+    for value in record.__dict__.values():
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+
+
+@dataclass(frozen=True)
+class KernelOutput:
+    """What a kernel returns: ``scores``, ``logits``, ``weights (nh,Tq,Tk)``, ``heads (nh,Tq,hv)`` = weights @ v,
+    ``mixed (nh,Tq,hv)``: what the heads concatenate, and ``parts``: the kernel's own record (or None).
+
+    ``scores`` is always the raw q . k of the whole head and ``logits`` scores * scale (+ bias), masked
+    with -inf: what a softmax head with these q and k would see.
+    """
+
+    scores: np.ndarray
+    logits: np.ndarray
+    weights: np.ndarray
+    heads: np.ndarray
+    mixed: np.ndarray
+    parts: object | None = None
+
+
+def _scaled_logits(q, k, mask, scale: float, bias) -> tuple[np.ndarray, np.ndarray]:
+    """Raw q . k and scaled (+ bias), masked logits, (nh, Tq, Tk) each."""
+    scores = attention_scores(q, k)  # (nh, Tq, Tk)
+    logits = scale_scores(scores, scale)  # (nh, Tq, Tk)
+    if bias is not None:
+        logits += bias
+    return scores, apply_mask(logits, mask)  # (nh, Tq, Tk) x2
+
+
+# ---- softmax ---------------------------------------------------------------------------------
+
+
+def softmax_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = False, params=None) -> KernelOutput:
+    """softmax(q k^T * scale + bias, masked) @ v: the 2017 head. Rows sum to 1 (at most 1 with the null key)."""
+    scores, logits = _scaled_logits(q, k, mask, scale, bias)  # (nh, Tq, Tk) x2
+    weights = softmax(logits, axis=-1, null_key=null_key)  # (nh, Tq, Tk)
+    heads = weighted_sum(weights, v)  # (nh, Tq, hv)
+    return KernelOutput(scores, logits, weights, heads, heads)
+
+
+# ---- differential ----------------------------------------------------------------------------
+
+
+def lambda_init_for_layer(layer: int) -> float:
+    """The paper's lambda_init = 0.8 - 0.6 exp(-0.3 (l - 1)) for layer l = 1, 2, ... (0.2 for the first)."""
+    return 0.8 - 0.6 * math.exp(-0.3 * (layer - 1))
+
+
+@dataclass(frozen=True)
+class DifferentialParams:
+    """The learned scalars of a differential layer: four vectors of hs/2 (shared by the heads) and lambda_init.
+
+    ``lambda_q1, lambda_k1, lambda_q2, lambda_k2 : (hs/2,)``; ``lambda_init`` from the layer's depth;
+    ``norm_eps`` the epsilon of each head's RMSNorm.
+    """
+
+    lambda_q1: np.ndarray
+    lambda_k1: np.ndarray
+    lambda_q2: np.ndarray
+    lambda_k2: np.ndarray
+    lambda_init: float = 0.2
+    norm_eps: float = DIFF_NORM_EPS
+
+    def __post_init__(self) -> None:
+        _read_only(self)
+
+    @property
+    def lam(self) -> float:
+        """lambda = exp(lq1 . lk1) - exp(lq2 . lk2) + lambda_init (the paper's re-parameterisation)."""
+        return float(math.exp(self.lambda_q1 @ self.lambda_k1) - math.exp(self.lambda_q2 @ self.lambda_k2)
+                     + self.lambda_init)
+
+
+def differential_params(head_size: int, seed: int, layer: int = 1) -> DifferentialParams:
+    """The lambda vectors drawn as the paper initialises them, normal(0, 0.1), from their own stream of ``seed``."""
+    rng = np.random.default_rng([seed, 2410, 5258])  # not the weights' stream: the layer's weights stay as they were
+    q1, k1, q2, k2 = rng.normal(0.0, LAMBDA_STD, size=(4, head_size // 2))  # (hs/2,) each
+    return DifferentialParams(q1, k1, q2, k2, lambda_init_for_layer(layer))
+
+
+def plain_differential_params(head_size: int) -> DifferentialParams:
+    """Zero lambda vectors: lambda = lambda_init (0.2 for the first layer)."""
+    zero = np.zeros(head_size // 2)  # (hs/2,)
+    return DifferentialParams(zero, zero, zero, zero)
+
+
+@dataclass(frozen=True)
+class DifferentialParts:
+    """A differential layer's own intermediates; arrays are read-only.
+
+    ``map1``, ``map2 (nh,Tq,Tk)``: softmax of the first and of the second halves' scaled, masked
+    logits (``logits1``, ``logits2``); the weights are map1 - lam * map2. ``lam`` is lambda,
+    ``output_gain`` = 1 - lambda_init; ``normed_heads (nh,Tq,hv)`` = RMSNorm(heads) * output_gain,
+    what the heads concatenate. ``row_total`` = 1 - lam, the sum of a row that sees a key.
+    """
+
+    logits1: np.ndarray
+    logits2: np.ndarray
+    map1: np.ndarray
+    map2: np.ndarray
+    lam: float
+    output_gain: float
+    normed_heads: np.ndarray
+
+    def __post_init__(self) -> None:
+        _read_only(self)
+
+    @property
+    def row_total(self) -> float:
+        return 1.0 - self.lam
+
+
+def split_halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A head's features in two halves: (n, T, hs) -> (n, T, hs/2) twice."""
+    half = x.shape[-1] // 2
+    return x[..., :half], x[..., half:]  # (n, T, hs/2) each
+
+
+def rms_norm(x: np.ndarray, eps: float, gain: np.ndarray | None = None) -> np.ndarray:
+    """x / sqrt(mean(x^2) + eps) over the last axis (times ``gain``); shape kept."""
+    normed = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)  # x's shape
+    return normed if gain is None else normed * gain
+
+
+def differential_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = False,
+                        params: DifferentialParams | None = None) -> KernelOutput:
+    """(softmax(q1 k1^T s) - lambda softmax(q2 k2^T s)) @ v per head, each head RMS-normalised, times 1 - lambda_init.
+
+    ``scale`` s is the sub-head's, 1/sqrt(hs/2) in the paper. Rows of the weights sum to 1 - lambda.
+    """
+    params = plain_differential_params(q.shape[-1]) if params is None else params
+    scores, logits = _scaled_logits(q, k, mask, scale, bias)  # (nh, Tq, Tk) x2: the whole head's
+    (q1, q2), (k1, k2) = split_halves(q), split_halves(k)  # (nh, Tq, hs/2), (kv, Tk, hs/2)
+    _, logits1 = _scaled_logits(q1, k1, mask, scale, bias)  # (nh, Tq, Tk)
+    _, logits2 = _scaled_logits(q2, k2, mask, scale, bias)  # (nh, Tq, Tk)
+    map1, map2 = softmax(logits1, axis=-1), softmax(logits2, axis=-1)  # (nh, Tq, Tk) each
+    lam = params.lam
+    weights = map1 - lam * map2  # (nh, Tq, Tk), signed
+    heads = weighted_sum(weights, v)  # (nh, Tq, hv)
+    normed = rms_norm(heads, params.norm_eps) * (1.0 - params.lambda_init)  # (nh, Tq, hv)
+    parts = DifferentialParts(logits1, logits2, map1, map2, lam, 1.0 - params.lambda_init, normed)
+    return KernelOutput(scores, logits, weights, heads, normed, parts)
+
+
+# ---- linear ----------------------------------------------------------------------------------
+
+
+def elu_plus_one(x: np.ndarray) -> np.ndarray:
+    """phi(x) = elu(x) + 1: x + 1 for x > 0, exp(x) otherwise; always > 0. Shape kept."""
+    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))  # x's shape
+
+
+@dataclass(frozen=True)
+class LinearParts:
+    """A linear-attention layer's own intermediates; arrays are read-only.
+
+    ``phi_q (nh,Tq,hs)``, ``phi_k (kv,Tk,hs)``: the feature maps; ``similarity (nh,Tq,Tk)`` = phi(q) . phi(k),
+    0 where masked; ``normaliser (nh,Tq)`` its row sums (the weights are similarity / normaliser).
+    With a causal mask over one sentence, the recurrent form: ``recurrent_heads (nh,Tq,hv)``,
+    and the state after the last token, ``state (nh,hs,hv)`` = S_T and ``state_sum (nh,hs)`` = z_T;
+    None otherwise.
+    """
+
+    phi_q: np.ndarray
+    phi_k: np.ndarray
+    similarity: np.ndarray
+    normaliser: np.ndarray
+    recurrent_heads: np.ndarray | None = None
+    state: np.ndarray | None = None
+    state_sum: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        _read_only(self)
+
+
+@dataclass(frozen=True)
+class LinearRecurrence:
+    """The recurrent form over T tokens: ``heads (nh,T,hv)``, the last state ``state (nh,hs,hv)`` = S_T and
+    ``state_sum (nh,hs)`` = z_T (only the running state is ever held: T of them would cost T times its size)."""
+
+    heads: np.ndarray
+    state: np.ndarray
+    state_sum: np.ndarray
+
+
+def linear_step(state: np.ndarray, state_sum: np.ndarray, phi_q_t, phi_k_t, v_t):
+    """One token of the recurrence: add phi(k_t) v_t^T to S and phi(k_t) to z, then let phi(q_t) read them.
+
+    ``state (nh,hs,hv)``, ``state_sum (nh,hs)``, ``phi_q_t (nh,hs)``, ``phi_k_t (nh,hs)``, ``v_t (nh,hv)``;
+    returns the new state, the new sum and the head output ``(nh,hv)``. The token's own key is in
+    the state it reads: query t attends to keys 0..t, as under a causal mask.
+    """
+    state = state + phi_k_t[:, :, None] * v_t[:, None, :]  # (nh, hs, hv)
+    state_sum = state_sum + phi_k_t  # (nh, hs)
+    numerator = np.einsum("hd,hde->he", phi_q_t, state)  # (nh, hv)
+    denominator = np.einsum("hd,hd->h", phi_q_t, state_sum)  # (nh,), > 0: phi > 0
+    return state, state_sum, numerator / denominator[:, None]  # (nh, hs, hv), (nh, hs), (nh, hv)
+
+
+def linear_recurrence(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray) -> LinearRecurrence:
+    """Run ``linear_step`` over the tokens: phi_q (nh,T,hs), phi_k (kv,T,hs), v (kv,T,hv), query head h
+    reading key/value head h // (nh/kv)."""
+    n_heads, t, size = phi_q.shape
+    group = n_heads // phi_k.shape[0]
+    phi_k, v = np.repeat(phi_k, group, axis=0), np.repeat(v, group, axis=0)  # (nh, T, hs), (nh, T, hv)
+    state = np.zeros((n_heads, size, v.shape[-1]), dtype=phi_q.dtype)  # (nh, hs, hv), constant size
+    state_sum = np.zeros((n_heads, size), dtype=phi_q.dtype)  # (nh, hs)
+    heads = []
+    for i in range(t):
+        state, state_sum, out = linear_step(state, state_sum, phi_q[:, i], phi_k[:, i], v[:, i])
+        heads.append(out)
+    return LinearRecurrence(np.stack(heads, axis=1), state, state_sum)  # (nh, T, hv), (nh, hs, hv), (nh, hs)
+
+
+def _is_causal_square(mask, tq: int, tk: int) -> bool:
+    return mask is not None and tq == tk and np.array_equal(np.broadcast_to(mask, mask.shape[:-2] + (tq, tk)),
+                                                            np.broadcast_to(np.tri(tq, tk, dtype=bool),
+                                                                            mask.shape[:-2] + (tq, tk)))
+
+
+def linear_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = False, params=None) -> KernelOutput:
+    """phi(q) phi(k)^T, masked, divided by its row sums, @ v (Katharopoulos et al. 2020). No scale: the
+    ratio is taken of phi's values. Rows sum to 1; a row with every key masked is 0."""
+    scores, logits = _scaled_logits(q, k, mask, scale, bias)  # (nh, Tq, Tk) x2: the softmax head's view
+    phi_q, phi_k = elu_plus_one(q), elu_plus_one(k)  # (nh, Tq, hs), (kv, Tk, hs)
+    similarity = attention_scores(phi_q, phi_k)  # (nh, Tq, Tk), > 0
+    if mask is not None:
+        similarity = np.where(mask, similarity, 0.0).astype(q.dtype)  # (nh, Tq, Tk)
+    normaliser = similarity.sum(axis=-1)  # (nh, Tq)
+    weights = similarity / np.where(normaliser > 0, normaliser, 1.0)[..., None]  # (nh, Tq, Tk)
+    heads = weighted_sum(weights, v)  # (nh, Tq, hv)
+    recurrent = None
+    if _is_causal_square(mask, q.shape[1], k.shape[1]):
+        recurrent = linear_recurrence(phi_q, phi_k, v)
+    parts = LinearParts(phi_q, phi_k, similarity, normaliser,
+                        None if recurrent is None else recurrent.heads,  # (nh, Tq, hv)
+                        None if recurrent is None else recurrent.state,  # (nh, hs, hv)
+                        None if recurrent is None else recurrent.state_sum)  # (nh, hs)
+    return KernelOutput(scores, logits, weights, heads, heads, parts)
+
+
+# ---- the table of kernels --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A setting a kernel cannot run with: when ``applies`` (read on a configuration, or anything with its
+    attribute names), say ``reason`` and set ``fix`` (field -> value) to remove the conflict."""
+
+    setting: str  # the configuration field it concerns
+    reason: str
+    applies: Callable[[object], bool]
+    fix: Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One attention kernel: its names, what is true of its weights, what it refuses, and its function."""
+
+    name: str  # the configuration's ``kernel`` and the link's value
+    label: str  # the sidebar's words
+    short_label: str  # a heading
+    summary: str  # one sentence: what it does
+    rows_sum_to_one: bool  # every row of weights that sees a key sums to 1
+    row_sums: str  # what is true of a row's sum, in words for captions
+    signed: bool  # weights can be negative: show them on a diverging scale
+    attend: Callable[..., KernelOutput]
+    sub_heads: int = 1  # q and k split into this many parts per head (positions act on each; scale is the part's)
+    recurrent: bool = False  # causal heads come from a constant-size state instead of a growing cache
+    refuses: tuple[Refusal, ...] = ()
+    paper: str = ""
+    formula: str = ""
+
+
+def _no_null_key(what: str) -> Refusal:
+    return Refusal("null_key", f"the null key is a softmax₁ idea (+1 in a softmax's denominator); {what} has no such "
+                   "denominator: turn the null key off", lambda c: bool(getattr(c, "null_key", False)),
+                   {"null_key": False})
+
+
+def _no_latent(what: str) -> Refusal:
+    return Refusal("mla_rank", f"multi-head latent attention is built on softmax heads (DeepSeek-V2); {what} with a "
+                   "latent key/value cache is not defined here: set the latent rank to 0",
+                   lambda c: bool(getattr(c, "mla_rank", 0)), {"mla_rank": 0, "mla_rope": 0})
+
+
+def _no_alibi(what: str) -> Refusal:
+    return Refusal("pe", f"ALiBi adds a distance penalty to softmax logits; {what} has no reference with it: choose "
+                   "RoPE, sinusoidal or no positions", lambda c: getattr(c, "pe", "none") == "alibi", {"pe": "none"})
+
+
+KERNELS: dict[str, Kernel] = {
+    kernel.name: kernel
+    for kernel in (
+        Kernel("softmax", "softmax (2017)", "softmax",
+               "Each query's scores go through a softmax: positive weights that sum to 1.",
+               rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=softmax_kernel,
+               paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)"),
+        Kernel("differential", "differential (A₁ − λA₂)", "differential",
+               "Two softmax maps per head, from the two halves of q and k; the weights are the first minus λ "
+               "times the second, so common-mode attention cancels and weights can be negative.",
+               rows_sum_to_one=False, row_sums="each row sums to 1 − λ, and weights can be negative", signed=True,
+               attend=differential_kernel, sub_heads=2,
+               refuses=(_no_null_key("differential attention"), _no_alibi("differential attention"),
+                        _no_latent("differential attention"),
+                        Refusal("n_heads", "differential attention splits each head's q and k in two halves: the head "
+                                "size must be even (with RoPE a multiple of 4, each half turning in pairs); use fewer heads",
+                                lambda c: c.head_size % (4 if getattr(c, "pe", "none") == "rope" else 2) != 0,
+                                {"kernel": "softmax"})),
+               paper="Ye et al. 2024", formula="A = softmax(Q₁K₁ᵀ/√d) − λ·softmax(Q₂K₂ᵀ/√d)"),
+        Kernel("linear", "linear (φ = elu + 1)", "linear",
+               "φ(q)·φ(k) with φ = elu + 1 > 0 replaces exp, divided by its row sum; under a causal mask the "
+               "heads come from a running state of constant size.",
+               rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=linear_kernel,
+               recurrent=True,
+               refuses=(_no_null_key("linear attention"), _no_alibi("linear attention"), _no_latent("linear attention"),
+                        Refusal("scale_rule", "linear attention has no scale: φ(q)·φ(k) is divided by its row sum; "
+                                "keep the standard scale rule", lambda c: getattr(c, "scale_rule", "sqrt_dk") != "sqrt_dk",
+                                {"scale_rule": "sqrt_dk"})),
+               paper="Katharopoulos et al. 2020", formula="A_ij = φ(q_i)·φ(k_j) / Σ_j' φ(q_i)·φ(k_j')"),
+    )
+}
+
+
+def attention_kernel(name: str) -> Kernel:
+    """The record of kernel ``name``; ValueError naming the choices otherwise."""
+    if name not in KERNELS:
+        raise ValueError(f"unknown attention kernel {name!r}: choose one of {', '.join(KERNELS)}")
+    return KERNELS[name]
+
+
+def kernel_refusal(name: str, settings) -> Refusal | None:
+    """The first refusal of kernel ``name`` that applies to ``settings`` (a configuration), or None."""
+    return next((r for r in attention_kernel(name).refuses if r.applies(settings)), None)
+
+
+def split_sub_heads(x: np.ndarray, parts: int) -> np.ndarray:
+    """(n, T, hs) -> (n*parts, T, hs/parts): part p of head i becomes sub-head i*parts + p."""
+    if parts == 1:
+        return x
+    n, t, size = x.shape
+    return x.reshape(n, t, parts, size // parts).transpose(0, 2, 1, 3).reshape(n * parts, t, size // parts)
+
+
+def join_sub_heads(x: np.ndarray, parts: int) -> np.ndarray:
+    """(n*parts, T, hs/parts) -> (n, T, hs), the inverse of ``split_sub_heads``."""
+    if parts == 1:
+        return x
+    n_parts, t, size = x.shape
+    return x.reshape(n_parts // parts, parts, t, size).transpose(0, 2, 1, 3).reshape(n_parts // parts, t, size * parts)
+

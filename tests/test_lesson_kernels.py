@@ -1,0 +1,55 @@
+"""ui.pages.lessons.kernels: issue 26's lessons hold their claims, ask before they show, and render on the Lessons page."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_app_decoding import open_page
+from ui.pages import lessons
+from ui.pages.lessons.kernels import LESSONS
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.key for lesson in LESSONS])
+def test_every_claim_holds_and_every_panel_is_a_valid_configuration(lesson):
+    findings = lesson.findings(lesson.panels)
+    assert findings.claims and all(claim.holds for claim in findings.claims), [c.text for c in findings.claims]
+    assert all(panel.config.problem() is None for panel in lesson.panels)
+    assert lesson.question.startswith("Before you look") and lesson.question.endswith("?")
+    for grid in findings.figures:
+        assert grid.matrices.shape[1:] == (len(grid.row_labels), len(grid.col_labels))
+        assert grid.kind == "signed_weights" or (grid.matrices.min() >= 0 and grid.matrices.max() <= 1)
+
+
+def test_the_lessons_are_registered_under_their_own_keys():
+    keys = [lesson.key for lesson in LESSONS]
+    assert len(set(keys)) == len(keys)
+    assert all(lessons.LESSONS[key] is lesson for key, lesson in zip(keys, LESSONS, strict=True))
+    assert all(lesson.short_title for lesson in LESSONS)
+
+
+def test_a_planted_lambda_on_the_wrong_map_breaks_the_differential_lessons_claim(monkeypatch):
+    from mha_core import kernels
+
+    original = kernels.differential_kernel
+
+    def wrong(q, k, v, mask, scale, bias=None, null_key=False, params=None):
+        out = original(q, k, v, mask, scale, bias, null_key, params)
+        return kernels.KernelOutput(out.scores, out.logits, out.parts.lam * out.parts.map1 - out.parts.map2,
+                                    out.heads, out.mixed, out.parts)
+
+    planted = {**kernels.KERNELS, "differential": kernels.Kernel(**{**kernels.KERNELS["differential"].__dict__,
+                                                                     "attend": wrong})}
+    monkeypatch.setattr(kernels, "KERNELS", planted)
+    lesson = LESSONS[0]
+    claims = lesson.findings(lesson.panels).claims
+    assert not claims[0].holds
+
+
+@pytest.mark.parametrize("key", [lesson.key for lesson in LESSONS])
+def test_each_lesson_renders(key):
+    at = open_page("app_pages/lessons.py", lesson=key)
+    text = " ".join(str(m.value) for m in at.markdown)
+    lesson = next(lesson for lesson in LESSONS if lesson.key == key)
+    assert lesson.question in text
+    assert "❌" not in text and "✅" in text
+    assert at.get("plotly_chart"), "the lesson's figures are missing"

@@ -1,0 +1,54 @@
+"""What the pages need to show the attention kernels (issue 26) truthfully: pure builders, no streamlit.
+
+- ``grid_kind``: the view a weights figure is drawn as: diverging, centred on 0, where the kernel's weights
+  can be negative (``Kernel.signed``), the fixed 0..1 scale otherwise;
+- ``row_sums_sentence``: what a row of weights sums to, for captions, from the kernel's record;
+- ``kernel_rows``: the About page's table of kernels.
+"""
+
+from __future__ import annotations
+
+from mha_core.attention import AttentionTrace
+from mha_core.config import MHAConfig
+from mha_core.kernels import KERNELS
+
+
+def is_variant(config: MHAConfig) -> bool:
+    """Another kernel than softmax, or multi-head latent attention."""
+    return config.kernel != "softmax" or bool(config.mla_rank)
+
+
+def weights_signed(trace: AttentionTrace) -> bool:
+    """The trace's weights can be negative (its kernel says so)."""
+    return KERNELS[trace.kernel].signed
+
+
+def grid_kind(trace: AttentionTrace, view: str) -> str:
+    """The matrix view (``ui.charts.views``) a figure of ``view`` is drawn as: signed weights on a diverging scale."""
+    return "signed_weights" if view == "weights" and weights_signed(trace) else view
+
+
+def row_sums_sentence(trace: AttentionTrace) -> str | None:
+    """What the rows sum to under a kernel other than softmax, with the numbers of this run; None for softmax."""
+    if trace.kernel == "softmax":
+        return None
+    kernel = KERNELS[trace.kernel]
+    if trace.kernel == "differential":
+        lam = trace.kernel_parts.lam
+        return (f"Differential attention (A₁ − λA₂): each row sums to 1 − λ = {1 - lam:.3f}, not 1, and weights can "
+                "be negative, so the colours are centred on 0 (blue below).")
+    return f"{kernel.short_label.capitalize()} attention: {kernel.row_sums} ({kernel.formula}); no softmax."
+
+
+KERNEL_COLUMNS = ["kernel", "name", "what it does", "rows sum to", "negative weights", "cannot combine with", "from"]
+
+
+def kernel_rows() -> list[tuple[str, ...]]:
+    """One row per kernel of the engine's table (the About page), and a last one for MLA."""
+    rows = [(k.name, k.label, k.summary, k.row_sums, "yes" if k.signed else "no",
+             "; ".join(r.setting for r in k.refuses) or "–", k.paper) for k in KERNELS.values()]
+    rows.append(("mla_rank > 0", "multi-head latent attention (MLA)",
+                 "Keys and values are up-projected from one latent of rank r per token; RoPE rides on a few decoupled "
+                 "dimensions; a decoder caches r + d_rope numbers per token.", "each row sums to 1", "no",
+                 "kernel ≠ softmax; kv_heads; bias; hand-built heads", "DeepSeek-AI 2024 (DeepSeek-V2)"))
+    return rows

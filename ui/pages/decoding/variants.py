@@ -1,0 +1,76 @@
+"""The Decoding page's variant stepper (issue 26): what a differential, linear or MLA decoder keeps per step
+instead of an ordinary KV cache, as pure builders; ``variant_stepper`` draws them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mha_core.config import MHAConfig, RunResult, attention_scheme
+from mha_core.mla import cache_per_token
+from mha_core.variant_decoding import VariantStep, decode_variant
+
+
+def decode_variant_run(result: RunResult, upto: int | None = None) -> list[VariantStep]:
+    """Decode ``result``'s tokens 0..upto (default: all) one at a time with its variant (``result`` from
+    ``ui.decoding.decoder_config``); the last step holds what the decoder keeps."""
+    config = result.config
+    x = result.x_q if upto is None else result.x_q[: upto + 1]  # (t+1, C)
+    return decode_variant(x, result.weights, config.n_heads, kernel=config.kernel,
+                          kernel_params=result.kernel_params, mla=result.mla_weights, kv_heads=config.key_value_heads,
+                          pe=attention_scheme(config), rope_base=config.rope_base, scale=result.trace.scale,
+                          null_key=config.null_key)
+
+
+def assembled_variant_weights(steps: list[VariantStep], upto: int) -> np.ndarray:
+    """The rows of steps 0..upto stacked into (nh, T, T); the future is 0, rows not decoded yet NaN (blank)."""
+    n_heads, t = steps[0].weights.shape[0], len(steps)
+    rows = np.full((n_heads, t, t), np.nan)  # (nh, T, T)
+    for step in steps[: upto + 1]:
+        rows[:, step.position, : step.position + 1] = step.weights  # (nh, t+1)
+        rows[:, step.position, step.position + 1:] = 0.0
+    return rows
+
+
+def held_words(config: MHAConfig) -> str:
+    """What the variant's decoder keeps, in words."""
+    if config.mla_rank:
+        return (f"the latent c (r = {config.mla_rank}) and the shared RoPE key k_R ({config.mla_rope}) of every token: "
+                f"{config.mla_rank + config.mla_rope} numbers per token for all heads together")
+    hs, kv = config.head_size, config.key_value_heads
+    if config.kernel == "linear":
+        return (f"a state S ({hs}×{hs}) and its sum z ({hs}) per key/value head: {kv * hs * (hs + 1)} numbers, "
+                "the same at every step, and no keys or values at all")
+    return f"the keys and values of every token, as softmax heads do: {2 * kv * hs} numbers per token"
+
+
+def variant_intro(config: MHAConfig) -> str:
+    """The Decoding page's opening sentence for a variant: what its decoder keeps instead of (or as) a KV cache."""
+    if config.mla_rank:
+        kept = ("a **latent cache**: one latent vector c and the shared RoPE key k_R per token, from which every "
+                "head's scores are taken the absorbed way (K and V are never built)")
+    elif config.kernel == "linear":
+        kept = ("a **state of constant size**: S = Σ φ(k_t) v_tᵀ and z = Σ φ(k_t), updated once per token; no "
+                "keys or values are kept")
+    else:
+        kept = "a **KV cache**, as softmax heads do; each step's row is A₁ − λA₂ over the whole cache"
+    return (f"A decoder generates one token per step. This layer keeps {kept}. The rows it assembles are exactly "
+            "the rows of full causal attention, shown beside them.")
+
+
+def memory_table(steps: list[VariantStep], labels: list[str], config: MHAConfig) -> pd.DataFrame:
+    """One row per step: the token, the numbers the variant keeps, and what MHA's (and GQA's) KV cache would."""
+    per_token = cache_per_token(config.n_heads, config.head_size, config.key_value_heads)
+    rows = []
+    for step in steps:
+        t = step.position + 1
+        row = {"token": labels[step.position], "kept (this layer)": step.numbers}
+        row.update({f"{name} KV cache": size * t for name, size in per_token.items()})
+        rows.append(row)
+    return pd.DataFrame(rows, index=pd.Index([step.position for step in steps], name="step t"))
+
+
+def max_variant_difference(steps: list[VariantStep], upto: int, weights: np.ndarray) -> float:
+    """max |Δ| between the decoded rows 0..upto and the same rows of full causal attention (nh, T, T)."""
+    rows = assembled_variant_weights(steps, upto)[:, : upto + 1]  # (nh, upto+1, T)
+    return float(np.max(np.abs(rows - weights[:, : upto + 1])))

@@ -1,0 +1,308 @@
+"""The steps of the attention variants (issue 26): what Step by step shows instead of, or besides, a softmax head's.
+
+``variant_steps`` takes the softmax pipeline ``ui.pipeline.steps.build_steps`` made and returns the variant's:
+
+- MLA: the projection step becomes "compress to a latent, up-project keys and values"; an "absorbed scores"
+  step follows the scores (the same scores without building K, max |Δ| shown);
+- differential: scores, scale, mask and softmax become "two softmax maps" and "A₁ − λA₂" (signed), and a
+  "normalise each head" step follows A·V;
+- linear: they become "feature map φ", "φ(q)·φ(k) over its row sum" and, under a causal mask, "the
+  recurrent form" (a state of constant size, max |Δ| against the parallel form shown).
+
+Every matrix is an array of the engine's trace (``trace.kernel_parts``, ``trace.mla``). Pure: no streamlit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from mha_core.kernels import KERNELS
+from ui.pipeline.steps import (
+    QK_AXES,
+    Panel,
+    Step,
+    StepInputs,
+    StepKind,
+    dim_labels,
+    head_block,
+    latex_number,
+    shape_text,
+)
+
+KERNEL_STEP_KINDS: dict[str, StepKind] = {kind.slug: kind for kind in (
+    StepKind("mla_latent", "Compress keys and values to a latent (MLA)", "latent",
+             "Multi-head latent attention keeps one latent vector of r numbers per token; every head's keys and "
+             "values are up-projections of it, and a few decoupled features carry RoPE."),
+    StepKind("mla_absorb", "Absorbed scores: the same scores without building K (MLA)", "absorbed",
+             "W_UK can be folded into the query, q·(c W_UK) = (q W_UKᵀ)·c, so a decoder scores against the cached "
+             "latent directly."),
+    StepKind("part_rope", "Rotate the RoPE features by position", "RoPE",
+             "Only some features turn: MLA's decoupled ones, or each half of a differential head on its own."),
+    StepKind("diff_maps", "Two softmax maps per head (differential)", "A₁,\u00a0A₂",
+             "The two halves of a head's q and k give two softmax maps over the same keys."),
+    StepKind("diff_combine", "Subtract: A₁ − λA₂ (differential)", "A₁−λA₂",
+             "The second map, times a learned λ, is subtracted from the first: attention both maps give (noise) "
+             "cancels; weights can be negative and a row sums to 1 − λ."),
+    StepKind("diff_norm", "Normalise each head, times 1 − λ_init (differential)", "norm",
+             "Each head's output is RMS-normalised on its own and multiplied by 1 − λ_init before the heads are "
+             "concatenated."),
+    StepKind("linear_phi", "Feature map φ = elu + 1 (linear)", "φ",
+             "Linear attention replaces exp(q·k) with φ(q)·φ(k): φ > 0 keeps every similarity positive."),
+    StepKind("linear_weights", "Similarities over their row sum (linear)", "φφᵀ/Σ",
+             "Each row of φ(Q)φ(K)ᵀ, masked, divided by its sum: weights ≥ 0 that sum to 1, without a softmax."),
+    StepKind("linear_state", "The recurrent form: a state of constant size (linear)", "state",
+             "Under a causal mask, S_t = S_{t−1} + φ(k_t)v_tᵀ and z_t = z_{t−1} + φ(k_t) give the same heads; a "
+             "decoder keeps S and z instead of a growing cache."),
+)}
+
+# Where each of these steps goes in the pipeline: after the step named (ui/steps.STEP_KINDS is in pipeline order).
+AFTER = {"mla_latent": "qkv", "part_rope": "rope", "mla_absorb": "scores", "diff_maps": "softmax",
+         "diff_combine": "diff_maps", "linear_phi": "diff_combine", "linear_weights": "linear_phi",
+         "linear_state": "linear_weights", "diff_norm": "mix"}
+
+
+def with_variant_kinds(kinds: dict[str, StepKind]) -> dict[str, StepKind]:
+    """The softmax pipeline's step records with the variants' inserted where they go (``AFTER``)."""
+    ordered = list(kinds.items())
+    for slug, anchor in AFTER.items():
+        at = next(i for i, (name, _) in enumerate(ordered) if name == anchor)
+        ordered.insert(at + 1, (slug, KERNEL_STEP_KINDS[slug]))
+    return dict(ordered)
+
+
+REPLACED_BY_KERNEL = ("scores", "scale", "mask", "softmax")  # the softmax head's steps another kernel replaces
+
+
+def variant_steps(inputs: StepInputs, head: int, cell, steps: list[Step]) -> list[Step]:
+    """The steps of ``inputs``' variant, made from the softmax pipeline ``steps`` (returned as they are for it)."""
+    trace = inputs.trace
+    if trace.kernel == "softmax" and trace.mla is None:
+        return steps
+    out: list[Step] = []
+    for step in steps:
+        if step.slug == "rope" and (trace.mla is not None or KERNELS[trace.kernel].sub_heads > 1):
+            out.append(part_rope_step(inputs, head))
+        elif trace.kernel != "softmax" and step.slug in REPLACED_BY_KERNEL:
+            if step.slug == "softmax":
+                out.extend(kernel_steps(inputs, head, cell))
+        else:
+            out.append(step)
+        if step.slug == "positional" and trace.mla is not None:
+            out.append(latent_step(inputs, head))  # in place of the projection step (no W_K, W_V)
+        if step.slug == "scores" and trace.mla is not None:
+            out.append(absorbed_step(inputs, head, cell))
+        if step.slug == "mix" and trace.kernel == "differential":
+            out[-1] = replace(step, why=(  # not an average: the weights are signed and sum to 1 − λ
+                "Each query's output is the sum of the value rows weighted by A₁ − λA₂: not an average, since the "
+                "weights can be negative and sum to 1 − λ. The next step puts the scale right."))
+            out.append(differential_norm_step(inputs, head))
+    return out
+
+
+def kernel_steps(inputs: StepInputs, head: int, cell) -> list[Step]:
+    """The steps a kernel has in place of scores, scale, mask and softmax."""
+    if inputs.trace.kernel == "differential":
+        return [differential_maps_step(inputs, head, cell), differential_combine_step(inputs, head, cell)]
+    steps = [linear_phi_step(inputs, head), linear_weights_step(inputs, head, cell)]
+    if inputs.trace.kernel_parts.recurrent_heads is not None:
+        steps.append(linear_state_step(inputs, head))
+    return steps
+
+
+def _mask_words(inputs: StepInputs) -> str:
+    return "" if inputs.mask is None else f" Mask '{inputs.mask_name}': masked cells get weight 0 (blank logits)."
+
+
+# ---- MLA -------------------------------------------------------------------------------------
+
+
+def latent_step(inputs: StepInputs, head: int) -> Step:
+    trace, parts = inputs.trace, inputs.trace.mla
+    hs, r, dr = trace.q.shape[-1], parts.rank, parts.rope_dims
+    q = trace.q if trace.q_unrotated is None else trace.q_unrotated  # (nh, Tq, hs) before any turn
+    q_all = q.transpose(1, 0, 2).reshape(q.shape[1], -1)  # (Tq, nh*hs)
+    panels = [
+        Panel("Q = X W_Q (queries, as in MHA)", q_all, inputs.query_labels, dim_labels(q_all.shape[1]), "q",
+              block=head_block(head, hs)),
+        Panel(f"c = RMSNorm(X W_DKV): the latent, {r} numbers per token (cached)", parts.latent, inputs.key_labels,
+              dim_labels(r), "latent"),
+        Panel(f"K_{head} = [c W_UK,{head} | k_R]", trace.k[head], inputs.key_labels, dim_labels(hs), "k"),
+        Panel(f"V_{head} = c W_UV,{head}", trace.v[head], inputs.key_labels, dim_labels(trace.v.shape[-1]), "v"),
+    ]
+    if dr:
+        panels.insert(2, Panel(f"k_R = RoPE(X W_KR): {dr} features shared by every head (cached)", parts.k_rope[0],
+                               inputs.key_labels, dim_labels(dr, hs - dr), "k"))
+    nh = trace.n_heads
+    why = (
+        f"Keys and values are not projected per head from X: X is first **compressed** to a latent c of rank r = {r}, "
+        f"and head {head}'s keys and values are **up-projected** from it (W_UK, W_UV). "
+        + (f"The last {dr} features of every query and key carry RoPE: the keys' part k_R is one projection shared "
+           "by all heads. " if dr else "No decoupled RoPE features (RoPE is off). ")
+        + f"A decoder caches c and k_R: **{r + dr}** numbers per token, against 2·nh·d_k = {2 * nh * hs} for "
+        "multi-head attention."
+    )
+    formula = (r"c = \mathrm{RMSNorm}(X W_{DKV}),\quad K_h = \big[\,c\,W_{UK,h}\ \big|\ \mathrm{RoPE}(X W_{KR})\,\big],"
+               r"\quad V_h = c\,W_{UV,h},\quad Q = X W_Q")
+    shapes = (f"X {shape_text(inputs.x_kv)} @ W_DKV -> c {shape_text(parts.latent)};  c @ W_UK,h -> "
+              f"{shape_text(parts.k_content[head])};  k_R {shape_text(parts.k_rope[0])}")
+    return Step("mla_latent", "Compress keys and values to a latent (MLA)", why, formula, shapes, tuple(panels))
+
+
+def absorbed_step(inputs: StepInputs, head: int, cell) -> Step:
+    trace, parts = inputs.trace, inputs.trace.mla
+    gap = np.abs(parts.absorbed_scores[head] - trace.scores[head])  # (Tq, Tk)
+    panels = (
+        Panel(f"q̃_{head} = q_C W_UK,{head}ᵀ (absorbed queries)", parts.absorbed_query[head], inputs.query_labels,
+              dim_labels(parts.rank), "absorbed q"),
+        Panel(f"S̃_{head} = q̃·c + q_R·k_R", parts.absorbed_scores[head], inputs.query_labels, inputs.key_labels,
+              "absorbed score", cell=cell, axis_titles=QK_AXES),
+        Panel(f"|S̃_{head} − S_{head}|", gap, inputs.query_labels, inputs.key_labels, "|Δ|", cell=cell,
+              axis_titles=QK_AXES),
+    )
+    why = (
+        "The same raw scores, computed the way a decoder does: W_UK is folded into the query, so the score is a dot "
+        "product with the cached latent c, plus the RoPE part q_R·k_R. K is never built. "
+        f"Largest difference from the materialised scores, all heads: **{parts.score_gap:.1e}** (rounding)."
+    )
+    formula = (r"q_{C}\cdot\big(c_j W_{UK,h}\big) = \big(q_{C} W_{UK,h}^\top\big)\cdot c_j,\qquad "
+               r"\tilde S_{ij} = \tilde q_i \cdot c_j + q_{R,i}\cdot k_{R,j}")
+    shapes = f"q̃ {shape_text(parts.absorbed_query[head])} @ cᵀ {shape_text(parts.latent.T)} -> {shape_text(gap)}"
+    return Step("mla_absorb", "Absorbed scores: the same scores without building K (MLA)", why, formula, shapes, panels)
+
+
+def part_rope_step(inputs: StepInputs, head: int) -> Step:
+    trace = inputs.trace
+    g = trace.kv_head_of(head)
+    hs = trace.q.shape[-1]
+    pairs = [f"p{p}" for p in range(trace.q_angles.shape[1])]
+    turned = (f"the last {trace.mla.rope_dims} features of each query head and the shared key part k_R"
+              if trace.mla is not None else f"each half of the head ({hs // 2} features) on its own, in pairs")
+    panels = (
+        Panel("θ: angle (radians) of each query position and pair", trace.q_angles, inputs.query_labels, pairs,
+              "angle", axis_titles=("position", "pair")),
+        Panel(f"Q_{head} before rotation", trace.q_unrotated[head], inputs.query_labels, dim_labels(hs, head * hs), "q"),
+        Panel(f"Q_{head} rotated (what the scores use)", trace.q[head], inputs.query_labels, dim_labels(hs, head * hs), "q"),
+        Panel(f"K_({g}) before rotation", trace.k_unrotated[g], inputs.key_labels, dim_labels(hs, g * hs), "k"),
+        Panel(f"K_({g}) rotated", trace.k[g], inputs.key_labels, dim_labels(hs, g * hs), "k"),
+    )
+    why = (f"RoPE turns {turned}, by an angle proportional to the position (base θ = {inputs.rope_base:g}); "
+           "the other features and the values do not turn.")
+    formula = r"(q'_p, q'_{p+h/2}) = R(t\,\omega_p)\,(q_p, q_{p+h/2}),\quad \omega_p = \theta^{-2p/h}"
+    shapes = f"θ {shape_text(trace.q_angles)};  Q_{head} {shape_text(trace.q[head])} -> same shape"
+    return Step("part_rope", "Rotate the RoPE features by position", why, formula, shapes, panels)
+
+
+# ---- differential ----------------------------------------------------------------------------
+
+
+def differential_maps_step(inputs: StepInputs, head: int, cell) -> Step:
+    trace, parts = inputs.trace, inputs.trace.kernel_parts
+    half = trace.q.shape[-1] // 2
+    q, k = inputs.query_labels, inputs.key_labels
+    panels = (
+        Panel(f"L₁ = Q₁K₁ᵀ·s (first halves, head {head})", parts.logits1[head], q, k, "logit 1", cell=cell,
+              axis_titles=QK_AXES),
+        Panel(f"L₂ = Q₂K₂ᵀ·s (second halves, head {head})", parts.logits2[head], q, k, "logit 2", cell=cell,
+              axis_titles=QK_AXES),
+        Panel("A₁ = softmax(L₁)", parts.map1[head], q, k, "A₁", kind="weights", cell=cell, axis_titles=QK_AXES),
+        Panel("A₂ = softmax(L₂)", parts.map2[head], q, k, "A₂", kind="weights", cell=cell, axis_titles=QK_AXES),
+    )
+    why = (f"Head {head}'s query and key of {2 * half} features are cut into two halves of d = {half}. Each pair of "
+           f"halves gives its own logits, scaled by s = 1/√{half} = {trace.scale:.4f}, and its own softmax: two "
+           "maps, each with rows that sum to 1." + _mask_words(inputs))
+    formula = (r"[Q_1; Q_2] = Q_h,\ [K_1; K_2] = K_h,\qquad A_1 = \mathrm{softmax}\!\Big(\frac{Q_1K_1^\top}{\sqrt d}\Big),"
+               r"\quad A_2 = \mathrm{softmax}\!\Big(\frac{Q_2K_2^\top}{\sqrt d}\Big)")
+    shapes = f"Q₁, Q₂ ({len(q)}, {half});  K₁, K₂ ({len(k)}, {half});  A₁, A₂ {shape_text(parts.map1[head])}"
+    return Step("diff_maps", "Two softmax maps per head (differential)", why, formula, shapes, panels)
+
+
+def differential_combine_step(inputs: StepInputs, head: int, cell) -> Step:
+    trace, parts = inputs.trace, inputs.trace.kernel_parts
+    lam, lambda_init = parts.lam, 1.0 - parts.output_gain
+    panels = (
+        Panel(f"A_{head} = A₁ − λA₂ (signed weights)", trace.weights[head], inputs.query_labels, inputs.key_labels,
+              "weight", kind="signed", cell=cell, axis_titles=QK_AXES),
+    )
+    negative = int((trace.weights[head] < 0).sum())
+    why = (f"λ = {lam:.4f} times the second map is subtracted from the first: what both maps attend to cancels, "
+           f"what only the first sees stands out. **Weights can be negative** ({negative} of head {head}'s cells "
+           f"{'is' if negative == 1 else 'are'}), "
+           f"so they are drawn on a diverging scale, and **each row sums to 1 − λ = {1 - lam:.4f}**, not 1. "
+           f"λ is re-parameterised with four learned vectors, starting from λ_init = {lambda_init:.4f} (layer 1).")
+    formula = (r"A = A_1 - \lambda A_2,\qquad \lambda = e^{\lambda_{q1}\cdot\lambda_{k1}} - e^{\lambda_{q2}\cdot\lambda_{k2}}"
+               rf" + \lambda_{{\mathrm{{init}}}} = {latex_number(lam)},\qquad \sum_j A_{{ij}} = 1 - \lambda")
+    shapes = f"{shape_text(parts.map1[head])} − λ × {shape_text(parts.map2[head])}"
+    return Step("diff_combine", "Subtract: A₁ − λA₂ (differential)", why, formula, shapes, panels)
+
+
+def differential_norm_step(inputs: StepInputs, head: int) -> Step:
+    trace, parts = inputs.trace, inputs.trace.kernel_parts
+    hv = trace.v.shape[-1]
+    panels = (
+        Panel(f"head_{head} = A_{head} V (before the norm)", trace.heads[head], inputs.query_labels,
+              dim_labels(hv, head * hv), "head output"),
+        Panel(f"RMSNorm(head_{head}) × (1 − λ_init)", parts.normed_heads[head], inputs.query_labels,
+              dim_labels(hv, head * hv), "normalised"),
+    )
+    why = (f"Each head's output row is divided by its root mean square (each head on its own), then multiplied by "
+           f"1 − λ_init = {parts.output_gain:.4f}: the heads' scales stay comparable although their weights no longer "
+           "sum to 1. These normalised rows are what the heads concatenate.")
+    formula = r"\bar o_i = \frac{o_i}{\sqrt{\tfrac{1}{d_v}\sum_d o_{i,d}^2 + \epsilon}}\,(1 - \lambda_{\mathrm{init}})"
+    shapes = f"{shape_text(trace.heads[head])} -> same shape"
+    return Step("diff_norm", "Normalise each head, times 1 − λ_init (differential)", why, formula, shapes, panels)
+
+
+# ---- linear ----------------------------------------------------------------------------------
+
+
+def linear_phi_step(inputs: StepInputs, head: int) -> Step:
+    trace, parts = inputs.trace, inputs.trace.kernel_parts
+    g = trace.kv_head_of(head)
+    hs = trace.q.shape[-1]
+    panels = (
+        Panel(f"φ(Q_{head})", parts.phi_q[head], inputs.query_labels, dim_labels(hs, head * hs), "φ(q)"),
+        Panel(f"φ(K_({g}))", parts.phi_k[g], inputs.key_labels, dim_labels(hs, g * hs), "φ(k)"),
+    )
+    why = ("Instead of exp(q·k), linear attention compares φ(q) with φ(k), where φ(x) = elu(x) + 1 is x + 1 above 0 "
+           "and eˣ below: always positive, so every similarity is positive. There is no scale and no softmax.")
+    formula = r"\varphi(x) = \mathrm{elu}(x) + 1 = \begin{cases} x + 1 & x > 0 \\ e^{x} & x \le 0 \end{cases}"
+    return Step("linear_phi", "Feature map φ = elu + 1 (linear)", why, formula,
+                f"φ applied entry by entry: {shape_text(parts.phi_q[head])}", panels)
+
+
+def linear_weights_step(inputs: StepInputs, head: int, cell) -> Step:
+    trace, parts = inputs.trace, inputs.trace.kernel_parts
+    q, k = inputs.query_labels, inputs.key_labels
+    panels = (
+        Panel(f"φ(Q_{head}) φ(K)ᵀ (masked: 0)", parts.similarity[head], q, k, "similarity", cell=cell,
+              axis_titles=QK_AXES),
+        Panel(f"A_{head} = row / row sum", trace.weights[head], q, k, "weight", kind="weights", cell=cell,
+              axis_titles=QK_AXES),
+    )
+    why = ("Each row of similarities is divided by its sum: weights ≥ 0 that **sum to 1**, like softmax rows, but "
+           "flatter (no exponential to sharpen them)." + _mask_words(inputs))
+    formula = r"A_{ij} = \frac{\varphi(q_i)\cdot\varphi(k_j)\,M_{ij}}{\sum_{j'} \varphi(q_i)\cdot\varphi(k_{j'})\,M_{ij'}}"
+    return Step("linear_weights", "Similarities over their row sum (linear)", why, formula,
+                f"{shape_text(parts.similarity[head])}, row by row", panels)
+
+
+def linear_state_step(inputs: StepInputs, head: int) -> Step:
+    trace, parts = inputs.trace, inputs.trace.kernel_parts
+    hs, hv = trace.q.shape[-1], trace.v.shape[-1]
+    gap = float(np.max(np.abs(parts.recurrent_heads - trace.heads)))
+    panels = (
+        Panel(f"S_T (head {head}): the state after the last token", parts.state[head], dim_labels(hs),
+              dim_labels(hv), "state", axis_titles=("φ(k) feature", "value feature")),
+        Panel(f"head_{head} from the state, token by token", parts.recurrent_heads[head], inputs.query_labels,
+              dim_labels(hv, head * hv), "head output"),
+    )
+    why = (f"With a causal mask the same heads come from a running state: each token adds φ(k_t)v_tᵀ to S "
+           f"({hs}×{hv} numbers) and φ(k_t) to z ({hs}), then its query reads them. The state has the same size at "
+           f"every step, however long the sentence: no cache of keys and values. Largest difference from the "
+           f"parallel form above, all heads: **{gap:.1e}**.")
+    formula = (r"S_t = S_{t-1} + \varphi(k_t)\,v_t^\top,\quad z_t = z_{t-1} + \varphi(k_t),\quad "
+               r"o_t = \frac{\varphi(q_t)^\top S_t}{\varphi(q_t)^\top z_t}")
+    return Step("linear_state", "The recurrent form: a state of constant size (linear)", why, formula,
+                f"S {shape_text(parts.state[head])}, z ({hs},) per head, whatever T", panels)
