@@ -10,7 +10,9 @@ from mha_core.attention import multi_head_attention, scaled_dot_product_attentio
 from mha_core.config import LIMITS
 from mha_core.positions import SCHEMES
 from ui.charts.kernels import KERNEL_COLUMNS, kernel_rows
-from ui.pipeline.steps import FULLY_MASKED_POLICY, STEP_KINDS, glossary_rows
+from ui.pages.about import glossary_rows
+from ui.pipeline.step_kinds import STEP_KINDS
+from ui.pipeline.steps import FULLY_MASKED_POLICY
 from ui.state import navigation
 from ui.widgets.sidebar import sidebar
 

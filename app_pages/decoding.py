@@ -14,7 +14,7 @@ from ui.pages.decoding.variant_stepper import variant_stepper
 from ui.pages.decoding.variants import variant_intro
 from ui.pipeline import step_views as views
 from ui.pipeline.cache_table import cache_table
-from ui.pipeline.steps import Panel, dim_labels
+from ui.pipeline.records import Panel, dim_labels
 from ui.run.compute import compute, result_later
 from ui.state.settings import POSITION_LABELS
 from ui.widgets.presentation import figure_font_size

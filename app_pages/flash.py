@@ -17,7 +17,7 @@ from ui.pages.flash import (
     traffic_table,
 )
 from ui.pipeline import step_views as views
-from ui.pipeline.steps import Panel, dim_labels
+from ui.pipeline.records import Panel, dim_labels
 from ui.run.compute import compute, result_later
 from ui.state import page_params
 from ui.state.settings import values_of

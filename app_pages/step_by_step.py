@@ -8,15 +8,13 @@ import streamlit as st
 from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
 from ui.pipeline.predict import check_prediction, prediction_message
+from ui.pipeline.records import Step, StepInputs, step_inputs
 from ui.pipeline.steps import (
     FULLY_MASKED_POLICY,
     NULL_SHARE_COLUMN,
-    Step,
-    StepInputs,
     build_steps,
     row_sums_heading,
     row_sums_table,
-    step_inputs,
 )
 from ui.run.compute import compute
 from ui.widgets.notebook_button import notebook_button

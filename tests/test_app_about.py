@@ -8,7 +8,9 @@ from streamlit.testing.v1 import AppTest
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
 from mha_core.config import LIMITS, run
 from tests.test_step_kinds import option_grid
-from ui.pipeline.steps import STEP_KINDS, build_steps, step_inputs
+from ui.pipeline.records import step_inputs
+from ui.pipeline.step_kinds import STEP_KINDS
+from ui.pipeline.steps import build_steps
 from ui.state.navigation import PAGES
 
 ROOT = Path(__file__).resolve().parents[1]

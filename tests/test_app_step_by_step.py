@@ -10,7 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
 from ui.pipeline.drill_down import NULL_KEY_LABEL, SUM_ROW
-from ui.pipeline.steps import NULL_SHARE_COLUMN, latex_number
+from ui.pipeline.records import latex_number
+from ui.pipeline.steps import NULL_SHARE_COLUMN
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "app_pages/step_by_step.py"
@@ -54,7 +55,7 @@ def charts(at: AppTest) -> dict[str, dict]:
 
 
 def panel_views(figure: dict) -> dict[str, dict]:
-    """One figure per panel: a single heatmap as it is; a row of panels (``ui.pipeline.steps.panels_figure``) split
+    """One figure per panel: a single heatmap as it is; a row of panels (``ui.pipeline.panels.panels_figure``) split
     into each trace with its own axes, outlines and the title written over its axes."""
     layout = figure["layout"]
     if "title" in layout:

@@ -18,7 +18,7 @@ from ui.pipeline.drill_down import (
     softmax_latex,
     softmax_row_table,
 )
-from ui.pipeline.steps import step_inputs
+from ui.pipeline.records import step_inputs
 
 EXACT = 1e-12  # float64 sums of a handful of terms, recomputed in another order
 

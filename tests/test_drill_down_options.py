@@ -3,7 +3,7 @@
 Every (head, i, j) of a small case, over positional scheme x K/V sharing x null key x mask: the
 drill-down's logit, row logits, row weights, weight and null-key share are compared with the engine's
 ``trace.logits`` and ``trace.weights`` (never with the drill-down itself), and the numbers written in
-its LaTeX with the engine's values formatted by ``ui.pipeline.steps.latex_number``.
+its LaTeX with the engine's values formatted by ``ui.pipeline.records.latex_number``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ui.pipeline.drill_down import (
     softmax_latex,
     softmax_row_table,
 )
-from ui.pipeline.steps import latex_number, step_inputs
+from ui.pipeline.records import latex_number, step_inputs
 
 EXACT = 1e-12  # float64: a handful of terms summed in another order than the engine's matmul
 

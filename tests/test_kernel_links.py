@@ -147,7 +147,7 @@ def test_about_lists_the_variants_steps_and_the_kernels_of_the_engines_table():
 
 def test_the_drill_down_re_derives_mlas_rows_from_its_materialised_keys():
     from ui.pipeline.drill_down import drill_down
-    from ui.pipeline.steps import step_inputs
+    from ui.pipeline.records import step_inputs
 
     result = run(MHAConfig(mla_rank=4, mla_rope=2, pe="rope", mask="causal", seed=2))
     for head in range(result.config.n_heads):

@@ -157,7 +157,9 @@ def test_the_notebook_of_a_link_reproduces_the_apps_download(link, workdir):
 
 
 def test_the_steps_are_the_step_by_step_pages_in_its_order_with_its_titles():
-    from ui.pipeline.steps import STEP_KINDS, build_steps, step_inputs
+    from ui.pipeline.records import step_inputs
+    from ui.pipeline.step_kinds import STEP_KINDS
+    from ui.pipeline.steps import build_steps
 
     config, _ = config_from_params({"tokens": "a b c", "pe": "rope", "kv_heads": "2", "mask": "causal"})
     result = run(config)

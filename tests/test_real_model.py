@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import pytest
 
 from ui.pages import real_model as rm
-from ui.pipeline.steps import Panel, Step
+from ui.pipeline.records import Panel, Step
 
 TWO_MB = 2 * 1024 * 1024
 

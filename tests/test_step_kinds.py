@@ -1,4 +1,4 @@
-"""ui.pipeline.steps.STEP_KINDS: one record per step, holding every step ``build_steps`` can make, in its order."""
+"""ui.pipeline.step_kinds.STEP_KINDS: one record per step, holding every step ``build_steps`` can make, in its order."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 from mha_core.config import MHAConfig, run
 from mha_core.kernels import KERNELS
 from mha_core.positions import SCHEMES
-from ui.pipeline.steps import STEP_KINDS, Step, build_steps, step_inputs
+from ui.pipeline.records import Step, step_inputs
+from ui.pipeline.step_kinds import STEP_KINDS
+from ui.pipeline.steps import build_steps
 
 
 def option_grid() -> list[MHAConfig]:

@@ -16,7 +16,9 @@ import plotly.io as pio
 import pytest
 
 from mha_core.config import MHAConfig, run
-from ui.pipeline.steps import build_steps, panels_figure, step_inputs
+from ui.pipeline.panels import panels_figure
+from ui.pipeline.records import step_inputs
+from ui.pipeline.steps import build_steps
 
 
 def side_by_side(per_head: np.ndarray) -> np.ndarray:

@@ -5,22 +5,11 @@ import pytest
 
 import mha_core
 from mha_core.config import MHAConfig, run
+from ui.pages.about import glossary_rows
+from ui.pipeline.panels import cell_text, panel_figure, panel_table
 from ui.pipeline.predict import check_prediction, prediction_message
-from ui.pipeline.steps import (
-    Panel,
-    build_steps,
-    cell_text,
-    dim_labels,
-    glossary_rows,
-    head_block,
-    matmul_shapes,
-    panel_figure,
-    panel_table,
-    row_sums_table,
-    scale_latex,
-    shape_text,
-    step_inputs,
-)
+from ui.pipeline.records import Panel, dim_labels, head_block, matmul_shapes, shape_text, step_inputs
+from ui.pipeline.steps import build_steps, row_sums_table, scale_latex
 
 EXACT = 1e-12  # float64 sums of a handful of terms, recomputed in another order
 SLUGS = ["input", "positional", "qkv", "split", "scores", "scale", "mask", "softmax", "mix", "concat", "output"]

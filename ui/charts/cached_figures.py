@@ -18,7 +18,8 @@ from __future__ import annotations
 import streamlit as st
 
 from ui.charts import figures
-from ui.pipeline import steps
+from ui.pipeline import panels as panel_figures
+from ui.pipeline.records import Panel
 
 # Bounds: Step by step draws ~17 panels per configuration (as 11 charts) and Heads 4 figures; 256 panels keep
 # ~15 configurations of each page warm. A panel at the caps (64 tokens x 512 features, float32) is
@@ -29,15 +30,15 @@ MAX_FIGURES = 32
 
 
 @st.cache_resource(max_entries=MAX_PANELS, show_spinner=False)
-def panel_figure(panel: steps.Panel, *, font_size: int, width_px: float):
-    """``ui.pipeline.steps.panel_figure``, cached per panel, font size and width."""
-    return steps.panel_figure(panel, font_size=font_size, width_px=width_px)
+def panel_figure(panel: Panel, *, font_size: int, width_px: float):
+    """``ui.pipeline.panels.panel_figure``, cached per panel, font size and width."""
+    return panel_figures.panel_figure(panel, font_size=font_size, width_px=width_px)
 
 
 @st.cache_resource(max_entries=MAX_PANELS // 3, show_spinner=False)
-def panels_figure(panels: tuple[steps.Panel, ...], *, font_size: int, width_px: float):
-    """``ui.pipeline.steps.panels_figure`` (a row of panels as one chart), cached per panels, font size and width."""
-    return steps.panels_figure(panels, font_size=font_size, width_px=width_px)
+def panels_figure(panels: tuple[Panel, ...], *, font_size: int, width_px: float):
+    """``ui.pipeline.panels.panels_figure`` (a row of panels as one chart), cached per panels, font size and width."""
+    return panel_figures.panels_figure(panels, font_size=font_size, width_px=width_px)
 
 
 @st.cache_resource(max_entries=MAX_FIGURES, show_spinner=False)

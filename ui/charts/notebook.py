@@ -38,7 +38,9 @@ import numpy as np
 from mha_core.attention import merge_heads
 from mha_core.config import MHAConfig, RunResult, run
 from mha_core.presets import PRESET_INITS
-from ui.pipeline.steps import STEP_KINDS, build_steps, step_inputs
+from ui.pipeline.records import step_inputs
+from ui.pipeline.step_kinds import STEP_KINDS
+from ui.pipeline.steps import build_steps
 from ui.state.urlstate import config_from_params, params_from_config
 
 DEFAULT_APP_URL = "http://localhost:8501"
@@ -393,7 +395,7 @@ def _output_cell(ctx: Context) -> Cell:
     return Cell(code, check("Y"), {"Y": ctx.result.trace.output})
 
 
-# One NumPy cell per step of the Step-by-step page, keyed by the step's slug in ``ui.pipeline.steps.STEP_KINDS``.
+# One NumPy cell per step of the Step-by-step page, keyed by the step's slug in ``ui.pipeline.step_kinds.STEP_KINDS``.
 STEP_CELLS: dict[str, Callable[[Context], Cell]] = {
     "input": _input_cell,
     "positional": _positional_cell,

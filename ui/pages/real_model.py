@@ -28,7 +28,8 @@ from mha_core.inputs import token_labels
 from mha_core.pretrained import MiniLMRun
 from ui.charts.figures import WEIGHT_SCALE, figure
 from ui.charts.tables import head_summary_frame
-from ui.pipeline.steps import Panel, Step, StepInputs, build_steps, dim_labels, shape_text
+from ui.pipeline.records import Panel, Step, StepInputs, dim_labels, shape_text
+from ui.pipeline.steps import build_steps
 
 DEFAULT_SENTENCE = "The snowboarder was unbelievably fast, so the photographers missed her jump."
 MAX_TEXT_CHARS = 2000  # a link's sentence is cut here; 128 word pieces need far fewer characters

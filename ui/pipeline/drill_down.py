@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ui.pipeline.steps import StepInputs, dim_labels, latex_number
+from ui.pipeline.records import StepInputs, dim_labels, latex_number
 
 MAX_LATEX_TERMS = 4  # a dot product with more terms is written a + b + ... + z
 NULL_KEY_LABEL = "∅ null key"  # its row in the softmax table; token labels carry a position ("0:the"), so no clash

@@ -19,58 +19,16 @@ from dataclasses import replace
 import numpy as np
 
 from mha_core.kernels import KERNELS
-from ui.pipeline.steps import (
+from ui.pipeline.records import (
     QK_AXES,
     Panel,
     Step,
     StepInputs,
-    StepKind,
     dim_labels,
     head_block,
     latex_number,
     shape_text,
 )
-
-KERNEL_STEP_KINDS: dict[str, StepKind] = {kind.slug: kind for kind in (
-    StepKind("mla_latent", "Compress keys and values to a latent (MLA)", "latent",
-             "Multi-head latent attention keeps one latent vector of r numbers per token; every head's keys and "
-             "values are up-projections of it, and a few decoupled features carry RoPE."),
-    StepKind("mla_absorb", "Absorbed scores: the same scores without building K (MLA)", "absorbed",
-             "W_UK can be folded into the query, q·(c W_UK) = (q W_UKᵀ)·c, so a decoder scores against the cached "
-             "latent directly."),
-    StepKind("part_rope", "Rotate the RoPE features by position", "RoPE",
-             "Only some features turn: MLA's decoupled ones, or each half of a differential head on its own."),
-    StepKind("diff_maps", "Two softmax maps per head (differential)", "A₁,\u00a0A₂",
-             "The two halves of a head's q and k give two softmax maps over the same keys."),
-    StepKind("diff_combine", "Subtract: A₁ − λA₂ (differential)", "A₁−λA₂",
-             "The second map, times a learned λ, is subtracted from the first: attention both maps give (noise) "
-             "cancels; weights can be negative and a row sums to 1 − λ."),
-    StepKind("diff_norm", "Normalise each head, times 1 − λ_init (differential)", "norm",
-             "Each head's output is RMS-normalised on its own and multiplied by 1 − λ_init before the heads are "
-             "concatenated."),
-    StepKind("linear_phi", "Feature map φ = elu + 1 (linear)", "φ",
-             "Linear attention replaces exp(q·k) with φ(q)·φ(k): φ > 0 keeps every similarity positive."),
-    StepKind("linear_weights", "Similarities over their row sum (linear)", "φφᵀ/Σ",
-             "Each row of φ(Q)φ(K)ᵀ, masked, divided by its sum: weights ≥ 0 that sum to 1, without a softmax."),
-    StepKind("linear_state", "The recurrent form: a state of constant size (linear)", "state",
-             "Under a causal mask, S_t = S_{t−1} + φ(k_t)v_tᵀ and z_t = z_{t−1} + φ(k_t) give the same heads; a "
-             "decoder keeps S and z instead of a growing cache."),
-)}
-
-# Where each of these steps goes in the pipeline: after the step named (ui/steps.STEP_KINDS is in pipeline order).
-AFTER = {"mla_latent": "qkv", "part_rope": "rope", "mla_absorb": "scores", "diff_maps": "softmax",
-         "diff_combine": "diff_maps", "linear_phi": "diff_combine", "linear_weights": "linear_phi",
-         "linear_state": "linear_weights", "diff_norm": "mix"}
-
-
-def with_variant_kinds(kinds: dict[str, StepKind]) -> dict[str, StepKind]:
-    """The softmax pipeline's step records with the variants' inserted where they go (``AFTER``)."""
-    ordered = list(kinds.items())
-    for slug, anchor in AFTER.items():
-        at = next(i for i, (name, _) in enumerate(ordered) if name == anchor)
-        ordered.insert(at + 1, (slug, KERNEL_STEP_KINDS[slug]))
-    return dict(ordered)
-
 
 REPLACED_BY_KERNEL = ("scores", "scale", "mask", "softmax")  # the softmax head's steps another kernel replaces
 

@@ -26,7 +26,8 @@ from ui.pipeline.drill_down import (
     softmax_latex,
     softmax_row_table,
 )
-from ui.pipeline.steps import Panel, Step, panel_table
+from ui.pipeline.panels import panel_table
+from ui.pipeline.records import Panel, Step
 from ui.state.device import chart_config, on_phone
 from ui.widgets.presentation import FONT_SIZE
 from ui.widgets.state import KEEP

@@ -3,7 +3,7 @@
 Everything here takes a ``StepInputs`` (the engine's trace and what went into it; the toy pages
 make one with ``step_inputs(result)``, the Real model page from one layer of the checkpoint) and the
 chosen head, and returns data: ``Step`` records with a LaTeX formula, the shapes with the actual
-numbers and the matrices to show, and plotly figures of a panel built on ``ui.charts.figures.matrix_heatmap``.
+numbers and the matrices to show (drawn by ``ui.pipeline.panels``; records in ``ui.pipeline.records``).
 The drill-down into one cell is ``ui.pipeline.drill_down``, predict-then-reveal ``ui.pipeline.predict``.
 No streamlit in here, so all of it is testable without a server.
 
@@ -13,209 +13,26 @@ nh heads, hs head size. Rows are tokens; heads are contiguous column blocks.
 
 from __future__ import annotations
 
-import math
-import re
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
-from mha_core.attention import AttentionTrace, AttentionWeights, merge_heads
-from mha_core.config import RunResult
+from mha_core.attention import AttentionTrace, merge_heads
 from mha_core.grouping import group_size, kv_sharing_matrix
 from mha_core.positions import alibi_slopes
-from mha_core.presets import PRESET_INITS
-from ui.charts.figures import FULL_WIDTH_PX, MAX_DRAWN_CELLS, figure, matrix_heatmap_parts
-
-MAX_TEXT_ROWS = 16  # write the numbers inside the cells of heatmaps up to this size
-MAX_TEXT_COLS = 10
-OUTLINE = dict(color="black", width=3)
-QK_AXES = ("query i", "key j")
-
-SCALE_RULE_LATEX = {
-    "sqrt_dk": r"\frac{1}{\sqrt{d_k}}",
-    "sqrt_t": r"\frac{1}{\sqrt{T_k}}",
-    "none": "1",
-    "temperature": r"\frac{1}{\tau}",
-}
-
-
-@dataclass(frozen=True)
-class StepInputs:
-    """What the step builders show: one attention call's trace, what went into it, and how to describe it.
-
-    The toy pages make it from a ``RunResult`` (``step_inputs``), the Real model page from one layer
-    of the checkpoint; neither needs a configuration it did not run.
-    """
-
-    trace: AttentionTrace
-    weights: AttentionWeights
-    query_labels: list[str]
-    key_labels: list[str]
-    embeddings: np.ndarray  # (Tq, C) before positional encoding
-    key_embeddings: np.ndarray  # (Tk, C); the same array as ``embeddings`` in self-attention
-    positional: np.ndarray | None  # (Tq, C) added to the embeddings, or None
-    x_q: np.ndarray  # (Tq, C) what the queries are projected from
-    x_kv: np.ndarray  # (Tk, C) what keys and values are projected from
-    mask: np.ndarray | None  # (Tq, Tk), True = may attend; None = no mask
-    mask_name: str = "none"  # how the mask was made ("causal", "padding", ...), for the text
-    scale_rule: str = "sqrt_dk"  # a key of SCALE_RULE_LATEX: how trace.scale was chosen
-    temperature: float = 1.0  # the divisor of scale_rule "temperature"
-    is_cross: bool = False  # queries from one sentence, keys and values from another
-    hand_built: bool = False  # a preset head: the positions are written into E, not added as P
-    rope_base: float = 10000.0  # RoPE's theta, for the text (the angles themselves are in the trace)
-
-
-def step_inputs(result: RunResult) -> StepInputs:
-    """The step builders' inputs from a toy configuration's run."""
-    config = result.config
-    return StepInputs(
-        trace=result.trace,
-        weights=result.weights,
-        query_labels=result.query_labels,
-        key_labels=result.key_labels,
-        embeddings=result.embeddings,
-        key_embeddings=result.key_embeddings,
-        positional=result.positional,
-        x_q=result.x_q,
-        x_kv=result.x_kv,
-        mask=result.mask,
-        mask_name=config.mask,
-        scale_rule=config.scale_rule,
-        temperature=config.temperature,
-        is_cross=config.is_cross,
-        hand_built=config.init in PRESET_INITS,
-        rope_base=config.rope_base,
-    )
-
-
-@dataclass(frozen=True)
-class Panel:
-    """One matrix to show, as a heatmap or as a table of numbers.
-
-    ``kind``: "signed" (diverging scale centred on 0), "weights" (fixed 0..1) or "mask"
-    (1 = may attend, 0 = masked). ``block`` outlines columns [start, stop) (the chosen head's
-    slice), ``row_block`` rows [start, stop); ``cell`` outlines one (row, column) cell (the
-    drill-down's query and key).
-    """
-
-    title: str
-    matrix: np.ndarray  # (R, K)
-    row_labels: list[str]
-    col_labels: list[str]
-    value_name: str = "value"
-    kind: str = "signed"
-    block: tuple[int, int] | None = None
-    row_block: tuple[int, int] | None = None
-    cell: tuple[int, int] | None = None
-    axis_titles: tuple[str, str] | None = None  # (rows, columns), e.g. ("query", "key")
-
-
-@dataclass(frozen=True)
-class StepKind:
-    """A step of the pipeline as such, true of every run: its anchor, names and one line on why it exists."""
-
-    slug: str  # the section's anchor, and ``Step.slug``
-    title: str  # general title (a run's own may say more, e.g. "Softmax₁ (with the null key)")
-    short_name: str  # the "Jump to" line of Step by step
-    summary: str  # one line, true whatever the options: the About page's "why"
-
-
-# Every step ``build_steps`` can make, in pipeline order (optional ones where they go when on).
-STEP_KINDS: dict[str, StepKind] = {kind.slug: kind for kind in (
-    StepKind("input", "Token embeddings E", "E",
-             "Each token starts as a vector of d_model numbers, one row per token (in cross-attention the keys "
-             "and values come from a second sentence)."),
-    StepKind("positional", "Add positional encoding", "+\u00a0P",
-             "Attention alone cannot tell word order; a scheme that adds to the tokens (sinusoidal) makes 'the' at "
-             "position 0 differ from 'the' at 4."),
-    StepKind("qkv", "Project to queries, keys and values", "Q,\u00a0K,\u00a0V",
-             "Three learned views of each token: what it looks for (Q), what it can be found by (K), what it hands "
-             "over (V)."),
-    StepKind("split", "Split into heads", "heads",
-             "The columns are cut into nh blocks so that several small attentions run side by side, each free to "
-             "look for something different."),
-    StepKind("kv_share", "Share keys and values among query heads", "K/V\u00a0sharing",
-             "A group of query heads reads one key/value head: fewer keys and values to compute and to cache "
-             "(grouped-query attention; one for all heads is multi-query)."),
-    StepKind("rope", "Rotate queries and keys by position (RoPE)", "RoPE",
-             "Each pair of features of q and k is turned by an angle proportional to its position, so a score "
-             "depends on the offset i − j only."),
-    StepKind("scores", "Scores QKᵀ", "QKᵀ", "One dot product per (query, key) pair: how well they match."),
-    StepKind("scale", "Scale", "scale",
-             "Dot products grow with the head size; scaling them (1/√d_k by default) keeps the softmax from "
-             "saturating."),
-    StepKind("alibi", "Add the ALiBi distance bias", "ALiBi",
-             "A penalty growing with the distance |i − j| is added to the logits, steeper in some heads than in "
-             "others."),
-    StepKind("mask", "Mask", "mask",
-             "Some pairs are forbidden (the future in a decoder, padding): their logit becomes −∞, their weight "
-             "exactly 0."),
-    StepKind("softmax", "Softmax, row by row", "softmax",
-             "Each row becomes weights ≥ 0 that sum to 1; with the null key (softmax₁) to at most 1, the rest "
-             "going to an implicit key of value 0."),
-    StepKind("mix", "Weighted sum of values A·V", "A·V",
-             "Each query receives the sum of the value rows weighted by its attention weights."),
-    StepKind("concat", "Concatenate the heads", "concat",
-             "The heads' outputs are laid side by side again, head 0 first, one row per token."),
-    StepKind("output", "Output projection W_O", "W\\_O",
-             "The output projection W_O mixes the heads; without it each output column belongs to one head."),
-)}
-
-
-@dataclass(frozen=True)
-class Step:
-    """One section of the page: why the step exists, its formula, its shapes and its matrices."""
-
-    slug: str
-    title: str
-    why: str  # markdown, one or two sentences ("" for a step that is switched off)
-    formula: str  # LaTeX ("" when off)
-    shapes: str  # e.g. "(6, 16) @ (16, 16) -> (6, 16)" ("" when off)
-    panels: tuple[Panel, ...] = ()
-    note: str = ""  # markdown shown under the formula (e.g. "positional encoding is off")
-
-    @property
-    def kind(self) -> StepKind:
-        """The step's record in ``STEP_KINDS`` (the toy pipeline's steps; the Real model adds one of its own)."""
-        if self.slug not in STEP_KINDS:
-            raise ValueError(f"step {self.slug!r} has no record in STEP_KINDS: add its names and summary there")
-        return STEP_KINDS[self.slug]
-
-
-# ---- shapes and labels ---------------------------------------------------------------------
-
-
-def shape_text(a: np.ndarray) -> str:
-    """'(6, 16)' for an array of shape (6, 16)."""
-    return "(" + ", ".join(str(n) for n in np.shape(a)) + ")"
-
-
-def matmul_shapes(a: np.ndarray, b: np.ndarray) -> str:
-    """'(6, 16) @ (16, 16) -> (6, 16)', the product's shape worked out from the operands."""
-    out = "(" + ", ".join(str(n) for n in np.shape(a)[:-1] + np.shape(b)[-1:]) + ")"
-    return f"{shape_text(a)} @ {shape_text(b)} -> {out}"
-
-
-def dim_labels(n: int, start: int = 0) -> list[str]:
-    """Feature-column labels 'd0', 'd1', ...; ``start`` keeps a head's slice numbered as in the full matrix."""
-    return [f"d{k}" for k in range(start, start + n)]
-
-
-def head_block(head: int, size: int) -> tuple[int, int]:
-    """Columns [start, stop) that head ``head`` owns in a matrix of heads laid side by side."""
-    return head * size, (head + 1) * size
-
-
-def latex_number(x: float, digits: int = 4) -> str:
-    """A number for LaTeX: fixed decimals, -inf as -\\infty."""
-    if math.isinf(x):
-        return r"-\infty" if x < 0 else r"\infty"
-    return f"{x:.{digits}f}"
-
-
-# ---- the steps -----------------------------------------------------------------------------
+from ui.charts.figures import MAX_DRAWN_CELLS
+from ui.pipeline.kernel_steps import variant_steps
+from ui.pipeline.records import (
+    QK_AXES,
+    SCALE_RULE_LATEX,
+    Panel,
+    Step,
+    StepInputs,
+    dim_labels,
+    head_block,
+    latex_number,
+    matmul_shapes,
+    shape_text,
+)
 
 
 def build_steps(inputs: StepInputs, head: int, cell: tuple[int, int] | None = None) -> list[Step]:
@@ -626,132 +443,3 @@ def _output_step(inputs: StepInputs, head: int) -> Step:
     formula = rf"Y = \mathrm{{concat}}\, W_O{bias}"
     return Step("output", title, why, formula, matmul_shapes(trace.concat, w.w_o), panels, _too_big_note(w.w_o))
 
-
-# ---- figures and tables of a panel ---------------------------------------------------------
-
-
-def panel_figure(panel: Panel, *, height: int | None = None, font_size: int = 12,
-                 width_px: float = FULL_WIDTH_PX) -> go.Figure:
-    """A heatmap of ``panel`` (via ``matrix_heatmap``), with its outlines and, when small, its numbers.
-
-    ``font_size`` scales every text (presentation mode makes it larger); ``width_px`` is how wide the
-    cells are drawn on the page, which decides how many column labels are printed.
-    """
-    trace, layout = panel_parts(panel, height=height, font_size=font_size, width_px=width_px)
-    return figure([trace], layout)
-
-
-def panel_parts(panel: Panel, *, height: int | None = None, font_size: int = 12,
-                width_px: float = FULL_WIDTH_PX) -> tuple[dict, dict]:
-    """The trace and layout of ``panel_figure``, as dictionaries (``panels_figure`` puts several side by side)."""
-    rows, cols = panel.matrix.shape
-    if height is None and panel.axis_titles is not None:
-        height = int(np.clip(22 * rows + 150, 260, 600))  # matrix_heatmap's height plus room for axis titles
-    colour_range = {"signed": True} if panel.kind == "signed" else {"signed": False, "zmin": 0.0, "zmax": 1.0}
-    trace, layout = matrix_heatmap_parts(panel.matrix, panel.row_labels, panel.col_labels, title=panel.title,
-                                         value_name=panel.value_name, height=height, font_size=font_size,
-                                         width_px=width_px, **colour_range)
-    if panel.kind == "mask":
-        trace["showscale"] = False  # two values, written in the cells: no colour bar needed
-    if rows <= MAX_TEXT_ROWS and cols <= MAX_TEXT_COLS:
-        trace.update(text=cell_text(panel.matrix, panel.kind), texttemplate="%{text}", textfont=dict(size=font_size + 2))
-    layout["margin"]["pad"] = 0  # the cells meet the axes, no grey frame
-    if panel.axis_titles is not None:
-        layout["yaxis"]["title"] = dict(text=panel.axis_titles[0])
-        layout["xaxis"]["title"] = dict(text=panel.axis_titles[1])
-    shapes = []
-    if panel.block is not None:
-        start, stop = panel.block
-        shapes.append(dict(type="rect", x0=start - 0.5, x1=stop - 0.5, y0=-0.5, y1=rows - 0.5, line=OUTLINE))
-    if panel.row_block is not None:
-        start, stop = panel.row_block
-        shapes.append(dict(type="rect", x0=-0.5, x1=cols - 0.5, y0=start - 0.5, y1=stop - 0.5, line=OUTLINE))
-    if panel.cell is not None:
-        i, j = panel.cell
-        shapes.append(dict(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
-                           line=dict(color="magenta", width=4)))
-    if shapes:
-        layout["shapes"] = shapes
-    return trace, layout
-
-
-PANEL_GAP = 0.1  # of the figure's width between two panels of a row: the first one's colour bar and the next's labels
-
-
-def panels_figure(panels: tuple[Panel, ...], *, font_size: int = 12, width_px: float = FULL_WIDTH_PX) -> go.Figure:
-    """Panels with the same number of rows side by side in ONE figure, each on its own axes with its own
-    colour bar, outlines, numbers and title: what ``panel_figure`` draws for each, as one chart.
-
-    One chart instead of three: the browser lays out and redraws each chart on its own, so a row of
-    three matrices costs it a third (``python -m bench --only browser``). ``width_px``: how wide each
-    panel's cells are drawn. Row labels are printed on the first panel, and on any other whose rows
-    are different tokens (cross-attention's K and V beside Q).
-    """
-    n = len(panels)
-    size = (1.0 - PANEL_GAP * (n - 1)) / n
-    data, layout, annotations, shapes = [], {}, [], []
-    for index, panel in enumerate(panels):
-        trace, part = panel_parts(panel, font_size=font_size, width_px=width_px)
-        suffix = "" if index == 0 else str(index + 1)
-        left = index * (size + PANEL_GAP)
-        trace.update(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
-        trace["colorbar"] = {**trace["colorbar"], "x": left + size + 0.005, "xanchor": "left", "thickness": 12,
-                             "len": 0.9}
-        data.append(trace)
-        layout[f"xaxis{suffix}"] = {**part["xaxis"], "domain": [left, left + size], "anchor": f"y{suffix}"}
-        same_rows = index > 0 and list(panel.row_labels) == list(panels[0].row_labels)
-        layout[f"yaxis{suffix}"] = {**part["yaxis"], "anchor": f"x{suffix}", "showticklabels": not same_rows}
-        shapes += [{**shape, "xref": f"x{suffix}", "yref": f"y{suffix}"} for shape in part.get("shapes", [])]
-        annotations.append(dict(text=part["title"]["text"], font={**part["title"]["font"], "weight": "bold"},
-                                showarrow=False,
-                                xref="paper", yref="paper", x=left + size / 2, y=1.0, xanchor="center",
-                                yanchor="bottom"))
-        layout["height"] = max(layout.get("height", 0), part["height"])
-        layout.update(margin=part["margin"], font=part["font"], plot_bgcolor=part["plot_bgcolor"])
-    layout["annotations"] = annotations
-    if shapes:
-        layout["shapes"] = shapes
-    return figure(data, layout)
-
-
-def cell_text(matrix: np.ndarray, kind: str = "signed") -> list[list[str]]:
-    """The number to print in each cell: 2 decimals, blank for a masked (-inf) logit, ✓/✗ for a mask."""
-    if kind == "mask":
-        return [["✓" if v else "✗" for v in row] for row in matrix]
-    return [["" if not np.isfinite(v) else f"{v:.2f}" for v in row] for row in matrix]
-
-
-def panel_table(panel: Panel) -> pd.DataFrame:
-    """The panel's numbers with its row and column labels; masked logits (-inf) become blank (NaN)."""
-    if panel.kind == "mask":
-        return pd.DataFrame(panel.matrix.astype(bool), index=panel.row_labels, columns=panel.col_labels)
-    values = np.where(np.isneginf(panel.matrix), np.nan, panel.matrix)  # (R, K)
-    return pd.DataFrame(values, index=panel.row_labels, columns=panel.col_labels)
-
-
-# ---- the About page ------------------------------------------------------------------------
-
-
-def glossary_rows(docstring: str) -> list[tuple[str, str]]:
-    """(symbol, meaning) pairs from the indented 'Glossary of shapes' block of a docstring."""
-    rows = []
-    in_glossary = False
-    for line in docstring.splitlines():
-        if line.lower().startswith("glossary"):
-            in_glossary = True
-            continue
-        if in_glossary:
-            match = re.match(r"^\s{2,}(\S+)\s{2,}(.+)$", line)
-            if match:
-                rows.append((match.group(1), match.group(2).strip()))
-            elif rows and line.strip():
-                break
-    return rows
-
-
-# The attention variants' steps (issue 26) build on this module's records, so they are imported last.
-from ui.pipeline.kernel_steps import variant_steps, with_variant_kinds  # noqa: E402
-
-_ordered = with_variant_kinds(STEP_KINDS)
-STEP_KINDS.clear()
-STEP_KINDS.update(_ordered)  # the same dict, in pipeline order with the variants' steps

@@ -22,7 +22,7 @@ from ui.pages.decoding.cache_policy import (
     spare_sentence,
 )
 from ui.pipeline import step_views as views
-from ui.pipeline.steps import Panel
+from ui.pipeline.records import Panel
 from ui.state import page_params
 from ui.state.settings import values_of
 from ui.widgets.presentation import figure_font_size

@@ -17,7 +17,7 @@ from ui.pages.decoding.variants import (
     memory_table,
 )
 from ui.pipeline import step_views as views
-from ui.pipeline.steps import Panel, dim_labels
+from ui.pipeline.records import Panel, dim_labels
 from ui.run.compute import result_later
 from ui.widgets.presentation import figure_font_size
 from ui.widgets.state import KEEP, clamp_choice
