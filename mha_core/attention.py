@@ -417,13 +417,40 @@ def multi_head_attention(
     compute in float64.
     """
     from mha_core import kernels  # they build on this module's steps
-    from mha_core import mla as latent
 
     chosen = kernels.attention_kernel(kernel)
-    given_x_k = x_k
+    cross_given = x_k is not None
     x_k = x_q if x_k is None else x_k
-    x_v = x_k if x_v is None else x_v
     kv_heads = n_heads if kv_heads is None else kv_heads
+    x_q, x_k, x_v, weights, mla = _cast_and_check(x_q, x_k, x_k if x_v is None else x_v, weights, mla, n_heads, kv_heads)
+    tq, tk = x_q.shape[0], x_k.shape[0]
+    mask = _checked_mask(mask, n_heads, tq, tk)  # broadcasts to (nh, Tq, Tk)
+    head_size = weights.w_q.shape[1] // n_heads
+    explicit_positions = q_positions is not None and k_positions is not None
+    cross = (cross_given and not explicit_positions and position_scheme(pe).self_attention_only
+             and _is_cross_attention(x_q, x_k))  # compared only where a scheme cares: it reads every number
+    _check_options(kernel, head_size, pe, null_key, mla, cross, rope_base)
+    scale = default_scale(head_size // chosen.sub_heads) if scale is None else float(scale)  # computed once, reported
+    q_positions = _checked_positions(q_positions, tq, "q_positions")  # (Tq,)
+    k_positions = _checked_positions(k_positions, tk, "k_positions")  # (Tk,)
+    placed, v, latent_inputs = _queries_keys_values(x_q, x_k, x_v, weights, mla, n_heads, kv_heads, pe,
+                                                    q_positions, k_positions, rope_base, chosen.sub_heads)
+    out = chosen.attend(placed.q, placed.k, v, mask, scale, placed.bias, null_key, kernel_params)
+    concat = merge_heads(out.mixed)  # (Tq, nh*hv)
+    return AttentionTrace(
+        q=placed.q, k=placed.k, v=v, scores=out.scores, logits=out.logits, weights=out.weights, heads=out.heads,
+        concat=concat,
+        output=output_projection(concat, weights.w_o, weights.b_o),  # (Tq, C_out)
+        fully_masked=_fully_masked_rows(mask, n_heads, tq),  # (nh, Tq)
+        scale=scale, null_key=bool(null_key), pe=pe, bias=placed.bias,
+        q_unrotated=placed.q_unrotated, k_unrotated=placed.k_unrotated, q_angles=placed.q_angles,
+        k_angles=placed.k_angles, kernel=kernel, kernel_parts=out.parts,
+        mla=None if mla is None else _finish_latent(latent_inputs, mla, out.scores),
+    )
+
+
+def _cast_and_check(x_q, x_k, x_v, weights: AttentionWeights, mla, n_heads: int, kv_heads: int):
+    """The inputs and weights in one compute dtype (``compute_dtype``), their shapes checked."""
     dtype = compute_dtype(x_q, x_k, x_v, *weights.arrays(), *(() if mla is None else (mla.w_dkv,)))
     x_q, x_k, x_v = (np.asarray(x, dtype=dtype) for x in (x_q, x_k, x_v))
     weights = weights.astype(dtype)
@@ -432,58 +459,43 @@ def multi_head_attention(
     else:
         mla = mla.astype(dtype)
         _check_latent_shapes(x_q, x_k, weights, mla, n_heads, kv_heads)
-    tq, tk = x_q.shape[0], x_k.shape[0]
-    mask = _checked_mask(mask, n_heads, tq, tk)  # broadcasts to (nh, Tq, Tk)
-    head_size = weights.w_q.shape[1] // n_heads
+    return x_q, x_k, x_v, weights, mla
+
+
+def _check_options(kernel: str, head_size: int, pe: str, null_key: bool, mla, cross: bool, rope_base: float) -> None:
+    """ValueError when the kernel refuses the options, or the positional scheme cannot act on these heads."""
+    from mha_core import kernels
+
     refusal = kernels.kernel_refusal(kernel, _KernelSettings(head_size, pe, null_key, 0 if mla is None else mla.rank))
     if refusal is not None:
         raise ValueError(f"kernel={kernel!r}: {refusal.reason}")
-    parts = chosen.sub_heads
-    explicit_positions = q_positions is not None and k_positions is not None
-    cross = (given_x_k is not None and not explicit_positions and position_scheme(pe).self_attention_only
-             and _is_cross_attention(x_q, x_k))  # compared only where a scheme cares: it reads every number
-    turned_size = head_size // parts if mla is None else mla.rope_dims  # the features a scheme turns
     if mla is not None and position_scheme(pe).turns and not mla.rope_dims:
         raise ValueError(f"{pe} cannot turn MLA's latent keys (W_UK could no longer be folded into the query): "
                          "give the layer decoupled RoPE dimensions (w_kr with 2 or more columns)")
+    parts = kernels.attention_kernel(kernel).sub_heads
+    turned_size = head_size // parts if mla is None else mla.rope_dims  # the features a scheme turns
     check_inside_attention(pe, turned_size, cross, rope_base)
-    scale = default_scale(head_size // parts) if scale is None else float(scale)  # computed once, used and reported
 
+
+def _queries_keys_values(x_q, x_k, x_v, weights: AttentionWeights, mla, n_heads: int, kv_heads: int, pe: str,
+                         q_positions, k_positions, rope_base: float, parts: int):
+    """Project and split q, k, v and place the positions (q and k turned, or a bias): (placed, v, latent inputs)."""
     q = split_heads(project(x_q, weights.w_q, weights.b_q), n_heads)  # (nh, Tq, hs)
-    q_positions = _checked_positions(q_positions, tq, "q_positions")  # (Tq,)
-    k_positions = _checked_positions(k_positions, tk, "k_positions")  # (Tk,)
-    if mla is None:
-        k = split_heads(project(x_k, weights.w_k, weights.b_k), kv_heads)  # (kv, Tk, hs)
-        v = split_heads(project(x_v, weights.w_v, weights.b_v), kv_heads)  # (kv, Tk, hv)
-        placed = apply_positions_per_part(pe, q, k, q_positions, k_positions, rope_base, parts)  # q, k turned; bias
-    else:
+    if mla is not None:
+        from mha_core import mla as latent
+
         inputs = latent.latent_attention_inputs(q, x_k, mla, pe, q_positions, k_positions, rope_base)
-        placed, v = inputs.placed, inputs.v  # q (nh,Tq,hs), k (nh,Tk,hs) turned; v (nh,Tk,hv)
-    out = chosen.attend(placed.q, placed.k, v, mask, scale, placed.bias, null_key, kernel_params)
-    concat = merge_heads(out.mixed)  # (Tq, nh*hv)
-    return AttentionTrace(
-        q=placed.q,
-        k=placed.k,
-        v=v,
-        scores=out.scores,
-        logits=out.logits,
-        weights=out.weights,
-        heads=out.heads,
-        concat=concat,
-        output=output_projection(concat, weights.w_o, weights.b_o),  # (Tq, C_out)
-        fully_masked=_fully_masked_rows(mask, n_heads, tq),  # (nh, Tq)
-        scale=scale,
-        null_key=bool(null_key),
-        pe=pe,
-        bias=placed.bias,
-        q_unrotated=placed.q_unrotated,
-        k_unrotated=placed.k_unrotated,
-        q_angles=placed.q_angles,
-        k_angles=placed.k_angles,
-        kernel=kernel,
-        kernel_parts=out.parts,
-        mla=None if mla is None else latent.finish(inputs, mla, out.scores),
-    )
+        return inputs.placed, inputs.v, inputs  # q (nh,Tq,hs), k (nh,Tk,hs) turned; v (nh,Tk,hv)
+    k = split_heads(project(x_k, weights.w_k, weights.b_k), kv_heads)  # (kv, Tk, hs)
+    v = split_heads(project(x_v, weights.w_v, weights.b_v), kv_heads)  # (kv, Tk, hv)
+    return apply_positions_per_part(pe, q, k, q_positions, k_positions, rope_base, parts), v, None
+
+
+def _finish_latent(inputs, mla, scores: np.ndarray):
+    """MLA's record of the latent, its keys and the absorbed scores (``mha_core.mla.finish``)."""
+    from mha_core import mla as latent
+
+    return latent.finish(inputs, mla, scores)
 
 
 @dataclass(frozen=True)
