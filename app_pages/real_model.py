@@ -20,7 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
-from ui import cached_figures, tables
+from ui import cached_figures, smollm2_view, tables
 from ui import real_model as rm
 from ui import step_views as views
 from ui.controls import KEEP, clamp_choice, presentation_switch
@@ -301,6 +301,9 @@ def sink_body(text: str, model: MiniLM, run: MiniLMRun) -> None:
 
 def main() -> None:
     presentation_switch()
+    if smollm2_view.model_switch() == "smollm2":
+        smollm2_view.main_body()
+        return
     st.title("Real model: all-MiniLM-L6-v2")
     model = model_or_message()
     if model is None:

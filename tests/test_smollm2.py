@@ -192,7 +192,7 @@ def test_induction_heads_appear_on_a_repeated_sequence(model):
 def test_sink_mass(model):
     run = model.forward("Attention sinks put weight on the first token.", traces=())
     sink = model.sink_mass(run)  # (L, nh)
-    expected = np.array([[run.layers[l].weights[h, 1:, 0].mean() for h in range(9)] for l in range(30)])
+    expected = np.array([[run.layers[n].weights[h, 1:, 0].mean() for h in range(9)] for n in range(30)])
     np.testing.assert_allclose(sink, expected)
     assert sink[5:].mean() > 0.3  # later layers park much of their weight on token 0
 
