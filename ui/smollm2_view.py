@@ -180,6 +180,26 @@ def heads_section(model: smol.SmolLM2, run: smol.SmolRun, layer: int, head: int)
     )
 
 
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
+def overview_chart(text: str, _run: smol.SmolRun):
+    """All 30 x 9 heads of the prompt ``text`` as small heatmaps (the MiniLM page's builder)."""
+    from ui.real_model import overview_figure
+
+    return overview_figure(_run.attentions, panel_px=40)
+
+
+def overview_section(text: str, run: smol.SmolRun) -> None:
+    """Every layer x head, drawn only while its expander is open (270 heatmaps)."""
+    box = st.expander(f"All {len(run.layers)} layers × {run.layers[0].weights.shape[0]} heads at a glance",
+                      key="w_sm_overview", on_change="rerun")
+    if not box.open:
+        return
+    with box:
+        st.plotly_chart(overview_chart(text, run), key="sm_overview")
+        st.caption("Each small square is one head (rows = queries, columns = keys, query 0 at the top); the empty "
+                   "upper triangle is the causal mask. Long prompts show the largest weight of each block.")
+
+
 def kv_cache_section(model: smol.SmolLM2, text: str, run: smol.SmolRun) -> None:
     per_token = model.cache_bytes_per_token()
     st.subheader("The KV cache on real weights")
@@ -305,6 +325,7 @@ def main_body() -> None:
     write_link(sb.SmolView(text, int(layer), int(head), float(st.session_state.w_sm_temp),
                            int(st.session_state.w_sm_topk)))
     heads_section(model, run, int(layer), int(head))
+    overview_section(text, run)
     kv_cache_section(model, text, run)
     lens_section(model, text, run)
     induction_section(model)
