@@ -426,6 +426,13 @@ class SmolLM2:
         return SmolLayerRun(input=x, weights=attention.weights, keys=attention.k, values=attention.v,
                             after_attention=after_attention, output=output, trace=attention if keep_trace else None)
 
+    def layer_trace(self, run: SmolRun, index: int) -> tuple[np.ndarray, AttentionTrace, AttentionWeights]:
+        """Layer ``index`` of a run again, with the engine's full trace: (RMSNorm of its input (T, C), trace, weights)."""
+        weights = self.layers[index]
+        normed = rms_norm(run.layers[index].input, weights.attn_norm, self.config.eps)  # (T, C)
+        attention = weights.attention()
+        return normed, self_attention(normed, attention, self.config), attention
+
     def forward(self, prompt: str | Sequence[int] | np.ndarray, *, traces: Collection[int] | None = None) -> SmolRun:
         """Run a prompt (text or token ids) through every layer.
 

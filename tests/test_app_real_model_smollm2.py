@@ -212,3 +212,43 @@ def test_overview_of_every_layer_and_head_opens_on_demand(smollm2):
     attentions = smollm2.forward(DEFAULT_PROMPT, traces=()).attentions  # (L, nh, T, T), T <= 32: not pooled
     assert len(panels) == 30 * 9
     np.testing.assert_allclose(panels[18 * 9 + 6], attentions[18, 6], atol=ATOL)
+
+
+def test_step_by_step_shows_ropes_turn_of_the_real_q_and_k(smollm2):
+    """The RoPE panels hold q and k of layer 3 computed here from the dequantized file rows (llama.cpp's order put
+    back by hand: file row 2i + s of a head is row i + 32 s), turned by position * 1e5^(-2i/64) in float64."""
+    from mha_core.gguf_reader import read_gguf
+
+    at = page({"model": "smollm2", "rm_layer": "3", "rm_head": "4"})
+    at.toggle(key="w_sm_steps").set_value(True).run()
+    assert_ok(at)
+    shown = charts(at)
+    run = smollm2.forward(DEFAULT_PROMPT, traces=())
+    contents = read_gguf(smollm2.source.path)
+    x = run.layers[3].input.astype(np.float64)
+    gain = contents.read_vector("blk.3.attn_norm.weight")
+    normed = x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + 1e-5) * gain  # (T, C)
+
+    def head_rows(name: str, head: int) -> np.ndarray:
+        w = contents.read_tensor(name).dequantize().astype(np.float64)[head * 64 : (head + 1) * 64]  # file order
+        return np.concatenate([w[0::2], w[1::2]])  # (64, C): pairs (i, i + 32)
+
+    t = np.arange(run.n_tokens)[:, None]
+    angles = t * 1e5 ** (-np.arange(0, 64, 2) / 64)  # (T, 32)
+
+    def turned(v):
+        first, second = v[:, :32], v[:, 32:]
+        return np.concatenate([first * np.cos(angles) - second * np.sin(angles),
+                               first * np.sin(angles) + second * np.cos(angles)], axis=1)
+
+    q = normed @ head_rows("blk.3.attn_q.weight", 4).T  # (T, 64), query head 4
+    k = normed @ head_rows("blk.3.attn_k.weight", 1).T  # (T, 64), K/V head 4 // 3 = 1
+    rope_q = [decode(d["z"]) for d in shown["sm_rope_0"]["data"]]
+    rope_k = [decode(d["z"]) for d in shown["sm_rope_3"]["data"]]
+    np.testing.assert_allclose(rope_q[0], angles, atol=1e-6)
+    np.testing.assert_allclose(rope_q[1], q, atol=2e-4)
+    np.testing.assert_allclose(rope_q[2], turned(q), atol=2e-4)
+    np.testing.assert_allclose(rope_k[1], turned(k), atol=2e-4)
+    below = np.tri(run.n_tokens, dtype=bool)
+    softmax = decode(shown["sm_softmax_0"]["data"][0]["z"])
+    np.testing.assert_allclose(softmax[below], run.layers[3].weights[4][below], atol=ATOL)

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from mha_core.smollm2 import InductionScores, LogitLens, SmolLM2, softmax_1d
+from ui.real_model import slim_step
 from ui.settings import Setting
+from ui.steps import Panel, Step, StepInputs, build_steps, dim_labels, shape_text
 from ui.urlstate import read_settings, write_settings
 
 # ---- which model: a table of records ----
@@ -179,6 +181,44 @@ def head_titles(n_heads: int, kv_heads: int, chosen: int) -> list[str]:
     """One title per query head: its number, the K/V head it reads, and a mark on the chosen one."""
     group = n_heads // kv_heads
     return [f"head {h} · K/V {h // group}" + (" ◀" if h == chosen else "") for h in grouped_heads(n_heads, kv_heads)]
+
+
+# ---- one layer through the Step-by-step builders ----
+
+SMOL_TOY_ONLY_STEPS = ("input", "positional")  # X is the RMS-normed residual; positions come by RoPE, inside
+CAUSAL_NOTE = ("**The causal mask.** A decoder predicts each next token from the tokens before it, so token i may "
+               "attend to tokens 0..i only: the logits above the diagonal are set to −∞ before the softmax.")
+
+
+def smol_step_inputs(model: SmolLM2, run, layer: int) -> StepInputs:
+    """Layer ``layer`` of a SmolLM2 run as the inputs of the Step-by-step builders.
+
+    X is what the layer's attention reads: RMSNorm of the residual stream. The trace is the engine's
+    own for that layer (recomputed: the run keeps only the weights), with RoPE and 9 over 3 heads.
+    """
+    if not 0 <= layer < len(run.layers):
+        raise ValueError(f"layer {layer} does not exist: choose 0 to {len(run.layers) - 1}")
+    x, trace, weights = model.layer_trace(run, layer)  # (T, C), trace, dequantized weights
+    labels = axis_labels(run.tokens)
+    return StepInputs(trace=trace, weights=weights, query_labels=labels, key_labels=labels, embeddings=x,
+                      key_embeddings=x, positional=None, x_q=x, x_kv=x, mask=np.tri(len(labels), dtype=bool),
+                      mask_name="causal", scale_rule="sqrt_dk", rope_base=model.config.rope_base)
+
+
+def smol_steps(inputs: StepInputs, layer: int, head: int, cell=None) -> list[Step]:
+    """The Step-by-step page's steps for one SmolLM2 head (large matrices cut to the head's block)."""
+    first = Step("input", f"Layer {layer}'s input X = RMSNorm(residual stream)",
+                 "Attention reads the residual stream after an RMSNorm: each row divided by its root mean square, "
+                 "times a learned gain. No position is added to X: RoPE turns q and k inside attention.",
+                 r"X = \mathrm{RMSNorm}(h^{(" + str(layer) + r")})", f"X {shape_text(inputs.x_q)}: (T tokens, C = d_model)",
+                 (Panel("X", inputs.x_q, inputs.query_labels, dim_labels(inputs.x_q.shape[1]), "x"),))
+    steps = [first]
+    for step in build_steps(inputs, head, cell):
+        if step.slug == "mask":
+            step = replace(step, note=CAUSAL_NOTE)
+        if step.slug not in SMOL_TOY_ONLY_STEPS:
+            steps.append(step)
+    return [slim_step(s) for s in steps]
 
 
 # ---- induction heads ----

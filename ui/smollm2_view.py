@@ -15,7 +15,9 @@ import streamlit as st
 from mha_core import smollm2 as smol
 from ui import cached_figures
 from ui import smollm2_builders as sb
+from ui import step_views as views
 from ui.controls import KEEP, clamp_choice
+from ui.drill_down import drill_down
 
 FORWARD_CACHE_ENTRIES = 3  # a run holds ~50 MB at 256 tokens (attention of 30 layers), ~1 MB at 12
 GRID_PANEL_PX = 200
@@ -282,6 +284,26 @@ def sink_section(model: smol.SmolLM2, run: smol.SmolRun) -> None:
                "(Xiao et al. 2023).")
 
 
+def steps_section(model: smol.SmolLM2, run: smol.SmolRun, layer: int, head: int) -> None:
+    st.subheader(f"Step by step: layer {layer}, head {head}")
+    shown = st.toggle("Show every matrix from this layer's input to its output, RoPE's turn of q and k, and one cell "
+                      "number by number", key="w_sm_steps", persist_state=KEEP,
+                      help="The same steps as the Step-by-step page, on the real (dequantized) weights.")
+    if not shown:
+        st.caption("Off: turn it on to follow the chosen head through the maths (the same views as the toy pages).")
+        return
+    inputs = sb.smol_step_inputs(model, run, layer)
+    labels = inputs.query_labels
+    clamp_choice("w_sm_qi", len(labels))
+    clamp_choice("w_sm_kj", len(labels))
+    cell = (int(st.session_state.get("w_sm_qi", len(labels) - 1)), int(st.session_state.get("w_sm_kj", 0)))
+    for number, step in enumerate(sb.smol_steps(inputs, layer, head, cell), start=1):
+        views.show_step(number, step, "sm", level=4)
+    st.markdown("#### Drill-down: one cell, number by number")
+    i, j = views.cell_picker(labels, labels, ("w_sm_qi", "w_sm_kj"))
+    views.show_drill_down(drill_down(inputs, head, i, j), "sm", outlined="above")
+
+
 def main_body() -> None:
     """The SmolLM2 view of the Real model page."""
     st.title("Real model: SmolLM2-135M-Instruct")
@@ -330,3 +352,4 @@ def main_body() -> None:
     lens_section(model, text, run)
     induction_section(model)
     sink_section(model, run)
+    steps_section(model, run, int(layer), int(head))
