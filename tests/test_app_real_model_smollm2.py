@@ -58,7 +58,7 @@ def assert_ok(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
-TABLE_COLUMNS = {"sm_prediction": "logit", "sm_lens": "rank of the final prediction",
+TABLE_COLUMNS = {"sm_prediction": "logit", "sm_lens": "rank of the final prediction", "sm_head_table": "on previous",
                  "sm_induction_table": "induction score"}  # a table without selection has no element id
 
 
@@ -252,3 +252,14 @@ def test_step_by_step_shows_ropes_turn_of_the_real_q_and_k(smollm2):
     below = np.tri(run.n_tokens, dtype=bool)
     softmax = decode(shown["sm_softmax_0"]["data"][0]["z"])
     np.testing.assert_allclose(softmax[below], run.layers[3].weights[4][below], atol=ATOL)
+
+
+def test_head_table_of_the_chosen_layer(smol_page, smollm2):
+    weights = smollm2.forward(DEFAULT_PROMPT, traces=()).layers[17].weights  # (nh, T, T)
+    table = frame(smol_page, "sm_head_table")
+    assert list(table.index) == [f"head {h}" for h in range(9)]
+    n = weights.shape[-1]
+    previous = np.array([np.mean([weights[h, i, i - 1] for i in range(1, n)]) for h in range(9)])
+    first = np.array([np.mean([weights[h, i, 0] for i in range(n)]) for h in range(9)])
+    np.testing.assert_allclose(table["on previous"], previous, atol=1e-6)
+    np.testing.assert_allclose(table["on first token"], first, atol=1e-6)

@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 
 from mha_core import smollm2 as smol
-from ui import cached_figures
+from ui import cached_figures, tables
 from ui import smollm2_builders as sb
 from ui import step_views as views
 from ui.controls import KEEP, clamp_choice
@@ -182,6 +182,23 @@ def heads_section(model: smol.SmolLM2, run: smol.SmolRun, layer: int, head: int)
     )
 
 
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES * 4, show_spinner=False)
+def layer_diagnostics(text: str, layer: int, _model: smol.SmolLM2, _run: smol.SmolRun):
+    """The diagnostics table of one layer's heads (the toy pages' columns), from the engine's trace of that layer."""
+    _, trace, _ = _model.layer_trace(_run, layer)
+    return tables.head_summary_frame(trace)
+
+
+def diagnostics_section(model: smol.SmolLM2, text: str, run: smol.SmolRun, layer: int) -> None:
+    st.subheader(f"What each head of layer {layer} does")
+    frame = layer_diagnostics(text, layer, model, run)
+    help_texts = dict(tables.DIAGNOSTIC_COLUMNS.values())
+    config = {c: st.column_config.NumberColumn(c, help=help_texts.get(c), format="%.3f") for c in frame.columns}
+    st.dataframe(frame, column_config=config, key="sm_head_table")
+    st.caption("Means over the query rows, each row counting only the keys the causal mask lets it see; hover a "
+               "column name for its meaning.")
+
+
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
 def overview_chart(text: str, _run: smol.SmolRun):
     """All 30 x 9 heads of the prompt ``text`` as small heatmaps (the MiniLM page's builder)."""
@@ -208,7 +225,8 @@ def kv_cache_section(model: smol.SmolLM2, text: str, run: smol.SmolRun) -> None:
     st.markdown(
         f"Generating token t reuses the keys and values of tokens 0..t−1. Per token the cache grows by "
         f"**{per_token['gqa'] / 1024:.1f} KiB** (30 layers × {model.config.kv_heads} K/V heads × (64 + 64) numbers "
-        f"× 4 bytes); without grouped-query attention ({model.config.n_heads} K/V heads) it would be "
+        f"× 4 bytes, {per_token['gqa'] / model.config.n_layers / 1024:.1f} KiB per layer); without grouped-query "
+        f"attention ({model.config.n_heads} K/V heads) it would be "
         f"**{per_token['without_gqa'] / 1024:.1f} KiB**. This prompt: {run.n_tokens} tokens, "
         f"{run.n_tokens * per_token['gqa'] / 1024:.0f} KiB."
     )
@@ -347,6 +365,7 @@ def main_body() -> None:
     write_link(sb.SmolView(text, int(layer), int(head), float(st.session_state.w_sm_temp),
                            int(st.session_state.w_sm_topk)))
     heads_section(model, run, int(layer), int(head))
+    diagnostics_section(model, text, run, int(layer))
     overview_section(text, run)
     kv_cache_section(model, text, run)
     lens_section(model, text, run)
