@@ -263,3 +263,16 @@ def test_head_table_of_the_chosen_layer(smol_page, smollm2):
     first = np.array([np.mean([weights[h, i, 0] for i in range(n)]) for h in range(9)])
     np.testing.assert_allclose(table["on previous"], previous, atol=1e-6)
     np.testing.assert_allclose(table["on first token"], first, atol=1e-6)
+
+
+def test_the_switch_carries_the_prompt_and_leaves_smollm2s_settings_behind(smollm2):
+    at = page({"model": "smollm2", "rm_layer": "17", "rm_temp": "0.5", "rm_text": "Fish swim."})
+    at.get("button_group")[0].set_value("minilm").run()  # the Model switch
+    assert_ok(at)
+    assert at.title[0].value == "Real model: all-MiniLM-L6-v2"
+    assert not at.warning  # no "bad link" message for a layer nobody typed
+    assert "model" not in at.query_params and "rm_temp" not in at.query_params
+    assert at.text_input(key="w_rm_text").value == "Fish swim."
+    at.get("button_group")[0].set_value("smollm2").run()
+    assert_ok(at)
+    assert at.selectbox(key="w_sm_layer").value == 17 and at.query_params["rm_temp"] == "0.5"

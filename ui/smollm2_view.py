@@ -39,13 +39,30 @@ def model_switch() -> str:
     for message in ss.get("rm_model_messages", []):
         st.warning(f"Link: {message}")
     choice = st.segmented_control("Model", list(sb.REAL_MODELS), key="w_rm_model", persist_state=KEEP,
-                                  format_func=lambda name: sb.REAL_MODELS[name].label, required=True)
+                                  format_func=lambda name: sb.REAL_MODELS[name].label, required=True,
+                                  on_change=leave_the_other_models_settings)
     choice = choice if choice in sb.REAL_MODELS else sb.DEFAULT_MODEL
     if choice == sb.DEFAULT_MODEL and "model" in st.query_params:
         del st.query_params["model"]  # MiniLM links carry no model parameter, as before the switch
     elif choice != sb.DEFAULT_MODEL and st.query_params.get("model") != choice:
         st.query_params.update(sb.model_params(choice))
     return choice
+
+
+def leave_the_other_models_settings() -> None:
+    """Switch callback: the prompt travels to the other model, SmolLM2's own settings do not travel to MiniLM.
+
+    MiniLM's view reads the link on its first visit; a SmolLM2 layer (0..29) in it would be
+    reported there as a bad link value, though nobody typed a link.
+    """
+    if st.session_state.get("w_rm_model") != sb.DEFAULT_MODEL:
+        return
+    names = [row.param for row in sb.SMOL_ROWS]
+    if "rm_link_read" in st.session_state:  # MiniLM's view writes its own layer and head
+        names = [name for name in names if name not in ("rm_layer", "rm_head")]
+    for name in names:
+        if name in st.query_params:
+            del st.query_params[name]
 
 
 # ---- loading and running ----
