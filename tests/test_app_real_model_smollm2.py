@@ -276,3 +276,19 @@ def test_the_switch_carries_the_prompt_and_leaves_smollm2s_settings_behind(smoll
     at.get("button_group")[0].set_value("smollm2").run()
     assert_ok(at)
     assert at.selectbox(key="w_sm_layer").value == 17 and at.query_params["rm_temp"] == "0.5"
+
+
+def test_ranking_by_previous_token_score(smollm2):
+    at = page({"model": "smollm2"})
+    at.button(key="sm_induction_run").click().run()
+    at.get("button_group")[1].set_value("previous").run()  # "Rank the heads by"
+    assert_ok(at)
+    table = frame(at, "sm_induction_table")
+    rng = np.random.default_rng(0)
+    first = rng.choice(np.arange(1000, 20000), size=24, replace=False)
+    attentions = smollm2.forward(np.concatenate([first, first]), traces=()).attentions
+    previous = np.array([[np.mean([attentions[n, h, i, i - 1] for i in range(1, 48)]) for h in range(9)]
+                         for n in range(30)])
+    best = np.unravel_index(np.argmax(previous), previous.shape)
+    assert (table["layer"].iloc[0], table["head"].iloc[0]) == tuple(int(i) for i in best)
+    assert list(table["previous-token score"]) == sorted(table["previous-token score"], reverse=True)

@@ -224,13 +224,16 @@ def smol_steps(inputs: StepInputs, layer: int, head: int, cell=None) -> list[Ste
 # ---- induction heads ----
 
 
-def induction_frame(scores: InductionScores, top: int = 12) -> pd.DataFrame:
-    """The heads with the highest induction score, with their previous-token score."""
-    rows = scores.ranking("induction")[:top]
+RANKINGS = {"induction": "induction score", "previous": "previous-token score"}  # InductionScores field -> column
+
+
+def induction_frame(scores: InductionScores, top: int = 12, by: str = "induction") -> pd.DataFrame:
+    """The ``top`` heads by induction (or previous-token) score, with both scores."""
+    rows = scores.ranking(by)[:top]
     return pd.DataFrame({
         "layer": [layer for layer, _, _ in rows],
         "head": [head for _, head, _ in rows],
-        "induction score": [score for _, _, score in rows],
+        "induction score": [float(scores.induction[layer, head]) for layer, head, _ in rows],
         "previous-token score": [float(scores.previous[layer, head]) for layer, head, _ in rows],
     }, index=pd.RangeIndex(1, len(rows) + 1, name="rank"))
 

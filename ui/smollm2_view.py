@@ -178,7 +178,8 @@ def prediction_section(model: smol.SmolLM2, run: smol.SmolRun) -> None:
     st.button(f"Append the top token '{sb.shown_token(top)}'", key="sm_append", on_click=append_token, args=(top,),
               help="Writes the most likely token after the prompt and runs the model again: generation, one step.")
     st.caption("Probabilities = softmax(logits / temperature) over all 49,152 tokens. The temperature changes the "
-               "probabilities, never their order, so the top token is the same at every temperature.")
+               "probabilities, never their order, so the top token is the same at every temperature. Appending "
+               "writes the token's text after the prompt, which is then tokenized again.")
 
 
 def heads_section(model: smol.SmolLM2, run: smol.SmolRun, layer: int, head: int) -> None:
@@ -286,7 +287,9 @@ def induction_section(model: smol.SmolLM2) -> None:
     st.markdown(f"Loss predicting the next token: **{first:.2f}** nats in the first copy, **{second:.2f}** in the "
                 f"second ({scores.half} random tokens, repeated).")
     st.line_chart({"loss (nats)": scores.loss}, x_label="position predicting the next token", y_label="loss")
-    frame = sb.induction_frame(scores)
+    by = st.segmented_control("Rank the heads by", list(sb.RANKINGS), key="w_sm_rank", persist_state=KEEP,
+                              format_func=sb.RANKINGS.get, required=True, default="induction") or "induction"
+    frame = sb.induction_frame(scores, by=by)
     st.dataframe(frame, key="sm_induction_table", column_config={
         "induction score": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),
         "previous-token score": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0)})
