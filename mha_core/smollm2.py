@@ -344,6 +344,9 @@ class SmolDecodeStep:
     logits: np.ndarray
     caches: tuple[KVCache, ...]
 
+    def __post_init__(self) -> None:
+        _freeze([self.logits])
+
     @property
     def cache_nbytes(self) -> int:
         return sum(cache.nbytes for cache in self.caches)
@@ -354,7 +357,7 @@ class SmolDecodeStep:
 
 @dataclass(frozen=True, eq=False)
 class SmolLM2:
-    """SmolLM2-135M-Instruct, loaded: config, packed weights (read-only), tokenizer, where it came from."""
+    """SmolLM2-135M-Instruct, loaded: config, quantized weights (read-only), tokenizer, where it came from."""
 
     config: SmolConfig
     embedding: QuantizedMatrix  # (V, C), Q8_0; also the unembedding (tied)
@@ -367,7 +370,7 @@ class SmolLM2:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of weights held (packed)."""
+        """Bytes of weights held (quantized: integers, scales and offsets; the norms' gains)."""
         return self.embedding.nbytes + sum(layer.nbytes for layer in self.layers) + self.final_norm.nbytes
 
     # -- tokens --
