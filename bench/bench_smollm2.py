@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from pathlib import Path
 
 from bench.bench_minilm import format_table, machine, row
@@ -85,6 +86,15 @@ def fresh_process(repeats: int, with_torch: bool) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+CAP_PROMPTS = 4
+
+
+def cap_prompt(seed: int) -> str:
+    """A prompt of 128 tokens (the cap): 64 distinct two-digit numbers, each digit one token."""
+    rng = __import__("numpy").random.default_rng(seed)
+    return "".join(str(n) for n in rng.integers(10, 100, 64))
+
+
 def server_peak_mb() -> dict:
     """VmRSS after each real model is opened, and VmHWM, of a fresh server (one protocol session)."""
     from bench.bench_browser import status_kb, streamlit_server
@@ -107,6 +117,9 @@ def server_peak_mb() -> dict:
         sizes["minilm"] = status_kb(pid, "VmRSS") / 1024
         await open_link(url, "model=smollm2")
         sizes["smollm2"] = status_kb(pid, "VmRSS") / 1024
+        for seed in range(CAP_PROMPTS):  # prompts at the token cap, more than the forward cache keeps
+            await open_link(url, urllib.parse.urlencode({"model": "smollm2", "rm_text": cap_prompt(seed)}))
+        sizes["cap"] = status_kb(pid, "VmRSS") / 1024
         sizes["peak"] = status_kb(pid, "VmHWM") / 1024
         return sizes
 
@@ -172,6 +185,8 @@ def run(quick: bool = False) -> list[dict]:
         rows.append(row("server RSS, started", server["started"], "MB"))
         rows.append(row("server RSS, MiniLM page opened", server["minilm"], "MB"))
         rows.append(row("server RSS, then SmolLM2 opened", server["smollm2"], "MB"))
+        rows.append(row(f"server RSS, then {CAP_PROMPTS} prompts at the 128-token cap", server["cap"], "MB",
+                        note="each a new session"))
         rows.append(row("server peak (VmHWM), both real models", server["peak"], "MB", GOALS["server_peak_mb"]))
     return rows
 

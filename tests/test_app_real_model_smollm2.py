@@ -191,7 +191,7 @@ def test_bad_link_values_give_a_message_and_a_working_page(smollm2, params, expe
 def test_a_too_long_prompt_says_how_much_to_cut(smollm2):
     at = page({"model": "smollm2", "rm_text": "123456789 " * 100})  # 900 digits, one token each
     assert_ok(at)
-    assert "limit of 256" in messages(at)
+    assert "limit of 128" in messages(at)
 
 
 def test_missing_model_file_gives_a_message(monkeypatch):

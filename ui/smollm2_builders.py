@@ -51,7 +51,7 @@ MODEL_ROW = Setting("model", "choice", label="Model", default=DEFAULT_MODEL, wri
                     choices={name: choice.label for name, choice in REAL_MODELS.items()})
 
 DEFAULT_PROMPT = "The Eiffel Tower is a famous landmark in the city of"
-MAX_PROMPT_CHARS = 1000  # a link's prompt is cut here; 256 tokens need fewer characters
+MAX_PROMPT_CHARS = 1000  # a link's prompt is cut here; 128 tokens need fewer characters
 TOP_K = (1, 30)
 TEMPERATURE = (0.0, 3.0)  # above 0, at most 3
 MIN_TEMPERATURE = 0.01  # the slider's lowest step; a link's smaller temperature is shown as this

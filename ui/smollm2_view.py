@@ -19,7 +19,9 @@ from ui import step_views as views
 from ui.controls import KEEP, clamp_choice
 from ui.drill_down import drill_down
 
-FORWARD_CACHE_ENTRIES = 3  # a run holds ~50 MB at 256 tokens (attention of 30 layers), ~1 MB at 12
+# A run holds ~43 MB at the 128-token cap (30 layers' attention, residuals, keys and values), ~2 MB at 12
+# tokens; one cached run keeps a server with both real models near 600 MB at the cap (bench/bench_smollm2.py).
+FORWARD_CACHE_ENTRIES = 1
 GRID_PANEL_PX = 200
 MISSING_PACKAGE = (
     "SmolLM2 could not be loaded on this server, so this view cannot run it (MiniLM and the other pages do not "
@@ -80,7 +82,7 @@ def cached_forward(text: str, _model: smol.SmolLM2) -> smol.SmolRun:
     return _model.forward(text, traces=())
 
 
-@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES * 2, show_spinner=False)
+@st.cache_resource(max_entries=2, show_spinner=False)  # 6 MB each: 31 x 49,152 logits
 def cached_lens(text: str, _model: smol.SmolLM2, _run: smol.SmolRun) -> smol.LogitLens:
     return _model.logit_lens(_run)
 
