@@ -9,6 +9,8 @@ the KV cache, logit lens, induction heads, attention sinks.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import streamlit as st
 
@@ -113,8 +115,6 @@ def cached_cache_check(text: str, _model: smol.SmolLM2, _run: smol.SmolRun) -> d
 
 def model_or_message() -> smol.SmolLM2 | None:
     """The model, or None after showing how to get it (no traceback); a failure is remembered for the session."""
-    import os
-
     model_file = os.environ.get(smol.ENV_VAR)
     failed = st.session_state.get("sm_model_error")
     if failed is None or failed[0] != model_file:
