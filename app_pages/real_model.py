@@ -23,6 +23,7 @@ from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLM
 from ui.charts import cached_figures, tables
 from ui.charts.markdown import literals
 from ui.pages import real_model as rm
+from ui.pages.real_model import smollm2_view
 from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
 from ui.widgets.presentation import presentation_switch
@@ -303,6 +304,9 @@ def sink_body(text: str, model: MiniLM, run: MiniLMRun) -> None:
 
 def main() -> None:
     presentation_switch()
+    if smollm2_view.model_switch() == "smollm2":
+        smollm2_view.main_body()
+        return
     st.title("Real model: all-MiniLM-L6-v2")
     model = model_or_message()
     if model is None:

@@ -41,7 +41,8 @@ from deploy.launch import free_port, running_server  # noqa: E402
 
 MEMORY_MAX = 690 * 1024 * 1024  # Community Cloud's smallest host: 690 MB
 CPU_QUOTA_US, CPU_PERIOD_US = 50_000, 100_000  # half a core
-PAGES = ("", "step_by_step", "lessons", "seeds", "real_model", "about")  # URL paths; "" is Heads
+PAGES = ("", "step_by_step", "lessons", "seeds", "real_model", "real_model?model=smollm2", "about")  # URL paths
+# (and a query string); "" is Heads
 FULL_RUNGS = (5, 10, 20, 30, 40, 60)
 QUICK_RUNGS = (2,)
 FULL_DURATION_S, QUICK_DURATION_S = 20.0, 3.0
@@ -148,13 +149,23 @@ def limited_server(directory: Path, limits: Limits):
 
 
 async def open_every_page(url: str) -> list[dict]:
-    """One session opens each page in turn, as a student clicking through the menu does."""
+    """One session opens each page in turn, as a student clicking through the menu does; a page with a
+    query string is a shared link, opened in a session of its own (a page reads its link on its first visit)."""
     client = StreamlitClient(url)
     await client.connect()
     rows = []
     try:
         for page in PAGES:
-            run = await client.open_page("", page)
+            name, _, query = page.partition("?")
+            if query:
+                link = StreamlitClient(url)
+                await link.connect()
+                try:
+                    run = await link.open_page(query, name)
+                finally:
+                    await link.close()
+            else:
+                run = await client.open_page("", name)
             rows.append({"page": page or "heads", "first_run_ms": run.ms, "kb": run.bytes / 1024,
                          "exceptions": len(run.exceptions), "note": "; ".join(run.exceptions)[:200] or None})
     finally:

@@ -13,7 +13,7 @@ from mha_core.variant_decoding import VariantStep, decode_variant
 
 def decode_variant_run(result: RunResult, upto: int | None = None) -> list[VariantStep]:
     """Decode ``result``'s tokens 0..upto (default: all) one at a time with its variant (``result`` from
-    ``ui.decoding.decoder_config``); the last step holds what the decoder keeps."""
+    ``mha_core.decoder.decoder_config``); the last step holds what the decoder keeps."""
     config = result.config
     x = result.x_q if upto is None else result.x_q[: upto + 1]  # (t+1, C)
     return decode_variant(x, result.weights, config.n_heads, kernel=config.kernel,

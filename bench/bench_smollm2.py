@@ -1,0 +1,204 @@
+"""Budgets of the real decoder (issue 24): SmolLM2-135M's load, forward time against transformers, memory.
+
+    python -m bench.bench_smollm2 [--quick]
+
+Rows:
+- load, cold: a fresh process imports mha_core.smollm2 and loads the model (hashing the 98 MB file,
+  reading the settings and unpacking the quantized blocks);
+- forward of 32 and 128 tokens: median wall-clock in a fresh process with one BLAS thread (as the
+  server runs, ``ui/run/server.py``), ours against transformers' ``LlamaForCausalLM`` (eager attention,
+  float32, the same GGUF file, ``torch.set_num_threads(1)``): ratio = ours / theirs, goal <= 1;
+- peak memory over base of that fresh process (load + forward(128), before transformers loads);
+- a server that opened both real models: ``streamlit run app.py``, one protocol session
+  (bench/st_client.py) opens the Real model page (MiniLM) and then ``?model=smollm2``; the
+  server's VmHWM after both (goal <= 600 MB, the smallest host has 690 MB).
+
+``--quick`` (CI): three repetitions, no transformers rows (its GGUF load alone takes ~30 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+from pathlib import Path
+
+from bench.bench_minilm import format_table, machine, row
+
+ROOT = Path(__file__).resolve().parents[1]
+GOALS = {"ratio": 1.0, "server_peak_mb": 600.0}
+
+FRESH_PROCESS = r"""
+import json, sys, time
+def status_mb(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+import numpy as np
+base_mb = status_mb("VmRSS")
+t0 = time.perf_counter()
+from mha_core.smollm2 import load_smollm2
+t1 = time.perf_counter()
+model = load_smollm2()
+t2 = time.perf_counter()
+repeats, with_torch = int(sys.argv[1]), sys.argv[2] == "1"
+rng = np.random.default_rng(0)
+prompts = {n: rng.integers(1000, 20000, n) for n in (32, 128)}
+def median_ms(call, n):
+    call()
+    times, cpu = [], []
+    for _ in range(n):
+        start, cpu_start = time.perf_counter(), time.process_time()
+        call()
+        times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - cpu_start)
+    return sorted(times)[len(times) // 2] * 1e3, sorted(cpu)[len(cpu) // 2] * 1e3
+out = {"import_s": t1 - t0, "load_s": t2 - t1, "weights_mb": model.nbytes / 2**20}
+for n, ids in prompts.items():
+    out[f"ours_{n}_ms"], out[f"ours_{n}_cpu_ms"] = median_ms(lambda: model.forward(ids, traces=()), repeats)
+out["peak_mb"], out["base_mb"], out["rss_mb"] = status_mb("VmHWM"), base_mb, status_mb("VmRSS")
+if with_torch:
+    import torch, transformers
+    torch.set_num_threads(1)
+    path = model.source.path
+    t3 = time.perf_counter()
+    llama = transformers.AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, attn_implementation="eager", dtype=torch.float32).eval()
+    out["theirs_load_s"] = time.perf_counter() - t3
+    for n, ids in prompts.items():
+        tensor = torch.tensor(ids)[None]
+        with torch.no_grad():
+            out[f"theirs_{n}_ms"], out[f"theirs_{n}_cpu_ms"] = median_ms(lambda: llama(tensor), repeats)
+print(json.dumps(out))
+"""
+
+
+def fresh_process(repeats: int, with_torch: bool) -> dict:
+    """Load and time in a new interpreter with one BLAS thread; its numbers as a dict."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           "TQDM_DISABLE": "1"}
+    done = subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(repeats), "1" if with_torch else "0"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+CAP_PROMPTS = 4
+
+
+def cap_prompt(seed: int) -> str:
+    """A prompt of 128 tokens (the cap): 64 distinct two-digit numbers, each digit one token."""
+    rng = __import__("numpy").random.default_rng(seed)
+    return "".join(str(n) for n in rng.integers(10, 100, 64))
+
+
+def server_peak_mb() -> dict:
+    """VmRSS after each real model is opened, and VmHWM, of a fresh server (one protocol session)."""
+    from bench.bench_browser import status_kb, streamlit_server
+    from bench.st_client import StreamlitClient
+
+    async def open_link(url: str, query: str) -> None:
+        """A new session (a new tab) opening the Real model page with ``query``."""
+        client = StreamlitClient(url)
+        await client.connect()
+        try:
+            result = await client.open_page(query, page_name="real_model")
+        finally:
+            await client.close()
+        if result.exceptions:
+            raise RuntimeError(f"the Real model page ({query or 'MiniLM'}) shows {result.exceptions[0][:200]}")
+
+    async def visit(url: str, pid: int) -> dict:
+        sizes = {"started": status_kb(pid, "VmRSS") / 1024}
+        await open_link(url, "")
+        sizes["minilm"] = status_kb(pid, "VmRSS") / 1024
+        await open_link(url, "model=smollm2")
+        sizes["smollm2"] = status_kb(pid, "VmRSS") / 1024
+        for seed in range(CAP_PROMPTS):  # prompts at the token cap, more than the forward cache keeps
+            await open_link(url, urllib.parse.urlencode({"model": "smollm2", "rm_text": cap_prompt(seed)}))
+        sizes["cap"] = status_kb(pid, "VmRSS") / 1024
+        sizes["peak"] = status_kb(pid, "VmHWM") / 1024
+        return sizes
+
+    import asyncio
+
+    with tempfile.TemporaryDirectory(prefix="mha-bench-smollm2-") as directory, \
+            streamlit_server(Path(directory)) as server:
+        return asyncio.run(visit(server.url, server.pid))
+
+
+def run(quick: bool = False) -> list[dict]:
+    """SmolLM2-135M (4-bit GGUF) in NumPy: load, forward time against transformers, memory (issue 24).
+
+    Forward rows: median wall-clock in a fresh process with one BLAS thread (and one torch thread
+    for transformers), random ordinary tokens; transformers loads the same GGUF through its own
+    loader and keeps the weights dequantized in float32 (~540 MB: it is not a memory-equal
+    race: ours dequantizes each layer as the pass reaches it and keeps the rest quantized).
+    Server: a fresh ``streamlit run app.py``; one session opens the Real model page with MiniLM
+    then with SmolLM2; VmRSS after each, VmHWM at the end.
+    """
+    from mha_core.smollm2 import ModelUnavailableError, load_smollm2
+
+    try:
+        load_smollm2()
+    except ModelUnavailableError as error:
+        return [row("SmolLM2-135M", None, "", note=f"skipped: {str(error).splitlines()[0]}")]
+    with_torch = not quick
+    if with_torch:
+        try:
+            import accelerate  # noqa: F401  (transformers loads GGUF files only with it)
+            import gguf  # noqa: F401
+            import torch  # noqa: F401
+            import transformers  # noqa: F401
+        except ImportError as error:
+            with_torch, missing = False, str(error)
+    fresh = fresh_process(3 if quick else 15, with_torch)
+    rows = [
+        row("import mha_core.smollm2 (cold)", fresh["import_s"], "s"),
+        row("load, cold (hash 98 MB, unpack the blocks)", fresh["load_s"], "s"),
+        row("weights held (quantized, 1 byte per 4-bit number + scales)", fresh["weights_mb"], "MB"),
+    ]
+    for n in (32, 128):
+        ours, ours_cpu = fresh[f"ours_{n}_ms"], fresh[f"ours_{n}_cpu_ms"]
+        rows.append(row(f"forward, {n} tokens, ours", ours, "ms", note=f"1 BLAS thread, fresh process; CPU {ours_cpu:.0f} ms"))
+        if with_torch:
+            theirs, theirs_cpu = fresh[f"theirs_{n}_ms"], fresh[f"theirs_{n}_cpu_ms"]
+            rows.append(row(f"forward, {n} tokens, transformers eager", theirs, "ms",
+                            note=f"1 torch thread; CPU {theirs_cpu:.0f} ms"))
+            rows.append(row(f"ratio ours / transformers, {n} tokens", ours / theirs, "", GOALS["ratio"], "wall clock"))
+            rows.append(row(f"ratio ours / transformers, {n} tokens, CPU time", ours_cpu / theirs_cpu, "",
+                            GOALS["ratio"], "the work itself: least sensitive to other load"))
+    if with_torch:
+        rows.append(row("transformers load of the same GGUF", fresh["theirs_load_s"], "s"))
+    elif not quick:
+        rows.append(row("transformers rows", None, "", note=f"skipped: {missing}"))
+    rows.append(row("peak memory over base (load + forward 128)", fresh["peak_mb"] - fresh["base_mb"], "MB",
+                    note="VmHWM - VmRSS after import numpy, before transformers"))
+    try:
+        server = server_peak_mb()
+    except Exception as error:  # noqa: BLE001  (no streamlit server here: say so in the table)
+        rows.append(row("server with both real models", None, "", note=f"skipped: {error!r}"[:120]))
+    else:
+        rows.append(row("server RSS, started", server["started"], "MB"))
+        rows.append(row("server RSS, MiniLM page opened", server["minilm"], "MB"))
+        rows.append(row("server RSS, then SmolLM2 opened", server["smollm2"], "MB"))
+        rows.append(row(f"server RSS, then {CAP_PROMPTS} prompts at the 128-token cap", server["cap"], "MB",
+                        note="each a new session"))
+        rows.append(row("server peak (VmHWM), both real models", server["peak"], "MB", GOALS["server_peak_mb"]))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few repetitions, no transformers (smoke test)")
+    args = parser.parse_args(argv)
+    rows = run(quick=args.quick)
+    print(f"SmolLM2-135M in NumPy ({machine()})\n")
+    print(format_table(rows))
+
+
+if __name__ == "__main__":
+    main()

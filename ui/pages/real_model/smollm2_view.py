@@ -1,0 +1,396 @@
+"""The Real model page's model switch, and its SmolLM2 view (Streamlit; the builders are ui/pages/real_model/smollm2.py).
+
+Read the prompt, layer, head, temperature and top-k (widgets ``w_sm_*``; on the first visit the
+link's ``rm_*`` parameters) -> SmolLM2 (loaded once per server) and its forward pass (cached per
+prompt; only the attention weights of every layer are kept, a layer's full trace is recomputed
+when it is shown) -> render: tokens, next-token prediction, one layer's heads grouped by K/V head,
+the KV cache, logit lens, induction heads, attention sinks.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import streamlit as st
+
+from mha_core import smollm2 as smol
+from ui.charts import cached_figures, tables
+from ui.pages.real_model import smollm2 as sb
+from ui.pipeline import step_views as views
+from ui.pipeline.drill_down import drill_down
+from ui.widgets.state import KEEP, clamp_choice
+
+# A run holds ~43 MB at the 128-token cap (30 layers' attention, residuals, keys and values), ~2 MB at 12
+# tokens; one cached run keeps a server with both real models near 600 MB at the cap (bench/bench_smollm2.py).
+FORWARD_CACHE_ENTRIES = 1
+GRID_PANEL_PX = 200
+MISSING_PACKAGE = (
+    "SmolLM2 could not be loaded on this server, so this view cannot run it (MiniLM and the other pages do not "
+    "need it). What to do:"
+)
+
+
+# ---- the switch ----
+
+
+def model_switch() -> str:
+    """The real model to show: the link's ``model`` on the session's first visit, then the switch's choice."""
+    ss = st.session_state
+    if "rm_model_read" not in ss:
+        ss.w_rm_model, ss.rm_model_messages = sb.model_from_params(st.query_params.to_dict())
+        ss.rm_model_read = True
+    for message in ss.get("rm_model_messages", []):
+        st.warning(f"Link: {message}")
+    choice = st.segmented_control("Model", list(sb.REAL_MODELS), key="w_rm_model", persist_state=KEEP,
+                                  format_func=lambda name: sb.REAL_MODELS[name].label, required=True,
+                                  on_change=leave_the_other_models_settings)
+    choice = choice if choice in sb.REAL_MODELS else sb.DEFAULT_MODEL
+    if choice == sb.DEFAULT_MODEL and "model" in st.query_params:
+        del st.query_params["model"]  # MiniLM links carry no model parameter, as before the switch
+    elif choice != sb.DEFAULT_MODEL and st.query_params.get("model") != choice:
+        st.query_params.update(sb.model_params(choice))
+    return choice
+
+
+def leave_the_other_models_settings() -> None:
+    """Switch callback: the prompt travels to the other model, SmolLM2's own settings do not travel to MiniLM.
+
+    MiniLM's view reads the link on its first visit; a SmolLM2 layer (0..29) in it would be
+    reported there as a bad link value, though nobody typed a link.
+    """
+    if st.session_state.get("w_rm_model") != sb.DEFAULT_MODEL:
+        return
+    names = [row.param for row in sb.SMOL_ROWS]
+    if "rm_link_read" in st.session_state:  # MiniLM's view writes its own layer and head
+        names = [name for name in names if name not in ("rm_layer", "rm_head")]
+    for name in names:
+        if name in st.query_params:
+            del st.query_params[name]
+
+
+# ---- loading and running ----
+
+
+@st.cache_resource(max_entries=1, show_spinner="Loading SmolLM2-135M (98 MB, 4-bit, once per server)…")
+def cached_model(model_file: str | None) -> smol.SmolLM2:
+    """The verified model; ``model_file`` ($MHA_SMOLLM2_FILE) is only the cache key."""
+    return smol.load_smollm2()
+
+
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the prompt through 30 layers…")
+def cached_forward(text: str, _model: smol.SmolLM2) -> smol.SmolRun:
+    """One prompt through the model, keeping every layer's attention weights, keys and values (no full traces)."""
+    return _model.forward(text, traces=())
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)  # 6 MB each: 31 x 49,152 logits
+def cached_lens(text: str, _model: smol.SmolLM2, _run: smol.SmolRun) -> smol.LogitLens:
+    return _model.logit_lens(_run)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Building a repeated random sequence and running it…")
+def cached_induction(half: int, seed: int, _model: smol.SmolLM2) -> smol.InductionScores:
+    return _model.induction(half=half, seed=seed)
+
+
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Decoding the prompt again, one token at a time…")
+def cached_cache_check(text: str, _model: smol.SmolLM2, _run: smol.SmolRun) -> dict:
+    """Decode the prompt's tokens after the first with the KV cache; the largest gaps to the full forward."""
+    ids = _run.token_ids
+    caches = _model.forward(ids[:1], traces=()).caches()
+    worst_weight, worst_logit, rows = 0.0, 0.0, []
+    for position in range(1, len(ids)):
+        step = _model.decode_next(ids[position], caches)
+        gap = max(float(np.abs(s.weights[:, 0] - _run.layers[n].weights[:, position, : position + 1]).max())
+                  for n, s in enumerate(step.layers))
+        worst_weight = max(worst_weight, gap)
+        rows.append({"position": position, "cache tokens": step.caches[0].length, "cache KiB": step.cache_nbytes / 1024,
+                     "max |Δ weight|": gap})
+        caches = step.caches
+    full_next = _run.next_logits
+    worst_logit = float(np.abs(step.logits - full_next).max()) if len(ids) > 1 else 0.0
+    return {"rows": rows, "weights": worst_weight, "logits": worst_logit}
+
+
+def model_or_message() -> smol.SmolLM2 | None:
+    """The model, or None after showing how to get it (no traceback); a failure is remembered for the session."""
+    model_file = os.environ.get(smol.ENV_VAR)
+    failed = st.session_state.get("sm_model_error")
+    if failed is None or failed[0] != model_file:
+        try:
+            return cached_model(model_file)
+        except RuntimeError as error:  # ModelUnavailableError, ModelIntegrityError: the message says what to do
+            failed = (model_file, str(error))
+            st.session_state.sm_model_error = failed
+    st.error(MISSING_PACKAGE)
+    st.code(failed[1], language=None, wrap_lines=True)
+    st.button("Try again", key="sm_retry", on_click=st.session_state.pop, args=("sm_model_error", None))
+    return None
+
+
+# ---- the link ----
+
+
+def read_link() -> None:
+    """First visit of the SmolLM2 view in a session: the URL's parameters fill the widgets (messages kept)."""
+    ss = st.session_state
+    if "sm_link_read" in ss:
+        return
+    view, messages = sb.smol_view_from_params(st.query_params.to_dict())
+    ss.w_sm_text, ss.w_sm_layer, ss.w_sm_head = view.text, view.layer, view.head
+    ss.w_sm_temp, ss.w_sm_topk = max(round(view.temperature, 2), sb.MIN_TEMPERATURE), view.top_k
+    ss.sm_link_messages = messages
+    ss.sm_link_read = True
+
+
+def write_link(view: sb.SmolView) -> None:
+    changed = {name: value for name, value in sb.smol_params(view).items() if st.query_params.get(name) != value}
+    for row in sb.SMOL_ROWS:  # a setting back at its default leaves the link
+        if row.param in st.query_params and row.param not in sb.smol_params(view):
+            del st.query_params[row.param]
+    if changed:
+        st.query_params.update(changed)
+
+
+# ---- sections ----
+
+
+def append_token(text: str) -> None:
+    """Button callback: the prompt with the predicted token written after it."""
+    st.session_state.w_sm_text = st.session_state.w_sm_text + text
+
+
+def show_head(layer: int, head: int) -> None:
+    """Button callback: open this layer and head."""
+    st.session_state.w_sm_layer, st.session_state.w_sm_head = layer, head
+
+
+def prediction_section(model: smol.SmolLM2, run: smol.SmolRun) -> None:
+    st.subheader("Next token")
+    left, right = st.columns(2)
+    temperature = left.slider("Temperature", sb.MIN_TEMPERATURE, sb.TEMPERATURE[1], key="w_sm_temp", persist_state=KEEP, step=0.01,
+                              help=sb.SMOL_ROWS[2].help)
+    top_k = right.slider("Tokens shown", *sb.TOP_K, key="w_sm_topk", persist_state=KEEP)
+    frame = sb.prediction_frame(model, run.next_logits, temperature, top_k)
+    st.dataframe(frame, key="sm_prediction", column_config={
+        "probability": st.column_config.ProgressColumn("probability", format="%.3f", min_value=0.0, max_value=1.0),
+        "logit": st.column_config.NumberColumn("logit", format="%.2f")})
+    top = model.token_text(int(frame["id"].iloc[0]))
+    st.button(f"Append the top token '{sb.shown_token(top)}'", key="sm_append", on_click=append_token, args=(top,),
+              help="Writes the most likely token after the prompt and runs the model again: generation, one step.")
+    st.caption("Probabilities = softmax(logits / temperature) over all 49,152 tokens. The temperature changes the "
+               "probabilities, never their order, so the top token is the same at every temperature. Appending "
+               "writes the token's text after the prompt, which is then tokenized again.")
+
+
+def heads_section(model: smol.SmolLM2, run: smol.SmolRun, layer: int, head: int) -> None:
+    config = model.config
+    st.subheader(f"Layer {layer}: all {config.n_heads} heads, grouped by the K/V head they read")
+    order = sb.grouped_heads(config.n_heads, config.kv_heads)
+    weights = run.layers[layer].weights[order]  # (nh, T, T) in K/V order
+    labels = sb.axis_labels(run.tokens)
+    mask = np.tri(run.n_tokens, dtype=bool)  # (T, T), True on and below the diagonal
+    fig = cached_figures.attention_grid(weights, labels, labels, kind="weights",
+                                        titles=sb.head_titles(config.n_heads, config.kv_heads, head),
+                                        max_cols=config.group_size, panel_px=GRID_PANEL_PX, mask=mask)
+    st.plotly_chart(fig, key="sm_grid")
+    st.caption(
+        f"Each row of panels is one K/V head: its {config.group_size} query heads read the same keys and values "
+        f"(grouped-query attention, {config.n_heads} query heads over {config.kv_heads} K/V heads). Rows = queries, "
+        "columns = keys; grey cells are the causal mask (a token never sees the tokens after it). Each row sums to 1."
+    )
+
+
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES * 4, show_spinner=False)
+def layer_diagnostics(text: str, layer: int, _model: smol.SmolLM2, _run: smol.SmolRun):
+    """The diagnostics table of one layer's heads (the toy pages' columns), from the engine's trace of that layer."""
+    _, trace, _ = _model.layer_trace(_run, layer)
+    return tables.head_summary_frame(trace)
+
+
+def diagnostics_section(model: smol.SmolLM2, text: str, run: smol.SmolRun, layer: int) -> None:
+    st.subheader(f"What each head of layer {layer} does")
+    frame = layer_diagnostics(text, layer, model, run)
+    help_texts = dict(tables.DIAGNOSTIC_COLUMNS.values())
+    config = {c: st.column_config.NumberColumn(c, help=help_texts.get(c), format="%.3f") for c in frame.columns}
+    st.dataframe(frame, column_config=config, key="sm_head_table")
+    st.caption("Means over the query rows, each row counting only the keys the causal mask lets it see; hover a "
+               "column name for its meaning.")
+
+
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
+def overview_chart(text: str, _run: smol.SmolRun):
+    """All 30 x 9 heads of the prompt ``text`` as small heatmaps (the MiniLM page's builder)."""
+    from ui.pages.real_model import overview_figure
+
+    return overview_figure(_run.attentions, panel_px=40)
+
+
+def overview_section(text: str, run: smol.SmolRun) -> None:
+    """Every layer x head, drawn only while its expander is open (270 heatmaps)."""
+    box = st.expander(f"All {len(run.layers)} layers × {run.layers[0].weights.shape[0]} heads at a glance",
+                      key="w_sm_overview", on_change="rerun")
+    if not box.open:
+        return
+    with box:
+        st.plotly_chart(overview_chart(text, run), key="sm_overview")
+        st.caption("Each small square is one head (rows = queries, columns = keys, query 0 at the top); the empty "
+                   "upper triangle is the causal mask. Long prompts show the largest weight of each block.")
+
+
+def kv_cache_section(model: smol.SmolLM2, text: str, run: smol.SmolRun) -> None:
+    per_token = model.cache_bytes_per_token()
+    st.subheader("The KV cache on real weights")
+    st.markdown(
+        f"Generating token t reuses the keys and values of tokens 0..t−1. Per token the cache grows by "
+        f"**{per_token['gqa'] / 1024:.1f} KiB** (30 layers × {model.config.kv_heads} K/V heads × (64 + 64) numbers "
+        f"× 4 bytes, {per_token['gqa'] / model.config.n_layers / 1024:.1f} KiB per layer); without grouped-query "
+        f"attention ({model.config.n_heads} K/V heads) it would be "
+        f"**{per_token['without_gqa'] / 1024:.1f} KiB**. This prompt: {run.n_tokens} tokens, "
+        f"{run.n_tokens * per_token['gqa'] / 1024:.0f} KiB."
+    )
+    box = st.expander("Decode this prompt again with the cache and compare with the full forward",
+                      key="w_sm_cache", on_change="rerun")
+    if not box.open:
+        return
+    with box:
+        check = cached_cache_check(text, model, run)
+        st.dataframe(check["rows"], key="sm_cache_rows", hide_index=True)
+        st.caption(f"Largest difference of an attention weight: {check['weights']:.1e}; of a next-token logit after the "
+                   f"last token: {check['logits']:.1e} (float32 rounding: each step computes one new query row).")
+
+
+def lens_section(model: smol.SmolLM2, text: str, run: smol.SmolRun) -> None:
+    st.subheader("Logit lens: what the model would say after each layer")
+    lens = cached_lens(text, model, run)
+    frame = sb.lens_frame(model, lens)
+    target = sb.shown_token(model.token_text(lens.target))
+    st.line_chart(frame["probability of the final prediction"], x_label="read from", y_label=f"p('{target}')")
+    st.dataframe(frame, key="sm_lens", column_config={
+        "its probability": st.column_config.NumberColumn(format="%.3f"),
+        "probability of the final prediction": st.column_config.NumberColumn(format="%.3f")})
+    st.caption(f"Each row applies the final RMSNorm and the tied unembedding (the embedding table) to the residual "
+               f"stream of the last token after that layer. The model's own prediction is '{target}'; rank 0 = top.")
+
+
+def induction_section(model: smol.SmolLM2) -> None:
+    st.subheader("Induction heads, found live")
+    st.markdown("An **induction head** completes patterns: having seen `A B` before, at the next `A` it looks at the "
+                "token after the earlier `A` (that is, `B`) and copies it. A random sequence repeated twice shows it: "
+                "nothing in the first copy is predictable, everything in the second is.")
+    ss = st.session_state
+    if st.button("Find the induction heads", key="sm_induction_run"):
+        ss.sm_induction = True
+    if not ss.get("sm_induction"):
+        return
+    scores = cached_induction(24, 0, model)
+    first, second = sb.loss_halves(scores)
+    st.markdown(f"Loss predicting the next token: **{first:.2f}** nats in the first copy, **{second:.2f}** in the "
+                f"second ({scores.half} random tokens, repeated).")
+    st.line_chart({"loss (nats)": scores.loss}, x_label="position predicting the next token", y_label="loss")
+    by = st.segmented_control("Rank the heads by", list(sb.RANKINGS), key="w_sm_rank", persist_state=KEEP,
+                              format_func=sb.RANKINGS.get, required=True, default="induction") or "induction"
+    frame = sb.induction_frame(scores, by=by)
+    st.dataframe(frame, key="sm_induction_table", column_config={
+        "induction score": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),
+        "previous-token score": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0)})
+    choices = [f"layer {row.layer}, head {row.head}" for row in frame.itertuples()]
+    picked = st.selectbox("Pattern of", range(len(choices)), key="w_sm_induction_head", format_func=choices.__getitem__)
+    layer, head = int(frame["layer"].iloc[picked]), int(frame["head"].iloc[picked])
+    tokens = [model.token_text(i) for i in scores.token_ids]
+    labels = sb.axis_labels(tokens)
+    pattern = scores.attentions[layer, head]  # (2n, 2n)
+    st.plotly_chart(cached_figures.matrix_heatmap(pattern, labels, labels, title=f"layer {layer}, head {head}",
+                                                  value_name="weight", signed=False, zmin=0.0, zmax=1.0,
+                                                  row_name="query", col_name="key", height=520),
+                    key="sm_induction_pattern")
+    st.button("Open this head above", key="sm_induction_show", on_click=show_head, args=(layer, head))
+    st.caption("Induction score: mean weight from a token of the second copy to the token after its first "
+               "occurrence (the stripe one right of the off-diagonal). Previous-token score: mean weight on the token "
+               "just before; induction heads rely on such heads in earlier layers (Olsson et al. 2022).")
+
+
+def sink_section(model: smol.SmolLM2, run: smol.SmolRun) -> None:
+    st.subheader("Attention sinks: weight on the first token")
+    sink = model.sink_mass(run)  # (L, nh)
+    layers = [f"layer {n}" for n in range(model.config.n_layers)]
+    heads = [str(h) for h in range(model.config.n_heads)]
+    st.plotly_chart(cached_figures.matrix_heatmap(sink, layers, heads, title="mean weight on token 0",
+                                                  value_name="weight on token 0", signed=False, zmin=0.0, zmax=1.0,
+                                                  height=620, row_name="", col_name="head"), key="sm_sink")
+    st.caption("Mean over the queries 1..T−1 of the weight on token 0 (query 0 can only see itself). Many heads of "
+               "later layers park most of their weight on the first token whatever it is, an 'attention sink' "
+               "(Xiao et al. 2023).")
+
+
+def steps_section(model: smol.SmolLM2, run: smol.SmolRun, layer: int, head: int) -> None:
+    st.subheader(f"Step by step: layer {layer}, head {head}")
+    shown = st.toggle("Show every matrix from this layer's input to its output, RoPE's turn of q and k, and one cell "
+                      "number by number", key="w_sm_steps", persist_state=KEEP,
+                      help="The same steps as the Step-by-step page, on the real (dequantized) weights.")
+    if not shown:
+        st.caption("Off: turn it on to follow the chosen head through the maths (the same views as the toy pages).")
+        return
+    inputs = sb.smol_step_inputs(model, run, layer)
+    labels = inputs.query_labels
+    clamp_choice("w_sm_qi", len(labels))
+    clamp_choice("w_sm_kj", len(labels))
+    cell = (int(st.session_state.get("w_sm_qi", len(labels) - 1)), int(st.session_state.get("w_sm_kj", 0)))
+    for number, step in enumerate(sb.smol_steps(inputs, layer, head, cell), start=1):
+        views.show_step(number, step, "sm", level=4)
+    st.markdown("#### Drill-down: one cell, number by number")
+    i, j = views.cell_picker(labels, labels, ("w_sm_qi", "w_sm_kj"))
+    views.show_drill_down(drill_down(inputs, head, i, j), "sm", outlined="above")
+
+
+def main_body() -> None:
+    """The SmolLM2 view of the Real model page."""
+    st.title("Real model: SmolLM2-135M-Instruct")
+    model = model_or_message()
+    if model is None:
+        return
+    read_link()
+    for message in st.session_state.get("sm_link_messages", []):
+        st.warning(f"Link: {message}")
+    config = model.config
+    st.info(
+        "**The weights are 4-bit quantized** (Q4_1; the embedding table 8-bit, Q8_0): the attention shown is that of "
+        f"this quantized checkpoint, computed in float32, not of the original bfloat16 model. {config.n_layers} layers, "
+        f"{config.n_heads} query heads sharing {config.kv_heads} K/V heads, head size {config.head_size}, RoPE (base "
+        f"{config.rope_base:g}), causal; run in NumPy through the same attention function as the toy pages.",
+        icon=":material/info:")
+    with st.expander("Where the model comes from"):
+        st.markdown(f"**{smol.HUB_REPO}** (licence {smol.MODEL_LICENSE}), from {model.source.describe()}. The file is "
+                    f"checked against its SHA-256 hash before use; another copy can be named with `{smol.ENV_VAR}`.")
+    text = st.text_input("Prompt", key="w_sm_text", persist_state=KEEP, max_chars=sb.MAX_PROMPT_CHARS,
+                         help="Any text; the model predicts the token after it. Press Enter to run it.")
+    if not text.strip():
+        st.warning(f"The prompt is empty: showing the example '{sb.DEFAULT_PROMPT}'.")
+        text = sb.DEFAULT_PROMPT
+    try:
+        run = cached_forward(text, model)
+    except ValueError as error:  # too many tokens: the message says how much to cut
+        st.error(str(error))
+        return
+    st.html(sb.token_chips_html(run.tokens))
+    st.caption(f"{run.n_tokens} tokens of at most {model.max_tokens} (byte-level BPE; ␣ marks a leading space). "
+               "No start token is added, as the model's file asks.")
+    prediction_section(model, run)
+    clamp_choice("w_sm_layer", config.n_layers)
+    clamp_choice("w_sm_head", config.n_heads)
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    layer = left.selectbox("Layer", range(config.n_layers), key="w_sm_layer", persist_state=KEEP,
+                           format_func=lambda n: f"layer {n}")
+    head = right.selectbox("Head", range(config.n_heads), key="w_sm_head", persist_state=KEEP,
+                           format_func=lambda h: f"head {h} (K/V {h // config.group_size})")
+    write_link(sb.SmolView(text, int(layer), int(head), float(st.session_state.w_sm_temp),
+                           int(st.session_state.w_sm_topk)))
+    heads_section(model, run, int(layer), int(head))
+    diagnostics_section(model, text, run, int(layer))
+    overview_section(text, run)
+    kv_cache_section(model, text, run)
+    lens_section(model, text, run)
+    induction_section(model)
+    sink_section(model, run)
+    steps_section(model, run, int(layer), int(head))
