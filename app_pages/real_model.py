@@ -23,6 +23,8 @@ from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLM
 from ui.charts import cached_figures, tables
 from ui.charts.markdown import literals
 from ui.pages import real_model as rm
+from ui.pages.real_model import layer_steps as rm_steps
+from ui.pages.real_model import overview as rm_overview
 from ui.pages.real_model import smollm2_view
 from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
@@ -69,7 +71,7 @@ def layer_tables(text: str, layer: int, _run: MiniLMRun) -> tuple[pd.DataFrame, 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
 def overview_chart(text: str, _run: MiniLMRun):
     """The layers x heads overview figure of the sentence ``text`` (72 small heatmaps: built once, then reused)."""
-    return rm.overview_figure(_run.attentions)
+    return rm_overview.overview_figure(_run.attentions)
 
 
 def model_or_message() -> MiniLM | None:
@@ -146,7 +148,7 @@ def pieces_section(model: MiniLM, run: MiniLMRun) -> None:
 
 def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
     trace = run.traces[layer]
-    matrices, labels, block = rm.grid_matrices(trace.weights, run.tokens)  # (nh, P, P)
+    matrices, labels, block = rm_overview.grid_matrices(trace.weights, run.tokens)  # (nh, P, P)
     st.subheader(f"Layer {layer}: all {trace.n_heads} heads")
     titles = [f"head {h} ◀ chosen" if h == head else f"head {h}" for h in range(trace.n_heads)]
     fig = cached_figures.attention_grid(
@@ -219,7 +221,7 @@ def overview_section(text: str, run: MiniLMRun) -> None:
 
 def overview_body(text: str, run: MiniLMRun, t: int) -> None:
     st.plotly_chart(overview_chart(text, run), key="rm_overview")
-    block = rm.pool_block(t)
+    block = rm_overview.pool_block(t)
     shrink = (
         f" With {t} pieces each small square shows the largest weight of a {block}×{block} block, so sharp lines stay "
         "visible."
@@ -243,12 +245,12 @@ def steps_section(model: MiniLM, run: MiniLMRun, layer: int, head: int) -> None:
     if not shown:
         st.caption("Off: turn it on to follow the chosen head through the maths (the same views as the toy pages).")
         return
-    inputs = rm.layer_inputs(run, layer, model.layers[layer].attention)
+    inputs = rm_steps.layer_inputs(run, layer, model.layers[layer].attention)
     labels = inputs.query_labels
     clamp_choice("w_rm_qi", len(labels))
     clamp_choice("w_rm_kj", len(labels))
     cell = (int(st.session_state.get("w_rm_qi", 0)), int(st.session_state.get("w_rm_kj", 0)))
-    for number, step in enumerate(rm.real_steps(run, inputs, layer, head, cell), start=1):
+    for number, step in enumerate(rm_steps.real_steps(run, inputs, layer, head, cell), start=1):
         views.show_step(number, step, KEY_PREFIX, level=4)
     st.markdown("#### Drill-down: one cell, number by number")
     i, j = views.cell_picker(labels, labels, ("w_rm_qi", "w_rm_kj"))

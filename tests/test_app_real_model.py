@@ -228,21 +228,21 @@ def test_the_choices_survive_a_visit_to_another_page(model):
 
 
 @pytest.mark.parametrize(
-    ("params", "expected"),
-    [
-        ({"rm_layer": "9"}, "`rm_layer=9`"),
-        ({"rm_layer": "-1"}, "`rm_layer=-1`"),
-        ({"rm_head": "x"}, "`rm_head=x`"),
-        ({"rm_head": "12"}, "`rm_head=12`"),
-        ({"rm_text": "   "}, "`rm_text` is empty"),
+    ("params", "expected", "layer", "head"),
+    [  # read by the link reader of every other setting: outside the range -> the nearest end; not a number -> 0
+        ({"rm_layer": "9"}, "`rm_layer=9` is outside 0..5: using 5.", 5, 0),
+        ({"rm_layer": "-1"}, "`rm_layer=-1` is outside 0..5: using 0.", 0, 0),
+        ({"rm_head": "x"}, "`rm_head=x` is not a whole number: using 0.", 0, 0),
+        ({"rm_head": "12"}, "`rm_head=12` is outside 0..11: using 11.", 0, 11),
+        ({"rm_text": "   "}, "`rm_text` is empty", 0, 0),
     ],
 )
-def test_a_bad_link_value_gives_a_warning_and_a_working_page(model, params, expected):
+def test_a_bad_link_value_gives_a_warning_and_a_working_page(model, params, expected, layer, head):
     at = page(params)
     assert_ok(at)
     assert expected in messages(at)
-    assert at.radio(key="w_rm_layer").value == 0
-    assert at.selectbox(key="w_rm_head").value == 0
+    assert at.radio(key="w_rm_layer").value == layer
+    assert at.selectbox(key="w_rm_head").value == head
     assert "rm_grid" in charts(at)
 
 

@@ -12,7 +12,11 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from ui.charts.figures import MAX_DRAWN_CELLS
 from ui.pages import real_model as rm
+from ui.pages.real_model import layer_steps as rm_steps
+from ui.pages.real_model import overview as rm_overview
+from ui.pipeline import panels
 from ui.pipeline.records import Panel, Step
 
 TWO_MB = 2 * 1024 * 1024
@@ -32,18 +36,18 @@ def test_no_parameters_give_the_default_view_without_messages():
 
 
 @pytest.mark.parametrize(
-    ("params", "fragment"),
-    [
-        ({"rm_layer": "6"}, "`rm_layer=6` is outside 0..5"),
-        ({"rm_layer": "two"}, "`rm_layer=two` is not a whole number"),
-        ({"rm_head": "-3"}, "`rm_head=-3` is outside 0..11"),
-        ({"rm_head": "1.5"}, "`rm_head=1.5` is not a whole number"),
-        ({"rm_text": ""}, "`rm_text` is empty"),
+    ("params", "fragment", "layer", "head"),
+    [  # the reader of every setting: outside the range -> the nearest end; not a whole number -> the default
+        ({"rm_layer": "6"}, "`rm_layer=6` is outside 0..5: using 5", 5, 0),
+        ({"rm_layer": "two"}, "`rm_layer=two` is not a whole number: using 0", 0, 0),
+        ({"rm_head": "-3"}, "`rm_head=-3` is outside 0..11: using 0", 0, 0),
+        ({"rm_head": "1.5"}, "`rm_head=1.5` is not a whole number", 0, 0),
+        ({"rm_text": ""}, "`rm_text` is empty", 0, 0),
     ],
 )
-def test_an_unusable_value_falls_back_with_a_message(params, fragment):
+def test_an_unusable_value_falls_back_with_a_message(params, fragment, layer, head):
     view, messages = rm.view_from_params(params, 6, 12)
-    assert (view.layer, view.head, view.text) == (0, 0, rm.DEFAULT_SENTENCE)
+    assert (view.layer, view.head, view.text) == (layer, head, rm.DEFAULT_SENTENCE)
     assert len(messages) == 1 and fragment in messages[0]
 
 
@@ -97,7 +101,7 @@ def test_findings_name_the_largest_head_and_count_the_strong_ones():
 
 def test_max_pool_keeps_each_blocks_largest_weight():
     a = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5) / 25  # (1, 1, 5, 5)
-    pooled, block = rm.max_pool(a, max_cells=2)
+    pooled, block = rm_overview.max_pool(a, max_cells=2)
     assert block == 3
     # blocks: rows 0-2 / 3-4, columns 0-2 / 3-4; the largest entry is the bottom-right one of each
     expected = np.array([[a[0, 0, 2, 2], a[0, 0, 2, 4]], [a[0, 0, 4, 2], a[0, 0, 4, 4]]])
@@ -107,25 +111,25 @@ def test_max_pool_keeps_each_blocks_largest_weight():
 def test_max_pool_leaves_short_sentences_untouched():
     rng = np.random.default_rng(0)
     a = rng.random((2, 3, 7, 7)).astype(np.float32)  # (L, nh, T, T)
-    pooled, block = rm.max_pool(a, max_cells=32)
+    pooled, block = rm_overview.max_pool(a, max_cells=32)
     assert block == 1
     np.testing.assert_array_equal(pooled, a)
 
 
 def test_block_labels_name_the_positions_and_pieces_of_each_block():
     tokens = ["[CLS]", "the", "cat", "sat", "[SEP]"]
-    assert rm.block_labels(tokens, 2) == ["0-1:[CLS] the", "2-3:cat sat", "4:[SEP]"]
-    assert rm.block_labels(tokens, 1) == ["0:[CLS]", "1:the", "2:cat", "3:sat", "4:[SEP]"]
+    assert rm_overview.block_labels(tokens, 2) == ["0-1:[CLS] the", "2-3:cat sat", "4:[SEP]"]
+    assert rm_overview.block_labels(tokens, 1) == ["0:[CLS]", "1:the", "2:cat", "3:sat", "4:[SEP]"]
 
 
 def test_the_grid_is_exact_up_to_its_cap_and_block_maxima_beyond():
     rng = np.random.default_rng(2)
     tokens = [f"w{i}" for i in range(7)]
     weights = rng.random((3, 7, 7))  # (nh, T, T)
-    exact, labels, block = rm.grid_matrices(weights, tokens, max_cells=7)
+    exact, labels, block = rm_overview.grid_matrices(weights, tokens, max_cells=7)
     assert block == 1 and labels == [f"{i}:w{i}" for i in range(7)]
     np.testing.assert_array_equal(exact, weights)
-    pooled, labels, block = rm.grid_matrices(weights, tokens, max_cells=4)
+    pooled, labels, block = rm_overview.grid_matrices(weights, tokens, max_cells=4)
     assert block == 2 and pooled.shape == (3, 4, 4)
     assert labels == ["0-1:w0 w1", "2-3:w2 w3", "4-5:w4 w5", "6:w6"]
     for h in range(3):  # a plain loop over the blocks, the last one cut short
@@ -139,7 +143,7 @@ def test_the_overview_has_one_panel_per_head_on_a_fixed_scale_and_a_small_payloa
     rng = np.random.default_rng(1)
     logits = rng.normal(size=(6, 12, 128, 128))  # (L, nh, T, T)
     attentions = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
-    fig = rm.overview_figure(attentions.astype(np.float32))
+    fig = rm_overview.overview_figure(attentions.astype(np.float32))
     go.Figure(fig.to_dict())  # validates every property
     assert len(fig.data) == 72
     assert fig.data[13].hovertemplate.startswith("layer 1, head 1")
@@ -156,19 +160,19 @@ def test_slim_panel_cuts_a_large_matrix_to_the_outlined_block():
     matrix = np.arange(384 * 384, dtype=np.float32).reshape(384, 384)
     labels = [f"d{k}" for k in range(384)]
     panel = Panel("W_Q", matrix, labels, labels, "weight", block=(64, 96))
-    slim = rm.slim_panel(panel)
+    slim = panels.slim_panel(panel)
     np.testing.assert_array_equal(slim.matrix, matrix[:, 64:96])
     assert slim.col_labels == labels[64:96] and slim.block is None
-    rows = rm.slim_panel(Panel("W_O", matrix, labels, labels, "weight", row_block=(32, 64)))
+    rows = panels.slim_panel(Panel("W_O", matrix, labels, labels, "weight", row_block=(32, 64)))
     np.testing.assert_array_equal(rows.matrix, matrix[32:64])
     small = Panel("S", np.zeros((4, 4)), labels[:4], labels[:4])
-    assert rm.slim_panel(small) is small
+    assert panels.slim_panel(small) is small
 
 
 def test_slim_step_leaves_out_what_is_still_too_large_and_says_so():
     big = Panel("X", np.zeros((128, 384)), [str(i) for i in range(128)], [f"d{k}" for k in range(384)])
     small = Panel("S", np.zeros((4, 4)), list("abcd"), list("abcd"))
-    step = rm.slim_step(Step("x", "X", "why", "X", "(128, 384)", (big, small)))
+    step = panels.slim_step(Step("x", "X", "why", "X", "(128, 384)", (big, small)))
     assert step.panels == (small,)
     assert "X (128, 384)" in step.note
 
@@ -205,8 +209,8 @@ def test_model_measures_agree_with_loops_over_the_real_weights(run):
 
 def test_a_real_layer_goes_through_the_step_builders(model, run):
     layer, head = 1, 4
-    inputs = rm.layer_inputs(run, layer, model.layers[layer].attention)
-    steps = rm.real_steps(run, inputs, layer, head, cell=(2, 3))
+    inputs = rm_steps.layer_inputs(run, layer, model.layers[layer].attention)
+    steps = rm_steps.real_steps(run, inputs, layer, head, cell=(2, 3))
     slugs = [s.slug for s in steps]
     assert slugs[0] == "input" and slugs[-1] == "add_norm"
     assert "positional" not in slugs and {"qkv", "scores", "softmax", "output"} <= set(slugs)
@@ -215,13 +219,13 @@ def test_a_real_layer_goes_through_the_step_builders(model, run):
     assert softmax.cell == (2, 3)
     scale = next(s for s in steps if s.slug == "scale")
     assert "0.1768" in scale.formula  # 1 / sqrt(32)
-    assert next(s for s in steps if s.slug == "mask").note == rm.ONE_SENTENCE_MASK
-    assert all(p.matrix.size <= rm.MAX_PANEL_CELLS for s in steps for p in s.panels)
+    assert next(s for s in steps if s.slug == "mask").note == rm_steps.ONE_SENTENCE_MASK
+    assert all(p.matrix.size <= MAX_DRAWN_CELLS for s in steps for p in s.panels)
 
 
 def test_layer_inputs_refuse_a_layer_that_does_not_exist(model, run):
     with pytest.raises(ValueError, match="choose 0 to 5"):
-        rm.layer_inputs(run, 6, model.layers[0].attention)
+        rm_steps.layer_inputs(run, 6, model.layers[0].attention)
 
 
 def test_the_real_head_table_adds_sep_word_and_next_columns(run):

@@ -173,6 +173,7 @@ def test_every_real_model_panel_shows_the_checkpoints_arrays(model):
     from types import SimpleNamespace
 
     from ui.pages import real_model as rm
+    from ui.pages.real_model import layer_steps as rm_steps
 
     run_ = model.forward(rm.DEFAULT_SENTENCE)
     layer, head = 2, 7
@@ -186,7 +187,7 @@ def test_every_real_model_panel_shows_the_checkpoints_arrays(model):
         "input": {"X": x},
         "add_norm": {"LayerNorm(X + Y)": layer_run.after_attention, "layer output": layer_run.output},
     }
-    steps = rm.real_steps(run_, rm.layer_inputs(run_, layer, engine.weights), layer, head)
+    steps = rm_steps.real_steps(run_, rm_steps.layer_inputs(run_, layer, engine.weights), layer, head)
     for step in steps:
         expected = real_only.get(step.slug) or EXPECTED[step.slug](engine, head)
         for panel in step.panels:

@@ -3,12 +3,14 @@ Pure builders on ``ui.charts.figures.matrix_heatmap_parts``; no streamlit."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ui.charts.figures import FULL_WIDTH_PX, figure, matrix_heatmap_parts
-from ui.pipeline.records import MAX_TEXT_COLS, MAX_TEXT_ROWS, OUTLINE, Panel
+from ui.charts.figures import FULL_WIDTH_PX, MAX_DRAWN_CELLS, figure, matrix_heatmap_parts
+from ui.pipeline.records import MAX_TEXT_COLS, MAX_TEXT_ROWS, OUTLINE, Panel, Step, shape_text
 
 
 def panel_figure(panel: Panel, *, height: int | None = None, font_size: int = 12,
@@ -109,3 +111,43 @@ def panel_table(panel: Panel) -> pd.DataFrame:
     values = np.where(np.isneginf(panel.matrix), np.nan, panel.matrix)  # (R, K)
     return pd.DataFrame(values, index=panel.row_labels, columns=panel.col_labels)
 
+
+# ---- what can be sent ------------------------------------------------------------------------
+
+
+def slim_panel(panel: Panel, max_cells: int = MAX_DRAWN_CELLS) -> Panel:
+    """A panel too large to send (a 384 x 384 weight matrix) cut to the outlined block of the chosen head."""
+    rows, cols = panel.matrix.shape
+    if rows * cols <= max_cells:
+        return panel
+    if panel.block is not None:
+        start, stop = panel.block
+        return replace(
+            panel,
+            title=f"{panel.title}, columns {start}..{stop - 1} (this head's)",
+            matrix=panel.matrix[:, start:stop],
+            col_labels=panel.col_labels[start:stop],
+            block=None,
+        )
+    if panel.row_block is not None:
+        start, stop = panel.row_block
+        return replace(
+            panel,
+            title=f"{panel.title}, rows {start}..{stop - 1} (those that read this head)",
+            matrix=panel.matrix[start:stop],
+            row_labels=panel.row_labels[start:stop],
+            row_block=None,
+        )
+    return panel
+
+
+def slim_step(step: Step, max_cells: int = MAX_DRAWN_CELLS) -> Step:
+    """``step`` with every panel slimmed; a panel still too large (a long sentence's T x C matrix) is left out, and
+    the step's note says so."""
+    slimmed = [slim_panel(p, max_cells) for p in step.panels]
+    kept = tuple(p for p in slimmed if p.matrix.size <= max_cells)
+    if len(kept) == len(slimmed):
+        return replace(step, panels=kept)
+    left_out = ", ".join(f"{p.title} {shape_text(p.matrix)}" for p in slimmed if p.matrix.size > max_cells)
+    note = f"Not drawn for a sentence this long, to keep the page light: {left_out}. Shorten the sentence to see it."
+    return replace(step, panels=kept, note=f"{step.note}  \n{note}" if step.note else note)

@@ -16,26 +16,20 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
-from mha_core.attention import AttentionTrace, AttentionWeights
+from mha_core.attention import AttentionTrace
 from mha_core.diagnostics import encoder_patterns
-from mha_core.inputs import token_labels
 from mha_core.pretrained import MiniLMRun
-from ui.charts.figures import WEIGHT_SCALE, figure
 from ui.charts.tables import head_summary_frame
-from ui.pipeline.records import Panel, Step, StepInputs, dim_labels, shape_text
-from ui.pipeline.steps import build_steps
+from ui.state.settings import Setting
+from ui.state.urlstate import read_settings
 
 DEFAULT_SENTENCE = "The snowboarder was unbelievably fast, so the photographers missed her jump."
 MAX_TEXT_CHARS = 2000  # a link's sentence is cut here; 128 word pieces need far fewer characters
-OVERVIEW_MAX_CELLS = 32  # each overview panel shows at most this many rows and columns
-GRID_MAX_CELLS = 64  # the all-heads grid is exact up to this many pieces; longer, 2x2 block maxima (payload)
-MAX_PANEL_CELLS = 20_000  # a step's matrix above this is cut to the chosen head's block, or left out (payload)
 STRONG = 0.5  # a head "shows" a weight pattern when its mean mass on the pattern's keys is at least this
 BROAD = 0.8  # ... and is "broad" when its normalised entropy is at least this
 
@@ -51,20 +45,12 @@ class RealView:
     head: int = 0
 
 
-def _index(params: Mapping[str, str], name: str, size: int, messages: list[str]) -> int:
-    """A whole number 0..size-1 from ``params[name]``; 0 when missing, 0 and a message when unusable."""
-    raw = params.get(name)
-    if raw is None or raw == "":
-        return 0
-    try:
-        value = int(raw)
-    except ValueError:
-        messages.append(f"`{name}={raw}` is not a whole number: using 0 (choose 0 to {size - 1}).")
-        return 0
-    if not 0 <= value < size:
-        messages.append(f"`{name}={raw}` is outside 0..{size - 1}: using 0.")
-        return 0
-    return value
+def view_rows(n_layers: int, n_heads: int) -> tuple[Setting, Setting]:
+    """The layer and head as settings rows, read and written by the link reader every other page uses."""
+    return (
+        Setting("rm_layer", "int", label="Layer", default=0, limits=(0, n_layers - 1)),
+        Setting("rm_head", "int", label="Head", default=0, limits=(0, n_heads - 1)),
+    )
 
 
 def view_from_params(params: Mapping[str, str], n_layers: int, n_heads: int) -> tuple[RealView, list[str]]:
@@ -79,9 +65,8 @@ def view_from_params(params: Mapping[str, str], n_layers: int, n_heads: int) -> 
     elif len(text) > MAX_TEXT_CHARS:
         messages.append(f"`rm_text` has {len(text):,} characters; keeping the first {MAX_TEXT_CHARS:,}.")
         text = text[:MAX_TEXT_CHARS]
-    layer = _index(params, "rm_layer", n_layers, messages)
-    head = _index(params, "rm_head", n_heads, messages)
-    return RealView(text=text, layer=layer, head=head), messages
+    values = read_settings(params, view_rows(n_layers, n_heads), {}, messages)
+    return RealView(text=text, layer=values["rm_layer"], head=values["rm_head"]), messages
 
 
 def params_from_view(view: RealView) -> dict[str, str]:
@@ -279,251 +264,3 @@ def real_head_frame(trace: AttentionTrace, word_ids) -> pd.DataFrame:
     return frame
 
 
-# ---- the layers x heads overview -----------------------------------------------------------
-
-
-def pool_block(n_tokens: int, max_cells: int = OVERVIEW_MAX_CELLS) -> int:
-    """The side of the squares ``max_pool`` takes maxima over: 1 up to ``max_cells`` pieces, then just enough."""
-    return max(1, -(-n_tokens // max_cells))
-
-
-def max_pool(attentions: np.ndarray, max_cells: int = OVERVIEW_MAX_CELLS) -> tuple[np.ndarray, int]:
-    """Shrink (L, nh, T, T) to at most ``max_cells`` rows and columns per head by block maxima.
-
-    Each output cell is the largest weight of a ``block`` x ``block`` square (the last blocks may
-    be cut short), so a sharp head stays sharp. Returns the pooled (L, nh, P, P) float32 and block.
-    """
-    n_layers, n_heads, t, _ = attentions.shape
-    block = pool_block(t, max_cells)
-    cells = -(-t // block)  # P
-    padded = np.zeros((n_layers, n_heads, cells * block, cells * block), dtype=np.float32)  # (L, nh, P*b, P*b)
-    padded[:, :, :t, :t] = attentions  # weights are >= 0, so zero padding never wins a maximum
-    blocks = padded.reshape(n_layers, n_heads, cells, block, cells, block)  # (L, nh, P, b, P, b)
-    return blocks.max(axis=(3, 5)), block  # (L, nh, P, P)
-
-
-def block_labels(tokens, block: int) -> list[str]:
-    """One label per block of ``block`` pieces, its positions and pieces: ``['0-1:[CLS] the', ..., '6:[SEP]']``.
-
-    With ``block`` = 1 these are the usual ``token_labels``; a last block cut short names what it holds.
-    """
-    labels = []
-    for start in range(0, len(tokens), block):
-        stop = min(start + block, len(tokens))
-        span = f"{start}" if stop - start == 1 else f"{start}-{stop - 1}"
-        labels.append(f"{span}:{' '.join(tokens[start:stop])}")
-    return labels
-
-
-def grid_matrices(weights: np.ndarray, tokens, max_cells: int = GRID_MAX_CELLS) -> tuple[np.ndarray, list[str], int]:
-    """One layer's (nh, T, T) weights as the all-heads grid shows them, with their labels and the block size.
-
-    Up to ``max_cells`` pieces the weights themselves (block 1, ``token_labels``); longer, each
-    cell is the largest weight of a block x block square (``max_pool``), labelled by ``block_labels``.
-    """
-    if weights.shape[-1] <= max_cells:
-        return weights, token_labels(tokens), 1
-    pooled, block = max_pool(weights[None], max_cells)  # (1, nh, P, P)
-    return pooled[0], block_labels(tokens, block), block  # (nh, P, P)
-
-
-def overview_figure(
-    attentions: np.ndarray, *, max_cells: int = OVERVIEW_MAX_CELLS, panel_px: int = 56, font_size: int = 12
-) -> go.Figure:
-    """Every head of every layer as a small heatmap, layers down and heads across, on one 0..1 colour scale.
-
-    All panels sit on one pair of axes (one trace each, offset by its position), which keeps the
-    figure light: no per-panel axes. Query 0 is at the top of each panel, key 0 on its left.
-    """
-    pooled, block = max_pool(attentions, max_cells)
-    n_layers, n_heads, cells, _ = pooled.shape
-    gap = max(1.0, cells / 8)
-    step = cells + gap
-    what = "weight" if block == 1 else f"largest weight of a {block}×{block} block"
-    data = [
-        dict(
-            type="heatmap",
-            z=pooled[layer, head],
-            x0=head * step,
-            dx=1,
-            y0=layer * step,
-            dy=1,
-            coloraxis="coloraxis",
-            hovertemplate=f"layer {layer}, head {head}<br>{what} %{{z:.2f}}<extra></extra>",
-        )
-        for layer in range(n_layers)
-        for head in range(n_heads)
-    ]
-    centres_x = [h * step + (cells - 1) / 2 for h in range(n_heads)]
-    centres_y = [layer * step + (cells - 1) / 2 for layer in range(n_layers)]
-    axis = dict(showgrid=False, zeroline=False, tickmode="array", ticks="", tickfont=dict(size=font_size))
-    layout = dict(
-        xaxis=dict(
-            axis,
-            side="top",
-            tickvals=centres_x,
-            ticktext=[f"head {h}" for h in range(n_heads)],
-            range=[-0.5 - gap / 2, n_heads * step - gap / 2 - 0.5],
-            constrain="domain",
-        ),
-        yaxis=dict(
-            axis,
-            tickvals=centres_y,
-            ticktext=[f"layer {layer}" for layer in range(n_layers)],
-            range=[n_layers * step - gap / 2 - 0.5, -0.5 - gap / 2],  # reversed: layer 0 and query 0 on top
-            scaleanchor="x",
-            scaleratio=1,
-            constrain="domain",
-        ),
-        coloraxis=dict(
-            colorscale=WEIGHT_SCALE,
-            cmin=0.0,
-            cmax=1.0,
-            colorbar=dict(title=dict(text="weight", side="right"), thickness=14, tickfont=dict(size=font_size)),
-        ),
-        height=int(n_layers * panel_px * step / cells + 70),
-        margin=dict(l=10, r=10, t=40, b=10, pad=0),
-        font=dict(size=font_size),
-        plot_bgcolor="rgba(0, 0, 0, 0)",
-    )
-    return figure(data, layout)
-
-
-# ---- one real layer through the Step-by-step builders --------------------------------------
-
-
-def layer_inputs(run: MiniLMRun, layer: int, weights: AttentionWeights) -> StepInputs:
-    """Layer ``layer`` of a real run as the inputs of the Step-by-step builders.
-
-    ``weights`` is that layer's ``AttentionWeights`` (``model.layers[layer].attention``). What the
-    layer did, said as it is: X is the layer's input (positions are inside it, learned), no mask
-    (one unpadded sentence may attend everywhere), scores scaled by 1/sqrt(hs).
-    """
-    if not 0 <= layer < len(run.layers):
-        raise ValueError(f"layer {layer} does not exist: choose 0 to {len(run.layers) - 1}")
-    x = run.layers[layer].input  # (T, C)
-    labels = token_labels(run.tokens)
-    return StepInputs(
-        trace=run.layers[layer].attention,
-        weights=weights,
-        query_labels=labels,
-        key_labels=labels,
-        embeddings=x,
-        key_embeddings=x,
-        positional=None,
-        x_q=x,
-        x_kv=x,
-        mask=None,
-        mask_name="none",
-        scale_rule="sqrt_dk",
-    )
-
-
-TOY_ONLY_STEPS = ("input", "positional")  # replaced by the real layer's own input step
-ONE_SENTENCE_MASK = (
-    "**Nothing is masked here.** BERT's only mask hides padding, the filler added when sentences of "
-    "different lengths share a batch. One sentence has no padding, so every piece may attend to every piece, "
-    "in both directions (no causal mask: an encoder reads the whole sentence at once)."
-)
-
-
-def real_steps(run: MiniLMRun, inputs: StepInputs, layer: int, head: int, cell=None) -> list[Step]:
-    """The Step-by-step page's steps for one real head: the layer's input, Q/K/V ... W_O, then add & norm.
-
-    The toy pages' first two steps (embeddings, sinusoidal encoding) do not describe BERT: here the
-    position is already inside X, learned, so they are replaced by one step showing X itself.
-    Matrices too large to send are cut to the chosen head's block (``slim_panel``).
-    """
-    steps = [_input_step(inputs, layer)]
-    for step in build_steps(inputs, head, cell):
-        if step.slug == "mask":
-            step = replace(step, note=ONE_SENTENCE_MASK)
-        if step.slug not in TOY_ONLY_STEPS:
-            steps.append(step)
-    steps.append(_add_norm_step(run, inputs, layer))
-    return [slim_step(s) for s in steps]
-
-
-def _input_step(inputs: StepInputs, layer: int) -> Step:
-    x = inputs.x_q
-    if layer == 0:
-        why = (
-            "Each word piece's row is its word vector **plus a learned position vector** (and a segment vector), "
-            "normalised by a LayerNorm. The position is inside X already: no separate positional-encoding step."
-        )
-        title = "Layer 0's input X: embeddings"
-    else:
-        why = (
-            f"Layer {layer} reads what layer {layer - 1} wrote: one row of {x.shape[1]} numbers per word piece, "
-            "already mixed with the other tokens by the layers below."
-        )
-        title = f"Layer {layer}'s input X = layer {layer - 1}'s output"
-    panel = Panel("X", x, inputs.query_labels, dim_labels(x.shape[1]), "x")
-    return Step(
-        "input",
-        title,
-        why,
-        rf"X = h^{{({layer})}} \in \mathbb{{R}}^{{T \times C}}",
-        f"X {shape_text(x)}: (T pieces, C = d_model)",
-        (panel,),
-    )
-
-
-def _add_norm_step(run: MiniLMRun, inputs: StepInputs, layer: int) -> Step:
-    layer_run = run.layers[layer]
-    labels = inputs.query_labels
-    c = layer_run.output.shape[1]
-    panels = (
-        Panel("LayerNorm(X + Y)", layer_run.after_attention, labels, dim_labels(c), "value"),
-        Panel("layer output (next layer's X)", layer_run.output, labels, dim_labels(c), "value"),
-    )
-    t, d_ff = layer_run.ffn_hidden.shape
-    why = (
-        "BERT does not stop at Y. It **adds Y back to X** (the residual path: the layer only has to learn a "
-        f"change) and normalises each row; then a feed-forward network ({c} → {d_ff} → {c}, GELU) works on each "
-        "piece alone, again with add & norm. Only the attention step lets the pieces exchange information."
-    )
-    formula = (
-        r"X' = \mathrm{LayerNorm}(X + Y),\qquad "
-        r"\mathrm{out} = \mathrm{LayerNorm}\big(X' + \mathrm{GELU}(X' W_1 + b_1) W_2 + b_2\big)"
-    )
-    shapes = f"X + Y: {shape_text(layer_run.after_attention)}; feed-forward: ({t}, {c}) -> ({t}, {d_ff}) -> ({t}, {c})"
-    return Step("add_norm", "Add & norm, feed-forward: the rest of the layer", why, formula, shapes, panels)
-
-
-def slim_panel(panel: Panel, max_cells: int = MAX_PANEL_CELLS) -> Panel:
-    """A panel too large to send (a 384 x 384 weight matrix) cut to the outlined block of the chosen head."""
-    rows, cols = panel.matrix.shape
-    if rows * cols <= max_cells:
-        return panel
-    if panel.block is not None:
-        start, stop = panel.block
-        return replace(
-            panel,
-            title=f"{panel.title}, columns {start}..{stop - 1} (this head's)",
-            matrix=panel.matrix[:, start:stop],
-            col_labels=panel.col_labels[start:stop],
-            block=None,
-        )
-    if panel.row_block is not None:
-        start, stop = panel.row_block
-        return replace(
-            panel,
-            title=f"{panel.title}, rows {start}..{stop - 1} (those that read this head)",
-            matrix=panel.matrix[start:stop],
-            row_labels=panel.row_labels[start:stop],
-            row_block=None,
-        )
-    return panel
-
-
-def slim_step(step: Step, max_cells: int = MAX_PANEL_CELLS) -> Step:
-    """``step`` with every panel slimmed; a panel still too large (a long sentence's T x C matrix) is left out, and
-    the step's note says so."""
-    slimmed = [slim_panel(p, max_cells) for p in step.panels]
-    kept = tuple(p for p in slimmed if p.matrix.size <= max_cells)
-    if len(kept) == len(slimmed):
-        return replace(step, panels=kept)
-    left_out = ", ".join(f"{p.title} {shape_text(p.matrix)}" for p in slimmed if p.matrix.size > max_cells)
-    note = f"Not drawn for a sentence this long, to keep the page light: {left_out}. Shorten the sentence to see it."
-    return replace(step, panels=kept, note=f"{step.note}  \n{note}" if step.note else note)

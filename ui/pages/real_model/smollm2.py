@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mha_core.smollm2 import InductionScores, LogitLens, SmolLM2, softmax_1d
-from ui.pages.real_model import slim_step
+from ui.pipeline.panels import slim_step
 from ui.pipeline.records import Panel, Step, StepInputs, dim_labels, shape_text
 from ui.pipeline.steps import build_steps
 from ui.state.settings import Setting

@@ -222,7 +222,7 @@ def diagnostics_section(model: smol.SmolLM2, text: str, run: smol.SmolRun, layer
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
 def overview_chart(text: str, _run: smol.SmolRun):
     """All 30 x 9 heads of the prompt ``text`` as small heatmaps (the MiniLM page's builder)."""
-    from ui.pages.real_model import overview_figure
+    from ui.pages.real_model.overview import overview_figure
 
     return overview_figure(_run.attentions, panel_px=40)
 
