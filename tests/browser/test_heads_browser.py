@@ -4,7 +4,6 @@ and presentation mode fits a 1280x720 projector in light and dark themes. Screen
 from __future__ import annotations
 
 from conftest import (
-    VIEWPORT,
     chart_trace_count,
     exceptions_on_page,
     open_app,
@@ -12,6 +11,8 @@ from conftest import (
     wait_for_charts,
     wait_idle,
 )
+
+from deploy.launch import VIEWPORT
 
 PAGES = ["Step by step", "Lessons", "Seed notebooks", "Real model", "About", "Heads"]
 
