@@ -24,7 +24,7 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
 from mha_core.config import run  # noqa: E402
-from ui.charts import export, notebook  # noqa: E402
+from ui.charts import export, notebook, notebook_cells  # noqa: E402
 from ui.state.urlstate import config_from_params  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,14 +171,14 @@ def test_the_steps_are_the_step_by_step_pages_in_its_order_with_its_titles():
 
 
 def _planted(monkeypatch, slug: str, old: str, new: str) -> None:
-    original = notebook.STEP_CELLS[slug]
+    original = notebook_cells.STEP_CELLS[slug]
 
     def wrong(ctx):
         cell = original(ctx)
         assert old in cell.code, "the plant no longer matches the template"
-        return notebook.Cell(cell.code.replace(old, new), cell.asserts, cell.expected)
+        return notebook_cells.Cell(cell.code.replace(old, new), cell.asserts, cell.expected)
 
-    monkeypatch.setitem(notebook.STEP_CELLS, slug, wrong)
+    monkeypatch.setitem(notebook_cells.STEP_CELLS, slug, wrong)
 
 
 @pytest.mark.parametrize(("slug", "old", "new", "failing"), [
@@ -253,3 +253,21 @@ def test_a_scheme_added_to_the_engines_table_gets_a_notebook_that_runs(monkeypat
         source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert (f"scheme {scheme.name!r}" in source) == (scheme.name != "plain")  # its numbers embedded
         execute(nb, workdir)  # every assert holds
+
+
+@pytest.mark.parametrize("query", ["kernel=differential", "kernel=linear", "mla_rank=8"])
+def test_a_variant_gets_a_message_not_a_traceback_or_a_notebook_that_skips_its_steps(query, capsys):
+    assert notebook.main([f"?{query}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the notebook has no NumPy cell for step(s)")
+
+
+def test_for_a_variant_the_heads_page_says_why_instead_of_offering_the_notebook():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["kernel"] = "linear"
+    at.run()
+    assert not at.exception
+    assert not any(b.label == "Notebook (.ipynb)" for b in at.get("download_button"))
+    assert any("Notebook (.ipynb): written for softmax heads" in c.value for c in at.caption)

@@ -1,0 +1,343 @@
+"""The notebook's cells: one short NumPy cell per step of Step by step (``STEP_CELLS``, keyed by the step's
+slug), each with its assert against the engine's numbers, and the helpers that write arrays as source.
+Used by ``ui.charts.notebook``; no streamlit in here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from mha_core.attention import merge_heads
+from mha_core.config import MHAConfig, RunResult
+from mha_core.presets import PRESET_INITS
+
+
+def _number(x) -> str:
+    """A float exactly as Python reads it back (repr round-trips); -inf as -np.inf."""
+    if isinstance(x, bool | np.bool_):
+        return "True" if x else "False"
+    x = float(x)
+    if math.isnan(x):
+        return "np.nan"
+    if math.isinf(x):
+        return "-np.inf" if x < 0 else "np.inf"
+    return repr(x)
+
+
+MAX_LITERAL = 512  # numbers: a larger array is written as the hex of its float64 bytes (fast to read, exact)
+
+
+def array_source(a: np.ndarray, indent: int = 4) -> str:
+    """Source that rebuilds ``a`` exactly (float64 or bool): ``np.array([...])``, one row of the last axis per line,
+    or, above MAX_LITERAL numbers, ``np.frombuffer(bytes.fromhex(...))`` (Python parses 30 MB of literals in minutes)."""
+    a = np.asarray(a)
+    if a.size > MAX_LITERAL:
+        kind = "bool" if a.dtype == np.bool_ else "<f8"
+        data = np.ascontiguousarray(a, dtype=bool if kind == "bool" else "<f8").tobytes().hex()
+        return f'np.frombuffer(bytes.fromhex("{data}"), dtype="{kind}").reshape{a.shape}.copy()'
+    dtype = ", dtype=bool" if a.dtype == np.bool_ else ""
+    if a.ndim == 0:
+        return f"np.array({_number(a)}{dtype})"
+    if a.ndim == 1:
+        return f"np.array([{', '.join(_number(x) for x in a)}]{dtype})"
+
+    def nested(b: np.ndarray, depth: int) -> str:
+        if b.ndim == 1:
+            return "[" + ", ".join(_number(x) for x in b) + "]"
+        pad = " " * (indent + depth + 1)
+        return "[" + f",\n{pad}".join(nested(row, depth + 1) for row in b) + "]"
+
+    return f"np.array({nested(a, 9 - indent)}{dtype})"
+
+
+# ---- the steps as NumPy cells --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the cells are written from: the run, its configuration, and the names the cells share."""
+
+    result: RunResult
+
+    @property
+    def config(self) -> MHAConfig:
+        return self.result.config
+
+    @property
+    def shared(self) -> bool:
+        return self.config.key_value_heads < self.config.n_heads
+
+    @property
+    def reads(self) -> np.ndarray:
+        """(nh,) the key/value head each query head reads."""
+        nh, kv = self.config.n_heads, self.config.key_value_heads
+        return np.arange(nh) // (nh // kv)
+
+
+def check(name: str, expected: str | None = None) -> str:
+    """The assert line: same shape, and the same numbers as the app's (``app[...]``) to np.allclose's tolerance."""
+    expected = expected or name
+    return f'assert {name}.shape == app["{expected}"].shape and np.allclose({name}, app["{expected}"])'
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One step: its code, the assert that follows it, and what the app computed for it (name -> array)."""
+
+    code: str
+    asserts: str
+    expected: dict[str, np.ndarray]
+
+
+def _input_cell(ctx: Context) -> Cell:
+    r = ctx.result
+    lines = ["# E: token embeddings, one row per token (the app's, embedded)"]
+    if ctx.config.init in PRESET_INITS:
+        lines[0] = "# E: the hand-built heads' inputs: position in dims 0-1, word in dims 2-3 (the app's, embedded)"
+    lines.append(f"E = {array_source(r.embeddings)}  # (T_q, C)")
+    if ctx.config.is_cross:
+        lines.append(f"E_kv = {array_source(r.key_embeddings)}  # (T_k, C): keys and values come from a second sentence")
+    else:
+        lines.append("E_kv = E  # (T_k, C): self-attention, keys and values from the same tokens")
+    asserts = "assert E.shape == (T_q, C) and E_kv.shape == (T_k, C)"
+    return Cell("\n".join(lines), asserts, {})
+
+
+def _sinusoidal(ctx: Context) -> tuple[str, str]:
+    code = (
+        "# P[t, 2i] = sin(t / 10000^(2i/C)), P[t, 2i+1] = cos(same angle)\n"
+        "t = np.arange(max(T_q, T_k))[:, None]  # (T, 1)\n"
+        "i = np.arange(C)[None, :] // 2  # (1, C): i for columns 2i and 2i+1\n"
+        "angle = t / 10000.0 ** (2 * i / C)  # (T, C)\n"
+        "P = np.where(np.arange(C) % 2 == 0, np.sin(angle), np.cos(angle))  # (T, C)\n"
+        "X = E + P[:T_q]  # (T_q, C)\n"
+        "X_kv = E_kv + P[:T_k]  # (T_k, C)"
+    )
+    return code, "\n".join([check("X"), check("X_kv")])
+
+
+def _no_positions_on_tokens(ctx: Context) -> tuple[str, str]:
+    why = "the hand-built heads carry their positions in dims 0-1 of E" if ctx.config.init in PRESET_INITS else (
+        "no scheme adds to the tokens here")
+    return f"# Positional encoding is off ({why}): X = E\nX = E  # (T_q, C)\nX_kv = E_kv  # (T_k, C)", \
+        "\n".join([check("X"), check("X_kv")])
+
+
+# How each positional scheme that adds to the tokens is written in NumPy. A scheme of ``mha_core.positions.SCHEMES``
+# that is not here still gets a notebook: its P is the app's, embedded as data (no recipe to show).
+ADD_TO_TOKENS: dict[str, Callable[[Context], tuple[str, str]]] = {
+    "sinusoidal": _sinusoidal,
+}
+
+
+def _embedded_positions(ctx: Context) -> tuple[str, str]:
+    t = max(len(ctx.config.tokens), len(ctx.config.key_tokens))
+    p = ctx.config.positions.add_to_tokens(t, ctx.config.d_model)  # (T, C) the engine's own table
+    code = (f"# Positions of scheme {ctx.config.pe!r}: the app's table, embedded (this notebook has no NumPy recipe for it)\n"
+            f"P = {array_source(p)}  # (T, C)\n"
+            "X = E + P[:T_q]  # (T_q, C)\n"
+            "X_kv = E_kv + P[:T_k]  # (T_k, C)")
+    return code, "\n".join([check("X"), check("X_kv")])
+
+
+def _positional_cell(ctx: Context) -> Cell:
+    r = ctx.result
+    if r.positional is None:
+        maker = _no_positions_on_tokens
+    else:
+        maker = ADD_TO_TOKENS.get(ctx.config.pe, _embedded_positions)
+    code, asserts = maker(ctx)
+    return Cell(code, asserts, {"X": r.x_q, "X_kv": r.x_kv})
+
+
+def weights_source(ctx: Context) -> str:
+    w = ctx.result.weights
+    lines = [f"# The learned weights (seed {ctx.config.seed}, init {ctx.config.init!r}): the app's, embedded"]
+    for name, array, shape in (("W_Q", w.w_q, "(C, nh*hs)"), ("W_K", w.w_k, "(C, kv*hs)"), ("W_V", w.w_v, "(C, kv*hs)"),
+                               ("W_O", w.w_o, "(nh*hs, C)"), ("b_Q", w.b_q, "(nh*hs,)"), ("b_K", w.b_k, "(kv*hs,)"),
+                               ("b_V", w.b_v, "(kv*hs,)"), ("b_O", w.b_o, "(C,)")):
+        if array is not None:
+            lines.append(f"{name} = {array_source(array)}  # {shape}")
+    return "\n".join(lines)
+
+
+def _projection_cell(ctx: Context) -> Cell:
+    w, t = ctx.result.weights, ctx.result.trace
+    b = {n: f" + b_{n}" if getattr(w, f"b_{n.lower()}") is not None else "" for n in "QKV"}
+    code = (f"Q = X @ W_Q{b['Q']}  # (T_q, nh*hs)\n"
+            f"K = X_kv @ W_K{b['K']}  # (T_k, kv*hs)\n"
+            f"V = X_kv @ W_V{b['V']}  # (T_k, kv*hs)")
+    q = t.q if t.q_unrotated is None else t.q_unrotated
+    k = t.k if t.k_unrotated is None else t.k_unrotated
+    expected = {"Q": merge_heads(q), "K": merge_heads(k), "V": merge_heads(t.v)}
+    return Cell(code, "\n".join(check(n) for n in "QKV"), expected)
+
+
+def _split_cell(ctx: Context) -> Cell:
+    t = ctx.result.trace
+    code = ("# head h owns columns h*hs:(h+1)*hs\n"
+            "Q_h = Q.reshape(T_q, nh, hs).transpose(1, 0, 2)  # (nh, T_q, hs)\n"
+            "K_h = K.reshape(T_k, kv, hs).transpose(1, 0, 2)  # (kv, T_k, hs)\n"
+            "V_h = V.reshape(T_k, kv, hs).transpose(1, 0, 2)  # (kv, T_k, hs)")
+    q = t.q if t.q_unrotated is None else t.q_unrotated
+    k = t.k if t.k_unrotated is None else t.k_unrotated
+    return Cell(code, "\n".join(check(n) for n in ("Q_h", "K_h", "V_h")), {"Q_h": q, "K_h": k, "V_h": t.v})
+
+
+def _kv_share_cell(ctx: Context) -> Cell:
+    t = ctx.result.trace
+    k = t.k if t.k_unrotated is None else t.k_unrotated
+    code = ("# query head h reads key/value head h // (nh / kv): one K/V head per group of query heads\n"
+            "reads = np.arange(nh) // (nh // kv)  # (nh,)\n"
+            "K_h = K_h[reads]  # (nh, T_k, hs)\n"
+            "V_h = V_h[reads]  # (nh, T_k, hs)")
+    expected = {"reads": ctx.reads, "K_h_read": k[ctx.reads], "V_h_read": t.v[ctx.reads]}
+    asserts = "\n".join(['assert np.array_equal(reads, app["reads"])', check("K_h", "K_h_read"), check("V_h", "V_h_read")])
+    return Cell(code, asserts, expected)
+
+
+def _rope_cell(ctx: Context) -> Cell:
+    t = ctx.result.trace
+    code = (f"# RoPE: turn each pair (d_p, d_(p+hs/2)) of q and k by position * base^(-2p/hs)\n"
+            f"base = {_number(ctx.config.rope_base)}\n"
+            "frequency = 1.0 / base ** (np.arange(0, hs, 2) / hs)  # (hs/2,)\n"
+            "theta_q = np.arange(T_q)[:, None] * frequency  # (T_q, hs/2)\n"
+            "theta_k = np.arange(T_k)[:, None] * frequency  # (T_k, hs/2)\n"
+            "\n"
+            "def rotate(x, theta):\n"
+            "    first, second = x[..., : hs // 2], x[..., hs // 2 :]  # (heads, T, hs/2) each\n"
+            "    cos, sin = np.cos(theta), np.sin(theta)  # (T, hs/2) each\n"
+            "    return np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)  # (heads, T, hs)\n"
+            "\n"
+            "Q_h = rotate(Q_h, theta_q)  # (nh, T_q, hs)\n"
+            "K_h = rotate(K_h, theta_k)  # (nh or kv, T_k, hs)")
+    if ctx.config.pe != "rope":  # another scheme that turns q and k: its angles are the app's, embedded
+        start, stop = code.index("frequency ="), code.index("def rotate")
+        code = (code[:start] + f"theta_q = {array_source(t.q_angles)}  # (T_q, hs/2): scheme {ctx.config.pe!r}'s angles\n"
+                f"theta_k = {array_source(t.k_angles)}  # (T_k, hs/2)\n\n" + code[stop:])
+    k = t.k[ctx.reads] if ctx.shared else t.k
+    expected = {"theta_q": t.q_angles, "theta_k": t.k_angles, "Q_rot": t.q, "K_rot": k}
+    asserts = "\n".join([check("theta_q"), check("theta_k"), check("Q_h", "Q_rot"), check("K_h", "K_rot")])
+    return Cell(code, asserts, expected)
+
+
+def _scores_cell(ctx: Context) -> Cell:
+    code = "S = Q_h @ K_h.transpose(0, 2, 1)  # (nh, T_q, T_k): S[h, i, j] = q_i . k_j in head h"
+    return Cell(code, check("S"), {"S": ctx.result.trace.scores})
+
+
+SCALE_SOURCE = {
+    "sqrt_dk": "s = 1 / np.sqrt(hs)  # 1/sqrt(d_k)",
+    "sqrt_t": "s = 1 / np.sqrt(T_k)  # 1/sqrt(T): seed 001's rule, not the standard one",
+    "none": "s = 1.0  # no scaling",
+    "temperature": "s = 1 / temperature",
+}
+
+
+def _scale_cell(ctx: Context) -> Cell:
+    t = ctx.result.trace
+    rule = SCALE_SOURCE[ctx.config.scale_rule]
+    if ctx.config.scale_rule == "temperature":
+        rule = f"temperature = {_number(ctx.config.temperature)}\n{rule}"
+    code = f"{rule}\nL = S * s  # (nh, T_q, T_k)"
+    asserts = "\n".join(['assert np.isclose(s, app["s"])', check("L", "L_scaled")])
+    return Cell(code, asserts, {"s": np.asarray(t.scale), "L_scaled": t.scores * t.scale})
+
+
+def _alibi_cell(ctx: Context) -> Cell:
+    t = ctx.result.trace
+    code = ("# ALiBi: head h's slope m_h (the paper's geometric series), and the penalty -m_h |i - j|\n"
+            "below = 2 ** int(np.floor(np.log2(nh)))  # the power of two at or below nh\n"
+            "m = 2.0 ** (-8.0 / below * np.arange(1, below + 1))  # (below,)\n"
+            "if below < nh:  # then every other slope of the next power of two\n"
+            "    m = np.concatenate([m, (2.0 ** (-4.0 / below * np.arange(1, 2 * below + 1)))[0::2][: nh - below]])  # (nh,)\n"
+            "B = -m[:, None, None] * np.abs(np.arange(T_q)[:, None] - np.arange(T_k)[None, :])  # (nh, T_q, T_k)\n"
+            "L = L + B  # (nh, T_q, T_k)")
+    if ctx.config.pe != "alibi":  # another scheme that adds a bias: the app's, embedded
+        code = (f"B = {array_source(t.bias)}  # (nh, T_q, T_k): scheme {ctx.config.pe!r}'s bias, the app's\n"
+                "L = L + B  # (nh, T_q, T_k)")
+    expected = {"B": t.bias, "L_biased": t.scores * t.scale + t.bias}
+    return Cell(code, "\n".join([check("B"), check("L", "L_biased")]), expected)
+
+
+def _mask_source(ctx: Context) -> str:
+    config, mask = ctx.config, ctx.result.mask
+    if config.mask == "none":
+        return "M = np.ones((T_q, T_k), dtype=bool)  # (T_q, T_k): no mask, every query may attend to every key"
+    if config.mask == "causal":
+        return "M = np.tri(T_q, T_k, dtype=bool)  # (T_q, T_k): query i may attend to keys 0..i"
+    if config.mask == "padding":
+        valid = len(config.key_tokens) if config.valid_len is None else config.valid_len
+        return (f"valid_len = {valid}  # the first valid_len keys are real\n"
+                "M = np.broadcast_to(np.arange(T_k) < valid_len, (T_q, T_k))  # (T_q, T_k)")
+    if config.mask == "window":
+        return (f"window = {config.window}\n"
+                "M = np.abs(np.arange(T_q)[:, None] - np.arange(T_k)[None, :]) <= window  # (T_q, T_k): |i - j| <= window")
+    if config.mask == "custom":
+        return f"M = {array_source(mask)}  # (T_q, T_k): the link's custom mask, True = may attend"
+    raise NotImplementedError(f"the notebook has no NumPy cell for mask {config.mask!r}: add it to ui.charts.notebook._mask_source")
+
+
+def _mask_cell(ctx: Context) -> Cell:
+    r = ctx.result
+    code = _mask_source(ctx) + "\nL = np.where(M, L, -np.inf)  # (nh, T_q, T_k): a masked logit is -inf, its weight 0"
+    mask = np.ones((len(ctx.config.tokens), len(ctx.config.key_tokens)), dtype=bool) if r.mask is None else r.mask
+    asserts = "\n".join(['assert np.array_equal(M, app["M"])', check("L")])
+    return Cell(code, asserts, {"M": mask, "L": r.trace.logits})
+
+
+def _softmax_cell(ctx: Context) -> Cell:
+    t = ctx.result.trace
+    if t.null_key:
+        code = ("# softmax_1 (the null key): one more key of logit 0 and value 0 in every row's denominator\n"
+                "m = np.maximum(L.max(axis=-1, keepdims=True), 0.0)  # (nh, T_q, 1): the row's max, the null key's 0 included\n"
+                "e = np.exp(L - m)  # (nh, T_q, T_k)\n"
+                "A = e / (np.exp(-m) + e.sum(axis=-1, keepdims=True))  # (nh, T_q, T_k): rows sum to less than 1")
+    else:
+        code = ("m = L.max(axis=-1, keepdims=True)  # (nh, T_q, 1): subtracting the row's max prevents overflow\n"
+                "m = np.where(np.isfinite(m), m, 0.0)  # a row with every key masked: its weights stay 0, not NaN\n"
+                "e = np.exp(L - m)  # (nh, T_q, T_k)\n"
+                "total = e.sum(axis=-1, keepdims=True)  # (nh, T_q, 1)\n"
+                "A = e / np.where(total > 0, total, 1.0)  # (nh, T_q, T_k): rows sum to 1 (0 when fully masked)")
+    return Cell(code, check("A"), {"A": t.weights})
+
+
+def _mix_cell(ctx: Context) -> Cell:
+    code = "heads = A @ V_h  # (nh, T_q, hs): head_h = A_h V_h, each query's weighted sum of the value rows"
+    return Cell(code, check("heads"), {"heads": ctx.result.trace.heads})
+
+
+def _concat_cell(ctx: Context) -> Cell:
+    code = "concat = heads.transpose(1, 0, 2).reshape(T_q, nh * hs)  # (T_q, nh*hs): [head_0 | head_1 | ...]"
+    return Cell(code, check("concat"), {"concat": ctx.result.trace.concat})
+
+
+def _output_cell(ctx: Context) -> Cell:
+    w = ctx.result.weights
+    if w.w_o is None:
+        code = "Y = concat  # (T_q, nh*hs): W_O is off, the output is the concatenation and the heads never mix"
+    else:
+        code = f"Y = concat @ W_O{' + b_O' if w.b_o is not None else ''}  # (T_q, C): W_O mixes the heads"
+    return Cell(code, check("Y"), {"Y": ctx.result.trace.output})
+
+
+# One NumPy cell per step of the Step-by-step page, keyed by the step's slug in ``ui.pipeline.step_kinds.STEP_KINDS``.
+STEP_CELLS: dict[str, Callable[[Context], Cell]] = {
+    "input": _input_cell,
+    "positional": _positional_cell,
+    "qkv": _projection_cell,
+    "split": _split_cell,
+    "kv_share": _kv_share_cell,
+    "rope": _rope_cell,
+    "scores": _scores_cell,
+    "scale": _scale_cell,
+    "alibi": _alibi_cell,
+    "mask": _mask_cell,
+    "softmax": _softmax_cell,
+    "mix": _mix_cell,
+    "concat": _concat_cell,
+    "output": _output_cell,
+}
