@@ -39,7 +39,9 @@ from mha_core.config import MHAConfig, RunResult, run
 from mha_core.presets import PRESET_INITS, PRESETS
 from ui.charts.chart_image import svg_button_options
 from ui.charts.figures import attention_grid, matrix_heatmap, signed_range
+from ui.charts.kernels import grid_kind
 from ui.charts.notebook import parse_link
+from ui.charts.views import MATRIX_VIEWS, matrix_view
 from ui.pages.lessons import LESSONS, Lesson
 from ui.state.urlstate import config_from_params, params_from_config, view_from_params, view_params
 
@@ -112,14 +114,15 @@ def _figure_dict(figure, stem: str) -> dict:
 def head_panels(result: RunResult, view: str, stem: str) -> list[Panel]:
     """One heatmap per head of ``view`` (weights, logits or scores), on one colour range as in the app."""
     trace = result.trace
-    matrices = {"weights": trace.weights, "logits": trace.logits, "scores": trace.scores}[view]  # (nh, Tq, Tk)
+    matrices = MATRIX_VIEWS[view].take(trace)  # (nh, Tq, Tk)
+    kind = grid_kind(trace, view)  # signed weights (differential attention) on a diverging scale
     panels = []
     for h in range(trace.n_heads):
-        figure = attention_grid(matrices[h : h + 1], result.query_labels, result.key_labels, kind=view,
+        figure = attention_grid(matrices[h : h + 1], result.query_labels, result.key_labels, kind=kind,
                                 titles=[f"head {h} of {trace.n_heads}"], max_cols=1, panel_px=PANEL_PX,
                                 square=True, mask=result.mask)
         spec = _figure_dict(figure, f"{stem}_head{h}")
-        if view != "weights":  # a diverging range shared by all heads, as the app's one figure has
+        if not matrix_view(kind).sequential:  # a diverging range shared by all heads, as the app's one figure has
             bound = signed_range(matrices)
             spec["layout"]["coloraxis"] = {**spec["layout"]["coloraxis"], "cmin": -bound, "cmax": bound}
         panels.append(Panel(f"head {h}", spec, np.asarray(matrices[h])))
