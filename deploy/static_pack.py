@@ -50,7 +50,6 @@ ASSETS = Path(__file__).with_name("pack_assets")  # pack.css and pack.js, copied
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PACK_MARKER = ".mha-explorer-pack"  # written into every pack: --force replaces only such a folder (or an empty one)
 PANEL_PX = 300
-VIEW_NAMES = {"weights": "attention weights", "logits": "scaled, masked logits", "scores": "raw scores q·k"}
 
 
 # ---- what a page shows ---------------------------------------------------------------------------
@@ -190,7 +189,7 @@ def heads_page(file: str, title: str, intro: str, config: MHAConfig, view: str, 
     result = run(config)
     stem = file.removesuffix(".html")
     params = {**params_from_config(config), **(extra_params or {})}
-    view_line = f"<p class='view'>Showing: {VIEW_NAMES[view]}. Rows = queries, columns = keys; grey cells are masked.</p>"
+    view_line = f"<p class='view'>Showing: {html.escape(MATRIX_VIEWS[view].label)}. Rows = queries, columns = keys; grey cells are masked.</p>"
     return Page(file, title, intro + view_line, head_panels(result, view, stem), "", describe(config),
                 live_link(app_url, page, params))
 
