@@ -347,27 +347,11 @@ def flash_attention_head(
     output = np.zeros((tq, hv))  # (Tq, hv)
     m_all, l_all = np.zeros(tq), np.zeros(tq)  # (Tq,) each
     reads, writes = 0, 0
-    for i, (r0, r1) in enumerate(row_tiles):
+    for i, rows in enumerate(row_tiles):
+        r0, r1 = rows
         reads += (r1 - r0) * q.shape[1]  # Q_i loaded once per query block
-        m = np.full(r1 - r0, 0.0 if null_key else -np.inf)  # (br,)
-        l = np.full(r1 - r0, 1.0 if null_key else 0.0)  # noqa: E741  (br,)
-        acc = np.zeros((r1 - r0, hv))  # (br, hv)
-        for j, (c0, c1) in enumerate(col_tiles):
-            allowed = None if mask is None else mask[r0:r1, c0:c1]  # (br, bc)
-            if tile_is_skipped(allowed):
-                steps.append(_skipped_step(len(steps), i, j, (r0, r1), (c0, c1), m, l, acc))
-                continue
-            reads += (c1 - c0) * (k.shape[1] + v.shape[1])  # K_j and V_j
-            tile_bias = None if bias is None else bias(np.arange(r0, r1), np.arange(c0, c1))  # (br, bc)
-            logits = tile_logits(q[r0:r1], k[c0:c1], scale, tile_bias, allowed)  # (br, bc)
-            m_new = running_max(m, logits)  # (br,)
-            rescale = rescale_factor(m, m_new)  # (br,)
-            p = tile_exponentials(logits, m_new)  # (br, bc)
-            l_new = rescale * l + p.sum(axis=1)  # (br,)
-            acc = rescale[:, None] * acc + p @ v[c0:c1]  # (br, hv)
-            steps.append(TileStep(len(steps), i, j, (r0, r1), (c0, c1), False, logits, p, m, m_new, rescale, l,
-                                  l_new, acc, _normalised(acc, l_new)))
-            m, l = m_new, l_new  # noqa: E741
+        m, l, acc, loaded = _query_block(i, rows, col_tiles, q, k, v, scale, mask, bias, null_key, steps)  # noqa: E741 (ℓ, as in the paper)
+        reads += loaded
         output[r0:r1] = _normalised(acc, l)  # (br, hv), written once
         m_all[r0:r1], l_all[r0:r1] = m, l
         writes += (r1 - r0) * (hv + 1)  # O_i and its log-sum-exp
@@ -376,6 +360,34 @@ def flash_attention_head(
     traffic = Traffic(tq, tk, q.shape[1], hv, block_rows, block_cols, len(steps),
                       sum(s.skipped for s in steps), reads, writes)
     return FlashRun(head, block_rows, block_cols, tuple(steps), output, m_all, l_all, lse, traffic, bool(null_key))
+
+
+def _query_block(i: int, rows: tuple[int, int], col_tiles, q, k, v, scale: float, mask, bias, null_key: bool,
+                 steps: list[TileStep]):
+    """Query block ``i`` against every key tile in order (appending one ``TileStep`` each to ``steps``):
+    its running max m (br,), sum l (br,), unnormalised output (br, hv), and the numbers loaded for K and V."""
+    r0, r1 = rows
+    m = np.full(r1 - r0, 0.0 if null_key else -np.inf)  # (br,)
+    l = np.full(r1 - r0, 1.0 if null_key else 0.0)  # noqa: E741  (br,)
+    acc = np.zeros((r1 - r0, v.shape[-1]))  # (br, hv)
+    loaded = 0
+    for j, (c0, c1) in enumerate(col_tiles):
+        allowed = None if mask is None else mask[r0:r1, c0:c1]  # (br, bc)
+        if tile_is_skipped(allowed):
+            steps.append(_skipped_step(len(steps), i, j, (r0, r1), (c0, c1), m, l, acc))
+            continue
+        loaded += (c1 - c0) * (k.shape[1] + v.shape[1])  # K_j and V_j
+        tile_bias = None if bias is None else bias(np.arange(r0, r1), np.arange(c0, c1))  # (br, bc)
+        logits = tile_logits(q[r0:r1], k[c0:c1], scale, tile_bias, allowed)  # (br, bc)
+        m_new = running_max(m, logits)  # (br,)
+        rescale = rescale_factor(m, m_new)  # (br,)
+        p = tile_exponentials(logits, m_new)  # (br, bc)
+        l_new = rescale * l + p.sum(axis=1)  # (br,)
+        acc = rescale[:, None] * acc + p @ v[c0:c1]  # (br, hv)
+        steps.append(TileStep(len(steps), i, j, (r0, r1), (c0, c1), False, logits, p, m, m_new, rescale, l,
+                              l_new, acc, _normalised(acc, l_new)))
+        m, l = m_new, l_new  # noqa: E741
+    return m, l, acc, loaded
 
 
 def _normalised(acc: np.ndarray, l: np.ndarray) -> np.ndarray:  # noqa: E741
