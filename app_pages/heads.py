@@ -7,7 +7,7 @@ previous / next buttons, for a projector.
 import numpy as np
 import streamlit as st
 
-from ui.charts import cached_figures, describe, export, figures, tables
+from ui.charts import cached_figures, describe, export, figures, numbers, tables
 from ui.charts.figures import MAX_DRAWN_CELLS
 from ui.charts.labels import concat_columns
 from ui.charts.markdown import literals
@@ -292,7 +292,9 @@ def knock_out_panel(result, parts, off) -> None:
                                       title=f"‖change in output‖ per token, heads off: {heads_off}",
                                       value_name="‖change‖"),
                     key="apart_change", config=chart_config())
-    st.dataframe(change, key="apart_change_table", height=min(38 + 35 * len(change), 300))
+    st.dataframe(numbers.table_values(change), key="apart_change_table", height=min(38 + 35 * len(change), 300),
+                 column_config={c: st.column_config.NumberColumn(format=numbers.column_format())
+                                for c in numbers.float_columns(change)})
     download_csv("Output change per token (CSV)", result.config,
                  lambda r: apart.change_frame(apart.take_apart(r, off), r.query_labels),
                  "knock_out_change.csv", "dl_knock_change")

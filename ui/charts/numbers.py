@@ -6,8 +6,8 @@ decimals is ``0.00``, not ``-0.00`` (the sign of a number that rounds to zero te
 Masked logits (-inf) are written ``−∞``; a missing value (NaN) is blank.
 
 Streamlit's table drops trailing zeros unless a column has a format, and prints ``-0.0000`` for a tiny
-negative value even with one: ``table_values`` rounds a frame's float columns and clears negative
-zeros, ``column_format`` is the printf format every number column gets.
+negative value even with one: ``table_values`` turns the values that print as zero into +0 (the others keep
+every digit), ``column_format`` is the printf format every number column gets.
 """
 
 from __future__ import annotations
@@ -39,18 +39,20 @@ def column_format(decimals: int = DECIMALS) -> str:
     return f"%.{decimals}f"
 
 
-def rounded(values: np.ndarray, decimals: int = DECIMALS) -> np.ndarray:
-    """``values`` rounded to ``decimals`` with every negative zero made +0 (infinities and NaN kept)."""
-    out = np.round(np.asarray(values, dtype=np.float64), decimals)
-    return out + 0.0  # IEEE: -0.0 + 0.0 is +0.0, every other value is unchanged
+def without_negative_zeros(values: np.ndarray, decimals: int = DECIMALS) -> np.ndarray:
+    """``values`` with every value that prints as zero at ``decimals`` decimals made +0.0 (so none prints as
+    ``-0.00``); every other value is kept to the last digit (a table's cells are copied with all of them)."""
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        zero = np.round(values, decimals) == 0  # includes -0.0 and tiny negatives
+    return np.where(zero, 0.0, values)
 
 
 def table_values(frame: pd.DataFrame, decimals: int = DECIMALS) -> pd.DataFrame:
-    """A copy of ``frame`` whose float columns are ``rounded``: what a table shows at ``decimals`` decimals."""
+    """A copy of ``frame`` whose float columns have no value that would print as ``-0.00…`` at ``decimals``."""
     out = frame.copy()
-    for column in out.columns:
-        if pd.api.types.is_float_dtype(out[column]):
-            out[column] = rounded(out[column].to_numpy(), decimals)
+    for column in float_columns(out):
+        out[column] = without_negative_zeros(out[column].to_numpy(), decimals)
     return out
 
 

@@ -13,6 +13,7 @@ import streamlit as st
 
 from ui.charts import cached_figures
 from ui.charts.markdown import literal
+from ui.charts.numbers import DECIMALS, column_format, table_values
 from ui.pipeline.drill_down import (
     NULL_KEY_LABEL,
     DrillDown,
@@ -31,7 +32,7 @@ from ui.state.device import chart_config, on_phone
 from ui.widgets.presentation import FONT_SIZE
 from ui.widgets.state import KEEP
 
-NUMBER_FORMAT = "%.4f"
+NUMBER_FORMAT = column_format(DECIMALS)  # every table's numbers: fixed decimals (ui.charts.numbers)
 MAIN_COLUMN_PX = 820  # the main column of a 1280 px screen with the sidebar open
 LABELS_PX = 190  # what a heatmap's row labels and colour bar take from the width of its column
 
@@ -53,6 +54,8 @@ def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: floa
         return
     frame = panel_table(panel)
     st.markdown(f"**{panel.title}**")
+    if panel.kind != "mask":
+        frame = table_values(frame)  # no -0.0000
     st.dataframe(frame, column_config=None if panel.kind == "mask" else number_columns(frame.columns), key=key)
     if np.isneginf(panel.matrix).any():
         st.caption("Empty (None) cells are masked: their logit is −∞.")
@@ -123,11 +126,11 @@ def show_drill_down(drill: DrillDown, key_prefix: str, *,
     left, right = st.columns(2)
     with left:
         st.markdown("**q_i, k_j and their elementwise product**")
-        frame = products_table(drill)
+        frame = table_values(products_table(drill))
         st.dataframe(frame, column_config=number_columns(frame.columns), key=f"{key_prefix}_drill_products")
     with right:
         st.markdown("**From the products to the logit**")
-        st.dataframe(score_table(drill), column_config=number_columns(["value"], "%.6f"),
+        st.dataframe(table_values(score_table(drill), 6), column_config=number_columns(["value"], column_format(6)),
                      key=f"{key_prefix}_drill_score")
     st.latex(dot_product_latex(drill))
     st.latex(logit_latex(drill))
