@@ -12,6 +12,7 @@ import numpy as np
 import streamlit as st
 
 from ui.charts import cached_figures
+from ui.charts.export import csv_bytes, npz_bytes
 from ui.charts.markdown import literal
 from ui.charts.numbers import DECIMALS, column_format, table_values
 from ui.pipeline.drill_down import (
@@ -27,7 +28,9 @@ from ui.pipeline.drill_down import (
     softmax_latex,
     softmax_row_table,
 )
+from ui.pipeline.step_export import run_step_frame, step_file_name
 from ui.pipeline.steps import Panel, Step, panel_table
+from ui.run.compute import result_later
 from ui.state.device import chart_config, on_phone
 from ui.widgets.presentation import FONT_SIZE
 from ui.widgets.state import KEEP
@@ -100,6 +103,38 @@ def show_step(number: int, step: Step, key_prefix: str, *, as_table: bool = Fals
         st.markdown(step.note)
     if panels:
         show_panels(step.panels, f"{key_prefix}_{step.slug}", as_table=as_table, font_size=font_size)
+        step_downloads(number, step, key_prefix)
+
+
+# The pages whose steps are built from the sidebar's configuration (``st.session_state.config``, the head
+# ``w_head``, the cell ``w_qi``/``w_kj``): their downloads rebuild a step from those on a click.
+REBUILT_FROM_CONFIG = ("sbs",)
+
+
+def step_downloads(number: int, step: Step, key_prefix: str) -> None:
+    """The step's matrices as CSV, and beside the first step the whole run as .npz (keys ``<prefix>_dl_<slug>``).
+
+    The buttons' callables keep the frozen configuration and the head, never the arrays
+    (``ui.run.compute.result_later``): a session outlives its tab.
+    """
+    ss = st.session_state
+    if key_prefix not in REBUILT_FROM_CONFIG or ss.get("config") is None or not step.panels:
+        return
+    config, head, slug = ss.config, int(ss.get("w_head", 0)), step.slug  # the callable must not hold ``step``
+    cell = (int(ss.get("w_qi", 0)), int(ss.get("w_kj", 0)))
+    row = st.container(horizontal=True, gap="small")
+    row.download_button(
+        f"Step {number}'s matrices (CSV)",
+        data=lambda: csv_bytes(run_step_frame(result_later(config), head, slug, cell)),
+        file_name=step_file_name(number, step), mime="text/csv", key=f"{key_prefix}_dl_{step.slug}",
+        on_click="ignore", icon=":material/download:",
+    )
+    if number == 1:
+        row.download_button(
+            "The whole run, every intermediate (.npz)", data=lambda: npz_bytes(result_later(config)),
+            file_name="mha_trace.npz", mime="application/octet-stream", key=f"{key_prefix}_dl_npz",
+            on_click="ignore", icon=":material/download:",
+        )
 
 
 def cell_picker(query_labels: list[str], key_labels: list[str], keys: tuple[str, str]) -> tuple[int, int]:
