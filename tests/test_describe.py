@@ -205,3 +205,29 @@ def test_markdown_sentences_show_labels_as_code_spans():
     assert "from “`0:on`” to “`0:on`”" in line
     plain = describe.grid_lines(weights, ["0:on", "1:*b*"], ["0:on", "1:*b*"])[1]
     assert "`" not in plain and "“0:on”" in plain
+
+
+def test_every_step_panel_is_described_with_its_own_extremes():
+    from ui.pipeline.steps import build_steps, step_inputs
+
+    result = run(MHAConfig(tokens=("the", "cat", "sat", "on"), d_model=8, n_heads=2, mask="causal", seed=1))
+    panels = [p for step in build_steps(step_inputs(result), 1) for p in step.panels]
+    assert {p.kind for p in panels} == {"signed", "weights", "mask"}
+    for p in panels:
+        text = describe.describe_panel(p.matrix, p.row_labels, p.col_labels, kind=p.kind, title=p.title,
+                                       value_name=p.value_name)
+        assert text.startswith(p.title)
+        body = numbers_in(text[len(p.title):])
+        if p.kind == "mask":
+            allowed = np.asarray(p.matrix).astype(bool)
+            assert body[:3] == [allowed.sum(), allowed.size, (~allowed).sum()]
+        elif p.kind == "weights":
+            value, i, j = strongest_cell(p.matrix, np.isfinite(p.matrix))
+            assert close(numbers_in(text.split("strongest ")[1])[0], value)
+        else:
+            finite = np.isfinite(p.matrix)
+            high, low = strongest_cell(p.matrix, finite), weakest_cell(p.matrix, finite)
+            assert body[:2] == list(p.matrix.shape)
+            assert close(body[2], high[0]) and close(body[3], low[0]), text
+            assert labels_in(text) == [p.row_labels[high[1]], p.col_labels[high[2]],
+                                       p.row_labels[low[1]], p.col_labels[low[2]]]

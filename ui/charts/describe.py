@@ -248,3 +248,14 @@ def describe_mask(allowed: np.ndarray, row_labels, col_labels, *, title: str = "
     if empty:
         parts.append("no key allowed for " + ", ".join(empty))
     return "; ".join(parts) + "."
+
+
+def describe_panel(matrix: np.ndarray, row_labels, col_labels, *, kind: str = "signed", title: str = "",
+                   value_name: str = "value") -> str:
+    """One matrix of Step by step (a ``ui.pipeline.steps.Panel``'s fields) in one sentence, by its kind:
+    "mask" (1 = may attend) as ``describe_mask``, "weights" as an attention panel, "signed" as ``describe_matrix``."""
+    if kind == "mask":
+        return describe_mask(matrix, row_labels, col_labels, title=title or "mask")
+    if kind == "weights":
+        return panel_sentence(matrix, row_labels, col_labels, kind="weights", title=title)
+    return describe_matrix(matrix, row_labels, col_labels, title=title, value_name=value_name)
