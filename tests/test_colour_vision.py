@@ -10,9 +10,9 @@ Checked:
 - the masked grey stays at least MASKED_DELTA_E from the lowest weight colour (a masked cell must not pass for a
   weight of 0), and from the diverging scale's middle (a logit near 0);
 - the mask matrix's two colours stay far apart.
-Measured on this scale (for the record, not asserted): the grey comes closest to viridis' middle (teal), ΔE 3.9
-under protanopia and 4.5 under deuteranopia; the × drawn in masked cells up to 24 tokens and the hover text are
-what tell them apart there.
+- the masked grey stays at least MASKED_ANYWHERE_DELTA_E from every colour of the weight scale (sampled at 101
+  points): the grey rgb(150, 150, 150) came within ΔE 3.9 of viridis' teal middle under protanopia (4.5 under
+  deuteranopia); rgb(170, 170, 170) stays ≥ 9.8 away.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ DEFICIENCIES = ("deuteranomaly", "protanomaly", "tritanomaly")  # at severity 10
 STEPS = 9
 NEIGHBOUR_DELTA_E = 5.0
 MASKED_DELTA_E = 20.0
+MASKED_ANYWHERE_DELTA_E = 8.0
 
 
 def rgb1(colour: str) -> np.ndarray:
@@ -81,3 +82,11 @@ def test_masked_grey_stays_apart_from_a_zero_weight_and_a_zero_logit(deficiency)
 @pytest.mark.parametrize("deficiency", (None, *DEFICIENCIES))
 def test_mask_matrix_colours_stay_apart(deficiency):
     assert delta_e(seen(rgb1(MASKED_SOLID), deficiency), seen(rgb1(ALLOWED_COLOUR), deficiency)) >= MASKED_DELTA_E
+
+
+@pytest.mark.parametrize("deficiency", (None, *DEFICIENCIES))
+def test_masked_grey_is_no_colour_of_the_weight_scale(deficiency):
+    scale = plotly.colors.sample_colorscale(WEIGHT_SCALE, list(np.linspace(0, 1, 101)))
+    colours = seen(np.array([rgb1(c) for c in scale]), deficiency)
+    distances = delta_e(colours, seen(rgb1(MASKED_SOLID), deficiency)[None])
+    assert distances.min() >= MASKED_ANYWHERE_DELTA_E, f"closest at {np.argmin(distances) / 100:.2f} of the scale"

@@ -202,7 +202,7 @@ def test_scores_extremes_leave_out_the_masked_cells_the_figure_greys():
 def test_markdown_sentences_show_labels_as_code_spans():
     weights = np.array([[[1.0, 0.0], [0.0, 1.0]]])
     line = describe.grid_lines(weights, ["0:on", "1:*b*"], ["0:on", "1:*b*"], markdown=True)[1]
-    assert "from “`0:on`” to “`0:on`”" in line
+    assert "from `0:on` to `0:on`" in line
     plain = describe.grid_lines(weights, ["0:on", "1:*b*"], ["0:on", "1:*b*"])[1]
     assert "`" not in plain and "“0:on”" in plain
 

@@ -27,9 +27,9 @@ PATTERN_SHARE = 0.5  # a head "does" a pattern when at least this share of the r
 
 
 def quoted(label: str, markdown: bool = False) -> str:
-    """A label as the sentences quote it: “2:sat”; for Markdown (``markdown``) a code span inside the quotes,
-    so that a token is shown as typed (``ui.charts.markdown.literal``)."""
-    return f"“{literal(label) if markdown else label}”"
+    """A label as the sentences quote it: “2:sat”; for Markdown (``markdown``) a code span instead, which shows a
+    token as typed (``ui.charts.markdown.literal``) and marks where it starts and ends."""
+    return literal(label) if markdown else f"“{label}”"
 
 
 @dataclass(frozen=True)
