@@ -3,7 +3,9 @@
 axe-core comes from the npm registry, pinned (``.ci/run`` puts ``axe.min.js`` in a cache folder and exports
 ``AXE_CORE_JS``); without it these tests skip and say why. Each page is opened, its script run and its charts
 drawn, then ``axe.run`` checks the whole document. A serious or critical violation fails the test, unless it is
-listed in ``KNOWN`` with the reason it is not fixed yet; every violation found (any impact) is written to
+listed in ``KNOWN`` with the reason it is not fixed yet; one found is checked by a second audit after the page
+settles again (a page caught in a rerun showed the sidebar as a scrolling region with nothing focusable, now and
+then), and counts only when both audits find it. Every violation found (any impact) is written to
 test-artifacts/axe_<profile>_<page>.json.
 """
 
@@ -116,6 +118,10 @@ def test_no_serious_or_critical_violation(app_page, app_url, name, profile):
     settle(app_page)
     assert not exceptions_on_page(app_page)
     violations = audit(app_page)
+    if blocking(violations, profile, name):  # a page caught mid-rerun can look broken: audit it again, settled
+        settle(app_page)
+        again = {v["id"] for v in audit(app_page)}
+        violations = [v for v in violations if v["id"] in again]
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / f"axe_{profile}_{name}.json").write_text(json.dumps(violations, indent=1, ensure_ascii=False))
     new = blocking(violations, profile, name)
