@@ -89,3 +89,10 @@ def test_step_by_step_page_offers_each_step_and_the_whole_run():
     for number, step in enumerate(build_steps(step_inputs(result), 0), start=1):
         if step.panels and step.slug != "softmax":  # the page draws the softmax itself (behind predict-then-reveal)
             assert keys[f"sbs_dl_{step.slug}"] == f"Step {number}'s matrices (CSV)"
+
+
+def test_an_uploaded_csv_saved_by_excel_with_a_byte_order_mark_is_read():
+    from ui.widgets.uploads import parse_matrix
+
+    table = parse_matrix("inputs.csv", BOM + b"0.5,1\r\n-2,3.25\r\n")  # Excel's "CSV UTF-8 (comma delimited)"
+    np.testing.assert_array_equal(table, [[0.5, 1.0], [-2.0, 3.25]])
