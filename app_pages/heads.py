@@ -7,7 +7,7 @@ previous / next buttons, for a projector.
 import numpy as np
 import streamlit as st
 
-from ui.charts import cached_figures, export, figures, tables
+from ui.charts import cached_figures, describe, export, figures, numbers, tables
 from ui.charts.figures import MAX_DRAWN_CELLS
 from ui.charts.kernels import grid_kind
 from ui.charts.labels import concat_columns
@@ -126,6 +126,10 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
     )
     width = "content" if len(titles) == 1 else "stretch"
     st.plotly_chart(fig, key="heads_grid", config=chart_config(), width=width)
+    with st.expander("Describe this chart", key="heads_describe"):  # the figure in words, from its arrays
+        st.markdown("\n".join(f"- {line}" for line in describe.grid_lines(
+            matrices, result.query_labels, result.key_labels, kind=view, titles=titles, mask=result.mask,
+            null_key=trace.null_key, markdown=True)))
     st.caption(
         f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
         f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."
@@ -290,7 +294,9 @@ def knock_out_panel(result, parts, off) -> None:
                                       title=f"‖change in output‖ per token, heads off: {heads_off}",
                                       value_name="‖change‖"),
                     key="apart_change", config=chart_config())
-    st.dataframe(change, key="apart_change_table", height=min(38 + 35 * len(change), 300))
+    st.dataframe(numbers.table_values(change), key="apart_change_table", height=min(38 + 35 * len(change), 300),
+                 column_config={c: st.column_config.NumberColumn(format=numbers.column_format())
+                                for c in numbers.float_columns(change)})
     download_csv("Output change per token (CSV)", result.config,
                  lambda r: apart.change_frame(apart.take_apart(r, off), r.query_labels),
                  "knock_out_change.csv", "dl_knock_change")

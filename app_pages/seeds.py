@@ -3,6 +3,7 @@
 import streamlit as st
 
 from content.seeds import SEED_EXAMPLES, CaseComparison, SeedCase, SeedExample, compare
+from ui.charts.numbers import column_format, table_values
 from ui.pages.seeds import (
     check_lines,
     conventions_table,
@@ -41,10 +42,13 @@ def render_case(case: SeedCase, comparison: CaseComparison) -> None:
         left, right = st.columns(2)
         with left:
             st.caption(f"`{name}` as the seed printed it ({case.decimals} decimals)")
-            st.dataframe(printed, column_config=number_columns(printed.columns, f"%.{case.decimals}f"), hide_index=True)
+            st.dataframe(table_values(printed, case.decimals),
+                         column_config=number_columns(printed.columns, column_format(case.decimals)), hide_index=True)
         with right:
             st.caption(f"`{name}` from our engine (2 more decimals) · max |Δ| = {comparison.max_abs_diff[name]:.2g}")
-            st.dataframe(ours, column_config=number_columns(ours.columns, f"%.{min(case.decimals + 2, 10)}f"), hide_index=True)
+            decimals = min(case.decimals + 2, 10)
+            st.dataframe(table_values(ours, decimals), column_config=number_columns(ours.columns, column_format(decimals)),
+                         hide_index=True)
     passed = sum(comparison.checks.values())
     with st.expander(
         f"Structural checks: {passed} of {len(comparison.checks)} pass", expanded=comparison.matches is None

@@ -108,7 +108,8 @@ def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_tabl
         if step.slug == "softmax":
             weights_shown = show_softmax(number, step, result, inputs, head, as_table, predict, font_size)
         else:
-            views.show_step(number, step, KEY_PREFIX, as_table=as_table, font_size=font_size)
+            views.show_step(number, step, KEY_PREFIX, as_table=as_table, font_size=font_size,
+                            rebuilt_from=(result.config, head, chosen_cell()))
     return weights_shown
 
 

@@ -81,7 +81,8 @@ def test_the_default_page_renders_every_section(default_app):
     assert set(charts(default_app)) == {"heads_grid", "similarity", "concat", "output"}
     assert default_app.title[0].value == "Heads"
     assert len(default_app.dataframe) == 1  # the head diagnostics
-    assert [e.label for e in default_app.expander] == ["**Take it apart: each head's contribution, and knocking heads out**"]
+    assert [e.label for e in default_app.expander] == ["Describe this chart",
+                                                      "**Take it apart: each head's contribution, and knocking heads out**"]
     opened = open_take_apart(app())
     assert_page_ok(opened)
     assert set(charts(opened)) == {"heads_grid", "similarity", "concat", "output"} | APART_CHARTS

@@ -49,9 +49,16 @@ JSON_README = (
 NOT_INTERMEDIATES = ("config", "query_labels", "key_labels")
 
 
+CSV_ENCODING = "utf-8-sig"  # UTF-8 that starts with a byte order mark: Excel reads it as UTF-8 only then
+
+
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    """A DataFrame as UTF-8 CSV with its index (the row labels); -inf is written as '-inf'."""
-    return frame.to_csv(float_format="%.9g").encode("utf-8")
+    """A DataFrame as UTF-8 CSV with its index (the row labels); -inf is written as '-inf'.
+
+    The file starts with a byte order mark: without it Excel reads a CSV in the machine's legacy code page and
+    shows an accented token ('café') garbled ('cafÃ©'); pandas, Python's csv module and spreadsheets skip it.
+    """
+    return frame.to_csv(float_format="%.9g").encode(CSV_ENCODING)
 
 
 def _field_arrays(record, arrays: dict[str, np.ndarray]) -> None:

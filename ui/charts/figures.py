@@ -31,7 +31,8 @@ SIGNED_SCALE = make_colorscale(plotly.colors.diverging.RdBu_r)
 MASKED_COLOUR = "rgba(128, 128, 128, 0.45)"
 # Masked cells are drawn by a layer of their own in this solid grey (outside viridis and RdBu), with a
 # cross in each cell when the cells are large enough to hold one, so they never pass for small weights.
-MASKED_SOLID = "rgb(150, 150, 150)"
+MASKED_SOLID = "rgb(170, 170, 170)"  # light enough to stay apart from viridis' teal middle under CVD
+MASKED_MARK = "rgb(30, 30, 30)"  # the × in a masked cell: 7:1 on that grey
 MASKED_HOVER = "masked (−∞ → weight 0)"
 CROSS_MAX_TOKENS = 24  # above this many tokens a cell is too small for its cross
 # Colour ranges of the weights view: the fixed 0..1 compares heads; the others make long sentences readable.
@@ -186,7 +187,7 @@ def _masked_layer(values: np.ndarray, masked: np.ndarray, view: MatrixView, titl
         **axes,
     )
     if max(masked.shape) <= CROSS_MAX_TOKENS:  # plotly writes a text template into gaps too: text per cell instead
-        layer.update(text=np.where(masked, "×", "").tolist(), texttemplate="%{text}", textfont=dict(color="white"))
+        layer.update(text=np.where(masked, "×", "").tolist(), texttemplate="%{text}", textfont=dict(color=MASKED_MARK))
     return layer
 
 

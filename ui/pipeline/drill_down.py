@@ -10,11 +10,13 @@ Pure builders, no streamlit (drawn by ``ui.pipeline.step_views``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from ui.charts.numbers import DECIMALS, fixed, float_columns
 from ui.pipeline.records import StepInputs, dim_labels, latex_number
 
 MAX_LATEX_TERMS = 4  # a dot product with more terms is written a + b + ... + z
@@ -231,7 +233,8 @@ def highlight_key(frame: pd.DataFrame, label: str, colour: str = "rgba(255, 0, 2
     def shade(row: pd.Series) -> list[str]:
         return [f"background-color: {colour}; font-weight: bold" if row.name == label else "" for _ in row]
 
-    return frame.style.apply(shade, axis=1).format(precision=4)
+    shown = frame.style.apply(shade, axis=1)
+    return shown.format(functools.partial(fixed, decimals=DECIMALS), subset=float_columns(frame))  # no -0.0000
 
 
 def dot_product_latex(drill: DrillDown) -> str:

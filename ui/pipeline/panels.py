@@ -9,8 +9,14 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ui.charts.figures import FULL_WIDTH_PX, MAX_DRAWN_CELLS, figure, matrix_heatmap_parts
+from ui.charts.figures import FULL_WIDTH_PX, MASKED_SOLID, MAX_DRAWN_CELLS, figure, matrix_heatmap_parts
+from ui.charts.numbers import CELL_DECIMALS, fixed
 from ui.pipeline.records import MAX_TEXT_COLS, MAX_TEXT_ROWS, OUTLINE, Panel, Step, shape_text
+
+# A mask panel has two colours, not a weight scale: purple (viridis' 0) would mean "masked" there and "a weight
+# near 0" everywhere else. Masked is the grey every attention figure gives a masked cell; allowed is near white.
+ALLOWED_COLOUR = "rgb(248, 248, 248)"
+MASK_SCALE = [[0.0, MASKED_SOLID], [0.5, MASKED_SOLID], [0.5, ALLOWED_COLOUR], [1.0, ALLOWED_COLOUR]]
 
 
 def panel_figure(panel: Panel, *, height: int | None = None, font_size: int = 12,
@@ -36,6 +42,7 @@ def panel_parts(panel: Panel, *, height: int | None = None, font_size: int = 12,
                                          width_px=width_px, **colour_range)
     if panel.kind == "mask":
         trace["showscale"] = False  # two values, written in the cells: no colour bar needed
+        trace["colorscale"] = MASK_SCALE
     if rows <= MAX_TEXT_ROWS and cols <= MAX_TEXT_COLS:
         trace.update(text=cell_text(panel.matrix, panel.kind), texttemplate="%{text}", textfont=dict(size=font_size + 2))
     layout["margin"]["pad"] = 0  # the cells meet the axes, no grey frame
@@ -98,10 +105,10 @@ def panels_figure(panels: tuple[Panel, ...], *, font_size: int = 12, width_px: f
 
 
 def cell_text(matrix: np.ndarray, kind: str = "signed") -> list[list[str]]:
-    """The number to print in each cell: 2 decimals, blank for a masked (-inf) logit, ✓/✗ for a mask."""
+    """The number to print in each cell: 2 decimals (never -0.00), blank for a masked (-inf) logit, ✓/✗ for a mask."""
     if kind == "mask":
         return [["✓" if v else "✗" for v in row] for row in matrix]
-    return [["" if not np.isfinite(v) else f"{v:.2f}" for v in row] for row in matrix]
+    return [["" if not np.isfinite(v) else fixed(v, CELL_DECIMALS) for v in row] for row in matrix]
 
 
 def panel_table(panel: Panel) -> pd.DataFrame:

@@ -15,6 +15,7 @@ import numpy as np
 from mha_core.attention import AttentionTrace, AttentionWeights
 from mha_core.config import RunResult
 from mha_core.presets import PRESET_INITS
+from ui.charts.numbers import fixed
 from ui.pipeline.step_kinds import STEP_KINDS, StepKind
 
 MAX_TEXT_ROWS = 16  # write the numbers inside the cells of heatmaps up to this size
@@ -153,5 +154,5 @@ def latex_number(x: float, digits: int = 4) -> str:
     """A number for LaTeX: fixed decimals, -inf as -\\infty."""
     if math.isinf(x):
         return r"-\infty" if x < 0 else r"\infty"
-    return f"{x:.{digits}f}"
+    return fixed(x, digits)
 

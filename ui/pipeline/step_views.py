@@ -12,7 +12,9 @@ import numpy as np
 import streamlit as st
 
 from ui.charts import cached_figures
+from ui.charts.export import csv_bytes, npz_bytes
 from ui.charts.markdown import literal
+from ui.charts.numbers import DECIMALS, column_format, table_values
 from ui.pipeline.drill_down import (
     NULL_KEY_LABEL,
     DrillDown,
@@ -28,11 +30,13 @@ from ui.pipeline.drill_down import (
 )
 from ui.pipeline.panels import panel_table
 from ui.pipeline.records import Panel, Step
+from ui.pipeline.step_export import run_step_frame, step_file_name
+from ui.run.compute import result_later
 from ui.state.device import chart_config, on_phone
 from ui.widgets.presentation import FONT_SIZE
 from ui.widgets.state import KEEP
 
-NUMBER_FORMAT = "%.4f"
+NUMBER_FORMAT = column_format(DECIMALS)  # every table's numbers: fixed decimals (ui.charts.numbers)
 MAIN_COLUMN_PX = 820  # the main column of a 1280 px screen with the sidebar open
 LABELS_PX = 190  # what a heatmap's row labels and colour bar take from the width of its column
 
@@ -54,6 +58,8 @@ def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: floa
         return
     frame = panel_table(panel)
     st.markdown(f"**{panel.title}**")
+    if panel.kind != "mask":
+        frame = table_values(frame)  # no -0.0000
     st.dataframe(frame, column_config=None if panel.kind == "mask" else number_columns(frame.columns), key=key)
     if np.isneginf(panel.matrix).any():
         st.caption("Empty (None) cells are masked: their logit is −∞.")
@@ -80,9 +86,10 @@ def show_panels(panels: tuple[Panel, ...], key_prefix: str, *, as_table: bool = 
 
 
 def show_step(number: int, step: Step, key_prefix: str, *, as_table: bool = False, panels: bool = True,
-              font_size: int = FONT_SIZE, level: int = 3) -> None:
+              font_size: int = FONT_SIZE, level: int = 3, rebuilt_from=None) -> None:
     """A step's numbered heading (``level`` 3: a subheader with the step's anchor; 4: inside a page section),
-    why it exists, its formula, its shapes, its note and its matrices (keys ``<key_prefix>_<slug>_<i>``)."""
+    why it exists, its formula, its shapes, its note and its matrices (keys ``<key_prefix>_<slug>_<i>``).
+    ``rebuilt_from``: (config, head, cell) the page built the step from; given, the step gets its downloads."""
     title = f"{number}. {step.title}"
     if level == 3:
         st.subheader(title, anchor=step.slug)
@@ -98,6 +105,32 @@ def show_step(number: int, step: Step, key_prefix: str, *, as_table: bool = Fals
         st.markdown(step.note)
     if panels:
         show_panels(step.panels, f"{key_prefix}_{step.slug}", as_table=as_table, font_size=font_size)
+        if rebuilt_from is not None:
+            step_downloads(number, step, key_prefix, *rebuilt_from)
+
+
+def step_downloads(number: int, step: Step, key_prefix: str, config, head: int, cell: tuple[int, int]) -> None:
+    """The step's matrices as CSV, and beside the first step the whole run as .npz (keys ``<prefix>_dl_<slug>``).
+
+    The buttons' callables keep the frozen configuration and the head, never the arrays
+    (``ui.run.compute.result_later``): a session outlives its tab.
+    """
+    if not step.panels:
+        return
+    slug = step.slug  # the callable must not hold ``step``
+    row = st.container(horizontal=True, gap="small")
+    row.download_button(
+        f"Step {number}'s matrices (CSV)",
+        data=lambda: csv_bytes(run_step_frame(result_later(config), head, slug, cell)),
+        file_name=step_file_name(number, step), mime="text/csv", key=f"{key_prefix}_dl_{step.slug}",
+        on_click="ignore", icon=":material/download:",
+    )
+    if number == 1:
+        row.download_button(
+            "The whole run, every intermediate (.npz)", data=lambda: npz_bytes(result_later(config)),
+            file_name="mha_trace.npz", mime="application/octet-stream", key=f"{key_prefix}_dl_npz",
+            on_click="ignore", icon=":material/download:",
+        )
 
 
 def cell_picker(query_labels: list[str], key_labels: list[str], keys: tuple[str, str]) -> tuple[int, int]:
@@ -124,11 +157,11 @@ def show_drill_down(drill: DrillDown, key_prefix: str, *,
     left, right = st.columns(2)
     with left:
         st.markdown("**q_i, k_j and their elementwise product**")
-        frame = products_table(drill)
+        frame = table_values(products_table(drill))
         st.dataframe(frame, column_config=number_columns(frame.columns), key=f"{key_prefix}_drill_products")
     with right:
         st.markdown("**From the products to the logit**")
-        st.dataframe(score_table(drill), column_config=number_columns(["value"], "%.6f"),
+        st.dataframe(table_values(score_table(drill), 6), column_config=number_columns(["value"], column_format(6)),
                      key=f"{key_prefix}_drill_score")
     st.latex(dot_product_latex(drill))
     st.latex(logit_latex(drill))

@@ -93,7 +93,7 @@ def parse_matrix(name: str, data: bytes) -> np.ndarray:
         table = _load_npy(data)
     else:
         try:
-            text = data.decode("utf-8")
+            text = data.decode("utf-8-sig")  # Excel's "CSV UTF-8" starts with a byte order mark
             table = np.loadtxt(io.StringIO(text), delimiter=",", ndmin=2)
         except (UnicodeDecodeError, ValueError):
             raise ValueError("it is not a CSV of numbers (comma-separated, no header).") from None

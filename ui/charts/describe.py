@@ -1,0 +1,261 @@
+"""Charts in words: what an attention figure shows, in sentences with its numbers. No streamlit in here.
+
+A text alternative for a reader who cannot see the heatmap (a screen reader reads it from the chart's
+``alt``), and a summary for anyone who wants the numbers without hovering. Every number is computed
+from the very arrays the figure draws (the same matrices, labels, mask and titles it is given), e.g.
+
+    head 2: each query attends mostly to the previous token (5 of 5 rows); strongest 0.91 from “2:sat” to “1:cat”.
+
+Labels are quoted with “ ” (token labels carry their position, "2:sat"). Numbers are printed by
+``ui.charts.numbers.fixed`` (two decimals, no negative zero). The patterns a head is tested for are
+records (``PATTERNS``): a new one is a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ui.charts.markdown import literal
+from ui.charts.numbers import fixed
+from ui.charts.views import matrix_view
+
+DECIMALS = 2
+PATTERN_SHARE = 0.5  # a head "does" a pattern when at least this share of the rows it can show it in do
+
+
+def quoted(label: str, markdown: bool = False) -> str:
+    """A label as the sentences quote it: “2:sat”; for Markdown (``markdown``) a code span instead, which shows a
+    token as typed (``ui.charts.markdown.literal``) and marks where it starts and ends."""
+    return literal(label) if markdown else f"“{label}”"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """Where a query's strongest key may sit relative to the query: the head's habit, in words."""
+
+    name: str
+    phrase: str  # completes "each query ..."
+    key_of: Callable[[int], int]  # the key index the pattern expects for query row i
+    self_only: bool  # meaningful only when the keys are the queries' own sentence (key i is token i)
+
+
+PATTERNS: tuple[Pattern, ...] = (
+    Pattern("previous", "attends mostly to the previous token", lambda i: i - 1, True),
+    Pattern("itself", "attends mostly to itself", lambda i: i, True),
+    Pattern("next", "attends mostly to the next token", lambda i: i + 1, True),
+    Pattern("first", "attends mostly to the first token", lambda i: 0, False),
+)
+
+
+def masked_cells(matrix: np.ndarray, mask: np.ndarray | None, neginf_masked: bool) -> np.ndarray:
+    """(Tq, Tk) True where a cell is masked: ``mask`` False (True = may attend), or -inf when that means masked."""
+    masked = np.isneginf(matrix) if neginf_masked else np.zeros(matrix.shape, dtype=bool)  # (Tq, Tk)
+    if mask is not None:
+        masked = masked | ~np.broadcast_to(np.asarray(mask, dtype=bool), matrix.shape)
+    return masked
+
+
+def _argmax_keys(matrix: np.ndarray, masked: np.ndarray) -> np.ndarray:
+    """(Tq,) the strongest allowed key of each row, -1 for a row with no allowed finite cell."""
+    values = np.where(masked | ~np.isfinite(matrix), -np.inf, matrix)  # (Tq, Tk)
+    best = values.argmax(axis=-1)  # (Tq,)
+    return np.where(np.isneginf(values.max(axis=-1)), -1, best)
+
+
+@dataclass(frozen=True)
+class PatternFound:
+    """A pattern and how many of the rows that could show it do."""
+
+    pattern: Pattern
+    matching: int
+    rows: int
+
+
+def head_pattern(matrix: np.ndarray, masked: np.ndarray, *, self_attention: bool) -> PatternFound | None:
+    """The pattern most rows follow (at least ``PATTERN_SHARE`` of the rows where its key exists and is allowed),
+    or None. Ties go to the earlier pattern in ``PATTERNS``."""
+    best_keys = _argmax_keys(matrix, masked)  # (Tq,)
+    n_keys = matrix.shape[1]
+    found = None
+    for pattern in PATTERNS:
+        if pattern.self_only and not self_attention:
+            continue
+        rows = matching = 0
+        for i, best in enumerate(best_keys):
+            j = pattern.key_of(i)
+            if best < 0 or not 0 <= j < n_keys or masked[i, j]:
+                continue  # a row that cannot show this pattern
+            rows += 1
+            matching += int(best == j)
+        if rows and matching >= PATTERN_SHARE * rows and (found is None or matching / rows > found.matching / found.rows):
+            found = PatternFound(pattern, matching, rows)
+    return found
+
+
+def common_key(matrix: np.ndarray, masked: np.ndarray) -> tuple[int, int, int] | None:
+    """(key, rows whose strongest key it is, rows with a key) when one key is the strongest of at least
+    ``PATTERN_SHARE`` of the rows (and of two or more), else None."""
+    best_keys = _argmax_keys(matrix, masked)
+    counted = best_keys[best_keys >= 0]
+    if counted.size < 2:
+        return None
+    keys, counts = np.unique(counted, return_counts=True)
+    top = int(counts.argmax())
+    if counts[top] < PATTERN_SHARE * counted.size:
+        return None
+    return int(keys[top]), int(counts[top]), int(counted.size)
+
+
+def _extreme(matrix: np.ndarray, masked: np.ndarray, largest: bool) -> tuple[float, int, int] | None:
+    """(value, row, column) of the largest (or smallest) finite unmasked cell, first in reading order; None if none."""
+    shown = ~masked & np.isfinite(matrix)
+    if not shown.any():
+        return None
+    values = np.where(shown, matrix, -np.inf if largest else np.inf)
+    flat = int(values.argmax() if largest else values.argmin())
+    i, j = np.unravel_index(flat, matrix.shape)
+    return float(matrix[i, j]), int(i), int(j)
+
+
+def _mask_phrase(masked: np.ndarray, query_labels: list[str]) -> list[str]:
+    """How many cells are masked, and which query rows (labels as quoted) have no key at all."""
+    if not masked.any():
+        return []
+    parts = [f"{int(masked.sum())} of {masked.size} cells masked (grey)"]
+    empty = [query_labels[i] for i in np.flatnonzero(masked.all(axis=-1))]
+    if empty:
+        parts.append("no key to attend to for " + ", ".join(empty))
+    return parts
+
+
+def panel_sentence(matrix: np.ndarray, query_labels, key_labels, *, kind: str = "weights", title: str = "",
+                   mask: np.ndarray | None = None, null_key: bool = False, markdown: bool = False) -> str:
+    """One panel (Tq, Tk) of an attention grid in one sentence (see the module docstring).
+
+    Sequential views (weights): the pattern most rows follow, or the key most rows look at, and the
+    strongest cell; with ``null_key`` (weights only) the share of a row the null key takes, 1 − Σ_j A_ij.
+    Diverging views (logits, scores, differences): the largest positive and the most negative value.
+    Both: how many cells are masked and which rows have no key. ``markdown``: labels as code spans.
+    """
+    view = matrix_view(kind)
+    matrix = np.asarray(matrix, dtype=np.float64)  # (Tq, Tk)
+    masked = masked_cells(matrix, mask, view.masked_is_neginf)
+    self_attention = list(query_labels) == list(key_labels)
+    query_labels = [quoted(label, markdown) for label in query_labels]  # as the sentence prints them
+    key_labels = [quoted(label, markdown) for label in key_labels]
+    parts = []
+    if view.sequential:
+        found = head_pattern(matrix, masked, self_attention=self_attention)
+        common = common_key(matrix, masked)
+        if found is not None:
+            parts.append(f"each query {found.pattern.phrase} ({found.matching} of {found.rows} rows)")
+        elif common is not None:
+            key, count, rows = common
+            parts.append(f"most queries attend mostly to {key_labels[key]} ({count} of {rows} rows)")
+        else:
+            parts.append("no single pattern: the rows' strongest keys differ")
+        top = _extreme(matrix, masked, largest=True)
+        if top is not None:
+            value, i, j = top
+            parts.append(f"strongest {fixed(value, DECIMALS)} from {query_labels[i]} to {key_labels[j]}")
+        if null_key and kind == "weights":
+            rows = ~masked.all(axis=-1)  # rows with a key: a fully masked row gives 0 everywhere by policy
+            if rows.any():
+                share = 1.0 - np.where(masked, 0.0, matrix).sum(axis=-1)[rows]  # (rows,)
+                parts.append(f"the null key takes {fixed(share.mean(), DECIMALS)} of a row on average "
+                             f"({fixed(share.min(), DECIMALS)} to {fixed(share.max(), DECIMALS)})")
+    else:
+        top = _extreme(matrix, masked, largest=True)
+        low = _extreme(matrix, masked, largest=False)
+        if top is not None and top[0] > 0:
+            value, i, j = top
+            parts.append(f"largest positive {fixed(value, DECIMALS)} from {query_labels[i]} "
+                         f"to {key_labels[j]}")
+        if low is not None and low[0] < 0:
+            value, i, j = low
+            parts.append(f"most negative {fixed(value, DECIMALS)} from {query_labels[i]} "
+                         f"to {key_labels[j]}")
+        if top is not None and low is not None and top[0] <= 0 <= low[0]:
+            parts.append("every value is 0")
+    parts += _mask_phrase(masked, query_labels)
+    return (f"{title}: " if title else "") + "; ".join(parts) + "."
+
+
+def grid_lines(matrices: np.ndarray, query_labels, key_labels, *, kind: str = "weights",
+               titles: list[str] | None = None, mask: np.ndarray | None = None,
+               null_key: bool = False, markdown: bool = False) -> list[str]:
+    """An attention grid (n, Tq, Tk) in words: a line on what it shows, then one sentence per panel.
+
+    Takes what ``ui.charts.figures.attention_grid`` takes (its matrices, labels, view, titles and mask);
+    ``markdown``: labels as code spans, for ``st.markdown``.
+    """
+    view = matrix_view(kind)
+    matrices = np.asarray(matrices)
+    n, n_queries, n_keys = matrices.shape
+    titles = titles or [f"head {h}" for h in range(n)]
+    colours = ("dark = small, bright = large" if view.sequential
+               else "red above 0, blue below 0, white near 0")
+    panels = "1 panel" if n == 1 else f"{n} panels"
+    head = (f"Heatmap of the {view.value_name}, {panels} of {n_queries} queries (rows) by {n_keys} keys (columns); "
+            f"{colours}.")
+    masks = np.broadcast_to(np.asarray(mask, dtype=bool), matrices.shape) if mask is not None else [None] * n
+    return [head] + [
+        panel_sentence(matrices[h], query_labels, key_labels, kind=kind, title=titles[h], mask=masks[h],
+                       null_key=null_key, markdown=markdown)
+        for h in range(n)
+    ]
+
+
+def describe_grid(matrices: np.ndarray, query_labels, key_labels, **options) -> str:
+    """``grid_lines`` as one text, a line each: the ``alt`` of an attention grid."""
+    return "\n".join(grid_lines(matrices, query_labels, key_labels, **options))
+
+
+def describe_matrix(matrix: np.ndarray, row_labels, col_labels, *, title: str = "", value_name: str = "value",
+                    row_name: str = "row", col_name: str = "column") -> str:
+    """A single heatmap (R, C) (``matrix_heatmap``: outputs, concatenation, a step's matrix) in one sentence:
+    its size, its largest and its smallest value and where they are; masked (-inf) cells counted."""
+    matrix = np.asarray(matrix, dtype=np.float64)  # (R, C)
+    rows, cols = matrix.shape
+    masked = np.isneginf(matrix)
+    start = f"{title}: " if title else ""
+    parts = [f"{start}heatmap of {value_name}, {rows} {row_name}s by {cols} {col_name}s"]
+    for word, largest in (("largest", True), ("smallest", False)):
+        found = _extreme(matrix, masked, largest)
+        if found is not None:
+            value, i, j = found
+            parts.append(f"{word} {fixed(value, DECIMALS)} at {row_name} {quoted(row_labels[i])}, "
+                         f"{col_name} {quoted(col_labels[j])}")
+    if masked.any():
+        parts.append(f"{int(masked.sum())} of {masked.size} cells masked (−∞)")
+    return "; ".join(parts) + "."
+
+
+def describe_mask(allowed: np.ndarray, row_labels, col_labels, *, title: str = "mask") -> str:
+    """A mask matrix (True / 1 = may attend) in one sentence: allowed and masked counts, its shape by name
+    (causal: each query sees itself and the tokens before it), rows that see nothing."""
+    allowed = np.asarray(allowed).astype(bool)  # (R, C)
+    rows, cols = allowed.shape
+    parts = [f"{title}: {int(allowed.sum())} of {allowed.size} pairs allowed, {int((~allowed).sum())} masked"]
+    if allowed.all():
+        parts.append("every query may attend to every key")
+    elif rows == cols and np.array_equal(allowed, np.tri(rows, dtype=bool)):
+        parts.append("causal: each query sees itself and the tokens before it")
+    empty = [quoted(row_labels[i]) for i in np.flatnonzero(~allowed.any(axis=-1))]
+    if empty:
+        parts.append("no key allowed for " + ", ".join(empty))
+    return "; ".join(parts) + "."
+
+
+def describe_panel(matrix: np.ndarray, row_labels, col_labels, *, kind: str = "signed", title: str = "",
+                   value_name: str = "value") -> str:
+    """One matrix of Step by step (a ``ui.pipeline.steps.Panel``'s fields) in one sentence, by its kind:
+    "mask" (1 = may attend) as ``describe_mask``, "weights" as an attention panel, "signed" as ``describe_matrix``."""
+    if kind == "mask":
+        return describe_mask(matrix, row_labels, col_labels, title=title or "mask")
+    if kind == "weights":
+        return panel_sentence(matrix, row_labels, col_labels, kind="weights", title=title)
+    return describe_matrix(matrix, row_labels, col_labels, title=title, value_name=value_name)

@@ -1,0 +1,61 @@
+"""How the app prints a number: one format for tables, cell texts and sentences. No streamlit in here.
+
+Fixed decimals (``0.7480`` above ``0.7002``, never ``0.748``: a column of numbers lines up and a
+trailing zero is not mistaken for a missing digit), and never a negative zero: ``-0.00003`` at two
+decimals is ``0.00``, not ``-0.00`` (the sign of a number that rounds to zero tells nothing).
+Masked logits (-inf) are written ``−∞``; a missing value (NaN) is blank.
+
+Streamlit's table drops trailing zeros unless a column has a format, and prints ``-0.0000`` for a tiny
+negative value even with one: ``table_values`` turns the values that print as zero into +0 (the others keep
+every digit), ``column_format`` is the printf format every number column gets.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+DECIMALS = 4  # a table's numbers
+CELL_DECIMALS = 2  # a number printed inside a heatmap cell
+
+
+def fixed(value: float, decimals: int = DECIMALS) -> str:
+    """``value`` with exactly ``decimals`` decimals, no negative zero; ``−∞`` / ``∞`` for infinities, '' for NaN."""
+    value = float(value)
+    if math.isnan(value):
+        return ""
+    if math.isinf(value):
+        return "−∞" if value < 0 else "∞"
+    text = f"{value:.{decimals}f}"
+    if text.startswith("-") and float(text) == 0.0:  # -0.00: rounds to zero, the sign says nothing
+        text = text[1:]
+    return text
+
+
+def column_format(decimals: int = DECIMALS) -> str:
+    """The printf format of a table's number column: fixed ``decimals`` decimals (Streamlit's NumberColumn)."""
+    return f"%.{decimals}f"
+
+
+def without_negative_zeros(values: np.ndarray, decimals: int = DECIMALS) -> np.ndarray:
+    """``values`` with every value that prints as zero at ``decimals`` decimals made +0.0 (so none prints as
+    ``-0.00``); every other value is kept to the last digit (a table's cells are copied with all of them)."""
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        zero = np.round(values, decimals) == 0  # includes -0.0 and tiny negatives
+    return np.where(zero, 0.0, values)
+
+
+def table_values(frame: pd.DataFrame, decimals: int = DECIMALS) -> pd.DataFrame:
+    """A copy of ``frame`` whose float columns have no value that would print as ``-0.00…`` at ``decimals``."""
+    out = frame.copy()
+    for column in float_columns(out):
+        out[column] = without_negative_zeros(out[column].to_numpy(), decimals)
+    return out
+
+
+def float_columns(frame: pd.DataFrame) -> list:
+    """The names of ``frame``'s float columns (those that get a fixed-decimals format)."""
+    return [column for column in frame.columns if pd.api.types.is_float_dtype(frame[column])]
