@@ -96,7 +96,7 @@ def source_section() -> None:
     functions = [multi_head_attention, scaled_dot_product_attention, softmax]
     for tab, function in zip(st.tabs([f.__name__ for f in functions]), functions, strict=True):
         with tab:
-            st.code(inspect.getsource(function), language="python", line_numbers=True, height=520)
+            st.code(inspect.getsource(function), language="python", line_numbers=True, wrap_lines=True)
 
 
 def kernels_section() -> None:
