@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from mha_core.smollm2 import InductionScores, LogitLens, SmolLM2, softmax_1d
+from mha_core.smollm2 import SmolLM2
+from mha_core.smollm2_runs import InductionScores, LogitLens, softmax_1d
 from ui.pipeline.panels import slim_step
 from ui.pipeline.records import Panel, Step, StepInputs, dim_labels, shape_text
 from ui.pipeline.steps import build_steps

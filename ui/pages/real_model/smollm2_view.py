@@ -15,6 +15,7 @@ import numpy as np
 import streamlit as st
 
 from mha_core import smollm2 as smol
+from mha_core import smollm2_runs as runs
 from ui.charts import cached_figures, tables
 from ui.pages.real_model import smollm2 as sb
 from ui.pipeline import step_views as views
@@ -79,23 +80,23 @@ def cached_model(model_file: str | None) -> smol.SmolLM2:
 
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the prompt through 30 layers…")
-def cached_forward(text: str, _model: smol.SmolLM2) -> smol.SmolRun:
+def cached_forward(text: str, _model: smol.SmolLM2) -> runs.SmolRun:
     """One prompt through the model, keeping every layer's attention weights, keys and values (no full traces)."""
     return _model.forward(text, traces=())
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)  # 6 MB each: 31 x 49,152 logits
-def cached_lens(text: str, _model: smol.SmolLM2, _run: smol.SmolRun) -> smol.LogitLens:
+def cached_lens(text: str, _model: smol.SmolLM2, _run: runs.SmolRun) -> runs.LogitLens:
     return _model.logit_lens(_run)
 
 
 @st.cache_resource(max_entries=4, show_spinner="Building a repeated random sequence and running it…")
-def cached_induction(half: int, seed: int, _model: smol.SmolLM2) -> smol.InductionScores:
+def cached_induction(half: int, seed: int, _model: smol.SmolLM2) -> runs.InductionScores:
     return _model.induction(half=half, seed=seed)
 
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Decoding the prompt again, one token at a time…")
-def cached_cache_check(text: str, _model: smol.SmolLM2, _run: smol.SmolRun) -> dict:
+def cached_cache_check(text: str, _model: smol.SmolLM2, _run: runs.SmolRun) -> dict:
     """Decode the prompt's tokens after the first with the KV cache; the largest gaps to the full forward."""
     ids = _run.token_ids
     caches = _model.forward(ids[:1], traces=()).caches()
@@ -166,7 +167,7 @@ def show_head(layer: int, head: int) -> None:
     st.session_state.w_sm_layer, st.session_state.w_sm_head = layer, head
 
 
-def prediction_section(model: smol.SmolLM2, run: smol.SmolRun) -> None:
+def prediction_section(model: smol.SmolLM2, run: runs.SmolRun) -> None:
     st.subheader("Next token")
     left, right = st.columns(2)
     temperature = left.slider("Temperature", sb.MIN_TEMPERATURE, sb.TEMPERATURE[1], key="w_sm_temp", persist_state=KEEP, step=0.01,
@@ -184,7 +185,7 @@ def prediction_section(model: smol.SmolLM2, run: smol.SmolRun) -> None:
                "writes the token's text after the prompt, which is then tokenized again.")
 
 
-def heads_section(model: smol.SmolLM2, run: smol.SmolRun, layer: int, head: int) -> None:
+def heads_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int) -> None:
     config = model.config
     st.subheader(f"Layer {layer}: all {config.n_heads} heads, grouped by the K/V head they read")
     order = sb.grouped_heads(config.n_heads, config.kv_heads)
@@ -203,13 +204,13 @@ def heads_section(model: smol.SmolLM2, run: smol.SmolRun, layer: int, head: int)
 
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES * 4, show_spinner=False)
-def layer_diagnostics(text: str, layer: int, _model: smol.SmolLM2, _run: smol.SmolRun):
+def layer_diagnostics(text: str, layer: int, _model: smol.SmolLM2, _run: runs.SmolRun):
     """The diagnostics table of one layer's heads (the toy pages' columns), from the engine's trace of that layer."""
     _, trace, _ = _model.layer_trace(_run, layer)
     return tables.head_summary_frame(trace)
 
 
-def diagnostics_section(model: smol.SmolLM2, text: str, run: smol.SmolRun, layer: int) -> None:
+def diagnostics_section(model: smol.SmolLM2, text: str, run: runs.SmolRun, layer: int) -> None:
     st.subheader(f"What each head of layer {layer} does")
     frame = layer_diagnostics(text, layer, model, run)
     help_texts = dict(tables.DIAGNOSTIC_COLUMNS.values())
@@ -220,14 +221,14 @@ def diagnostics_section(model: smol.SmolLM2, text: str, run: smol.SmolRun, layer
 
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
-def overview_chart(text: str, _run: smol.SmolRun):
+def overview_chart(text: str, _run: runs.SmolRun):
     """All 30 x 9 heads of the prompt ``text`` as small heatmaps (the MiniLM page's builder)."""
     from ui.pages.real_model.overview import overview_figure
 
     return overview_figure(_run.attentions, panel_px=40)
 
 
-def overview_section(text: str, run: smol.SmolRun) -> None:
+def overview_section(text: str, run: runs.SmolRun) -> None:
     """Every layer x head, drawn only while its expander is open (270 heatmaps)."""
     box = st.expander(f"All {len(run.layers)} layers × {run.layers[0].weights.shape[0]} heads at a glance",
                       key="w_sm_overview", on_change="rerun")
@@ -239,7 +240,7 @@ def overview_section(text: str, run: smol.SmolRun) -> None:
                    "upper triangle is the causal mask. Long prompts show the largest weight of each block.")
 
 
-def kv_cache_section(model: smol.SmolLM2, text: str, run: smol.SmolRun) -> None:
+def kv_cache_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
     per_token = model.cache_bytes_per_token()
     st.subheader("The KV cache on real weights")
     st.markdown(
@@ -261,7 +262,7 @@ def kv_cache_section(model: smol.SmolLM2, text: str, run: smol.SmolRun) -> None:
                    f"last token: {check['logits']:.1e} (float32 rounding: each step computes one new query row).")
 
 
-def lens_section(model: smol.SmolLM2, text: str, run: smol.SmolRun) -> None:
+def lens_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
     st.subheader("Logit lens: what the model would say after each layer")
     lens = cached_lens(text, model, run)
     frame = sb.lens_frame(model, lens)
@@ -311,7 +312,7 @@ def induction_section(model: smol.SmolLM2) -> None:
                "just before; induction heads rely on such heads in earlier layers (Olsson et al. 2022).")
 
 
-def sink_section(model: smol.SmolLM2, run: smol.SmolRun) -> None:
+def sink_section(model: smol.SmolLM2, run: runs.SmolRun) -> None:
     st.subheader("Attention sinks: weight on the first token")
     sink = model.sink_mass(run)  # (L, nh)
     layers = [f"layer {n}" for n in range(model.config.n_layers)]
@@ -324,7 +325,7 @@ def sink_section(model: smol.SmolLM2, run: smol.SmolRun) -> None:
                "(Xiao et al. 2023).")
 
 
-def steps_section(model: smol.SmolLM2, run: smol.SmolRun, layer: int, head: int) -> None:
+def steps_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int) -> None:
     st.subheader(f"Step by step: layer {layer}, head {head}")
     shown = st.toggle("Show every matrix from this layer's input to its output, RoPE's turn of q and k, and one cell "
                       "number by number", key="w_sm_steps", persist_state=KEEP,
