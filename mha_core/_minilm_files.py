@@ -262,8 +262,9 @@ def forget_verifications() -> None:
         _verified.clear()
 
 
-def verify_file(path: Path, expected: ExpectedFile) -> None:
-    """Raise ModelIntegrityError unless ``path`` has the expected size and sha256.
+def verify_file(path: Path, expected: ExpectedFile, how_to_get: str = HOW_TO_GET_THE_MODEL) -> None:
+    """Raise ModelIntegrityError unless ``path`` has the expected size and sha256 (for any model's file:
+    ``how_to_get`` says where the genuine one comes from).
 
     A file already verified by this process, unchanged in size and modification time, is not
     hashed again.
@@ -272,7 +273,7 @@ def verify_file(path: Path, expected: ExpectedFile) -> None:
     if expected.size is not None and status.st_size != expected.size:
         raise ModelIntegrityError(
             f"{path} has {status.st_size:,} bytes, but the genuine {expected.name} has {expected.size:,}: "
-            f"the file is damaged or belongs to another model. Replace it with the original.\n{HOW_TO_GET_THE_MODEL}"
+            f"the file is damaged or belongs to another model. Replace it with the original.\n{how_to_get}"
         )
     if expected.sha256 is None:
         return
@@ -284,7 +285,7 @@ def verify_file(path: Path, expected: ExpectedFile) -> None:
     if digest != expected.sha256:
         raise ModelIntegrityError(
             f"{path} has sha256 {digest}, but the genuine {expected.name} has {expected.sha256}: "
-            f"the file is damaged or belongs to another model. Replace it with the original.\n{HOW_TO_GET_THE_MODEL}"
+            f"the file is damaged or belongs to another model. Replace it with the original.\n{how_to_get}"
         )
     with _verified_lock:
         _verified[key] = digest

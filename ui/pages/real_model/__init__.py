@@ -53,18 +53,24 @@ def view_rows(n_layers: int, n_heads: int) -> tuple[Setting, Setting]:
     )
 
 
+def link_text(params: Mapping[str, str], default: str, max_chars: int, what: str, messages: list[str]) -> str:
+    """The link's ``rm_text`` (either model's): the example ``what`` when missing or empty, cut at ``max_chars``."""
+    text = params.get("rm_text")
+    if text is None:
+        return default
+    if not text.strip():
+        messages.append(f"`rm_text` is empty: using the example {what} '{default}'.")
+        return default
+    if len(text) > max_chars:
+        messages.append(f"`rm_text` has {len(text):,} characters; keeping the first {max_chars:,}.")
+        return text[:max_chars]
+    return text
+
+
 def view_from_params(params: Mapping[str, str], n_layers: int, n_heads: int) -> tuple[RealView, list[str]]:
     """The view a link asks for, and a message for every value that could not be used as given."""
     messages: list[str] = []
-    text = params.get("rm_text")
-    if text is None:
-        text = DEFAULT_SENTENCE
-    elif not text.strip():
-        messages.append(f"`rm_text` is empty: using the example sentence '{DEFAULT_SENTENCE}'.")
-        text = DEFAULT_SENTENCE
-    elif len(text) > MAX_TEXT_CHARS:
-        messages.append(f"`rm_text` has {len(text):,} characters; keeping the first {MAX_TEXT_CHARS:,}.")
-        text = text[:MAX_TEXT_CHARS]
+    text = link_text(params, DEFAULT_SENTENCE, MAX_TEXT_CHARS, "sentence", messages)
     values = read_settings(params, view_rows(n_layers, n_heads), {}, messages)
     return RealView(text=text, layer=values["rm_layer"], head=values["rm_head"]), messages
 

@@ -20,6 +20,7 @@ import pandas as pd
 
 from mha_core.smollm2 import SmolLM2
 from mha_core.smollm2_runs import InductionScores, LogitLens, softmax_1d
+from ui.pages.real_model import link_text
 from ui.pipeline.panels import slim_step
 from ui.pipeline.records import Panel, Step, StepInputs, dim_labels, shape_text
 from ui.pipeline.steps import build_steps
@@ -93,15 +94,7 @@ class SmolView:
 def smol_view_from_params(params: Mapping[str, str]) -> tuple[SmolView, list[str]]:
     """The SmolLM2 view a link asks for, and a message for every value that could not be used as given."""
     messages: list[str] = []
-    text = params.get("rm_text")
-    if text is None:
-        text = DEFAULT_PROMPT
-    elif not text.strip():
-        messages.append(f"`rm_text` is empty: using the example prompt '{DEFAULT_PROMPT}'.")
-        text = DEFAULT_PROMPT
-    elif len(text) > MAX_PROMPT_CHARS:
-        messages.append(f"`rm_text` has {len(text):,} characters; keeping the first {MAX_PROMPT_CHARS:,}.")
-        text = text[:MAX_PROMPT_CHARS]
+    text = link_text(params, DEFAULT_PROMPT, MAX_PROMPT_CHARS, "prompt", messages)
     values = read_settings(params, SMOL_ROWS, {}, messages)
     return SmolView(text, values["sm_layer"], values["sm_head"], values["sm_temp"], values["sm_topk"]), messages
 
