@@ -146,6 +146,7 @@ def cases() -> list[Case]:
         Case("compare", "defaults", {"b_scale": "none"}, SEED, defaults + ", B: scale none"),
         Case("about", "defaults", {}, SEED, defaults),
         Case("decoding", "defaults", {}, SEED, defaults),
+        Case("flash", "defaults", {}, SEED, defaults + ", 2×2 tiles"),
         Case("heads", "caps", CAPS, SEED, caps),
         Case("heads", "caps+", CAPS | {"view": "logits", "avg": "1"}, SEED, caps + ", logits + average"),
         Case("step_by_step", "caps", CAPS, SEED, caps),
