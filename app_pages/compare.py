@@ -11,7 +11,7 @@ from ui.charts import figures, tables
 from ui.charts.kernels import weights_signed
 from ui.pages import compare
 from ui.run.compute import compute, result_later
-from ui.state.device import chart_config
+from ui.state.device import chart_config, on_phone
 from ui.state.settings import Setting, model_settings, values_of
 from ui.state.urlstate import WRITERS
 from ui.widgets.sidebar import WIDGETS, sidebar
@@ -61,9 +61,9 @@ def pair_figure(comparison, result_a, result_b, head: int):
         result_a.key_labels,
         titles=[f"A: head {head}", f"B: head {head}"],
         kind="signed_weights" if weights_signed(result_a.trace) or weights_signed(result_b.trace) else "weights",
-        max_cols=2,
+        max_cols=1 if on_phone() else 2,  # a phone: A above B
         panel_px=300,
-        square=True,
+        square=not on_phone(),
         mask=masks,
     )
 
@@ -104,7 +104,7 @@ def show_comparison(comparison, result_a, result_b) -> None:
                         width="content")
     with right:
         delta = figures.attention_grid(comparison.delta, result_a.query_labels, result_a.key_labels,
-                                       kind="difference", max_cols=2, panel_px=170,
+                                       kind="difference", max_cols=1 if on_phone() else 2, panel_px=170,
                                        titles=[f"B − A, head {h}" for h in range(comparison.n_heads)])
         st.plotly_chart(delta, key="cmp_delta", config=chart_config())
         st.caption("Red: B gives the cell more weight than A; blue: less. Centred on 0.")

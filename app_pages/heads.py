@@ -314,7 +314,8 @@ def carried_panel(result, parts, head: int, off) -> None:
     shown_heads = list(range(n_heads)) if parts.carried.size <= MAX_DRAWN_CELLS else [head]
     st.plotly_chart(figures.attention_grid(parts.carried[shown_heads], result.query_labels, result.key_labels,
                                            kind="carried", titles=[f"head {h}: weight × ‖v W_O‖" for h in shown_heads],
-                                           max_cols=min(len(shown_heads), 4), panel_px=170, mask=result.mask),
+                                           max_cols=1 if on_phone() else min(len(shown_heads), 4), panel_px=170,
+                                           mask=result.mask),
                     key="apart_carried", config=chart_config())
     if len(shown_heads) < n_heads:
         st.caption(f"At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")
@@ -459,7 +460,7 @@ def presentation(result) -> None:
 def main() -> None:
     config = sidebar()
     result = compute(config)
-    if presenting():
+    if presenting() and not on_phone():  # a phone is no projector: there the heads stay one under another
         if result is not None:
             presentation(result)
         return

@@ -21,6 +21,7 @@ from ui.pages.lessons import (
     preset_grid,
 )
 from ui.state import navigation
+from ui.state.device import chart_config, on_phone
 from ui.widgets.presentation import presentation_switch, presenting
 from ui.widgets.state import open_config
 
@@ -28,9 +29,13 @@ OVERVIEW = "overview"
 PAGE_PATH = "lessons"  # this page's URL path (from its file name)
 FONT_SIZE = 15  # readable from the back of a classroom
 PRESENT_FONT_SIZE = 18  # ... and from the back of a lecture hall, in presentation mode
+PHONE_FONT_SIZE = 12  # a phone held close: the colour bar and labels leave the heatmap its width
 
 
 def font_size() -> int:
+    """The figures' font: larger for a classroom, the app's usual size on a phone (where width is scarce)."""
+    if on_phone():
+        return PHONE_FONT_SIZE
     return PRESENT_FONT_SIZE if presenting() else FONT_SIZE
 
 
@@ -62,21 +67,23 @@ def pick(key: str) -> None:
 
 
 def draw_grid(grid: Grid, chart_key: str) -> None:
-    rows = -(-grid.matrices.shape[0] // grid.max_cols)
-    panel_px = 340 if grid.max_cols <= 2 else 240 if rows == 1 else 190
+    """A lesson's panels: side by side on a wide screen, one under another on a phone (each ~full width)."""
+    cols = 1 if on_phone() else grid.max_cols
+    rows = -(-grid.matrices.shape[0] // cols)
+    panel_px = 300 if on_phone() else 340 if cols <= 2 else 240 if rows == 1 else 190
     figure = attention_grid(
         grid.matrices,
         grid.row_labels,
         grid.col_labels,
         kind=grid.kind,
         titles=grid.titles,
-        max_cols=grid.max_cols,
+        max_cols=cols,
         panel_px=panel_px,
         font_size=font_size(),
-        square=grid.max_cols <= 2,
+        square=cols <= 2 and not on_phone(),
         mask=grid.mask,
     )
-    st.plotly_chart(figure, key=chart_key)
+    st.plotly_chart(figure, key=chart_key, config=chart_config(grid.kind))
 
 
 def draw_figures(lesson: Lesson, figures) -> None:
@@ -84,7 +91,8 @@ def draw_figures(lesson: Lesson, figures) -> None:
     for i, grid in enumerate(f for f in figures if isinstance(f, Grid)):
         draw_grid(grid, f"lesson_{lesson.key}_grid_{i}")
     if heatmaps:
-        for i, (column, heat) in enumerate(zip(st.columns(len(heatmaps)), heatmaps, strict=True)):
+        columns = [st.container() for _ in heatmaps] if on_phone() else st.columns(len(heatmaps))
+        for i, (column, heat) in enumerate(zip(columns, heatmaps, strict=True)):
             figure = matrix_heatmap(
                 heat.matrix,
                 heat.row_labels,
@@ -99,7 +107,7 @@ def draw_figures(lesson: Lesson, figures) -> None:
                 row_name=heat.row_name,
                 col_name=heat.col_name,
             )
-            column.plotly_chart(figure, key=f"lesson_{lesson.key}_heatmap_{i}")
+            column.plotly_chart(figure, key=f"lesson_{lesson.key}_heatmap_{i}", config=chart_config("heatmap"))
 
 
 def open_button(label: str, config, view, key: str) -> None:

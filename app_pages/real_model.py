@@ -28,6 +28,7 @@ from ui.pages.real_model import overview as rm_overview
 from ui.pages.real_model import smollm2_view
 from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
+from ui.state.device import chart_config, on_phone
 from ui.widgets.presentation import presentation_switch
 from ui.widgets.state import KEEP, clamp_choice
 
@@ -152,9 +153,10 @@ def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
     st.subheader(f"Layer {layer}: all {trace.n_heads} heads")
     titles = [f"head {h} ◀ chosen" if h == head else f"head {h}" for h in range(trace.n_heads)]
     fig = cached_figures.attention_grid(
-        matrices, labels, labels, kind="weights", titles=titles, max_cols=4, panel_px=GRID_PANEL_PX
+        matrices, labels, labels, kind="weights", titles=titles, max_cols=1 if on_phone() else 4,
+        panel_px=GRID_PANEL_PX, colorbar_below=on_phone(),
     )
-    st.plotly_chart(fig, key="rm_grid")
+    st.plotly_chart(fig, key="rm_grid", config=chart_config())
     rows = "each row sums to 1" if block == 1 else "a row of the full matrix sums to 1"
     shrink = (
         f" At {run.n_tokens} pieces each cell shows the largest weight of a {block}×{block} block of pieces (its "
@@ -180,7 +182,7 @@ def diagnostics_section(text: str, run: MiniLMRun, layer: int) -> None:
         "the weight on [CLS]."
     )
     left, right = st.columns([3, 2], vertical_alignment="center")
-    left.plotly_chart(cached_figures.similarity_heatmap(similarity), key="rm_similarity")
+    left.plotly_chart(cached_figures.similarity_heatmap(similarity), key="rm_similarity", config=chart_config())
     right.markdown(
         "**Which heads look alike?** Cosine similarity of two heads' weight matrices on this sentence: "
         "1 = the same pattern, 0 = no overlap. A bright block off the diagonal is a group of heads doing "
@@ -220,7 +222,7 @@ def overview_section(text: str, run: MiniLMRun) -> None:
 
 
 def overview_body(text: str, run: MiniLMRun, t: int) -> None:
-    st.plotly_chart(overview_chart(text, run), key="rm_overview")
+    st.plotly_chart(overview_chart(text, run), key="rm_overview", config=chart_config())
     block = rm_overview.pool_block(t)
     shrink = (
         f" With {t} pieces each small square shows the largest weight of a {block}×{block} block, so sharp lines stay "
@@ -297,7 +299,7 @@ def sink_body(text: str, model: MiniLM, run: MiniLMRun) -> None:
         columns[n % 2].plotly_chart(
             cached_figures.matrix_heatmap(matrix, layers, heads, title=name, value_name=name, signed=False, zmin=0.0,
                                    zmax=1.0, height=260, row_name="", col_name="head", width_px=420),
-            key=f"rm_sink_{n}",
+            key=f"rm_sink_{n}", config=chart_config(),
         )
     st.markdown(SINK_CITATION)
     st.download_button("Mass on [CLS] / [SEP] (CSV)", data=csv, file_name="cls_sep_mass.csv",

@@ -264,6 +264,13 @@ def _square_width(g: GridGeometry, query_labels, key_labels, font_size: int) -> 
     return int(g.cols * panel_w / (1 - 0.025 * (g.cols - 1)) + label_w + 120)
 
 
+def _colorbar_below(colorbar: dict, g: GridGeometry, font_size: int) -> int:
+    """Lay ``colorbar`` flat under the panels' key labels; the pixels it needs below them."""
+    colorbar.update(orientation="h", lenmode="fraction", len=1.0, x=0.5, xanchor="center", yanchor="top",
+                    y=-(g.label_px + 4) / g.plot_px, title=dict(colorbar["title"], side="top"))
+    return 3 * font_size + 30
+
+
 def attention_grid(
     matrices: np.ndarray,
     query_labels: list[str],
@@ -278,6 +285,7 @@ def attention_grid(
     fit_height: int | None = None,
     mask: np.ndarray | None = None,
     colour_range: str = "fixed",
+    colorbar_below: bool = False,
 ) -> go.Figure:
     """One heatmap per head, all on one shared colour axis. ``matrices`` has shape (nh, Tq, Tk).
 
@@ -287,6 +295,7 @@ def attention_grid(
     broadcastable to (nh, Tq, Tk), and -inf logits) are a solid grey layer whose hover says so.
     Labels are shown literally. ``font_size`` scales every text; ``square`` keeps cells square (a few
     large panels); ``fit_height`` (pixels) makes the whole figure that tall, labels included.
+    ``colorbar_below``: the colour bar lies under the panels (a phone: the panels keep the width).
     """
     view = matrix_view(kind)
     n = matrices.shape[0]
@@ -314,10 +323,11 @@ def attention_grid(
         layout.update(_per_head_axes(view, matrices, g.tick_font, g.plot_px))
     else:
         layout["coloraxis"] = _colour_axis(view, matrices, g.tick_font, g.plot_px, colour_range)
+    bar_px = _colorbar_below(layout["coloraxis"]["colorbar"], g, font_size) if colorbar_below else 0
     layout.update(
         annotations=[_panel_title(h, g, titles[h], font_size) for h in range(n)],
-        height=g.plot_px + g.title_px + MODEBAR_PX + g.label_px,
-        margin=dict(l=10, r=10, t=g.title_px + MODEBAR_PX, b=g.label_px, pad=0),
+        height=g.plot_px + g.title_px + MODEBAR_PX + g.label_px + bar_px,
+        margin=dict(l=10, r=10, t=g.title_px + MODEBAR_PX, b=g.label_px + bar_px, pad=0),
         font=dict(size=font_size),
         plot_bgcolor=MASKED_COLOUR,
     )

@@ -20,6 +20,7 @@ from ui.charts import cached_figures, tables
 from ui.pages.real_model import smollm2 as sb
 from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
+from ui.state.device import chart_config, on_phone
 from ui.widgets.state import KEEP, clamp_choice
 
 # A run holds ~43 MB at the 128-token cap (30 layers' attention, residuals, keys and values), ~2 MB at 12
@@ -194,8 +195,9 @@ def heads_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int)
     mask = np.tri(run.n_tokens, dtype=bool)  # (T, T), True on and below the diagonal
     fig = cached_figures.attention_grid(weights, labels, labels, kind="weights",
                                         titles=sb.head_titles(config.n_heads, config.kv_heads, head),
-                                        max_cols=config.group_size, panel_px=GRID_PANEL_PX, mask=mask)
-    st.plotly_chart(fig, key="sm_grid")
+                                        max_cols=1 if on_phone() else config.group_size,
+                                        panel_px=GRID_PANEL_PX, mask=mask, colorbar_below=on_phone())
+    st.plotly_chart(fig, key="sm_grid", config=chart_config())
     st.caption(
         f"Each row of panels is one K/V head: its {config.group_size} query heads read the same keys and values "
         f"(grouped-query attention, {config.n_heads} query heads over {config.kv_heads} K/V heads). Rows = queries, "
@@ -235,7 +237,7 @@ def overview_section(text: str, run: runs.SmolRun) -> None:
     if not box.open:
         return
     with box:
-        st.plotly_chart(overview_chart(text, run), key="sm_overview")
+        st.plotly_chart(overview_chart(text, run), key="sm_overview", config=chart_config())
         st.caption("Each small square is one head (rows = queries, columns = keys, query 0 at the top); the empty "
                    "upper triangle is the causal mask. Long prompts show the largest weight of each block.")
 
@@ -305,7 +307,7 @@ def induction_section(model: smol.SmolLM2) -> None:
     st.plotly_chart(cached_figures.matrix_heatmap(pattern, labels, labels, title=f"layer {layer}, head {head}",
                                                   value_name="weight", signed=False, zmin=0.0, zmax=1.0,
                                                   row_name="query", col_name="key", height=520),
-                    key="sm_induction_pattern")
+                    key="sm_induction_pattern", config=chart_config())
     st.button("Open this head above", key="sm_induction_show", on_click=show_head, args=(layer, head))
     st.caption("Induction score: mean weight from a token of the second copy to the token after its first "
                "occurrence (the stripe one right of the off-diagonal). Previous-token score: mean weight on the token "
@@ -319,7 +321,8 @@ def sink_section(model: smol.SmolLM2, run: runs.SmolRun) -> None:
     heads = [str(h) for h in range(model.config.n_heads)]
     st.plotly_chart(cached_figures.matrix_heatmap(sink, layers, heads, title="mean weight on token 0",
                                                   value_name="weight on token 0", signed=False, zmin=0.0, zmax=1.0,
-                                                  height=620, row_name="", col_name="head"), key="sm_sink")
+                                                  height=620, row_name="", col_name="head"), key="sm_sink",
+                    config=chart_config())
     st.caption("Mean over the queries 1..T−1 of the weight on token 0 (query 0 can only see itself). Many heads of "
                "later layers park most of their weight on the first token whatever it is, an 'attention sink' "
                "(Xiao et al. 2023).")

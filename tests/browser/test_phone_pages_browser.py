@@ -1,0 +1,44 @@
+"""Every page and every lesson on a phone (390x844, a phone's User-Agent): no heatmap panel narrower than
+150 px, and no plotly mode bar over the titles. Screenshots of a lesson and of presentation mode: test-artifacts/."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import exceptions_on_page, open_app, screenshot, wait_idle
+from test_screens_browser import as_phone
+
+from ui.pages.lessons import LESSONS
+from ui.state.navigation import PAGES
+
+MIN_PANEL_PX = 150
+LINKS = [info.name if info.name != "heads" else "" for info in PAGES] + [f"lessons?lesson={key}" for key in LESSONS]
+
+PANEL_WIDTHS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(plot =>
+    Array.from(plot.querySelectorAll('.cartesianlayer .subplot .nsewdrag, .nsewdrag.drag'))
+        .map(rect => ({width: rect.getBoundingClientRect().width, key: plot.closest('[class*="st-key-"]')?.className}))
+        .filter(r => r.width > 0))"""
+
+
+@pytest.mark.parametrize("link", LINKS, ids=lambda link: link or "heads")
+def test_on_a_phone_every_heatmap_panel_is_wide_enough_and_no_mode_bar_is_shown(app_page, app_url, link):
+    as_phone(app_page)
+    open_app(app_page, app_url, link)
+    wait_idle(app_page, timeout=90_000)
+    app_page.wait_for_timeout(1500)  # plotly draws after the script run ends
+    assert not exceptions_on_page(app_page)
+    narrow = [p for p in app_page.evaluate(PANEL_WIDTHS) if p["width"] < MIN_PANEL_PX]
+    assert narrow == []
+    assert app_page.locator(".modebar-btn").count() == 0
+
+
+def test_screenshots_of_a_lesson_and_of_presentation_mode_on_a_phone(app_page, app_url):
+    as_phone(app_page)
+    open_app(app_page, app_url, "lessons?lesson=causal")
+    wait_idle(app_page)
+    app_page.wait_for_timeout(1500)
+    screenshot(app_page, "lesson_causal_phone_390x844")
+    open_app(app_page, app_url, "?present=1&mask=causal")
+    wait_idle(app_page)
+    app_page.wait_for_timeout(1500)
+    assert not exceptions_on_page(app_page)
+    screenshot(app_page, "presentation_phone_390x844")
