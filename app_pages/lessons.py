@@ -111,7 +111,9 @@ def draw_figures(lesson: Lesson, figures) -> None:
 
 
 def open_button(label: str, config, view, key: str) -> None:
-    """Load ``config`` into the explorer in this tab, and beside it the same view in a new tab."""
+    """Load ``config`` into the explorer in this tab, and beside it the same view in a new tab; a teacher who
+    is presenting stays in presentation mode in both."""
+    view = {**view, "present": True} if presenting() else view
     row = st.container(horizontal=True, vertical_alignment="center", gap="small")
     if row.button(label, key=key, on_click=open_config, args=(config, dict(view)), icon=":material/arrow_forward:"):
         navigation.go_to("heads")
@@ -139,9 +141,10 @@ def render_lesson(lesson: Lesson) -> None:
         with left:
             open_button(panel.caption, panel.config, panel.view, f"lesson_open_{lesson.key}_{i}")
         with right:
-            st.code(full_link(explorer_query(panel.config, panel.view)), language=None, wrap_lines=True)
+            st.code(full_link(explorer_query(panel.config, {**panel.view, "present": presenting()})), language=None,
+                    wrap_lines=True)
     st.caption("Link to this lesson, for a slide:")
-    st.code(full_link(lesson_query(lesson.key), PAGE_PATH), language=None, wrap_lines=True)
+    st.code(full_link(lesson_query(lesson.key, presenting()), PAGE_PATH), language=None, wrap_lines=True)
     back, _, forward = st.columns([1, 2, 1])
     if position > 0:
         back.button("← previous lesson", key="lesson_prev", on_click=pick, args=(keys[position - 1],))
@@ -171,7 +174,7 @@ def render_overview() -> None:
             st.markdown(f"**{lesson.title}**  \n*“{lesson.question}”* ({lesson.source})")
         with right:
             st.button("Show this lesson", key=f"lesson_show_{key}", on_click=pick, args=(key,))
-            st.code(full_link(lesson_query(key), PAGE_PATH), language=None, wrap_lines=True)
+            st.code(full_link(lesson_query(key, presenting()), PAGE_PATH), language=None, wrap_lines=True)
     render_presets()
 
 

@@ -196,3 +196,23 @@ def test_a_lesson_added_to_the_registry_reaches_the_picker_the_overview_and_its_
     assert at.header[0].value == f"{len(LESSONS)}. An extra lesson"
     assert claim_lines(at) and all(line.startswith("- ✅") for line in claim_lines(at))
     assert [c.value for c in at.code][-1].endswith("?lesson=extra")
+
+
+def test_a_presenting_teacher_stays_presenting_through_the_lessons_links_and_into_the_explorer():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("app_pages/lessons.py")
+    at.query_params["present"] = "1"
+    at.query_params["lesson"] = "causal"
+    at.run()
+    assert not at.exception
+    links = [c.value for c in at.code]
+    assert any("lesson=causal" in link and "present=1" in link for link in links), links  # the slide's link
+    assert all("present=1" in link for link in links if "mask=causal" in link), links  # the explorer links
+    at.button(key="lesson_open_causal_1").click().run()
+    assert not at.exception and at.session_state["w_present"] is True
+    assert param(at, "present") == "1"
+
+
+def test_without_presentation_the_lessons_links_do_not_turn_it_on():
+    at = lessons_page("causal")
+    assert not any("present=1" in c.value for c in at.code)

@@ -23,9 +23,9 @@ def explorer_query(config: MHAConfig, view: Mapping[str, object] | None = None) 
     return "?" + urlencode(short_params(config, view))
 
 
-def lesson_query(key: str) -> str:
-    """'?lesson=causal': the query string of a Lessons-page link."""
-    return "?" + urlencode({"lesson": key})
+def lesson_query(key: str, present: bool = False) -> str:
+    """'?lesson=causal': the query string of a Lessons-page link (with ``present=1`` while presenting)."""
+    return "?" + urlencode({"lesson": key, **({"present": "1"} if present else {})})
 
 
 def app_root(page_url: str | None, page_path: str) -> str:
