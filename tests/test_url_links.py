@@ -23,7 +23,7 @@ from ui.state.urlstate import config_from_params, params_from_config, view_from_
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = json.loads((ROOT / "tests" / "data" / "url_links_before_settings_table.json").read_text())
 # Rows whose reading changed on purpose since (each with its reason), and rows added for a rule that changed.
-CHANGED = json.loads((ROOT / "tests" / "data" / "url_links_changed_by_issue_20.json").read_text())
+CHANGED = json.loads((ROOT / "tests" / "data" / "url_links_changed_on_purpose.json").read_text())
 
 
 NEW_FIELDS = ("pe", "rope_base", "kv_heads")  # added since the fixture (issue 12)

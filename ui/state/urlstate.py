@@ -87,6 +87,10 @@ def _tokens(raw: str, row: Setting, values: Values, messages: list[str]):
 def _grid(raw: str, row: Setting, values: Values, messages: list[str]):
     """A (Tq, Tk) grid of booleans; a malformed one becomes 'all allowed'."""
     tq, tk = len(values["tokens"]), len(key_tokens(values))
+    if not raw:  # mask=custom and no grid in the link: nothing was given wrong, so say what was missing
+        messages.append(f"`mask=custom` without `{row.param}` (its grid: one row of 0/1 per query, joined by "
+                        f"'.'): starting the custom mask from 'all allowed'; edit it on the page.")
+        return tuple(tuple(True for _ in range(tk)) for _ in range(tq))
     try:
         grid = decode_mask(raw)
         if len(grid) != tq or any(len(r) != tk for r in grid):

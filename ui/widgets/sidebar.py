@@ -154,7 +154,8 @@ def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
         ss[key] = fitting_kv_heads(ss.get(key) or heads, heads)
     ss[heads_of] = heads
     kv = st.segmented_control(place.label(row), choices, key=key, help=row.help, required=True, **place.options)
-    st.caption(f"{heads // kv} query head(s) per K/V head: "
+    group = heads // kv
+    st.caption(f"{group} query head{'' if group == 1 else 's'} per K/V head: "
                + ("multi-head (MHA)." if kv == heads else "multi-query (MQA)." if kv == 1 else "grouped-query (GQA)."))
     return int(kv)
 
