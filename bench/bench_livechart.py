@@ -5,7 +5,9 @@ heatmap and a Seed box (``FLOOR_APP``, written to a temporary file and served by
 Every page is timed in the same run, on the same machine, by the same page scripts as the "browser"
 section (bench/bench_browser.py): a shared link opened in a fresh Chromium to its first heatmap on
 screen, and Seed + to every figure of the page redrawn. Each is a median of 5; the ratio column
-divides by the floor page's median of the same measurement. Goals are issue 22's.
+divides by the floor page's median of the same measurement. Goals are issue 22's. When the pages draw
+with the live charts (ui/charts/live.py), Heads is timed once more with plotly's full bundle (the
+plotly package's plotly.min.js, copied into static/ for the run) instead of the cartesian one.
 
     python -m bench.bench_livechart          # prints the table (about 3 minutes)
     python -m bench --only livechart
@@ -13,6 +15,8 @@ divides by the floor page's median of the same measurement. Goals are issue 22's
 
 from __future__ import annotations
 
+import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -49,14 +53,29 @@ PAGES = (  # (name, the page's path and query as a shared link)
     ("floor page", "?seed=3"),
     ("Heads", "?seed=3"),
     ("Step by step", "step_by_step?seed=3"),
+    ("Heads, full plotly.js", "?seed=3"),  # the live charts with the plotly package's whole bundle instead
 )
+FULL_PLOTLY = "plotly-full-bench.min.js"  # copied into static/ for the run, removed after
 GOALS = {  # (measurement, page) -> the highest ratio to the floor page that meets issue 22's goal
     ("link", "Heads"): 1.0,
     ("seed", "Heads"): 1.2,
     ("seed", "Step by step"): 1.8,
 }
 TIMEOUT_MS = 90_000
+STATIC = Path(__file__).resolve().parents[1] / "static"
 QUIET_S = 1.0
+
+
+def full_plotly() -> bool:
+    """Copy the plotly package's full plotly.min.js into static/ (True), or False when the app does not use it."""
+    from ui.charts import live
+
+    if live.PLOTLY_FILE == FULL_PLOTLY or not live.static_plotly_path().exists():
+        return False  # the pages draw with st.plotly_chart, or already with the full bundle
+    import plotly
+
+    shutil.copyfile(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", STATIC / FULL_PLOTLY)
+    return True
 
 
 async def first_heatmap(playwright, url: str, query: str, directory: Path) -> float:
@@ -99,12 +118,20 @@ async def measure(quick: bool, directory: Path) -> dict[str, dict]:
             port = free_port()
             script = floor_script if name == "floor page" else None
             command = app_command(port, script) if script else app_command(port)
-            here = directory / name.replace(" ", "_")
+            here = directory / name.replace(" ", "_").replace(",", "")
             here.mkdir()
-            with running_server(command, port, here / "server.log") as (server, _):
-                await first_heatmap(playwright, server.url, query, here / "warm-up")
-                links = [await first_heatmap(playwright, server.url, query, here / f"open{i}") for i in range(samples)]
-                redraws = await seed_redraws(playwright, server.url, query, server.pid, samples, here / "seed")
+            full = name.endswith("full plotly.js")
+            if full and not full_plotly():
+                continue
+            env = {**os.environ, "MHA_PLOTLY_FILE": FULL_PLOTLY} if full else {**os.environ}
+            try:
+                with running_server(command, port, here / "server.log", env=env) as (server, _):
+                    await first_heatmap(playwright, server.url, query, here / "warm-up")
+                    links = [await first_heatmap(playwright, server.url, query, here / f"open{i}")
+                             for i in range(samples)]
+                    redraws = await seed_redraws(playwright, server.url, query, server.pid, samples, here / "seed")
+            finally:
+                (STATIC / FULL_PLOTLY).unlink(missing_ok=True)
             measured[name] = {"link": links, "seed": redraws}
     return measured
 
@@ -116,6 +143,8 @@ def rows_from(measured: dict[str, dict], quick: bool) -> list[dict]:
                                ("seed", "Seed + -> every heatmap redrawn")):
         floor = None
         for name, _ in PAGES:
+            if name not in measured:
+                continue
             values = measured[name][measurement]
             times = [v.last_ms for v in values] if measurement == "seed" else values
             median = statistics.median(times)

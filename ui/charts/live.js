@@ -3,15 +3,13 @@
 // Streamlit calls this function on mount and again with the same parentElement whenever the data or
 // the theme changes. `data` is the payload bytes: a JSON line of settings, "\n", the figure's JSON.
 
-const PLOTLY_FILE = "plotly-cartesian-4.1.1.min.js";
-
 // plotly.js, loaded once per page from the app's static files (<base>/app/static/), found next to
 // Streamlit's own bundle (<base>/static/js/index.*.js) so that a proxy's path prefix is kept.
-function plotlyReady() {
+function plotlyReady(file) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   if (!window.__mhaPlotly) {
     const bundle = [...document.querySelectorAll("script[src]")].find(s => /\/static\/js\/index[^/]*\.js/.test(s.src));
-    const src = new URL(`../../app/static/${PLOTLY_FILE}`, bundle ? bundle.src : document.baseURI).href;
+    const src = new URL(`../../app/static/${file}`, bundle ? bundle.src : document.baseURI).href;
     window.__mhaPlotly = new Promise((resolve, reject) => {
       const script = document.createElement("script");
       script.src = src;
@@ -70,9 +68,8 @@ function themed(layout, theme, width) {
 export default function ({data, parentElement}) {
   const root = parentElement.querySelector(".mha-live");
   const plot = root.querySelector(".mha-live-plot");
-  const text = new TextDecoder().decode(data);
-  const cut = text.indexOf("\n");
-  const head = JSON.parse(text.slice(0, cut));
+  const cut = data.indexOf(10);  // "\n": the settings line ends, the figure's JSON starts
+  const head = JSON.parse(new TextDecoder().decode(data.subarray(0, cut)));
   const theme = themeOf(root);
   const wanted = `${head.sig}|${head.width}|${JSON.stringify(head.config)}|${JSON.stringify(theme)}`;
   if (root.__mhaWanted === wanted) return;  // the same figure in the same theme: nothing to redraw
@@ -81,10 +78,10 @@ export default function ({data, parentElement}) {
   alt.textContent = head.alt;
   if (head.alt) plot.setAttribute("aria-label", head.alt); else plot.removeAttribute("aria-label");
   plot.setAttribute("role", head.alt ? "img" : "presentation");
-  const figure = JSON.parse(text.slice(cut + 1));
+  const figure = JSON.parse(new TextDecoder().decode(data.subarray(cut + 1)));
   const config = {displaylogo: false, responsive: head.width !== "content",
                   toImageButtonOptions: {format: "svg", filename: "mha-explorer-chart"}, ...head.config};
-  plotlyReady().then(Plotly => {
+  plotlyReady(head.plotly).then(Plotly => {
     if (root.__mhaWanted !== wanted) return;  // a newer figure came while plotly.js loaded
     Plotly.react(plot, figure.data, themed(figure.layout || {}, theme, head.width), config);
   }).catch(error => { alt.textContent = `Chart not drawn: ${error.message}`; });

@@ -10,7 +10,7 @@ Pages call one function, :func:`show_chart`, where they called ``st.plotly_chart
     show_chart(fig, key="heads_grid", config=chart_config(), alt="Attention weights of 4 heads")
 
 What reaches the browser is one bytes payload (``payload``): a JSON line of settings (config, alt,
-width, a digest of the figure), a newline, then the figure's JSON exactly as ``Figure.to_dict`` gives
+width, a digest of the figure, the plotly.js file), a newline, then the figure's JSON exactly as ``Figure.to_dict`` gives
 it (numpy arrays as plotly's typed-array spec {dtype, bdata, shape}, which plotly.js reads natively).
 The figure's JSON and digest are made once per figure object and kept on it: the cached figures
 (``ui/charts/cached_figures.py``) cost a byte copy to send again, and the browser skips a figure
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,7 +34,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
-PLOTLY_FILE = "plotly-cartesian-4.1.1.min.js"  # in static/, served at <base>/app/static/<file>
+# plotly.js in static/, served at <base>/app/static/<file>; MHA_PLOTLY_FILE names another file there
+# (bench/bench_livechart.py times plotly's full bundle with it).
+PLOTLY_FILE = os.environ.get("MHA_PLOTLY_FILE", "plotly-cartesian-4.1.1.min.js")
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 COMPONENT_NAME = "mha_live_chart"
 
@@ -69,7 +72,7 @@ def payload(fig: go.Figure | dict, *, config: dict | None = None, width: Width =
             alt: str | None = None) -> bytes:
     """What the component receives: a JSON line of settings, a newline, the figure's JSON."""
     text, digest = figure_json(fig)
-    head = {"sig": digest, "config": config or {}, "alt": alt or "", "width": width}
+    head = {"sig": digest, "config": config or {}, "alt": alt or "", "width": width, "plotly": PLOTLY_FILE}
     return json.dumps(head, separators=(",", ":")).encode() + b"\n" + text
 
 
