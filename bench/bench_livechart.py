@@ -5,9 +5,9 @@ heatmap and a Seed box (``FLOOR_APP``, written to a temporary file and served by
 Every page is timed in the same run, on the same machine, by the same page scripts as the "browser"
 section (bench/bench_browser.py): a shared link opened in a fresh Chromium to its first heatmap on
 screen, and Seed + to every figure of the page redrawn. Each is a median of 5; the ratio column
-divides by the floor page's median of the same measurement. Goals are issue 22's. When the pages draw
-with the live charts (ui/charts/live.py), Heads is timed once more with plotly's full bundle (the
-plotly package's plotly.min.js, copied into static/ for the run) instead of the cartesian one.
+divides by the floor page's median of the same measurement. Goals are issue 22's. Heads and Step by
+step are timed twice, their charts sent by st.plotly_chart and by the live charts (ui/charts/live.py),
+and Heads once more with plotly's full bundle (copied into static/ for the run).
 
     python -m bench.bench_livechart          # prints the table (about 3 minutes)
     python -m bench --only livechart
@@ -49,13 +49,16 @@ FLOOR_APP = textwrap.dedent('''
     z = np.random.default_rng(int(seed)).random((16, 16)).astype(np.float32)
     st.plotly_chart(go.Figure(go.Heatmap(z=z, zmin=0, zmax=1)), key="floor")
 ''')
-PAGES = (  # (name, the page's path and query as a shared link)
-    ("floor page", "?seed=3"),
-    ("Heads", "?seed=3"),
-    ("Step by step", "step_by_step?seed=3"),
-    ("Heads, full plotly.js", "?seed=3"),  # the live charts with the plotly package's whole bundle instead
-)
 FULL_PLOTLY = "plotly-full-bench.min.js"  # copied into static/ for the run, removed after
+OFF = {"MHA_LIVE_CHARTS": "0"}  # ui/charts/live.py: the pages draw with st.plotly_chart, as before issue 22
+PAGES = (  # (row name, page, the shared link's path and query, environment of its server)
+    ("floor page", "floor", "?seed=3", {}),
+    ("Heads, st.plotly_chart", "Heads", "?seed=3", OFF),
+    ("Step by step, st.plotly_chart", "Step by step", "step_by_step?seed=3", OFF),
+    ("Heads, live charts", "Heads", "?seed=3", {}),
+    ("Step by step, live charts", "Step by step", "step_by_step?seed=3", {}),
+    ("Heads, live, full plotly.js", "Heads", "?seed=3", {"MHA_PLOTLY_FILE": FULL_PLOTLY}),
+)
 GOALS = {  # (measurement, page) -> the highest ratio to the floor page that meets issue 22's goal
     ("link", "Heads"): 1.0,
     ("seed", "Heads"): 1.2,
@@ -70,8 +73,8 @@ def full_plotly() -> bool:
     """Copy the plotly package's full plotly.min.js into static/ (True), or False when the app does not use it."""
     from ui.charts import live
 
-    if live.PLOTLY_FILE == FULL_PLOTLY or not live.static_plotly_path().exists():
-        return False  # the pages draw with st.plotly_chart, or already with the full bundle
+    if not live.static_plotly_path().exists():
+        return False  # the pages draw with st.plotly_chart
     import plotly
 
     shutil.copyfile(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", STATIC / FULL_PLOTLY)
@@ -114,16 +117,14 @@ async def measure(quick: bool, directory: Path) -> dict[str, dict]:
     floor_script.write_text(FLOOR_APP)
     measured = {}
     async with async_playwright() as playwright:
-        for name, query in PAGES:
+        for index, (name, page, query, settings) in enumerate(PAGES):
             port = free_port()
-            script = floor_script if name == "floor page" else None
-            command = app_command(port, script) if script else app_command(port)
-            here = directory / name.replace(" ", "_").replace(",", "")
+            command = app_command(port, floor_script) if page == "floor" else app_command(port)
+            here = directory / f"page{index}"
             here.mkdir()
-            full = name.endswith("full plotly.js")
-            if full and not full_plotly():
+            if FULL_PLOTLY in settings.values() and not full_plotly():
                 continue
-            env = {**os.environ, "MHA_PLOTLY_FILE": FULL_PLOTLY} if full else {**os.environ}
+            env = {**os.environ, **settings}
             try:
                 with running_server(command, port, here / "server.log", env=env) as (server, _):
                     await first_heatmap(playwright, server.url, query, here / "warm-up")
@@ -142,7 +143,7 @@ def rows_from(measured: dict[str, dict], quick: bool) -> list[dict]:
     for measurement, label in (("link", "shared link -> first visible heatmap"),
                                ("seed", "Seed + -> every heatmap redrawn")):
         floor = None
-        for name, _ in PAGES:
+        for name, page, _, _ in PAGES:
             if name not in measured:
                 continue
             values = measured[name][measurement]
@@ -150,7 +151,7 @@ def rows_from(measured: dict[str, dict], quick: bool) -> list[dict]:
             median = statistics.median(times)
             floor = median if floor is None else floor
             ratio = median / floor
-            goal = GOALS.get((measurement, name))
+            goal = GOALS.get((measurement, page))
             row = {"measurement": label, "page": name, "samples": len(times), "median_ms": median,
                    "min_ms": min(times), "max_ms": max(times), "ratio": ratio,
                    "goal": f"<= {goal:.1f}x" if goal else "", "met": (ratio <= goal) if goal else None}
@@ -175,7 +176,9 @@ def run(quick: bool) -> list[dict]:
     pointerdown to the last frame in which any figure showed new data, after 1 s with no change
     (bench_browser.redrawn), one untimed press first. ``charts``: figures redrawn / on the page.
     ``ratio``: median / the floor page's median. Goals (issue 22): Heads' link <= 1.0x, Seed + on Heads
-    <= 1.2x, on Step by step <= 1.8x.
+    <= 1.2x, on Step by step <= 1.8x. Each page is timed with its charts sent by st.plotly_chart
+    (MHA_LIVE_CHARTS=0, as before issue 22) and by the live charts (ui/charts/live.py), and Heads once
+    more with plotly's full bundle (the plotly package's plotly.min.js) instead of the cartesian one.
     """
     reason = missing_browser()
     if reason:

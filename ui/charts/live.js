@@ -85,4 +85,7 @@ export default function ({data, parentElement}) {
     if (root.__mhaWanted !== wanted) return;  // a newer figure came while plotly.js loaded
     Plotly.react(plot, figure.data, themed(figure.layout || {}, theme, head.width), config);
   }).catch(error => { alt.textContent = `Chart not drawn: ${error.message}`; });
+  // Called when Streamlit unmounts the element (or at once when a newer call overtook this one, the graph
+  // still on the page): free plotly's listeners only once the graph has left the page.
+  return () => setTimeout(() => { if (!plot.isConnected && window.Plotly) window.Plotly.purge(plot); }, 0);
 }

@@ -39,6 +39,9 @@ import streamlit as st
 PLOTLY_FILE = os.environ.get("MHA_PLOTLY_FILE", "plotly-cartesian-4.1.1.min.js")
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 COMPONENT_NAME = "mha_live_chart"
+# MHA_LIVE_CHARTS=0 draws with st.plotly_chart instead (the same figure, key, config and width): a way back,
+# and the "before" of bench/bench_livechart.py in the same run.
+LIVE = os.environ.get("MHA_LIVE_CHARTS", "1") != "0"
 
 _HTML = '<div class="mha-live" data-testid="stPlotlyChart"><p class="mha-live-alt"></p><div class="mha-live-plot"></div></div>'
 _CSS = """
@@ -103,6 +106,9 @@ def show_chart(fig: go.Figure | dict, *, key: str, where: Any = None, config: di
     alt : str or None
         Text for screen readers: the chart's aria-label and a visually hidden paragraph before it.
     """
+    if not LIVE:
+        (st if where is None else where).plotly_chart(fig, key=key, config=config, width=width)
+        return
     data = payload(fig, config=config, width=width, alt=alt)
     if where is None or where is st:
         _component(key=key, data=data, width=width)
