@@ -65,6 +65,11 @@ GOALS = {  # (measurement, page) -> the highest ratio to the floor page that mee
     ("seed", "Step by step"): 1.8,
 }
 TIMEOUT_MS = 90_000
+# Milliseconds of long tasks (> 50 ms, a "longtask" PerformanceObserver) in the page between the input and
+# the last redraw: the main thread's blocking work in a change (bench_browser.OPENING_SCRIPT records them).
+LONG_TASKS_JS = """() => window.__mhaLongTasks
+  .filter(([start]) => start >= window.__mhaChangeAt && start <= window.__mhaLastRedraw)
+  .reduce((total, [, duration]) => total + duration, 0)"""
 STATIC = Path(__file__).resolve().parents[1] / "static"
 QUIET_S = 1.0
 
@@ -101,7 +106,8 @@ async def seed_redraws(playwright, url: str, query: str, server_pid: int, sample
         await watch(page, TIMEOUT_MS)
         measured = []
         for _ in range(samples + 1):
-            measured.append(await redrawn(page, lambda: step_seed(page), server_pid, QUIET_S, TIMEOUT_MS))
+            redraw = await redrawn(page, lambda: step_seed(page), server_pid, QUIET_S, TIMEOUT_MS)
+            measured.append((redraw, await page.evaluate(LONG_TASKS_JS)))
         await wait_idle(page, TIMEOUT_MS)
         return measured[1:]
     finally:
@@ -147,6 +153,8 @@ def rows_from(measured: dict[str, dict], quick: bool) -> list[dict]:
             if name not in measured:
                 continue
             values = measured[name][measurement]
+            if measurement == "seed":
+                values, long_tasks = [v for v, _ in values], [t for _, t in values]
             times = [v.last_ms for v in values] if measurement == "seed" else values
             median = statistics.median(times)
             floor = median if floor is None else floor
@@ -157,6 +165,8 @@ def rows_from(measured: dict[str, dict], quick: bool) -> list[dict]:
                    "goal": f"<= {goal:.1f}x" if goal else "", "met": (ratio <= goal) if goal else None}
             if measurement == "seed":
                 row["charts"] = f"{min(v.redrawn for v in values)}/{max(v.charts for v in values)}"
+                row["first_ms"] = statistics.median(v.first_ms for v in values)
+                row["long_tasks_ms"] = statistics.median(long_tasks)
                 row["server_cpu_ms"] = statistics.median(v.server_cpu_ms for v in values)
                 row["browser_cpu_ms"] = statistics.median(v.browser_cpu_ms for v in values)
             if goal and ratio > goal:
@@ -174,7 +184,8 @@ def run(quick: bool) -> list[dict]:
     a fresh Chromium each (new profile), from the navigation's start to the frame after the first
     heatmap's image appeared (bench_browser.OPENING_SCRIPT); Seed + in one tab, from the browser's
     pointerdown to the last frame in which any figure showed new data, after 1 s with no change
-    (bench_browser.redrawn), one untimed press first. ``charts``: figures redrawn / on the page.
+    (bench_browser.redrawn), one untimed press first. ``charts``: figures redrawn / on the page;
+    ``first_ms``: to the first figure redrawn; ``long_tasks_ms``: the page's long tasks (> 50 ms) in between.
     ``ratio``: median / the floor page's median. Goals (issue 22): Heads' link <= 1.0x, Seed + on Heads
     <= 1.2x, on Step by step <= 1.8x. Each page is timed with its charts sent by st.plotly_chart
     (MHA_LIVE_CHARTS=0, as before issue 22) and by the live charts (ui/charts/live.py), and Heads once
