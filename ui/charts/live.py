@@ -33,6 +33,7 @@ from typing import Any, Literal
 import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
+from _plotly_utils.utils import PlotlyJSONEncoder
 
 # plotly.js in static/, served at <base>/app/static/<file>; MHA_PLOTLY_FILE names another file there
 # (bench/bench_livechart.py times plotly's full bundle with it).
@@ -53,7 +54,19 @@ _JS = (Path(__file__).with_name("live.js")).read_text()
 
 _component = st.components.v2.component(COMPONENT_NAME, html=_HTML, css=_CSS, js=_JS, isolate_styles=False)
 
+_PLOTLY_ENCODER = PlotlyJSONEncoder()
+
 Width = Literal["stretch", "content"] | int
+
+
+def _json_text(spec: dict) -> str:
+    """The figure dict as JSON text: one pass of the standard encoder (numpy scalars and the like through
+    plotly's encoder). plotly's own ``to_json`` encodes, decodes and encodes again to turn NaN into null; a
+    figure with NaN outside its typed arrays (which hold NaN in their bytes) still goes that way."""
+    try:
+        return json.dumps(spec, separators=(",", ":"), allow_nan=False, default=_PLOTLY_ENCODER.default)
+    except ValueError:  # a NaN or an infinity in a plain list: plotly's encoder writes them as null
+        return pio.json.to_json_plotly(spec)
 
 
 def figure_json(fig: go.Figure) -> tuple[bytes, str]:
@@ -61,10 +74,12 @@ def figure_json(fig: go.Figure) -> tuple[bytes, str]:
 
     Figures are read-only by contract once built (``ui/charts/cached_figures.py``), so the text is kept on
     the object: a cached figure is encoded once, not once per rerun."""
-    kept = getattr(fig, "_mha_live_json", None) if isinstance(fig, go.Figure) else None
+    # Read from the instance's own dict: any other attribute read of a SentFigure (ui/charts/sent.py) builds
+    # plotly's object tree, the very work SentFigure saves.
+    kept = vars(fig).get("_mha_live_json") if isinstance(fig, go.Figure) else None
     if kept is None:
         spec = fig.to_dict() if isinstance(fig, go.Figure) else fig
-        text = pio.json.to_json_plotly(spec).encode()
+        text = _json_text(spec).encode()
         kept = (text, hashlib.md5(text, usedforsecurity=False).hexdigest())
         if isinstance(fig, go.Figure):
             object.__setattr__(fig, "_mha_live_json", kept)
