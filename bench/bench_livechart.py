@@ -26,18 +26,20 @@ from pathlib import Path
 from bench.bench_browser import (
     FULL_SAMPLES,
     QUICK_SAMPLES,
-    app_command,
-    free_port,
     fresh_tab,
     missing_browser,
     redrawn,
     run_coroutine,
-    running_server,
     skipped_row,
     step_seed,
     wait_idle,
     watch,
 )
+
+try:  # the server launcher's home once deploy/launch.py is merged; bench/bench_browser.py before that
+    from deploy.launch import app_command, free_port, running_server
+except ImportError:
+    from bench.bench_browser import app_command, free_port, running_server
 
 # The floor: one plotly heatmap and a Seed box whose "+" redraws it, nothing else.
 FLOOR_APP = textwrap.dedent('''
