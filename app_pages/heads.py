@@ -125,7 +125,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
     )
     width = "content" if len(titles) == 1 else "stretch"
     show_chart(fig, key="heads_grid", config=chart_config(), width=width,
-               alt=f"{VIEW_LABELS[view]} of {heads_phrase(config.n_heads)}, queries in rows, keys in columns")
+               alt=f"Heatmaps of {VIEW_LABELS[view]}, {heads_phrase(config.n_heads)}: queries in rows, keys in columns")
     st.caption(
         f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
         f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."
@@ -441,7 +441,7 @@ def presentation(result) -> None:
     )
     row = st.container(horizontal=True, gap="large")
     show_chart(fig, key="heads_grid", where=row, width="content", config=chart_config(),
-               alt=f"{VIEW_LABELS[view]} of head {head}, queries in rows, keys in columns")
+               alt=f"Heatmap of {VIEW_LABELS[view]}, head {head}: queries in rows, keys in columns")
     with row.container(width="stretch"):
         summary = tables.head_summary_frame(trace).iloc[head]
         for label, meaning in list(tables.DIAGNOSTIC_COLUMNS.values())[:2]:

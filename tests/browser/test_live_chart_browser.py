@@ -42,6 +42,11 @@ def test_seed_plus_redraws_the_heads_chart_in_place_with_the_engines_weights(app
     expected = run(MHAConfig(seed=4)).trace.weights  # (nh, T, T)
     np.testing.assert_allclose(live_panels(page, "heads_grid"), expected, atol=1e-6)
     assert not exceptions_on_page(page)
+    chart = page.evaluate("""() => { const el = document.querySelector('.st-key-heads_grid .js-plotly-plot');
+        return {svg: el._context.toImageButtonOptions.format, modebar: !!el.querySelector('.modebar'),
+                label: el.getAttribute('aria-label'), colourbar: !!el.querySelector('.colorbar')}; }""")
+    assert chart == {"svg": "svg", "modebar": True, "colourbar": True,
+                     "label": "Heatmaps of weights (softmax), 4 heads: queries in rows, keys in columns"}, chart
     screenshot(page, "live_chart_heads_after_seed_plus")
 
 
