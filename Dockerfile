@@ -21,6 +21,9 @@ COPY app.py ./
 COPY app_pages/ app_pages/
 COPY ui/ ui/
 COPY mha_core/ mha_core/
+# plotly.js for the live charts (ui/charts/live.py), served from static/ as .streamlit/config.toml asks.
+COPY .streamlit/ .streamlit/
+COPY static/ static/
 # Fail the build unless the model's files have the size and sha256 the app expects (its own check).
 RUN python -c "from mha_core.pretrained import load_minilm; print('model ok:', load_minilm(allow_download=False).source)" \
  && python -c "from mha_core.smollm2 import load_smollm2; print('model ok:', load_smollm2().source)"

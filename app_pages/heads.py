@@ -11,6 +11,7 @@ from ui.charts import cached_figures, describe, export, figures, numbers, tables
 from ui.charts.figures import MAX_DRAWN_CELLS
 from ui.charts.kernels import grid_kind
 from ui.charts.labels import concat_columns
+from ui.charts.live import show_chart
 from ui.charts.markdown import literals
 from ui.charts.views import MATRIX_VIEWS, SHORT_VIEW_LABELS, VIEW_LABELS
 from ui.pages.heads import apart, quiz
@@ -125,11 +126,15 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
         square=len(titles) == 1,  # one panel: square cells at a natural width, not stretched across the page
     )
     width = "content" if len(titles) == 1 else "stretch"
-    st.plotly_chart(fig, key="heads_grid", config=chart_config(), width=width)
+    described = describe.grid_lines(matrices, result.query_labels, result.key_labels, kind=grid_kind(trace, view),
+                                    titles=titles,
+                                    mask=result.mask, null_key=trace.null_key, markdown=True)
+    show_chart(fig, key="heads_grid", config=chart_config(), width=width,
+               alt=" ".join(describe.grid_lines(matrices, result.query_labels, result.key_labels,
+                                                kind=grid_kind(trace, view),
+                                                titles=titles, mask=result.mask, null_key=trace.null_key)))
     with st.expander("Describe this chart", key="heads_describe"):  # the figure in words, from its arrays
-        st.markdown("\n".join(f"- {line}" for line in describe.grid_lines(
-            matrices, result.query_labels, result.key_labels, kind=view, titles=titles, mask=result.mask,
-            null_key=trace.null_key, markdown=True)))
+        st.markdown("\n".join(f"- {line}" for line in described))
     st.caption(
         f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
         f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."
@@ -155,7 +160,8 @@ def diagnostics_section(result) -> None:
                      "head_diagnostics.csv", "dl_summary")
     with right:
         similarity = tables.similarity_frame(trace)
-        st.plotly_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity", config=chart_config())
+        show_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity", config=chart_config(),
+                   alt="Cosine similarity of every pair of heads' weight matrices")
         st.caption("Cosine similarity of two heads' weight matrices: 1 = the same pattern.")
         download_csv("Head similarity (CSV)", result.config, lambda r: tables.similarity_frame(r.trace),
                      "head_similarity.csv", "dl_similarity")
@@ -166,7 +172,8 @@ def outputs_section(result) -> None:
     st.subheader("After the heads: concatenate, then W_O")
     trace, config = result.trace, result.config
     columns = concat_columns(trace.concat.shape[1], trace.n_heads)
-    st.plotly_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat", config=chart_config())
+    show_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat",
+               config=chart_config(), alt="The heads' outputs side by side, one row per token")
     st.caption(
         f"Each head's output (weights × V) is {trace.heads.shape[-1]} numbers per token; the heads are laid "
         f"side by side (black lines) into {trace.concat.shape[1]} columns. Nothing mixes the heads yet."
@@ -180,7 +187,7 @@ def outputs_section(result) -> None:
     )
     if config.output_projection:
         out_cols = [str(c) for c in range(trace.output.shape[1])]
-        st.plotly_chart(
+        show_chart(
             cached_figures.matrix_heatmap(
                 trace.output,
                 result.query_labels,
@@ -192,6 +199,7 @@ def outputs_section(result) -> None:
             ),
             key="output",
             config=chart_config(),
+            alt="The output after W_O, one row per token",
         )
         st.caption(
             "W_O is the only step that mixes the heads: each output feature is a weighted sum of every head's columns."
@@ -273,12 +281,13 @@ def contribution_panel(result, parts, off) -> int:
     head = st.selectbox("Contribution of", list(range(result.trace.n_heads)), key="apart_head",
                         format_func=lambda h: f"head {h}")
     c_out = parts.contributions.shape[-1]
-    st.plotly_chart(
+    show_chart(
         figures.matrix_heatmap(parts.contributions[head], result.query_labels, apart.feature_labels(c_out),
                                title=f"head {head}'s contribution", value_name="contribution",
                                row_name="query", col_name="feature", width_px=560),
         key="apart_contribution",
         config=chart_config(),
+        alt=f"Head {head}'s contribution to the output, one row per token",
     )
     download_csv("Contributions, all heads (CSV)", result.config,
                  lambda r: apart.contributions_frame(apart.take_apart(r, off), r.query_labels),
@@ -290,10 +299,10 @@ def knock_out_panel(result, parts, off) -> None:
     """How much each token's output changes with the heads ``off``: bars, a table and two CSVs."""
     change = apart.change_frame(parts, result.query_labels)
     heads_off = ", ".join(map(str, parts.knocked.heads_off)) or "none"
-    st.plotly_chart(apart.change_bars(change["‖change‖"].to_numpy(), result.query_labels,
-                                      title=f"‖change in output‖ per token, heads off: {heads_off}",
-                                      value_name="‖change‖"),
-                    key="apart_change", config=chart_config())
+    show_chart(apart.change_bars(change["‖change‖"].to_numpy(), result.query_labels,
+                                 title=f"‖change in output‖ per token, heads off: {heads_off}",
+                                 value_name="‖change‖"),
+               key="apart_change", config=chart_config(), alt=f"Change in the output per token, heads off: {heads_off}")
     st.dataframe(numbers.table_values(change), key="apart_change_table", height=min(38 + 35 * len(change), 300),
                  column_config={c: st.column_config.NumberColumn(format=numbers.column_format())
                                 for c in numbers.float_columns(change)})
@@ -312,11 +321,11 @@ def carried_panel(result, parts, head: int, off) -> None:
                 "Kobayashi et al. 2020). A key can take much weight and add little.")
     n_heads = result.trace.n_heads
     shown_heads = list(range(n_heads)) if parts.carried.size <= MAX_DRAWN_CELLS else [head]
-    st.plotly_chart(figures.attention_grid(parts.carried[shown_heads], result.query_labels, result.key_labels,
-                                           kind="carried", titles=[f"head {h}: weight × ‖v W_O‖" for h in shown_heads],
-                                           max_cols=1 if on_phone() else min(len(shown_heads), 4), panel_px=170,
-                                           mask=result.mask),
-                    key="apart_carried", config=chart_config())
+    show_chart(figures.attention_grid(parts.carried[shown_heads], result.query_labels, result.key_labels,
+                                      kind="carried", titles=[f"head {h}: weight × ‖v W_O‖" for h in shown_heads],
+                                      max_cols=1 if on_phone() else min(len(shown_heads), 4), panel_px=170,
+                                      mask=result.mask),
+               key="apart_carried", config=chart_config(), alt="Weight times the norm of v W_O, per head")
     if len(shown_heads) < n_heads:
         st.caption(f"At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")
     download_csv("Weights and norm-weighted weights (CSV)", result.config, lambda r: carried_frame(r, off),
@@ -444,7 +453,8 @@ def presentation(result) -> None:
         mask=result.mask,
     )
     row = st.container(horizontal=True, gap="large")
-    row.plotly_chart(fig, key="heads_grid", width="content", config=chart_config())
+    show_chart(fig, key="heads_grid", where=row, width="content", config=chart_config(),
+               alt=f"Heatmap of {VIEW_LABELS[view]}, head {head}: queries in rows, keys in columns")
     with row.container(width="stretch"):
         summary = tables.head_summary_frame(trace).iloc[head]
         for label, meaning in list(tables.DIAGNOSTIC_COLUMNS.values())[:2]:

@@ -157,8 +157,10 @@ def cases() -> list[Case]:
 
 
 def figure_sizes(at) -> list[int]:
-    """Bytes of every plotly figure of the last run, as sent to the browser (its JSON spec)."""
-    return [len(chart.proto.spec.encode()) for chart in at.get("plotly_chart")]
+    """Bytes of every plotly figure of the last run, as sent to the browser: a plotly_chart's JSON spec, a live
+    chart's payload (ui/charts/live.py: a settings line and the figure's JSON)."""
+    live = [len(e.proto.bytes) for e in at.get("bidi_component") if e.proto.component_name == "mha_live_chart"]
+    return [len(chart.proto.spec.encode()) for chart in at.get("plotly_chart")] + live
 
 
 def check_page(at, case: Case) -> None:

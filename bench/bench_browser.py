@@ -107,7 +107,7 @@ DRAWN_JS = "key => window.__mhaFingerprint(key) !== null"
 OPENING_SCRIPT = f"const mhaHeatmap = '{HEATMAP_SELECTOR}';" + """
 window.__mhaMarks = {};
 const mhaMark = name => { if (!(name in window.__mhaMarks)) window.__mhaMarks[name] = performance.now(); };
-const mhaStages = {shell: '[data-testid="stApp"]', chart: '[data-testid="stPlotlyChart"]'};
+const mhaStages = {shell: '[data-testid="stApp"]', chart: '[data-testid="stPlotlyChart"] .js-plotly-plot'};
 const mhaObserver = new MutationObserver(() => {
   for (const [name, selector] of Object.entries(mhaStages)) if (document.querySelector(selector)) mhaMark(name);
   if (document.querySelector(mhaHeatmap)) {
@@ -128,7 +128,9 @@ window.WebSocket = class extends MhaSocket {
 # Read once the heatmap is on screen: the marks, and the PlotlyChart chunk's Resource Timing entry.
 OPENING_JS = """() => {
   const marks = window.__mhaMarks;
-  const chunk = performance.getEntriesByType("resource").find(entry => /\\/PlotlyChart[^/]*\\.js$/.test(entry.name));
+  // plotly.js: Streamlit's PlotlyChart chunk (st.plotly_chart), or the live charts' file (ui/charts/live.py)
+  const chunk = performance.getEntriesByType("resource").find(
+    entry => /\\/PlotlyChart[^/]*\\.js$|\\/app\\/static\\/plotly[^/]*\\.js$/.test(entry.name));
   const bundle = performance.getEntriesByType("resource").find(entry => /\\/index[^/]*\\.js$/.test(entry.name));
   const page = performance.getEntriesByType("navigation")[0];
   if (!chunk || !bundle) return null;
@@ -287,7 +289,7 @@ class Opening:
     session: float  # the websocket's first message: the server has started our script for this session
     chunk_start: float  # the PlotlyChart chunk requested: our script's first chart has reached the page
     chunk_end: float  # its last byte received
-    chart: float  # the chart's element ([data-testid="stPlotlyChart"]) in the DOM: the chunk ran, React mounted it
+    chart: float  # plotly's graph div (.js-plotly-plot) in a chart element: plotly.js has run and started drawing
     heatmap: float  # the first animation frame after plotly drew a heatmap's image
     chunk_transfer_kb: float  # bytes over the wire (headers included), as Resource Timing reports them
     chunk_encoded_kb: float  # the body as sent (compressed if it was)
@@ -309,7 +311,8 @@ async def open_link(page, url: str, query: str, timeout_ms: float) -> Opening:
     await page.wait_for_function("() => 'heatmap' in window.__mhaMarks", timeout=timeout_ms, polling=50)
     marks = await page.evaluate(OPENING_JS)
     if marks is None:
-        raise RuntimeError("no PlotlyChart*.js or index*.js in the page's Resource Timing: did Streamlit rename them?")
+        raise RuntimeError("no plotly.js (PlotlyChart*.js, app/static/plotly*.js) or index*.js in the page's "
+                           "Resource Timing: did Streamlit rename them?")
     return Opening(**{name: float(value) for name, value in marks.items()})  # JSON gives 3854 for 3854.0
 
 
@@ -325,7 +328,7 @@ async def opened(playwright, url: str, directory: Path, timeout_ms: float) -> Op
 OPENING_PARTS = (  # (row name, start mark, end mark): contiguous, so the parts add up to the whole
     ("Streamlit's page: its bundle until the app skeleton", None, "shell"),
     ("wait for our script: session, then its run to the first chart", "shell", "chunk_start"),
-    ("PlotlyChart JS chunk: download, parse, run, mount", "chunk_start", "chart"),
+    ("plotly.js (PlotlyChart chunk or live charts' file): download, parse, run", "chunk_start", "chart"),
     ("plotly drawing: chart element to heatmap on screen", "chart", "heatmap"),
 )
 

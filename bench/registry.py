@@ -40,6 +40,7 @@ SECTIONS = (
     Section("app", "App reruns per page: time and figure bytes", "bench.bench_app:run"),
     Section("server", "Server CPU per control change, real server on one core", "bench.bench_server:run"),
     Section("browser", "Browser: control change to updated heatmap", "bench.bench_browser:run"),
+    Section("livechart", "Browser: Heads and Step by step against the floor page (ratios)", "bench.bench_livechart:run"),
     Section("load", "Classroom load test: N sessions at once", "bench.bench_load:run"),
     Section("capacity", "Capacity: protocol clients against one server on one core", "bench.bench_capacity:run"),
     Section("replicas", "Capacity behind nginx: 2 replicas against 1", "bench.bench_capacity:run_replicas"),

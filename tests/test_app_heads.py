@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import LIMITS, MHAConfig, run
@@ -38,8 +38,8 @@ def open_take_apart(at: AppTest) -> AppTest:
 
 
 def charts(at: AppTest) -> dict[str, dict]:
-    """Every plotly figure on the page by its widget key (the end of the element id)."""
-    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    """Every plotly figure on the page by its widget key (the end of the element id), live charts included."""
+    return shown_charts.charts(at)
 
 
 def decode(z) -> np.ndarray:
@@ -387,7 +387,7 @@ def test_the_figures_at_the_caps_stay_under_2_mb_per_rerun():
             }
         )
         assert_page_ok(at)
-        sizes[view] = sum(len(c.proto.spec) for c in at.get("plotly_chart"))
+        sizes[view] = sum(shown_charts.chart_bytes(at).values())
     print(f"figure JSON per rerun at the caps: {sizes}")
     assert max(sizes.values()) <= TWO_MB
 

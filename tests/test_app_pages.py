@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from ui.state import navigation
@@ -52,7 +53,7 @@ def test_a_tour_of_every_page_and_back_raises_nothing():
     for page in [*PAGES, "app_pages/heads.py"]:
         at.switch_page(page).run()
         assert not exceptions(at), (page, exceptions(at))
-    assert at.get("plotly_chart"), "the Heads page lost its figure"
+    assert shown_charts.chart_elements(at), "the Heads page lost its figure"
 
 
 def titles(at: AppTest) -> list[str]:

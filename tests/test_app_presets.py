@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
@@ -35,8 +36,8 @@ def panels(figure: dict) -> list[np.ndarray]:
 
 def weights_figure(at: AppTest, n_heads: int) -> dict:
     """The Heads page's all-heads weights figure: one heatmap per head on a fixed 0..1 colour axis."""
-    for element in at.get("plotly_chart"):
-        figure = json.loads(element.proto.spec)
+    for element in shown_charts.chart_elements(at):
+        figure = shown_charts.figure_of(element)
         axis = figure["layout"].get("coloraxis", {})
         if len(figure["data"]) == n_heads and (axis.get("cmin"), axis.get("cmax")) == (0, 1):
             return figure

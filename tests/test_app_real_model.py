@@ -12,11 +12,11 @@ numpy arrays encoded as {dtype, bdata (base64), shape} (plotly 7).
 from __future__ import annotations
 
 import base64
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.pretrained import ENV_VAR, ModelUnavailableError, load_minilm
@@ -50,12 +50,12 @@ def page(params: dict[str, str] | None = None, opened: tuple[str, ...] = ()) -> 
 
 
 def charts(at: AppTest) -> dict[str, dict]:
-    """Every plotly figure on the page by its widget key (the end of the element id)."""
-    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    """Every plotly figure on the page by its widget key (the end of the element id), live charts included."""
+    return shown_charts.charts(at)
 
 
 def chart_bytes(at: AppTest) -> dict[str, int]:
-    return {c.proto.id.rsplit("-", 1)[-1]: len(c.proto.spec) for c in at.get("plotly_chart")}
+    return shown_charts.chart_bytes(at)
 
 
 def decode(z) -> np.ndarray:

@@ -9,11 +9,11 @@ page's builders.
 from __future__ import annotations
 
 import base64
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core import smollm2 as smol
@@ -42,7 +42,8 @@ def page(params: dict[str, str] | None = None) -> AppTest:
 
 
 def charts(at: AppTest) -> dict[str, dict]:
-    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    """Every plotly figure on the page by its widget key, live charts (the step panels) included."""
+    return shown_charts.charts(at)
 
 
 def decode(z) -> np.ndarray:

@@ -1,11 +1,11 @@
 """AppTest of the Step-by-step page: it renders, follows the settings, and its numbers are the engine's."""
 
 import base64
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
@@ -49,8 +49,8 @@ def test_the_drill_down_is_drawn_only_once_opened_or_named_by_the_link():
 def charts(at: AppTest) -> dict[str, dict]:
     """Every matrix on the page as a figure of its own, by its title (a row of panels drawn as one chart is split)."""
     views = {}
-    for chart in at.get("plotly_chart"):
-        views.update(panel_views(json.loads(chart.proto.spec)))
+    for chart in shown_charts.chart_elements(at):
+        views.update(panel_views(shown_charts.figure_of(chart)))
     return views
 
 
@@ -163,7 +163,7 @@ def test_numbers_instead_of_heatmaps_shows_tables_with_the_engines_values():
     at = open_page()
     at.toggle(key="w_sbs_table").set_value(True).run()
     assert not at.exception
-    assert len(at.get("plotly_chart")) == 0
+    assert len(shown_charts.chart_elements(at)) == 0
     scores = run(MHAConfig()).trace.scores[0]
     shown = [f.value for f in at.dataframe if f.value.shape == scores.shape]
     assert any(np.allclose(frame.to_numpy(dtype=float), scores, atol=EXACT) for frame in shown)

@@ -19,6 +19,7 @@ import time
 from dataclasses import replace
 
 import pytest
+import shown_charts
 
 from bench import bench_app, bench_browser, bench_load, processes
 from bench.registry import SECTIONS
@@ -130,7 +131,7 @@ def test_the_real_model_caps_plus_session_draws_every_section():
     caps_plus = next(c for c in bench_app.cases() if c.page == "real_model" and c.settings == "caps+")
     short = next(c for c in bench_app.cases() if c.page == "real_model" and c.settings == "defaults")
     at, _ = bench_app.open_session(replace(caps_plus, control=short.control))  # the same session, a short sentence
-    shown = {chart.proto.id.rsplit("-", 1)[-1] for chart in at.get("plotly_chart")}
+    shown = set(shown_charts.charts(at))
     assert {"rm_grid", "rm_overview", "rm_sink_0", "rm_softmax_0"} <= shown, shown
 
 

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
@@ -19,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def specs(at: AppTest) -> dict[str, str]:
-    """Every plotly figure's JSON as sent, by its widget key."""
-    return {c.proto.id.rsplit("-", 1)[-1]: c.proto.spec for c in at.get("plotly_chart")}
+    """Every plotly figure's JSON as sent, by its widget key (a live chart's: its payload's figure part)."""
+    return {shown_charts.key_of(c): c.proto.spec if hasattr(c.proto, "spec") else bytes(c.proto.bytes).partition(b"\n")[2]
+            for c in shown_charts.chart_elements(at)}
 
 
 def decode(z: dict) -> np.ndarray:

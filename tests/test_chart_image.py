@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from ui.charts.chart_image import current_page, file_stem, svg_button_options
@@ -36,10 +37,11 @@ def test_every_chart_of_a_page_saves_an_svg_named_after_the_view(page):
     if page != "heads":
         at.switch_page(f"app_pages/{page}.py").run()
     assert not at.exception
-    charts = at.get("plotly_chart")
+    charts = shown_charts.chart_elements(at)
     assert charts, page
     for chart in charts:
-        options = json.loads(chart.proto.config)["toImageButtonOptions"]
+        config = json.loads(chart.proto.config) if hasattr(chart.proto, "spec") else shown_charts.settings_of(chart)["config"]
+        options = config["toImageButtonOptions"]
         assert options["format"] == "svg"
         # AppTest has no URL, so the page is the default one; the view comes from the link's view=
         assert options["filename"].startswith("mha-explorer_") and options["filename"].endswith("_logits")

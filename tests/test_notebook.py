@@ -132,7 +132,7 @@ def test_the_notebook_of_a_link_reproduces_the_apps_download(link, workdir):
     for message in messages:
         assert message in nb.cells[0].source
     assert imported_modules(nb) <= {"numpy", "matplotlib.pyplot"}
-    if config.d_model ** 2 > notebook.MAX_LITERAL:
+    if config.d_model ** 2 > notebook_cells.MAX_LITERAL:
         assert "bytes.fromhex" in nb.cells[5].source  # the weights' cell
     saved_path = workdir / f"saved_{LINKS.index(link)}.npz"
     nb.cells.insert(0, nbformat.v4.new_code_cell(GUARD))

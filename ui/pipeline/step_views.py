@@ -13,6 +13,7 @@ import streamlit as st
 
 from ui.charts import cached_figures
 from ui.charts.export import csv_bytes, npz_bytes
+from ui.charts.live import show_chart
 from ui.charts.markdown import literal
 from ui.charts.numbers import DECIMALS, column_format, table_values
 from ui.pipeline.drill_down import (
@@ -54,7 +55,8 @@ def number_columns(columns, number_format: str = NUMBER_FORMAT) -> dict:
 def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: float, font_size: int = FONT_SIZE) -> None:
     """One matrix: a heatmap whose cells are ``width_px`` wide in all, or its table of numbers."""
     if not as_table:
-        st.plotly_chart(cached_figures.panel_figure(panel, font_size=font_size, width_px=width_px), key=key, config=chart_config())
+        show_chart(cached_figures.panel_figure(panel, font_size=font_size, width_px=width_px), key=key,
+                   config=chart_config(), alt=panel.title)
         return
     frame = panel_table(panel)
     st.markdown(f"**{panel.title}**")
@@ -76,7 +78,8 @@ def show_panels(panels: tuple[Panel, ...], key_prefix: str, *, as_table: bool = 
             # one chart for the row (the browser redraws each chart on its own); key of its first panel.
             # Not on a phone: there the columns stack, one matrix under the other.
             figure = cached_figures.panels_figure(tuple(row), font_size=font_size, width_px=width_px)
-            st.plotly_chart(figure, key=f"{key_prefix}_{start}", config=chart_config())
+            show_chart(figure, key=f"{key_prefix}_{start}", config=chart_config(),
+                       alt=", ".join(panel.title for panel in row))
             continue
         columns = st.columns([2, 1] if len(panels) == 1 else per_row)
         for offset, panel in enumerate(row):

@@ -1,0 +1,224 @@
+"""Section "livechart": what the eye sees on Heads and Step by step, as ratios to the floor of the stack.
+
+The floor page is the simplest Streamlit page with a heatmap: one ``st.plotly_chart`` of a 16 × 16
+heatmap and a Seed box (``FLOOR_APP``, written to a temporary file and served by a server of its own).
+Every page is timed in the same run, on the same machine, by the same page scripts as the "browser"
+section (bench/bench_browser.py): a shared link opened in a fresh Chromium to its first heatmap on
+screen, and Seed + to every figure of the page redrawn. Each is a median of 5; the ratio column
+divides by the floor page's median of the same measurement. Goals are issue 22's. Heads and Step by
+step are timed twice, their charts sent by st.plotly_chart and by the live charts (ui/charts/live.py),
+and Heads once more with plotly's full bundle (copied into static/ for the run).
+
+    python -m bench.bench_livechart          # prints the table (about 3 minutes)
+    python -m bench --only livechart
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+from bench.bench_browser import (
+    FULL_SAMPLES,
+    QUICK_SAMPLES,
+    fresh_tab,
+    missing_browser,
+    redrawn,
+    run_coroutine,
+    skipped_row,
+    step_seed,
+    wait_idle,
+    watch,
+)
+
+try:  # the server launcher's home once deploy/launch.py is merged; bench/bench_browser.py before that
+    from deploy.launch import app_command, free_port, running_server
+except ImportError:
+    from bench.bench_browser import app_command, free_port, running_server
+
+# The floor: one plotly heatmap and a Seed box whose "+" redraws it, nothing else.
+FLOOR_APP = textwrap.dedent('''
+    import numpy as np
+    import plotly.graph_objects as go
+    import streamlit as st
+
+    seed = st.number_input("Seed", value=3, step=1, key="w_seed")
+    z = np.random.default_rng(int(seed)).random((16, 16)).astype(np.float32)
+    st.plotly_chart(go.Figure(go.Heatmap(z=z, zmin=0, zmax=1)), key="floor")
+''')
+FULL_PLOTLY = "plotly-full-bench.min.js"  # copied into static/ for the run, removed after
+OFF = {"MHA_LIVE_CHARTS": "0"}  # ui/charts/live.py: the pages draw with st.plotly_chart, as before issue 22
+PAGES = (  # (row name, page, the shared link's path and query, environment of its server)
+    ("floor page", "floor", "?seed=3", {}),
+    ("Heads, st.plotly_chart", "Heads", "?seed=3", OFF),
+    ("Step by step, st.plotly_chart", "Step by step", "step_by_step?seed=3", OFF),
+    ("Heads, live charts", "Heads", "?seed=3", {}),
+    ("Step by step, live charts", "Step by step", "step_by_step?seed=3", {}),
+    ("Heads, live, full plotly.js", "Heads", "?seed=3", {"MHA_PLOTLY_FILE": FULL_PLOTLY}),
+)
+GOALS = {  # (measurement, page) -> the highest ratio to the floor page that meets issue 22's goal
+    ("link", "Heads"): 1.0,
+    ("seed", "Heads"): 1.2,
+    ("seed", "Step by step"): 1.8,
+}
+TIMEOUT_MS = 90_000
+# Milliseconds of long tasks (> 50 ms, a "longtask" PerformanceObserver) in the page between the input and
+# the last redraw: the main thread's blocking work in a change (bench_browser.OPENING_SCRIPT records them).
+LONG_TASKS_JS = """() => window.__mhaLongTasks
+  .filter(([start]) => start >= window.__mhaChangeAt && start <= window.__mhaLastRedraw)
+  .reduce((total, [, duration]) => total + duration, 0)"""
+# When the app's script ran after the input: its state attribute turned "running" and back (every element it
+# sent has reached the page by the second), in ms from the input; installed in each tab before a change.
+SCRIPT_STATE_JS = """() => {
+  window.__mhaScript = {};
+  const app = document.querySelector('[data-testid="stApp"]');
+  new MutationObserver(() => {
+    const at = performance.now() - window.__mhaChangeAt, state = app.dataset.testScriptState;
+    if (state === "running") window.__mhaScript.start ??= at;
+    else if (window.__mhaScript.start !== undefined) window.__mhaScript.end ??= at;
+  }).observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
+}"""
+STATIC = Path(__file__).resolve().parents[1] / "static"
+QUIET_S = 1.0
+
+
+def full_plotly() -> bool:
+    """Copy the plotly package's full plotly.min.js into static/ (True), or False when the app does not use it."""
+    from ui.charts import live
+
+    if not live.static_plotly_path().exists():
+        return False  # the pages draw with st.plotly_chart
+    import plotly
+
+    shutil.copyfile(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", STATIC / FULL_PLOTLY)
+    return True
+
+
+async def first_heatmap(playwright, url: str, query: str, directory: Path) -> float:
+    """Milliseconds from the navigation's start to the first animation frame with a heatmap on screen,
+    in a fresh Chromium (empty cache, a new session)."""
+    context, page = await fresh_tab(playwright, directory)
+    try:
+        await page.goto(f"{url}/{query}", timeout=TIMEOUT_MS, wait_until="commit")
+        await page.wait_for_function("() => 'heatmap' in window.__mhaMarks", timeout=TIMEOUT_MS, polling=50)
+        return float(await page.evaluate("() => window.__mhaMarks.heatmap"))
+    finally:
+        await context.close()
+
+
+async def seed_redraws(playwright, url: str, query: str, server_pid: int, samples: int, directory: Path):
+    """Seed + pressed ``samples`` times (after one untimed press) in one tab: the Redraw of each."""
+    context, page = await fresh_tab(playwright, directory)
+    try:
+        await page.goto(f"{url}/{query}", timeout=TIMEOUT_MS)
+        await watch(page, TIMEOUT_MS)
+        measured = []
+        for _ in range(samples + 1):
+            await page.evaluate(SCRIPT_STATE_JS)
+            redraw = await redrawn(page, lambda: step_seed(page), server_pid, QUIET_S, TIMEOUT_MS)
+            script = await page.evaluate("() => window.__mhaScript")
+            measured.append((redraw, await page.evaluate(LONG_TASKS_JS), script.get("end", float("nan"))))
+        await wait_idle(page, TIMEOUT_MS)
+        return measured[1:]
+    finally:
+        await context.close()
+
+
+async def measure(quick: bool, directory: Path) -> dict[str, dict]:
+    """Every page's openings (after one untimed opening that warms the server) and Seed + redraws."""
+    from playwright.async_api import async_playwright
+
+    samples = QUICK_SAMPLES if quick else FULL_SAMPLES
+    floor_script = directory / "floor_app.py"
+    floor_script.write_text(FLOOR_APP)
+    measured = {}
+    async with async_playwright() as playwright:
+        for index, (name, page, query, settings) in enumerate(PAGES):
+            port = free_port()
+            command = app_command(port, floor_script) if page == "floor" else app_command(port)
+            here = directory / f"page{index}"
+            here.mkdir()
+            if FULL_PLOTLY in settings.values() and not full_plotly():
+                continue
+            env = {**os.environ, **settings}
+            try:
+                with running_server(command, port, here / "server.log", env=env) as (server, _):
+                    await first_heatmap(playwright, server.url, query, here / "warm-up")
+                    links = [await first_heatmap(playwright, server.url, query, here / f"open{i}")
+                             for i in range(samples)]
+                    redraws = await seed_redraws(playwright, server.url, query, server.pid, samples, here / "seed")
+            finally:
+                (STATIC / FULL_PLOTLY).unlink(missing_ok=True)
+            measured[name] = {"link": links, "seed": redraws}
+    return measured
+
+
+def rows_from(measured: dict[str, dict], quick: bool) -> list[dict]:
+    """The table: per page and measurement, the median, its spread, its ratio to the floor page, the goal."""
+    rows = []
+    for measurement, label in (("link", "shared link -> first visible heatmap"),
+                               ("seed", "Seed + -> every heatmap redrawn")):
+        floor = None
+        for name, page, _, _ in PAGES:
+            if name not in measured:
+                continue
+            values = measured[name][measurement]
+            if measurement == "seed":
+                values, long_tasks, script_end = ([v for v, _, _ in values], [t for _, t, _ in values],
+                                                  [e for _, _, e in values])
+            times = [v.last_ms for v in values] if measurement == "seed" else values
+            median = statistics.median(times)
+            floor = median if floor is None else floor
+            ratio = median / floor
+            goal = GOALS.get((measurement, page))
+            row = {"measurement": label, "page": name, "samples": len(times), "median_ms": median,
+                   "min_ms": min(times), "max_ms": max(times), "ratio": ratio,
+                   "goal": f"<= {goal:.1f}x" if goal else "", "met": (ratio <= goal) if goal else None}
+            if measurement == "seed":
+                row["charts"] = f"{min(v.redrawn for v in values)}/{max(v.charts for v in values)}"
+                row["first_ms"] = statistics.median(v.first_ms for v in values)
+                row["long_tasks_ms"] = statistics.median(long_tasks)
+                row["script_end_ms"] = statistics.median(script_end)
+                row["server_cpu_ms"] = statistics.median(v.server_cpu_ms for v in values)
+                row["browser_cpu_ms"] = statistics.median(v.browser_cpu_ms for v in values)
+            if goal and ratio > goal:
+                row["note"] = f"missed by {ratio - goal:.2f}x ({(ratio - goal) * floor:.0f} ms)"
+            if quick:
+                row["note"] = (row.get("note", "") + f" quick run: {len(times)} sample(s)").strip()
+            rows.append(row)
+    return rows
+
+
+def run(quick: bool) -> list[dict]:
+    """Floor page, Heads, Step by step: shared link to the first heatmap and Seed + to every heatmap redrawn.
+
+    Each page on a server of its own (one untimed opening first, so the server is warm); openings in
+    a fresh Chromium each (new profile), from the navigation's start to the frame after the first
+    heatmap's image appeared (bench_browser.OPENING_SCRIPT); Seed + in one tab, from the browser's
+    pointerdown to the last frame in which any figure showed new data, after 1 s with no change
+    (bench_browser.redrawn), one untimed press first. ``charts``: figures redrawn / on the page;
+    ``first_ms``: to the first figure redrawn; ``long_tasks_ms``: the page's long tasks (> 50 ms) in between;
+    ``script_end_ms``: to the page showing the script's run as finished (every element it sent has arrived).
+    ``ratio``: median / the floor page's median. Goals (issue 22): Heads' link <= 1.0x, Seed + on Heads
+    <= 1.2x, on Step by step <= 1.8x. Each page is timed with its charts sent by st.plotly_chart
+    (MHA_LIVE_CHARTS=0, as before issue 22) and by the live charts (ui/charts/live.py), and Heads once
+    more with plotly's full bundle (the plotly package's plotly.min.js) instead of the cartesian one.
+    """
+    reason = missing_browser()
+    if reason:
+        return [skipped_row(reason, measurement="floor page vs Heads and Step by step")]
+    with tempfile.TemporaryDirectory(prefix="mha-bench-livechart-") as directory:
+        return rows_from(run_coroutine(measure(quick, Path(directory))), quick)
+
+
+if __name__ == "__main__":
+    from bench.machine import machine_info, machine_line
+    from bench.report import text_table
+
+    print(machine_line(machine_info()))
+    print(text_table(run(quick="--quick" in sys.argv)))

@@ -1,0 +1,137 @@
+"""Charts that update in place: one plotly graph per key, redrawn with ``Plotly.react`` on new data.
+
+``st.plotly_chart`` derives its element id from the figure's JSON even when a key is given, so every
+change of data unmounts the chart and mounts a new one that draws from scratch (issue 22). Here a
+Streamlit custom component (components v2: its JavaScript runs in the page, no iframe) keeps one
+plotly graph div per key and hands each new figure to ``Plotly.react``, which redraws what changed.
+
+Pages call one function, :func:`show_chart`, where they called ``st.plotly_chart``::
+
+    show_chart(fig, key="heads_grid", config=chart_config(), alt="Attention weights of 4 heads")
+
+What reaches the browser is one bytes payload (``payload``): a JSON line of settings (config, alt,
+width, a digest of the figure, the plotly.js file), a newline, then the figure's JSON exactly as ``Figure.to_dict`` gives
+it (numpy arrays as plotly's typed-array spec {dtype, bdata, shape}, which plotly.js reads natively).
+The figure's JSON and digest are made once per figure object and kept on it: the cached figures
+(``ui/charts/cached_figures.py``) cost a byte copy to send again, and the browser skips a figure
+whose digest (and theme) it has already drawn. AppTest sees a ``bidi_component`` element whose
+``proto.bytes`` is that payload; ``figure_from_payload`` reads the figure back.
+
+plotly.js is plotly's cartesian bundle (heatmaps, bars, scatter, subplots; 1.5 MB, 0.5 MB gzipped,
+MIT licence beside it), served by Streamlit's static file serving from ``static/`` and loaded once
+per page by a plain ``<script>``; no npm step at install or run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import streamlit as st
+from _plotly_utils.utils import PlotlyJSONEncoder
+
+# plotly.js in static/, served at <base>/app/static/<file>; MHA_PLOTLY_FILE names another file there
+# (bench/bench_livechart.py times plotly's full bundle with it).
+PLOTLY_FILE = os.environ.get("MHA_PLOTLY_FILE", "plotly-cartesian-4.1.1.min.js")
+STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
+COMPONENT_NAME = "mha_live_chart"
+# MHA_LIVE_CHARTS=0 draws with st.plotly_chart instead (the same figure, key, config and width): a way back,
+# and the "before" of bench/bench_livechart.py in the same run.
+LIVE = os.environ.get("MHA_LIVE_CHARTS", "1") != "0"
+
+_HTML = '<div class="mha-live" data-testid="stPlotlyChart"><p class="mha-live-alt"></p><div class="mha-live-plot"></div></div>'
+_CSS = """
+.mha-live { width: 100%; }
+.mha-live-alt { position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden;
+                clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
+"""
+_JS = (Path(__file__).with_name("live.js")).read_text()
+
+_component = st.components.v2.component(COMPONENT_NAME, html=_HTML, css=_CSS, js=_JS, isolate_styles=False)
+
+_PLOTLY_ENCODER = PlotlyJSONEncoder()
+
+Width = Literal["stretch", "content"] | int
+
+
+def _json_text(spec: dict) -> str:
+    """The figure dict as JSON text: one pass of the standard encoder (numpy scalars and the like through
+    plotly's encoder). plotly's own ``to_json`` encodes, decodes and encodes again to turn NaN into null; a
+    figure with NaN outside its typed arrays (which hold NaN in their bytes) still goes that way."""
+    try:
+        return json.dumps(spec, separators=(",", ":"), allow_nan=False, default=_PLOTLY_ENCODER.default)
+    except ValueError:  # a NaN or an infinity in a plain list: plotly's encoder writes them as null
+        return pio.json.to_json_plotly(spec)
+
+
+def figure_json(fig: go.Figure) -> tuple[bytes, str]:
+    """The figure's JSON (as ``to_dict`` gives it, typed arrays kept) and its digest, made once per figure object.
+
+    Figures are read-only by contract once built (``ui/charts/cached_figures.py``), so the text is kept on
+    the object: a cached figure is encoded once, not once per rerun."""
+    # Read from the instance's own dict: any other attribute read of a SentFigure (ui/charts/sent.py) builds
+    # plotly's object tree, the very work SentFigure saves.
+    kept = vars(fig).get("_mha_live_json") if isinstance(fig, go.Figure) else None
+    if kept is None:
+        spec = fig.to_dict() if isinstance(fig, go.Figure) else fig
+        text = _json_text(spec).encode()
+        kept = (text, hashlib.md5(text, usedforsecurity=False).hexdigest())
+        if isinstance(fig, go.Figure):
+            object.__setattr__(fig, "_mha_live_json", kept)
+    return kept
+
+
+def payload(fig: go.Figure | dict, *, config: dict | None = None, width: Width = "stretch",
+            alt: str | None = None) -> bytes:
+    """What the component receives: a JSON line of settings, a newline, the figure's JSON."""
+    text, digest = figure_json(fig)
+    head = {"sig": digest, "config": config or {}, "alt": alt or "", "width": width, "plotly": PLOTLY_FILE}
+    return json.dumps(head, separators=(",", ":")).encode() + b"\n" + text
+
+
+def figure_from_payload(data: bytes) -> tuple[dict, dict]:
+    """The settings line and the figure of a payload (the inverse of ``payload``), for tests and tools."""
+    head, _, figure = bytes(data).partition(b"\n")
+    return json.loads(head), json.loads(figure)
+
+
+def show_chart(fig: go.Figure | dict, *, key: str, where: Any = None, config: dict | None = None,
+               width: Width = "stretch", alt: str | None = None) -> None:
+    """Draw a plotly figure that later reruns update in place (the page's one way to show a chart).
+
+    Parameters
+    ----------
+    fig : plotly Figure (or its dict)
+        Drawn as built; not changed afterwards (its JSON is kept on it).
+    key : str
+        The chart's identity across reruns: the same key on the next run redraws the same graph in place.
+        Also the element's CSS class ``st-key-<key>`` and the end of its element id.
+    where : a Streamlit container (``st.columns(...)[i]``, ``st.container()``, ``st.sidebar``) or None
+        Where to draw it; None for the main flow, as ``st.plotly_chart`` would.
+    config : dict or None
+        plotly.js settings (``ui.state.device.chart_config()``: the mode bar on hover, none on a phone).
+        The camera button saves an SVG unless ``toImageButtonOptions`` says otherwise.
+    width : "stretch", "content" or pixels
+        "stretch" fills the container (the figure's own width is ignored), "content" keeps the figure's width.
+    alt : str or None
+        Text for screen readers: the chart's aria-label and a visually hidden paragraph before it.
+    """
+    if not LIVE:
+        (st if where is None else where).plotly_chart(fig, key=key, config=config, width=width)
+        return
+    data = payload(fig, config=config, width=width, alt=alt)
+    if where is None or where is st:
+        _component(key=key, data=data, width=width)
+        return
+    with where:
+        _component(key=key, data=data, width=width)
+
+
+def static_plotly_path() -> Path:
+    """The plotly.js file the component loads (static/ in the repository; a test checks it is there)."""
+    return STATIC_DIR / PLOTLY_FILE
