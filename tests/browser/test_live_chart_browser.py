@@ -8,6 +8,8 @@ from conftest import exceptions_on_page, open_app, screenshot, wait_idle
 from shown_charts import decode
 
 from mha_core.config import MHAConfig, run
+from mha_core.inputs import token_labels
+from ui.charts import describe
 
 # The live figure of a key: its panels' z as plotly's typed-array spec (the masked cells' grey layers, which
 # have no colour axis, left out), or null while a rerun has not drawn it yet.
@@ -45,8 +47,11 @@ def test_seed_plus_redraws_the_heads_chart_in_place_with_the_engines_weights(app
     chart = page.evaluate("""() => { const el = document.querySelector('.st-key-heads_grid .js-plotly-plot');
         return {svg: el._context.toImageButtonOptions.format, modebar: !!el.querySelector('.modebar'),
                 label: el.getAttribute('aria-label'), colourbar: !!el.querySelector('.colorbar')}; }""")
-    assert chart == {"svg": "svg", "modebar": True, "colourbar": True,
-                     "label": "Heatmaps of weights (softmax), 4 heads: queries in rows, keys in columns"}, chart
+    # the alt text is the chart in words (ui.charts.describe, itself checked against loops) of the engine's weights
+    labels = token_labels(MHAConfig().tokens)
+    described = " ".join(describe.grid_lines(expected, labels, labels, kind="weights",
+                                             titles=[f"head {h}" for h in range(expected.shape[0])]))
+    assert chart == {"svg": "svg", "modebar": True, "colourbar": True, "label": described}, chart
     screenshot(page, "live_chart_heads_after_seed_plus")
 
 

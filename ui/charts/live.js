@@ -77,7 +77,7 @@ export default function ({data, parentElement}) {
   const alt = root.querySelector(".mha-live-alt");
   alt.textContent = head.alt;
   if (head.alt) plot.setAttribute("aria-label", head.alt); else plot.removeAttribute("aria-label");
-  plot.setAttribute("role", head.alt ? "img" : "presentation");
+  plot.setAttribute("role", head.alt ? "figure" : "presentation");  // figure: its mode bar and hover stay reachable
   const figure = JSON.parse(new TextDecoder().decode(data.subarray(cut + 1)));
   const config = {displaylogo: false, responsive: head.width !== "content",
                   toImageButtonOptions: {format: "svg", filename: "mha-explorer-chart"}, ...head.config};
