@@ -21,6 +21,7 @@ from ui.pipeline.records import Panel, dim_labels
 from ui.run.compute import compute, result_later
 from ui.state import page_params
 from ui.state.settings import values_of
+from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import figure_font_size
 from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP
@@ -96,7 +97,7 @@ def show_step(kernel: FlashRun, index: int, result) -> None:
         views.show_panels(panels, "flash_tile", font_size=font)
     st.markdown("**The running state of this tile's rows**")
     st.dataframe(state_table(step, q_labels), key="flash_state",
-                 column_config=views.number_columns(["m_old", "m_new", "rescale e^(m_old − m_new)", "ℓ_old", "ℓ_new"]))
+                 column_config=number_columns(["m_old", "m_new", "rescale e^(m_old − m_new)", "ℓ_old", "ℓ_new"]))
     hv = kernel.output.shape[1]
     head = kernel.head
     left, right = st.columns(2)

@@ -20,6 +20,7 @@ from ui.state.device import chart_config, on_phone
 from ui.state.settings import COLOUR_RANGE_LABELS
 from ui.widgets.mask_editor import mask_editor
 from ui.widgets.notebook_button import notebook_button
+from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import presenting
 from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP
@@ -149,11 +150,8 @@ def diagnostics_section(result) -> None:
     left, right = st.columns([3, 2])
     with left:
         summary = tables.head_summary_frame(trace, cross=result.config.is_cross)
-        config = {
-            label: st.column_config.NumberColumn(label, help=meaning, format="%.3f")
-            for label, meaning in tables.DIAGNOSTIC_COLUMNS.values()
-            if label in summary.columns
-        }
+        meanings = dict(tables.DIAGNOSTIC_COLUMNS.values())
+        config = number_columns([c for c in meanings if c in summary.columns], "%.3f", meanings)
         st.dataframe(summary, column_config=config, key="head_table")
         st.caption("Averages over the query rows (fully masked rows left out). Entropy 0 = sharp, 1 = even.")
         download_csv("Head diagnostics (CSV)", result.config, lambda r: tables.head_summary_frame(r.trace, cross=r.config.is_cross),
@@ -304,8 +302,7 @@ def knock_out_panel(result, parts, off) -> None:
                                  value_name="‖change‖"),
                key="apart_change", config=chart_config(), alt=f"Change in the output per token, heads off: {heads_off}")
     st.dataframe(numbers.table_values(change), key="apart_change_table", height=min(38 + 35 * len(change), 300),
-                 column_config={c: st.column_config.NumberColumn(format=numbers.column_format())
-                                for c in numbers.float_columns(change)})
+                 column_config=number_columns(numbers.float_columns(change)))
     download_csv("Output change per token (CSV)", result.config,
                  lambda r: apart.change_frame(apart.take_apart(r, off), r.query_labels),
                  "knock_out_change.csv", "dl_knock_change")

@@ -22,6 +22,7 @@ from ui.pages.lessons import (
 )
 from ui.state import navigation
 from ui.state.device import chart_config, on_phone
+from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import presentation_switch, presenting
 from ui.widgets.state import open_config
 
@@ -154,13 +155,9 @@ def render_lesson(lesson: Lesson) -> None:
 
 def number_formats(table) -> dict:
     """Percent columns as whole percents, other decimals to 3 places, integers as they are."""
-    formats = {}
-    for column in table.columns:
-        if table[column].dtype.kind == "f":
-            formats[column] = st.column_config.NumberColumn(
-                column, format="%.0f%%" if column.endswith("(%)") else "%.3f"
-            )
-    return formats
+    floats = [c for c in table.columns if table[c].dtype.kind == "f"]
+    percents = [c for c in floats if c.endswith("(%)")]
+    return number_columns([c for c in floats if c not in percents], "%.3f") | number_columns(percents, "%.0f%%")
 
 
 def render_overview() -> None:

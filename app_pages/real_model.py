@@ -29,6 +29,7 @@ from ui.pages.real_model import smollm2_view
 from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
 from ui.state.device import chart_config, on_phone
+from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import presentation_switch
 from ui.widgets.state import KEEP, clamp_choice
 
@@ -175,7 +176,7 @@ def diagnostics_section(text: str, run: MiniLMRun, layer: int) -> None:
     st.subheader(f"What each head of layer {layer} does")
     frame, similarity = layer_tables(text, layer, run)
     help_texts = dict(tables.DIAGNOSTIC_COLUMNS.values()) | dict(rm.REAL_COLUMNS.values())
-    config = {c: st.column_config.NumberColumn(c, help=help_texts.get(c), format=NUMBER) for c in frame.columns}
+    config = number_columns(frame.columns, NUMBER, help_texts)
     st.dataframe(frame, column_config=config, height="content", key="rm_head_table")
     st.caption(
         "Means over the query rows; hover a column name for its meaning. Key 0 is [CLS], so 'on first token' is "

@@ -13,8 +13,8 @@ from ui.pages.seeds import (
     overview_table,
     side_by_side,
 )
-from ui.pipeline.step_views import number_columns
 from ui.state import navigation
+from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import presentation_switch
 from ui.widgets.state import open_config
 

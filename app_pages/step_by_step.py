@@ -18,6 +18,7 @@ from ui.pipeline.steps import (
 )
 from ui.run.compute import compute
 from ui.widgets.notebook_button import notebook_button
+from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import figure_font_size
 from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP, clamp_choice
@@ -70,7 +71,7 @@ def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int,
     with right:
         st.markdown(row_sums_heading(inputs.trace))
         sums = row_sums_table(inputs, head)
-        st.dataframe(sums, column_config=views.number_columns(
+        st.dataframe(sums, column_config=number_columns(
             [c for c in ("sum", NULL_SHARE_COLUMN) if c in sums.columns], "%.6f"),
                      key=f"{KEY_PREFIX}_row_sums")
     if inputs.trace.fully_masked[head].any():

@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.colors
 import pyarrow as pa
 import pytest
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
@@ -132,7 +133,7 @@ def test_step_by_step_heatmap_cells_never_read_minus_zero():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.switch_page("app_pages/step_by_step.py").run()
     assert not at.exception
-    texts = [text for chart in at.get("plotly_chart") for trace in json.loads(chart.proto.spec)["data"]
+    texts = [text for figure in shown_charts.charts(at).values() for trace in figure["data"]
              for row in trace.get("text") or [] for text in row if isinstance(text, str)]
     numeric = [text for text in texts if re.fullmatch(r"-?\d+\.\d\d", text)]
     assert len(numeric) > 100

@@ -15,7 +15,7 @@ from ui.charts import cached_figures
 from ui.charts.export import csv_bytes, npz_bytes
 from ui.charts.live import show_chart
 from ui.charts.markdown import literal
-from ui.charts.numbers import DECIMALS, column_format, table_values
+from ui.charts.numbers import column_format, table_values
 from ui.pipeline.drill_down import (
     NULL_KEY_LABEL,
     DrillDown,
@@ -34,10 +34,10 @@ from ui.pipeline.records import Panel, Step
 from ui.pipeline.step_export import run_step_frame, step_file_name
 from ui.run.compute import result_later
 from ui.state.device import chart_config, on_phone
+from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import FONT_SIZE
 from ui.widgets.state import KEEP
 
-NUMBER_FORMAT = column_format(DECIMALS)  # every table's numbers: fixed decimals (ui.charts.numbers)
 MAIN_COLUMN_PX = 820  # the main column of a 1280 px screen with the sidebar open
 LABELS_PX = 190  # what a heatmap's row labels and colour bar take from the width of its column
 
@@ -45,11 +45,6 @@ LABELS_PX = 190  # what a heatmap's row labels and colour bar take from the widt
 def plot_px(share: float) -> float:
     """How wide a heatmap's cells are drawn in a column that takes ``share`` of the main column."""
     return MAIN_COLUMN_PX * share - LABELS_PX
-
-
-def number_columns(columns, number_format: str = NUMBER_FORMAT) -> dict:
-    """A column_config that prints every one of ``columns`` with ``number_format``."""
-    return {c: st.column_config.NumberColumn(format=number_format) for c in columns}
 
 
 def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: float, font_size: int = FONT_SIZE) -> None:

@@ -21,6 +21,7 @@ from ui.pages.real_model import smollm2 as sb
 from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
 from ui.state.device import chart_config, on_phone
+from ui.widgets.number_columns import number_columns
 from ui.widgets.state import KEEP, clamp_choice
 
 # A run holds ~43 MB at the 128-token cap (30 layers' attention, residuals, keys and values), ~2 MB at 12
@@ -216,7 +217,7 @@ def diagnostics_section(model: smol.SmolLM2, text: str, run: runs.SmolRun, layer
     st.subheader(f"What each head of layer {layer} does")
     frame = layer_diagnostics(text, layer, model, run)
     help_texts = dict(tables.DIAGNOSTIC_COLUMNS.values())
-    config = {c: st.column_config.NumberColumn(c, help=help_texts.get(c), format="%.3f") for c in frame.columns}
+    config = number_columns(frame.columns, "%.3f", help_texts)
     st.dataframe(frame, column_config=config, key="sm_head_table")
     st.caption("Means over the query rows, each row counting only the keys the causal mask lets it see; hover a "
                "column name for its meaning.")
