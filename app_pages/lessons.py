@@ -24,7 +24,7 @@ from ui.state import navigation
 from ui.state.device import chart_config, on_phone
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import presentation_switch, presenting
-from ui.widgets.state import open_config
+from ui.widgets.state import KEEP, open_config
 
 OVERVIEW = "overview"
 PAGE_PATH = "lessons"  # this page's URL path (from its file name)
@@ -127,6 +127,9 @@ def render_lesson(lesson: Lesson) -> None:
     st.header(f"{position + 1}. {lesson.title}")
     source = f"[{lesson.source}]({lesson.source_url})" if lesson.source_url else lesson.source
     st.markdown(f"*“{lesson.question}”* — {source}")
+    if answer_hidden(lesson):
+        lesson_navigation(keys, position)
+        return
     findings = lesson_findings(lesson.key)
     draw_figures(lesson, findings.figures)
     if findings.note:
@@ -146,11 +149,30 @@ def render_lesson(lesson: Lesson) -> None:
                     wrap_lines=True)
     st.caption("Link to this lesson, for a slide:")
     st.code(full_link(lesson_query(lesson.key, presenting()), PAGE_PATH), language=None, wrap_lines=True)
+    lesson_navigation(keys, position)
+
+
+def lesson_navigation(keys: list[str], position: int) -> None:
     back, _, forward = st.columns([1, 2, 1])
     if position > 0:
         back.button("← previous lesson", key="lesson_prev", on_click=pick, args=(keys[position - 1],))
     if position < len(keys) - 1:
         forward.button("next lesson →", key="lesson_next", on_click=pick, args=(keys[position + 1],))
+
+
+def answer_hidden(lesson: Lesson) -> bool:
+    """Predict first (toggle ``w_lesson_predict``): the figures, claims and explanation wait behind a Reveal
+    button, once per lesson, so a class can answer the question before it sees the numbers."""
+    if not st.toggle("Predict first: hide the answer until the class has guessed", key="w_lesson_predict",
+                     persist_state=KEEP):
+        return False
+    revealed = st.session_state.setdefault("lessons_revealed", set())
+    if lesson.key in revealed:
+        return False
+    st.info("Answer the question first, then reveal what the numbers say.", icon="🤔")
+    st.button("Reveal the answer", key=f"lesson_reveal_{lesson.key}", on_click=revealed.add, args=(lesson.key,),
+              type="primary")
+    return True
 
 
 def number_formats(table) -> dict:

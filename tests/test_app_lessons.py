@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import run
@@ -216,3 +217,18 @@ def test_a_presenting_teacher_stays_presenting_through_the_lessons_links_and_int
 def test_without_presentation_the_lessons_links_do_not_turn_it_on():
     at = lessons_page("causal")
     assert not any("present=1" in c.value for c in at.code)
+
+
+def test_predict_first_hides_the_answer_until_revealed_for_each_lesson():
+    at = lessons_page("differential")
+    at.toggle(key="w_lesson_predict").set_value(True).run()
+    assert not at.exception
+    lesson = LESSONS["differential"]
+    text = " ".join(m.value for m in at.markdown)
+    assert lesson.question in text and "✅" not in text  # the question, not its answer
+    assert not at.get("plotly_chart") and not shown_charts.chart_elements(at)
+    at.button(key="lesson_reveal_differential").click().run()
+    text = " ".join(m.value for m in at.markdown)
+    assert "✅" in text and at.get("plotly_chart")
+    at.button(key="lesson_next").click().run()  # the next lesson is hidden again until its own reveal
+    assert "✅" not in " ".join(m.value for m in at.markdown)
