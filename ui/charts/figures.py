@@ -287,15 +287,14 @@ def attention_grid(
     colour_range: str = "fixed",
     colorbar_below: bool = False,
 ) -> go.Figure:
-    """One heatmap per head, all on one shared colour axis. ``matrices`` has shape (nh, Tq, Tk).
-
+    """One heatmap per head, all on one shared colour axis. ``matrices`` has shape (nh, Tq, Tk);
     ``kind`` names a ``ui.charts.views`` record: its scale (sequential weights fixed 0..1 by default so
     heads are comparable, ``colour_range`` "max": 0..the largest shown, "head": each panel 0..its own;
     diverging around 0 for signed values) and the word for a cell. Masked cells (``mask`` False,
     broadcastable to (nh, Tq, Tk), and -inf logits) are a solid grey layer whose hover says so.
     Labels are shown literally. ``font_size`` scales every text; ``square`` keeps cells square (a few
-    large panels); ``fit_height`` (pixels) makes the whole figure that tall, labels included.
-    ``colorbar_below``: the colour bar lies under the panels (a phone: the panels keep the width).
+    large panels); ``fit_height`` (pixels) makes the whole figure that tall, labels included;
+    ``colorbar_below`` lays the colour bar under the panels (a phone: the panels keep the width).
     """
     view = matrix_view(kind)
     n = matrices.shape[0]
