@@ -28,6 +28,7 @@ from mha_core.attention import (
     softmax,
     split_heads,
 )
+from mha_core.config import RunResult, attention_scheme
 from mha_core.kernels import attention_kernel, elu_plus_one, linear_step
 from mha_core.mla import MLAWeights, absorbed_heads, absorbed_scores, compress
 from mha_core.positions import ROPE_BASE, apply_positions
@@ -167,3 +168,14 @@ def _decode_latent(x, weights, mla: MLAWeights, n_heads, pe, rope_base, scale, n
         steps.append(_finish(t, row, heads, weights, (("latent cache c", latents), ("RoPE key cache k_R", rope_keys)),
                              t == x.shape[0] - 1))
     return steps
+
+
+def decode_variant_run(result: RunResult, upto: int | None = None) -> list[VariantStep]:
+    """Decode ``result``'s tokens 0..upto (default: all) one at a time with its variant (``result`` from
+    ``mha_core.decoder.decoder_config``); the last step holds what the decoder keeps."""
+    config = result.config
+    x = result.x_q if upto is None else result.x_q[: upto + 1]  # (t+1, C)
+    return decode_variant(x, result.weights, config.n_heads, kernel=config.kernel,
+                          kernel_params=result.kernel_params, mla=result.mla_weights, kv_heads=config.key_value_heads,
+                          pe=attention_scheme(config), rope_base=config.rope_base, scale=result.trace.scale,
+                          null_key=config.null_key)

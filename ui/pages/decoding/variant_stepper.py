@@ -8,10 +8,10 @@ from __future__ import annotations
 import streamlit as st
 
 from mha_core.config import MHAConfig
+from mha_core.variant_decoding import decode_variant_run
 from ui.charts.kernels import weights_signed
 from ui.pages.decoding.variants import (
     assembled_variant_weights,
-    decode_variant_run,
     held_words,
     max_variant_difference,
     memory_table,

@@ -6,20 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mha_core.config import MHAConfig, RunResult, attention_scheme
+from mha_core.config import MHAConfig
 from mha_core.mla import cache_per_token
-from mha_core.variant_decoding import VariantStep, decode_variant
-
-
-def decode_variant_run(result: RunResult, upto: int | None = None) -> list[VariantStep]:
-    """Decode ``result``'s tokens 0..upto (default: all) one at a time with its variant (``result`` from
-    ``mha_core.decoder.decoder_config``); the last step holds what the decoder keeps."""
-    config = result.config
-    x = result.x_q if upto is None else result.x_q[: upto + 1]  # (t+1, C)
-    return decode_variant(x, result.weights, config.n_heads, kernel=config.kernel,
-                          kernel_params=result.kernel_params, mla=result.mla_weights, kv_heads=config.key_value_heads,
-                          pe=attention_scheme(config), rope_base=config.rope_base, scale=result.trace.scale,
-                          null_key=config.null_key)
+from mha_core.variant_decoding import VariantStep
 
 
 def assembled_variant_weights(steps: list[VariantStep], upto: int) -> np.ndarray:

@@ -16,20 +16,11 @@ from mha_core.attention import softmax
 from mha_core.config import attention_scheme, run
 from mha_core.kv_cache import decode
 from mha_core.mla import cache_per_token
-from mha_core.variant_decoding import decode_variant
+from mha_core.variant_decoding import decode_variant_run
 from ui.pages.lessons.records import BASE, Claim, Findings, Grid, Lesson, LessonPanel, tiny
 
 ROW = 3  # the query row the tables follow
 LONG_TOKENS = 60  # "after 60 tokens"
-
-
-def _decoded(result):
-    """The variant decoder's steps over ``result``'s tokens."""
-    config = result.config
-    return decode_variant(result.x_q, result.weights, config.n_heads, kernel=config.kernel,
-                          kernel_params=result.kernel_params, mla=result.mla_weights, kv_heads=config.key_value_heads,
-                          pe=attention_scheme(config), rope_base=config.rope_base, scale=result.trace.scale,
-                          null_key=config.null_key)
 
 
 # ---- differential: after the softmax, rows sum to 1 - lambda -------------------------------------
@@ -81,7 +72,7 @@ def mla_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     mha_steps = decode(mha.x_q, mha.weights, nh, pe=attention_scheme(mha.config), scale=mha.trace.scale)
     gqa = run(replace(mha.config, kv_heads=1))
     gqa_steps = decode(gqa.x_q, gqa.weights, nh, kv_heads=1, pe=attention_scheme(gqa.config), scale=gqa.trace.scale)
-    mla_steps = _decoded(mla_run)
+    mla_steps = decode_variant_run(mla_run)
     per_token = cache_per_token(nh, hs, 1, config.mla_rank, config.mla_rope)
     sizes = pd.DataFrame({
         "tokens": range(1, t + 1),
@@ -121,9 +112,9 @@ def linear_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     """The state's size measured at every step, at 6 and at 60 tokens; recurrent = parallel; flatter rows."""
     plain, linear = (run(p.config) for p in panels)
     config = linear.config
-    steps = _decoded(linear)
+    steps = decode_variant_run(linear)
     long_config = replace(config, tokens=tuple(f"w{i}" for i in range(LONG_TOKENS)))
-    long_steps = _decoded(run(long_config))
+    long_steps = decode_variant_run(run(long_config))
     parts = linear.trace.kernel_parts
     recurrent_gap = float(np.max(np.abs(parts.recurrent_heads - linear.trace.heads)))
     kv_cache = [2 * config.n_heads * config.head_size * (s.position + 1) for s in steps]
