@@ -152,11 +152,7 @@ def main() -> None:
     if result is None:
         return
     values = values_of(config)
-    messages = page_params.seed(FLASH_SETTINGS, raw, values)
-    if raw is not None:
-        st.session_state[MESSAGES] = messages
-    for message in st.session_state.get(MESSAGES, []):
-        st.warning(f"Link: {message}")
+    page_params.seed_and_report(FLASH_SETTINGS, raw, values, MESSAGES)
     problem = kernel_problem(config)
     if problem is not None:
         st.error(f"The tiled kernel cannot run these settings: {problem}.")

@@ -39,6 +39,16 @@ def seed(rows: Sequence[Setting], raw: Mapping[str, str] | None, base: Mapping[s
     return messages
 
 
+def seed_and_report(rows: Sequence[Setting], raw: Mapping[str, str] | None, base: Mapping[str, object],
+                    messages_key: str) -> None:
+    """``seed``, and the link's messages under the page's parameters: kept for the session (``messages_key``)
+    and shown on every run, as the sidebar shows its own."""
+    if raw is not None:
+        st.session_state[messages_key] = seed(rows, raw, base)
+    for message in st.session_state.get(messages_key, []):
+        st.warning(f"Link: {message}")
+
+
 def clamp(row: Setting, values: Mapping[str, object]) -> int:
     """The widget's stored whole number moved inside the row's current limits (a shorter sentence, fewer tiles)."""
     low, high = row.bounds(values)

@@ -60,11 +60,7 @@ def cache_policy_section(result: RunResult, raw: dict[str, str] | None) -> None:
     config = result.config
     st.header("Bounding the cache: sliding window and attention sinks", anchor="cache-policy")
     values = values_of(config)
-    messages = page_params.seed(CACHE_SETTINGS, raw, values)
-    if raw is not None:
-        st.session_state[MESSAGES] = messages
-    for message in st.session_state.get(MESSAGES, []):
-        st.warning(f"Link: {message}")
+    page_params.seed_and_report(CACHE_SETTINGS, raw, values, MESSAGES)
     _controls(values)
     page_params.write(CACHE_SETTINGS, values)
     policy, positioning = POLICIES[values["cache"]], POSITIONINGS[values["cache_rope"]]
