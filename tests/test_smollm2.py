@@ -21,11 +21,9 @@ gguf = pytest.importorskip("gguf", reason="the gguf package is not installed (pi
 
 
 @pytest.fixture(scope="module")
-def model():
-    try:
-        return smol.load_smollm2()
-    except smol.ModelUnavailableError as error:
-        pytest.skip(f"the SmolLM2 file is not installed: {error}")
+def model(smollm2):
+    """SmolLM2 (the session's, tests/conftest.py) under this module's name for it."""
+    return smollm2
 
 
 @pytest.fixture(scope="module")

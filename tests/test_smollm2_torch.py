@@ -12,8 +12,6 @@ import os
 import numpy as np
 import pytest
 
-from mha_core import smollm2 as smol
-
 pytestmark = pytest.mark.torch
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
@@ -37,11 +35,9 @@ TOKENIZER_TEXTS = (
 
 
 @pytest.fixture(scope="module")
-def model():
-    try:
-        return smol.load_smollm2()
-    except smol.ModelUnavailableError as error:
-        pytest.skip(f"the SmolLM2 file is not installed: {error}")
+def model(smollm2):
+    """SmolLM2 (the session's, tests/conftest.py) under this module's name for it."""
+    return smollm2
 
 
 @pytest.fixture(scope="module")
