@@ -127,15 +127,14 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
         square=len(titles) == 1,  # one panel: square cells at a natural width, not stretched across the page
     )
     width = "content" if len(titles) == 1 else "stretch"
-    described = describe.grid_lines(matrices, result.query_labels, result.key_labels, kind=grid_kind(trace, view),
-                                    titles=titles,
-                                    mask=result.mask, null_key=trace.null_key, markdown=True)
+    words = dict(kind=grid_kind(trace, view), titles=titles, mask=result.mask, null_key=trace.null_key)
     show_chart(fig, key="heads_grid", config=chart_config(), width=width,
-               alt=" ".join(describe.grid_lines(matrices, result.query_labels, result.key_labels,
-                                                kind=grid_kind(trace, view),
-                                                titles=titles, mask=result.mask, null_key=trace.null_key)))
-    with st.expander("Describe this chart", key="heads_describe"):  # the figure in words, from its arrays
-        st.markdown("\n".join(f"- {line}" for line in described))
+               alt=" ".join(describe.grid_lines(matrices, result.query_labels, result.key_labels, **words)))
+    # The same words for the eye, written only while open (at the caps the description takes ~4 ms).
+    section = st.expander("Describe this chart", key="heads_describe", on_change="rerun")
+    if section.open:
+        section.markdown("\n".join(f"- {line}" for line in describe.grid_lines(
+            matrices, result.query_labels, result.key_labels, markdown=True, **words)))
     st.caption(
         f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
         f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."

@@ -17,9 +17,12 @@ NUMBER = re.compile(r"-?\d+\.\d+")
 
 
 def heads_page(params: dict[str, str]) -> AppTest:
+    """The Heads page of ``params``, with "Describe this chart" opened (it is written only while open)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     for name, value in params.items():
         at.query_params[name] = value
+    at.run()
+    at.session_state["heads_describe"] = True
     return at.run()
 
 
