@@ -35,11 +35,7 @@ from bench.bench_browser import (
     wait_idle,
     watch,
 )
-
-try:  # the server launcher's home once deploy/launch.py is merged; bench/bench_browser.py before that
-    from deploy.launch import app_command, free_port, running_server
-except ImportError:
-    from bench.bench_browser import app_command, free_port, running_server
+from deploy.launch import app_command, free_port, running_server
 
 # The floor: one plotly heatmap and a Seed box whose "+" redraws it, nothing else.
 FLOOR_APP = textwrap.dedent('''

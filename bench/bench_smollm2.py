@@ -27,21 +27,12 @@ import tempfile
 import urllib.parse
 from pathlib import Path
 
-from bench.bench_minilm import format_table, machine, row
+from bench.bench_minilm import FRESH_PREAMBLE, format_table, machine, row
 
 ROOT = Path(__file__).resolve().parents[1]
 GOALS = {"ratio": 1.0, "server_peak_mb": 600.0}
 
-FRESH_PROCESS = r"""
-import json, sys, time
-def status_mb(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) / 1024
-import numpy as np
-base_mb = status_mb("VmRSS")
-t0 = time.perf_counter()
-from mha_core.smollm2 import load_smollm2
+FRESH_PROCESS = FRESH_PREAMBLE + r"""from mha_core.smollm2 import load_smollm2
 t1 = time.perf_counter()
 model = load_smollm2()
 t2 = time.perf_counter()
@@ -97,8 +88,9 @@ def cap_prompt(seed: int) -> str:
 
 def server_peak_mb() -> dict:
     """VmRSS after each real model is opened, and VmHWM, of a fresh server (one protocol session)."""
-    from bench.bench_browser import status_kb, streamlit_server
+    from bench.processes import status_kb
     from bench.st_client import StreamlitClient
+    from deploy.launch import streamlit_server
 
     async def open_link(url: str, query: str) -> None:
         """A new session (a new tab) opening the Real model page with ``query``."""
