@@ -34,13 +34,21 @@ def smollm2():
 
 @pytest.fixture
 def downloads(monkeypatch):
-    """The ``data`` argument of every st.download_button call, by key."""
+    """The ``data`` argument of every download button of a run, by key: ``st.download_button`` and a
+    container's (``row.download_button``) alike."""
+    from streamlit.delta_generator import DeltaGenerator
+
     captured = {}
-    original = streamlit.download_button
+    original, method = streamlit.download_button, DeltaGenerator.download_button
 
     def recording(label, data, *args, **kwargs):
         captured[kwargs.get("key")] = data
         return original(label, data, *args, **kwargs)
 
+    def recording_method(self, label, data, *args, **kwargs):
+        captured[kwargs.get("key")] = data
+        return method(self, label, data, *args, **kwargs)
+
     monkeypatch.setattr(streamlit, "download_button", recording)
+    monkeypatch.setattr(DeltaGenerator, "download_button", recording_method)
     return captured

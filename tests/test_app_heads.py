@@ -463,3 +463,18 @@ def test_the_weights_caption_gives_the_null_keys_share_from_the_engine_and_says_
     assert f"1 − Σ = {shares.min():.3f} to {shares.max():.3f} of a row" in captions
     plain = " ".join(c.value for c in app().caption)
     assert "Each row sums to 1." in plain and "null key" not in plain
+
+
+@pytest.mark.parametrize("view", ["weights", "logits", "scores"])
+def test_each_view_draws_the_engines_own_array_for_it(view):
+    config = MHAConfig(mask="causal", seed=5)
+    trace = run(config).trace
+    expected = {"weights": trace.weights, "logits": trace.logits, "scores": trace.scores}[view]  # named here
+    at = app({**params_from_config(config), "view": view})
+    assert not at.exception
+    shown = grid_matrices(at)
+    assert len(shown) == expected.shape[0]
+    for z, e in zip(shown, expected, strict=True):
+        drawn = np.isfinite(z)  # masked cells are the grey layer's: the causal mask's upper triangle
+        np.testing.assert_array_equal(drawn, np.tri(*z.shape, dtype=bool))
+        np.testing.assert_allclose(z[drawn], e[drawn], rtol=1e-6, atol=1e-6)

@@ -97,3 +97,16 @@ def test_an_uploaded_csv_saved_by_excel_with_a_byte_order_mark_is_read():
 
     table = parse_matrix("inputs.csv", BOM + b"0.5,1\r\n-2,3.25\r\n")  # Excel's "CSV UTF-8 (comma delimited)"
     np.testing.assert_array_equal(table, [[0.5, 1.0], [-2.0, 3.25]])
+
+
+def test_the_pages_step_csv_is_the_chosen_heads_engine_matrix(downloads):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["head"] = "2"
+    at.query_params["mask"] = "causal"
+    at.switch_page("app_pages/step_by_step.py").run()
+    assert not at.exception
+    trace = run(MHAConfig(mask="causal")).trace
+    scores = pd.read_csv(io.BytesIO(downloads["sbs_dl_scores"]()), index_col=[0, 1], encoding="utf-8-sig")
+    np.testing.assert_allclose(block(scores, "S_2").to_numpy(), trace.scores[2], rtol=1e-8)
+    mixed = pd.read_csv(io.BytesIO(downloads["sbs_dl_mix"]()), index_col=[0, 1], encoding="utf-8-sig")
+    np.testing.assert_allclose(block(mixed, "head_2").to_numpy(), trace.heads[2], rtol=1e-8, atol=1e-12)
