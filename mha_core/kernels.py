@@ -304,6 +304,8 @@ class Kernel:
     row_sums: str  # what is true of a row's sum, in words for captions
     signed: bool  # weights can be negative: show them on a diverging scale
     attend: Callable[..., KernelOutput]
+    row_sum: Callable[[object], float] | None = None  # a row's sum in this run, from the kernel's parts; None: 1
+    row_sum_formula: str = "1"  # the same sum as a formula, e.g. "1 − λ"
     sub_heads: int = 1  # q and k split into this many parts per head (positions act on each; scale is the part's)
     recurrent: bool = False  # causal heads come from a constant-size state instead of a growing cache
     refuses: tuple[Refusal, ...] = ()
@@ -339,7 +341,7 @@ KERNELS: dict[str, Kernel] = {
                "Two softmax maps per head, from the two halves of q and k; the weights are the first minus λ "
                "times the second, so common-mode attention cancels and weights can be negative.",
                rows_sum_to_one=False, row_sums="each row sums to 1 − λ, and weights can be negative", signed=True,
-               attend=differential_kernel, sub_heads=2,
+               attend=differential_kernel, sub_heads=2, row_sum=lambda parts: 1.0 - parts.lam, row_sum_formula="1 − λ",
                refuses=(_no_null_key("differential attention"), _no_alibi("differential attention"),
                         _no_latent("differential attention"),
                         Refusal("n_heads", "differential attention splits each head's q and k in two halves: the head "

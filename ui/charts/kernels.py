@@ -33,10 +33,10 @@ def row_sums_sentence(trace: AttentionTrace) -> str | None:
     if trace.kernel == "softmax":
         return None
     kernel = KERNELS[trace.kernel]
-    if trace.kernel == "differential":
-        lam = trace.kernel_parts.lam
-        return (f"Differential attention (A₁ − λA₂): each row sums to 1 − λ = {1 - lam:.3f}, not 1, and weights can "
-                "be negative, so the colours are centred on 0 (blue below).")
+    if kernel.row_sum is not None:  # a sum this run's parameters set (differential: 1 − λ)
+        negative = ", and weights can be negative, so the colours are centred on 0 (blue below)" if kernel.signed else ""
+        return (f"{kernel.label.capitalize()}: each row sums to {kernel.row_sum_formula} = "
+                f"{kernel.row_sum(trace.kernel_parts):.3f}, not 1{negative}.")
     return f"{kernel.short_label.capitalize()} attention: {kernel.row_sums} ({kernel.formula}); no softmax."
 
 
