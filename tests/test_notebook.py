@@ -13,6 +13,7 @@ import io
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -61,7 +62,12 @@ SAVED = ("X", "X_kv", "Q", "K", "V", "Q_h", "K_h", "V_h", "P", "theta_q", "theta
 
 def execute(nb, workdir: Path):
     """Run the notebook in a fresh python3 kernel started in ``workdir`` (outside the project)."""
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+    # IPC sockets in workdir, not TCP ports: kernels started at once by parallel test workers cannot race for a port.
+    from jupyter_client import KernelManager
+
+    sockets = tempfile.mkdtemp(prefix="k", dir=workdir)
+    manager = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "kernel"))
+    client = nbclient.NotebookClient(nb, km=manager, timeout=120, kernel_name="python3",
                                      resources={"metadata": {"path": str(workdir)}})
     client.execute()
     return nb
@@ -170,15 +176,17 @@ def test_the_steps_are_the_step_by_step_pages_in_its_order_with_its_titles():
     assert "Rotate queries and keys by position (RoPE)" in page and "Share keys and values among query heads" in page
 
 
-def _planted(monkeypatch, slug: str, old: str, new: str) -> None:
-    original = notebook_cells.STEP_CELLS[slug]
+def _planted(monkeypatch, slug: str, old: str, new: str, table: dict | None = None) -> None:
+    """Replace ``old`` by ``new`` in the code of step ``slug``'s cell (``table``: the softmax steps' by default)."""
+    table = notebook_cells.STEP_CELLS if table is None else table
+    original = table[slug]
 
     def wrong(ctx):
         cell = original(ctx)
         assert old in cell.code, "the plant no longer matches the template"
         return notebook_cells.Cell(cell.code.replace(old, new), cell.asserts, cell.expected)
 
-    monkeypatch.setitem(notebook_cells.STEP_CELLS, slug, wrong)
+    monkeypatch.setitem(table, slug, wrong)
 
 
 @pytest.mark.parametrize(("slug", "old", "new", "failing"), [
@@ -255,19 +263,20 @@ def test_a_scheme_added_to_the_engines_table_gets_a_notebook_that_runs(monkeypat
         execute(nb, workdir)  # every assert holds
 
 
-@pytest.mark.parametrize("query", ["kernel=differential", "kernel=linear", "mla_rank=8"])
-def test_a_variant_gets_a_message_not_a_traceback_or_a_notebook_that_skips_its_steps(query, capsys):
-    assert notebook.main([f"?{query}"]) == 2
+def test_latent_attention_gets_a_message_not_a_traceback_or_a_notebook_that_skips_its_steps(capsys):
+    assert notebook.main(["?mla_rank=8"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: the notebook has no NumPy cell for step(s)")
 
 
-def test_for_a_variant_the_heads_page_says_why_instead_of_offering_the_notebook():
+@pytest.mark.parametrize(("query", "offered"), [({"kernel": "linear"}, True), ({"mla_rank": "8"}, False)])
+def test_the_heads_page_offers_the_notebook_of_a_kernel_and_says_why_not_for_latent_attention(query, offered):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.query_params["kernel"] = "linear"
+    for name, value in query.items():
+        at.query_params[name] = value
     at.run()
     assert not at.exception
-    assert not any(b.label == "Notebook (.ipynb)" for b in at.get("download_button"))
-    assert any("Notebook (.ipynb): written for softmax heads" in c.value for c in at.caption)
+    assert any(b.label == "Notebook (.ipynb)" for b in at.get("download_button")) == offered
+    assert any("not written for latent attention (MLA)" in c.value for c in at.caption) == (not offered)

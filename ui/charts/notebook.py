@@ -35,6 +35,7 @@ import numpy as np
 
 from mha_core.config import MHAConfig, RunResult, run
 from ui.charts.notebook_cells import STEP_CELLS, Context, array_source, weights_source
+from ui.charts.notebook_kernels import KERNEL_CELLS
 from ui.pipeline.records import step_inputs
 from ui.pipeline.step_kinds import STEP_KINDS
 from ui.pipeline.steps import build_steps
@@ -125,9 +126,12 @@ if plt is None:
         print(f"head {h}: rows = queries {tokens}, columns = keys {kv_tokens}")
         print(A[h])
 else:
+    signed = bool((A < 0).any())  # differential attention: weights below 0 too, on a scale centred on 0
+    top = float(np.abs(A).max()) if signed else 1.0
     fig, axes = plt.subplots(1, nh, figsize=(3 * nh, 3), squeeze=False)
     for h, ax in enumerate(axes[0]):
-        ax.imshow(np.where(M, A[h], np.nan), vmin=0, vmax=1, cmap="viridis")  # masked cells blank
+        ax.imshow(np.where(M, A[h], np.nan), vmin=-top if signed else 0, vmax=top,
+                  cmap="RdBu_r" if signed else "viridis")  # masked cells blank
         ax.set_title(f"head {h}")
         ax.set_xticks(range(T_k), [f"{j}:{w}" for j, w in enumerate(kv_tokens)], rotation=90)
         ax.set_yticks(range(T_q), [f"{i}:{w}" for i, w in enumerate(tokens)])
@@ -147,11 +151,12 @@ def build_notebook(result: RunResult, link_back: str, messages: list[str] | tupl
 
     ctx = Context(result)
     slugs = step_slugs(result)
-    missing = [slug for slug in slugs if slug not in STEP_CELLS]
+    makers = {**STEP_CELLS, **KERNEL_CELLS}  # the softmax head's steps and the other kernels'
+    missing = [slug for slug in slugs if slug not in makers]
     if missing:
         raise NotImplementedError(f"the notebook has no NumPy cell for step(s) {', '.join(missing)}: add them to "
-                                  "ui.charts.notebook.STEP_CELLS")
-    steps = [(slug, STEP_CELLS[slug](ctx)) for slug in slugs]
+                                  "ui.charts.notebook_cells.STEP_CELLS or ui.charts.notebook_kernels.KERNEL_CELLS")
+    steps = [(slug, makers[slug](ctx)) for slug in slugs]
     expected: dict[str, np.ndarray] = {}
     for _, cell in steps:
         expected.update(cell.expected)

@@ -71,6 +71,12 @@ class Context:
         return self.config.key_value_heads < self.config.n_heads
 
     @property
+    def mask(self) -> np.ndarray:
+        """(T_q, T_k) the run's mask, True = may attend (all True without one)."""
+        mask = self.result.mask
+        return np.ones((len(self.config.tokens), len(self.config.key_tokens)), dtype=bool) if mask is None else mask
+
+    @property
     def reads(self) -> np.ndarray:
         """(nh,) the key/value head each query head reads."""
         nh, kv = self.config.n_heads, self.config.key_value_heads
@@ -284,9 +290,8 @@ def _mask_source(ctx: Context) -> str:
 def _mask_cell(ctx: Context) -> Cell:
     r = ctx.result
     code = _mask_source(ctx) + "\nL = np.where(M, L, -np.inf)  # (nh, T_q, T_k): a masked logit is -inf, its weight 0"
-    mask = np.ones((len(ctx.config.tokens), len(ctx.config.key_tokens)), dtype=bool) if r.mask is None else r.mask
     asserts = "\n".join(['assert np.array_equal(M, app["M"])', check("L")])
-    return Cell(code, asserts, {"M": mask, "L": r.trace.logits})
+    return Cell(code, asserts, {"M": ctx.mask, "L": r.trace.logits})
 
 
 def _softmax_cell(ctx: Context) -> Cell:
@@ -311,7 +316,9 @@ def _mix_cell(ctx: Context) -> Cell:
 
 
 def _concat_cell(ctx: Context) -> Cell:
-    code = "concat = heads.transpose(1, 0, 2).reshape(T_q, nh * hs)  # (T_q, nh*hs): [head_0 | head_1 | ...]"
+    # A kernel that puts each head on its own scale first (differential) concatenates those: ``mixed``
+    source = "mixed" if hasattr(ctx.result.trace.kernel_parts, "normed_heads") else "heads"
+    code = f"concat = {source}.transpose(1, 0, 2).reshape(T_q, nh * hs)  # (T_q, nh*hs): [head_0 | head_1 | ...]"
     return Cell(code, check("concat"), {"concat": ctx.result.trace.concat})
 
 

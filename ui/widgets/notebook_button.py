@@ -5,7 +5,6 @@ from __future__ import annotations
 import streamlit as st
 
 from mha_core.config import MHAConfig
-from ui.charts.kernels import is_variant
 from ui.charts.notebook import DEFAULT_APP_URL, notebook_bytes, view_url
 
 
@@ -13,11 +12,10 @@ def notebook_button(config: MHAConfig, page: str, key: str = "dl_notebook") -> N
     """A download of this view as a runnable NumPy notebook, built only when clicked.
 
     The callable keeps the frozen config and the link, never the arrays (see ``ui.run.compute.result_later``).
-    The notebook writes softmax heads; for another kernel or latent attention the page says so instead.
+    The notebook writes softmax, differential and linear heads; for latent attention (MLA) the page says so instead.
     """
-    if is_variant(config):
-        st.caption("Notebook (.ipynb): written for softmax heads with ordinary keys and values; this kernel's "
-                   "steps are on Step by step.")
+    if config.mla_rank:
+        st.caption("Notebook (.ipynb): not written for latent attention (MLA) yet; its steps are on Step by step.")
         return
     page_url = (st.context.url or DEFAULT_APP_URL).split("?", 1)[0].rstrip("/")
     root = page_url[: -len(page)].rstrip("/") if page_url.endswith("/" + page) else page_url
