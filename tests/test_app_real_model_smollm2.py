@@ -142,6 +142,24 @@ def test_logit_lens_and_sink(smol_page, smollm2):
     np.testing.assert_allclose(sink, run.attentions[:, :, 1:, 0].mean(axis=-1), atol=1e-6)
 
 
+def test_the_charts_say_in_words_the_numbers_of_the_models_attention(smol_page, smollm2):
+    """The grid's and the sink map's alt text name numbers of the model's own run: each head's strongest weight
+    under the causal mask, how many cells the mask hides, the largest mean weight on token 0 and where it is."""
+    run = smollm2.forward(DEFAULT_PROMPT, traces=())
+    alts = {shown_charts.key_of(e): shown_charts.settings_of(e)["alt"] for e in shown_charts.chart_elements(smol_page)}
+    weights = run.layers[17].weights  # (nh, T, T), query heads already in K/V order
+    t = weights.shape[-1]
+    sentences = alts["sm_grid"].split(" head ")[1:]  # one per panel, in panel order
+    assert len(sentences) == 9
+    for head, sentence in enumerate(sentences):
+        assert sentence.startswith(f"{head} · K/V {head // 3}")
+        assert f"strongest {weights[head].max():.2f} from" in sentence
+        assert f"{t * (t - 1) // 2} of {t * t} cells masked" in sentence
+    sink = run.attentions[:, :, 1:, 0].mean(axis=-1)  # (L, nh)
+    layer, head = np.unravel_index(sink.argmax(), sink.shape)
+    assert f"largest {sink.max():.2f} at layer “{layer}”, head “{head}”" in alts["sm_sink"]
+
+
 def test_induction_button_ranks_heads_and_shows_the_chosen_pattern(smollm2):
     at = page({"model": "smollm2"})
     assert not any("induction score" in d.value.columns for d in at.dataframe)
