@@ -273,7 +273,8 @@ def lens_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
     lens = cached_lens(text, model, run)
     frame = sb.lens_frame(model, lens)
     target = sb.shown_token(model.token_text(lens.target))
-    st.line_chart(frame["probability of the final prediction"], x_label="read from", y_label=f"p('{target}')")
+    figure, alt = sb.lens_figure(frame, target)
+    show_chart(figure, key="sm_lens_line", config=chart_config(), alt=alt)
     st.dataframe(frame, key="sm_lens", column_config={
         "its probability": st.column_config.NumberColumn(format="%.3f"),
         "probability of the final prediction": st.column_config.NumberColumn(format="%.3f")})
@@ -295,7 +296,8 @@ def induction_section(model: smol.SmolLM2) -> None:
     first, second = sb.loss_halves(scores)
     st.markdown(f"Loss predicting the next token: **{first:.2f}** nats in the first copy, **{second:.2f}** in the "
                 f"second ({scores.half} random tokens, repeated).")
-    st.line_chart({"loss (nats)": scores.loss}, x_label="position predicting the next token", y_label="loss")
+    figure, alt = sb.loss_figure(scores)
+    show_chart(figure, key="sm_induction_loss", config=chart_config(), alt=alt)
     by = st.segmented_control("Rank the heads by", list(sb.RANKINGS), key="w_sm_rank", persist_state=KEEP,
                               format_func=sb.RANKINGS.get, required=True, default="induction") or "induction"
     frame = sb.induction_frame(scores, by=by)
