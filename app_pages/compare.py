@@ -116,8 +116,9 @@ def show_comparison(comparison, result_a, result_b) -> None:
     with left:
         head = st.selectbox("Head", list(range(comparison.n_heads)), key="cmp_head", format_func=lambda h: f"head {h}")
         pair, alt = pair_figure(comparison, result_a, result_b, head)
-        # its own width on a wide screen (square cells, text beside); a phone's figure has none: the column's
-        show_chart(pair, key="cmp_pair", config=chart_config(), width="stretch" if on_phone() else "content", alt=alt)
+        # The column's width: the figure's own (square cells) is wider than the column on most screens, and
+        # st.plotly_chart's "content" was capped at the column; the live chart's "content" is not (it overflowed).
+        show_chart(pair, key="cmp_pair", config=chart_config(), alt=alt)
     with right:
         delta, alt = delta_figure(comparison, result_a)
         show_chart(delta, key="cmp_delta", config=chart_config(), alt=alt)
