@@ -252,7 +252,7 @@ def line_figure(x, y: np.ndarray, *, x_title: str, y_title: str, categories: boo
     line = dict(type="scatter", mode="lines+markers", x=plot_texts(x) if categories else np.asarray(x),
                 y=np.asarray(y, dtype=np.float64), line=dict(color=LINE_COLOUR), marker=dict(size=5),
                 hovertemplate=f"%{{x}}<br>{y_title} %{{y:.3f}}<extra></extra>")
-    x_axis = dict(title=dict(text=x_title), **(dict(type="category", tickangle=-45) if categories else {}))
+    x_axis = dict(title=dict(text=x_title), **(dict(type="category", tickangle=-45, showgrid=False) if categories else {}))
     layout = dict(height=300, margin=dict(l=60, r=10, t=20, b=90 if categories else 50), xaxis=x_axis,
                   yaxis=dict(title=dict(text=y_title), rangemode="tozero"))
     return figure([line], layout)
