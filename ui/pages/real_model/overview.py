@@ -124,8 +124,6 @@ def overview_figure(
     return figure(data, layout)
 
 
-
-
 def overview_sentence(attentions: np.ndarray, *, max_cells: int = OVERVIEW_MAX_CELLS) -> str:
     """``overview_figure`` in words (its alt), from the pooled panels it draws: how many heads follow each
     pattern of ``ui.charts.describe.PATTERNS`` (most rows' strongest key), and how many follow none."""
