@@ -7,8 +7,9 @@ B's changes travel as ``b_`` parameters (ui/pages/compare.py); its controls are 
 import numpy as np
 import streamlit as st
 
-from ui.charts import figures, tables
+from ui.charts import describe, figures, tables
 from ui.charts.kernels import weights_signed
+from ui.charts.live import show_chart
 from ui.pages import compare
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
@@ -52,20 +53,34 @@ def b_controls(config_b) -> None:
 
 
 def pair_figure(comparison, result_a, result_b, head: int):
-    """Head ``head`` of A and of B side by side, weights on the fixed 0..1 scale, each with its own mask."""
+    """Head ``head`` of A and of B side by side, weights on the fixed 0..1 scale, each with its own mask; and the
+    figure in words (its alt), from the same matrices."""
     tq, tk = comparison.weights_a.shape[1:]
     masks = np.stack([np.ones((tq, tk), bool) if r.mask is None else r.mask for r in (result_a, result_b)])
-    return figures.attention_grid(
-        np.stack([comparison.weights_a[head], comparison.weights_b[head]]),  # (2, Tq, Tk)
-        result_a.query_labels,
-        result_a.key_labels,
-        titles=[f"A: head {head}", f"B: head {head}"],
-        kind="signed_weights" if weights_signed(result_a.trace) or weights_signed(result_b.trace) else "weights",
+    matrices = np.stack([comparison.weights_a[head], comparison.weights_b[head]])  # (2, Tq, Tk)
+    labels = (result_a.query_labels, result_a.key_labels)
+    kind = "signed_weights" if weights_signed(result_a.trace) or weights_signed(result_b.trace) else "weights"
+    titles = [f"A: head {head}", f"B: head {head}"]
+    figure = figures.attention_grid(
+        matrices,
+        *labels,
+        titles=titles,
+        kind=kind,
         max_cols=1 if on_phone() else 2,  # a phone: A above B
         panel_px=300,
         square=not on_phone(),
         mask=masks,
     )
+    return figure, " ".join(describe.grid_lines(matrices, *labels, kind=kind, titles=titles, mask=masks))
+
+
+def delta_figure(comparison, result_a):
+    """B − A for every head on a scale centred on 0, and the figure in words (its alt)."""
+    labels = (result_a.query_labels, result_a.key_labels)
+    titles = [f"B − A, head {h}" for h in range(comparison.n_heads)]
+    figure = figures.attention_grid(comparison.delta, *labels, kind="difference", max_cols=1 if on_phone() else 2,
+                                    panel_px=170, titles=titles)
+    return figure, " ".join(describe.grid_lines(comparison.delta, *labels, kind="difference", titles=titles))
 
 
 def configuration_b(config_a, incoming: dict[str, str]):
@@ -100,13 +115,13 @@ def show_comparison(comparison, result_a, result_b) -> None:
     left, right = st.columns([5, 4])
     with left:
         head = st.selectbox("Head", list(range(comparison.n_heads)), key="cmp_head", format_func=lambda h: f"head {h}")
-        st.plotly_chart(pair_figure(comparison, result_a, result_b, head), key="cmp_pair", config=chart_config(),
-                        width="content")
+        pair, alt = pair_figure(comparison, result_a, result_b, head)
+        # The column's width: the figure's own (square cells) is wider than the column on most screens, and
+        # st.plotly_chart's "content" was capped at the column; the live chart's "content" is not (it overflowed).
+        show_chart(pair, key="cmp_pair", config=chart_config(), alt=alt)
     with right:
-        delta = figures.attention_grid(comparison.delta, result_a.query_labels, result_a.key_labels,
-                                       kind="difference", max_cols=1 if on_phone() else 2, panel_px=170,
-                                       titles=[f"B − A, head {h}" for h in range(comparison.n_heads)])
-        st.plotly_chart(delta, key="cmp_delta", config=chart_config())
+        delta, alt = delta_figure(comparison, result_a)
+        show_chart(delta, key="cmp_delta", config=chart_config(), alt=alt)
         st.caption("Red: B gives the cell more weight than A; blue: less. Centred on 0.")
 
 

@@ -7,7 +7,9 @@ This page has its own configurations and does not draw the sidebar controls.
 import streamlit as st
 
 from mha_core.presets import PRESETS
+from ui.charts import describe
 from ui.charts.figures import attention_grid, matrix_heatmap
+from ui.charts.live import show_chart
 from ui.pages.lessons import (
     LESSONS,
     PRESET_CONFIGS,
@@ -84,7 +86,9 @@ def draw_grid(grid: Grid, chart_key: str) -> None:
         square=cols <= 2 and not on_phone(),
         mask=grid.mask,
     )
-    st.plotly_chart(figure, key=chart_key, config=chart_config(grid.kind))
+    alt = describe.grid_lines(grid.matrices, grid.row_labels, grid.col_labels, kind=grid.kind, titles=grid.titles,
+                              mask=grid.mask)
+    show_chart(figure, key=chart_key, config=chart_config(grid.kind), alt=" ".join(alt))
 
 
 def draw_figures(lesson: Lesson, figures) -> None:
@@ -108,7 +112,11 @@ def draw_figures(lesson: Lesson, figures) -> None:
                 row_name=heat.row_name,
                 col_name=heat.col_name,
             )
-            column.plotly_chart(figure, key=f"lesson_{lesson.key}_heatmap_{i}", config=chart_config("heatmap"))
+            alt = describe.describe_matrix(heat.matrix, heat.row_labels, heat.col_labels, title=heat.title,
+                                           value_name=heat.value_name, row_name=heat.row_name or "row",
+                                           col_name=heat.col_name or "column")
+            show_chart(figure, key=f"lesson_{lesson.key}_heatmap_{i}", where=column, config=chart_config("heatmap"),
+                       alt=alt)
 
 
 def open_button(label: str, config, view, key: str) -> None:

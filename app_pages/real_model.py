@@ -20,7 +20,8 @@ import pandas as pd
 import streamlit as st
 
 from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
-from ui.charts import cached_figures, tables
+from ui.charts import cached_figures, describe, tables
+from ui.charts.live import show_chart
 from ui.charts.markdown import literals
 from ui.pages import real_model as rm
 from ui.pages.real_model import layer_steps as rm_steps
@@ -72,8 +73,9 @@ def layer_tables(text: str, layer: int, _run: MiniLMRun) -> tuple[pd.DataFrame, 
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
 def overview_chart(text: str, _run: MiniLMRun):
-    """The layers x heads overview figure of the sentence ``text`` (72 small heatmaps: built once, then reused)."""
-    return rm_overview.overview_figure(_run.attentions)
+    """The layers x heads overview figure of the sentence ``text`` (72 small heatmaps: built once, then reused)
+    and the same in words (its alt)."""
+    return rm_overview.overview_figure(_run.attentions), rm_overview.overview_sentence(_run.attentions)
 
 
 def model_or_message() -> MiniLM | None:
@@ -157,7 +159,8 @@ def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
         matrices, labels, labels, kind="weights", titles=titles, max_cols=1 if on_phone() else 4,
         panel_px=GRID_PANEL_PX, colorbar_below=on_phone(),
     )
-    st.plotly_chart(fig, key="rm_grid", config=chart_config())
+    show_chart(fig, key="rm_grid", config=chart_config(),
+               alt=" ".join(describe.grid_lines(matrices, labels, labels, kind="weights", titles=titles)))
     rows = "each row sums to 1" if block == 1 else "a row of the full matrix sums to 1"
     shrink = (
         f" At {run.n_tokens} pieces each cell shows the largest weight of a {block}×{block} block of pieces (its "
@@ -183,7 +186,8 @@ def diagnostics_section(text: str, run: MiniLMRun, layer: int) -> None:
         "the weight on [CLS]."
     )
     left, right = st.columns([3, 2], vertical_alignment="center")
-    left.plotly_chart(cached_figures.similarity_heatmap(similarity), key="rm_similarity", config=chart_config())
+    show_chart(cached_figures.similarity_heatmap(similarity), key="rm_similarity", where=left, config=chart_config(),
+               alt=describe.describe_similarity(similarity, title=f"Layer {layer}"))
     right.markdown(
         "**Which heads look alike?** Cosine similarity of two heads' weight matrices on this sentence: "
         "1 = the same pattern, 0 = no overlap. A bright block off the diagonal is a group of heads doing "
@@ -223,7 +227,8 @@ def overview_section(text: str, run: MiniLMRun) -> None:
 
 
 def overview_body(text: str, run: MiniLMRun, t: int) -> None:
-    st.plotly_chart(overview_chart(text, run), key="rm_overview", config=chart_config())
+    figure, alt = overview_chart(text, run)
+    show_chart(figure, key="rm_overview", config=chart_config(), alt=alt)
     block = rm_overview.pool_block(t)
     shrink = (
         f" With {t} pieces each small square shows the largest weight of a {block}×{block} block, so sharp lines stay "
@@ -297,10 +302,12 @@ def sink_body(text: str, model: MiniLM, run: MiniLMRun) -> None:
     heads = [str(h) for h in range(run.traces[0].n_heads)]
     columns = st.columns(2)
     for n, (name, matrix) in enumerate(masses.items()):
-        columns[n % 2].plotly_chart(
+        show_chart(
             cached_figures.matrix_heatmap(matrix, layers, heads, title=name, value_name=name, signed=False, zmin=0.0,
-                                   zmax=1.0, height=260, row_name="", col_name="head", width_px=420),
-            key=f"rm_sink_{n}", config=chart_config(),
+                                          zmax=1.0, height=260, row_name="", col_name="head", width_px=420),
+            key=f"rm_sink_{n}", where=columns[n % 2], config=chart_config(),
+            alt=describe.describe_matrix(matrix, [str(i) for i in range(len(layers))], heads, title=name,
+                                         value_name=name, row_name="layer", col_name="head"),
         )
     st.markdown(SINK_CITATION)
     st.download_button("Mass on [CLS] / [SEP] (CSV)", data=csv, file_name="cls_sep_mass.csv",

@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
@@ -49,6 +50,28 @@ def test_a_b_and_difference_are_the_engine_weights():
     summary = next(m.value for m in at.markdown if m.value.startswith("- head 0"))
     assert f"largest change {d.max():.3f} at query {ra.query_labels[i]} → key {ra.key_labels[j]}" in summary
     assert "**Scale** sqrt_dk → none" in "\n".join(m.value for m in at.markdown)
+
+
+def test_the_charts_alt_text_states_the_engine_numbers():
+    """Each chart's words (its alt) name the numbers the engine computed: B's strongest weight of the chosen head,
+    the largest rise and fall of B − A, with the cells' labels."""
+    at = compare_page({"mask": "causal", "b_scale": "none", "b_mask": "none"})
+    at.selectbox(key="cmp_head").set_value(1).run()
+    assert_page_ok(at)
+    ra, rb = run(MHAConfig(mask="causal")), run(MHAConfig(scale_rule="none"))
+    alts = {shown_charts.key_of(e): shown_charts.settings_of(e)["alt"] for e in shown_charts.chart_elements(at)}
+    b = rb.trace.weights[1]
+    i, j = np.unravel_index(b.argmax(), b.shape)
+    assert "B: head 1: " in alts["cmp_pair"]
+    assert f"strongest {b.max():.2f} from “{rb.query_labels[i]}” to “{rb.key_labels[j]}”" in alts["cmp_pair"]
+    t = b.shape[0]
+    assert f"{t * (t - 1) // 2} of {t * t} cells masked" in alts["cmp_pair"]  # A's causal mask, said in words
+    for h in range(4):
+        d = rb.trace.weights[h] - ra.trace.weights[h]
+        up, down = np.unravel_index(d.argmax(), d.shape), np.unravel_index(d.argmin(), d.shape)
+        assert (f"B − A, head {h}: largest positive {d.max():.2f} from “{ra.query_labels[up[0]]}” to "
+                f"“{ra.key_labels[up[1]]}”; most negative {d.min():.2f} from “{ra.query_labels[down[0]]}” to "
+                f"“{ra.key_labels[down[1]]}”") in alts["cmp_delta"]
 
 
 def test_link_keeps_b_after_a_sidebar_change_and_b_controls_write_b_params():
@@ -113,7 +136,7 @@ def test_b_with_one_hot_embeddings_too_narrow_for_them_falls_back_with_a_message
     assert not at.exception and not at.error
     warnings = [w.value for w in at.warning]
     assert any(w.startswith("B: one-hot embeddings need d_model >= 5") and "embedding=random" in w for w in warnings)
-    assert len(at.get("plotly_chart")) > 0  # A, B and B − A are drawn
+    assert {"cmp_pair", "cmp_delta"} <= set(charts(at))  # A, B and B − A are drawn
 
 
 def divisors_up_to(n: int, limit: int) -> list[int]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,10 +29,9 @@ def lessons_page(lesson: str | None = None) -> AppTest:
 
 def chart(at: AppTest, key: str) -> dict:
     """The figure JSON of the chart drawn with ``key``."""
-    for element in at.get("plotly_chart"):
-        if element.proto.id.endswith("-" + key):
-            return json.loads(element.proto.spec)
-    raise AssertionError(f"no chart with key {key}")
+    shown = shown_charts.charts(at)
+    assert key in shown, f"no chart with key {key}"
+    return shown[key]
 
 
 def panels(figure: dict) -> list[np.ndarray]:
@@ -176,7 +174,7 @@ def test_present_1_on_the_lessons_page_turns_presentation_mode_on_and_stays_in_t
     assert at.toggle(key="w_present").value is True
     assert not any(t.key == "w_present" for t in at.sidebar.toggle)  # the toggle sits on the page: no sidebar
     assert any("stSidebar" in h.proto.body for h in at.get("html"))  # the CSS that hides the sidebar
-    sizes = {json.loads(c.proto.spec)["layout"]["font"]["size"] for c in at.get("plotly_chart")}
+    sizes = {figure["layout"]["font"]["size"] for figure in shown_charts.charts(at).values()}
     assert sizes == {18}
     at.toggle(key="w_present").set_value(False).run()
     assert "present" not in at.query_params and any(t.key == "w_present" for t in at.sidebar.toggle)
@@ -229,6 +227,24 @@ def test_predict_first_hides_the_answer_until_revealed_for_each_lesson():
     assert not at.get("plotly_chart") and not shown_charts.chart_elements(at)
     at.button(key="lesson_reveal_differential").click().run()
     text = " ".join(m.value for m in at.markdown)
-    assert "✅" in text and at.get("plotly_chart")
+    assert "✅" in text and shown_charts.chart_elements(at)
     at.button(key="lesson_next").click().run()  # the next lesson is hidden again until its own reveal
     assert "✅" not in " ".join(m.value for m in at.markdown)
+
+
+def test_each_lesson_chart_says_in_words_the_engine_numbers_it_draws():
+    """The charts' alt text: the causal panel's masked cells and strongest weight, from the engine's own run."""
+    at = lessons_page("causal")
+    (element,) = shown_charts.chart_elements(at)
+    alt = shown_charts.settings_of(element)["alt"]
+    weights = run(LESSONS["causal"].panels[1].config).trace.weights[0]  # (T, T) the causal head the lesson shows
+    t = weights.shape[0]
+    below = np.tril(weights)  # what the mask lets through
+    i, j = np.unravel_index(below.argmax(), below.shape)
+    labels = [f"{n}:{token}" for n, token in enumerate(LESSONS["causal"].panels[1].config.tokens)]
+    assert f"{t * (t - 1) // 2} of {t * t} cells masked" in alt
+    assert f"strongest {below.max():.2f} from “{labels[i]}” to “{labels[j]}”" in alt
+    at = lessons_page("wo")
+    alts = [shown_charts.settings_of(e)["alt"] for e in shown_charts.chart_elements(at)]
+    shares = [panels(chart(at, f"lesson_wo_heatmap_{n}"))[0] for n in range(2)]
+    assert len(alts) == 2 and all(f"largest {share.max():.2f}" in alt for alt, share in zip(alts, shares, strict=True))

@@ -7,7 +7,6 @@ the engine's float64 weights for the configuration the sidebar ended up with.
 from __future__ import annotations
 
 import base64
-import json
 from pathlib import Path
 
 import numpy as np
@@ -102,7 +101,7 @@ def test_lessons_page_preset_grid_shows_each_presets_pattern():
     at.switch_page("app_pages/lessons.py")
     at.run()
     assert not at.exception
-    figure = next(json.loads(e.proto.spec) for e in at.get("plotly_chart") if e.proto.id.endswith("-preset_grid"))
+    figure = shown_charts.charts(at)["preset_grid"]
     shown = panels(figure)
     assert len(shown) == len(PRESET_INITS)
     for init, weights in zip(PRESET_INITS, shown, strict=True):

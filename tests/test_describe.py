@@ -232,3 +232,15 @@ def test_every_step_panel_is_described_with_its_own_extremes():
             assert close(body[2], high[0]) and close(body[3], low[0]), text
             assert labels_in(text) == [p.row_labels[high[1]], p.col_labels[high[2]],
                                        p.row_labels[low[1]], p.col_labels[low[2]]]
+
+
+def test_similarity_names_the_most_and_least_alike_pair_of_two_different_heads():
+    weights = run(MHAConfig(n_heads=4, seed=5)).trace.weights.reshape(4, -1)  # (nh, T*T)
+    similarity = np.array([[a @ b / np.sqrt((a @ a) * (b @ b)) for b in weights] for a in weights])  # (nh, nh)
+    pairs = [(similarity[i, j], i, j) for i in range(4) for j in range(i + 1, 4)]  # the diagonal left out
+    most, least = max(pairs), min(pairs)
+    sentence = describe.describe_similarity(similarity, title="Layer 2")
+    assert sentence.startswith("Layer 2: cosine similarity of every pair of the 4 heads' weight matrices")
+    assert f"most alike: head {most[1]} and head {most[2]} ({most[0]:.2f})" in sentence
+    assert f"least alike: head {least[1]} and head {least[2]} ({least[0]:.2f})" in sentence
+    assert "alike" not in describe.describe_similarity(np.ones((1, 1)))  # one head: no pair to name

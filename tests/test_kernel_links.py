@@ -7,8 +7,6 @@ says what a row sums to, Step by step shows the variant's own steps, Decoding sh
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -161,7 +159,7 @@ def test_the_drill_down_re_derives_mlas_rows_from_its_materialised_keys():
 
 def test_compare_draws_a_differential_b_on_a_diverging_scale():
     at = open_page("app_pages/compare.py", b_kernel="differential")
-    figure = json.loads(next(c for c in at.get("plotly_chart") if c.proto.id.endswith("cmp_pair")).proto.spec)
+    figure = charts(at)["cmp_pair"]
     axis = figure["layout"]["coloraxis"]
     assert axis["cmin"] < 0 < axis["cmax"]
     assert any("differential" in str(m.value) for m in at.markdown)

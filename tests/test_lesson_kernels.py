@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from shown_charts import chart_elements
 
 from tests.test_app_decoding import open_page
 from ui.pages import lessons
@@ -52,4 +53,4 @@ def test_each_lesson_renders(key):
     lesson = next(lesson for lesson in LESSONS if lesson.key == key)
     assert lesson.question in text
     assert "❌" not in text and "✅" in text
-    assert at.get("plotly_chart"), "the lesson's figures are missing"
+    assert chart_elements(at), "the lesson's figures are missing"

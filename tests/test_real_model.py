@@ -233,3 +233,21 @@ def test_the_real_head_table_adds_sep_word_and_next_columns(run):
     frame = rm.real_head_frame(trace, run.word_ids)
     assert {"on [SEP]", "on its word", "on next"} <= set(frame.columns)
     np.testing.assert_allclose(frame["on [SEP]"], trace.weights[:, :, -1].mean(axis=1), atol=1e-7)
+
+
+def test_the_overview_in_words_counts_the_heads_by_the_pattern_their_rows_follow():
+    """Heads built to look at the previous token, at themselves, at the first token, or nowhere in particular: the
+    sentence's counts are the heads built here of each kind."""
+    t = 10
+    previous = np.eye(t, k=-1)
+    previous[0, 0] = 1.0  # query 0 has no previous token: itself
+    heads = {"previous": previous, "itself": np.eye(t), "first": np.tile(np.eye(t)[0], (t, 1)),
+             "scattered": np.eye(t)[(np.arange(t) + 3) % t]}  # row i looks at key i+3 (mod T): no pattern
+    attentions = np.stack([[heads["previous"], heads["previous"], heads["itself"]],
+                           [heads["first"], heads["scattered"], heads["previous"]]]).astype(np.float32)  # (2, 3, T, T)
+    sentence = rm_overview.overview_sentence(attentions)
+    assert sentence.startswith("Every head of 2 layers by 3 heads as a small heatmap of 10 by 10 cells (a cell = a piece)")
+    assert sentence.endswith("the previous token 3, itself 1, the first token 1, no single place 1.")
+    pooled = rm_overview.overview_sentence(np.tile(attentions, (1, 1, 4, 4)), max_cells=20)  # 40 pieces, 2x2 blocks
+    assert "20 by 20 cells (a cell = the largest weight of 2×2 pieces)" in pooled
+

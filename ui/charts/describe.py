@@ -259,3 +259,18 @@ def describe_panel(matrix: np.ndarray, row_labels, col_labels, *, kind: str = "s
     if kind == "weights":
         return panel_sentence(matrix, row_labels, col_labels, kind="weights", title=title)
     return describe_matrix(matrix, row_labels, col_labels, title=title, value_name=value_name)
+
+
+def describe_similarity(similarity: np.ndarray, *, title: str = "") -> str:
+    """The heads' cosine similarity (nh, nh) (``similarity_heatmap``) in one sentence: the most and the least
+    alike pair of two different heads (the diagonal, a head with itself, is 1 and says nothing)."""
+    similarity = np.asarray(similarity, dtype=np.float64)  # (nh, nh)
+    n = similarity.shape[0]
+    start = f"{title}: " if title else ""
+    parts = [f"{start}cosine similarity of every pair of the {n} heads' weight matrices, 1 = the same pattern"]
+    if n > 1:
+        rows, cols = np.triu_indices(n, k=1)  # every pair once, (n(n-1)/2,) each
+        values = similarity[rows, cols]
+        for word, at in (("most alike", int(values.argmax())), ("least alike", int(values.argmin()))):
+            parts.append(f"{word}: head {rows[at]} and head {cols[at]} ({fixed(values[at], DECIMALS)})")
+    return "; ".join(parts) + "."

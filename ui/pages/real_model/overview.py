@@ -7,6 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from mha_core.inputs import token_labels
+from ui.charts.describe import PATTERNS, head_pattern
 from ui.charts.figures import WEIGHT_SCALE, figure
 
 OVERVIEW_MAX_CELLS = 32  # each overview panel shows at most this many rows and columns
@@ -123,3 +124,17 @@ def overview_figure(
     return figure(data, layout)
 
 
+def overview_sentence(attentions: np.ndarray, *, max_cells: int = OVERVIEW_MAX_CELLS) -> str:
+    """``overview_figure`` in words (its alt), from the pooled panels it draws: how many heads follow each
+    pattern of ``ui.charts.describe.PATTERNS`` (most rows' strongest key), and how many follow none."""
+    pooled, block = max_pool(attentions, max_cells)  # (L, nh, P, P)
+    n_layers, n_heads, cells, _ = pooled.shape
+    n = n_layers * n_heads
+    unmasked = np.zeros((cells, cells), dtype=bool)  # (P, P) a causal head's upper cells weigh 0: never the top
+    found = [head_pattern(panel, unmasked, self_attention=True) for panel in pooled.reshape(n, cells, cells)]
+    counts = {p.name: sum(f is not None and f.pattern is p for f in found) for p in PATTERNS}
+    habits = [f"{p.phrase.removeprefix('attends mostly to ')} {counts[p.name]}" for p in PATTERNS if counts[p.name]]
+    cell = "a piece" if block == 1 else f"the largest weight of {block}×{block} pieces"
+    return (f"Every head of {n_layers} layers by {n_heads} heads as a small heatmap of {cells} by {cells} cells "
+            f"(a cell = {cell}), layers down and heads across. Heads by where most of their rows look: "
+            + ", ".join([*habits, f"no single place {n - sum(counts.values())}"]) + ".")

@@ -3,7 +3,8 @@
 - which real model the page shows (the link's ``model``) and SmolLM2's own link settings
   (``rm_text``, ``rm_layer``, ``rm_head``, ``rm_temp``, ``rm_topk``) as ``ui.state.settings.Setting``
   rows read by ``ui.state.urlstate.read_settings``, the reader of every other page's settings;
-- next-token probabilities at a temperature, the logit lens and the induction ranking as tables;
+- next-token probabilities at a temperature, the logit lens and the induction ranking as tables, the lens and
+  the loss on a repeated sequence as line figures (with their alt text);
 - the heads of a layer ordered by the K/V head they read, with their titles.
 
 Shapes: L layers, nh query heads, kv K/V heads, T tokens, V vocabulary (glossary of ``mha_core``).
@@ -20,6 +21,7 @@ import pandas as pd
 
 from mha_core.smollm2 import SmolLM2
 from mha_core.smollm2_runs import InductionScores, LogitLens, softmax_1d
+from ui.charts.figures import figure, plot_texts
 from ui.pages.real_model import link_text
 from ui.pipeline.panels import slim_step
 from ui.pipeline.records import Panel, Step, StepInputs, dim_labels, shape_text
@@ -238,3 +240,40 @@ def loss_halves(scores: InductionScores) -> tuple[float, float]:
     token of the second copy follows nothing it could be copied from)."""
     n = scores.half
     return float(scores.loss[: n - 1].mean()), float(scores.loss[n:].mean())
+
+
+# ---- line charts: the logit lens and the loss on the repeated sequence ----
+
+LINE_COLOUR = "#3b528b"  # viridis' blue, as the app's bar charts
+
+
+def line_figure(x, y: np.ndarray, *, x_title: str, y_title: str, categories: bool = False):
+    """One line with a marker per point: ``y`` (n,) over ``x`` (n values; labels kept in order when ``categories``)."""
+    line = dict(type="scatter", mode="lines+markers", x=plot_texts(x) if categories else np.asarray(x),
+                y=np.asarray(y, dtype=np.float64), line=dict(color=LINE_COLOUR), marker=dict(size=5),
+                hovertemplate=f"%{{x}}<br>{y_title} %{{y:.3f}}<extra></extra>")
+    x_axis = dict(title=dict(text=x_title), **(dict(type="category", tickangle=-45, showgrid=False) if categories else {}))
+    layout = dict(height=300, margin=dict(l=60, r=10, t=20, b=90 if categories else 50), xaxis=x_axis,
+                  yaxis=dict(title=dict(text=y_title), rangemode="tozero"))
+    return figure([line], layout)
+
+
+def lens_figure(frame: pd.DataFrame, target: str) -> tuple:
+    """The probability of the final prediction read from each depth (``lens_frame``) as a line, and in words."""
+    probs = frame["probability of the final prediction"].to_numpy()  # (L + 1,)
+    depths = list(frame.index)
+    top = int(probs.argmax())
+    fig = line_figure(depths, probs, x_title="read from", y_title=f"p('{target}')", categories=True)
+    alt = (f"Line chart of the probability of the final prediction '{target}' read from each of {len(depths)} depths: "
+           f"{probs[0]:.3f} from the {depths[0]}, {probs[-1]:.3f} {depths[-1]}; highest {probs[top]:.3f} {depths[top]}.")
+    return fig, alt
+
+
+def loss_figure(scores: InductionScores) -> tuple:
+    """The loss predicting the next token at each position of the repeated sequence as a line, and in words."""
+    first, second = loss_halves(scores)
+    fig = line_figure(np.arange(scores.loss.size), scores.loss, x_title="position predicting the next token",
+                      y_title="loss (nats)")
+    alt = (f"Line chart of the loss predicting the next token at each of {scores.loss.size} positions: mean "
+           f"{first:.2f} nats in the first copy, {second:.2f} in the second (from position {scores.half}).")
+    return fig, alt

@@ -16,7 +16,8 @@ import streamlit as st
 
 from mha_core import smollm2 as smol
 from mha_core import smollm2_runs as runs
-from ui.charts import cached_figures, tables
+from ui.charts import cached_figures, describe, tables
+from ui.charts.live import show_chart
 from ui.pages.real_model import smollm2 as sb
 from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
@@ -194,11 +195,12 @@ def heads_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int)
     weights = run.layers[layer].weights[order]  # (nh, T, T) in K/V order
     labels = sb.axis_labels(run.tokens)
     mask = np.tri(run.n_tokens, dtype=bool)  # (T, T), True on and below the diagonal
-    fig = cached_figures.attention_grid(weights, labels, labels, kind="weights",
-                                        titles=sb.head_titles(config.n_heads, config.kv_heads, head),
+    titles = sb.head_titles(config.n_heads, config.kv_heads, head)
+    fig = cached_figures.attention_grid(weights, labels, labels, kind="weights", titles=titles,
                                         max_cols=1 if on_phone() else config.group_size,
                                         panel_px=GRID_PANEL_PX, mask=mask, colorbar_below=on_phone())
-    st.plotly_chart(fig, key="sm_grid", config=chart_config())
+    show_chart(fig, key="sm_grid", config=chart_config(),
+               alt=" ".join(describe.grid_lines(weights, labels, labels, kind="weights", titles=titles, mask=mask)))
     st.caption(
         f"Each row of panels is one K/V head: its {config.group_size} query heads read the same keys and values "
         f"(grouped-query attention, {config.n_heads} query heads over {config.kv_heads} K/V heads). Rows = queries, "
@@ -225,10 +227,10 @@ def diagnostics_section(model: smol.SmolLM2, text: str, run: runs.SmolRun, layer
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
 def overview_chart(text: str, _run: runs.SmolRun):
-    """All 30 x 9 heads of the prompt ``text`` as small heatmaps (the MiniLM page's builder)."""
-    from ui.pages.real_model.overview import overview_figure
+    """All 30 x 9 heads of the prompt ``text`` as small heatmaps (the MiniLM page's builder), and in words (its alt)."""
+    from ui.pages.real_model.overview import overview_figure, overview_sentence
 
-    return overview_figure(_run.attentions, panel_px=40)
+    return overview_figure(_run.attentions, panel_px=40), overview_sentence(_run.attentions)
 
 
 def overview_section(text: str, run: runs.SmolRun) -> None:
@@ -238,7 +240,8 @@ def overview_section(text: str, run: runs.SmolRun) -> None:
     if not box.open:
         return
     with box:
-        st.plotly_chart(overview_chart(text, run), key="sm_overview", config=chart_config())
+        figure, alt = overview_chart(text, run)
+        show_chart(figure, key="sm_overview", config=chart_config(), alt=alt)
         st.caption("Each small square is one head (rows = queries, columns = keys, query 0 at the top); the empty "
                    "upper triangle is the causal mask. Long prompts show the largest weight of each block.")
 
@@ -270,7 +273,8 @@ def lens_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
     lens = cached_lens(text, model, run)
     frame = sb.lens_frame(model, lens)
     target = sb.shown_token(model.token_text(lens.target))
-    st.line_chart(frame["probability of the final prediction"], x_label="read from", y_label=f"p('{target}')")
+    figure, alt = sb.lens_figure(frame, target)
+    show_chart(figure, key="sm_lens_line", config=chart_config(), alt=alt)
     st.dataframe(frame, key="sm_lens", column_config={
         "its probability": st.column_config.NumberColumn(format="%.3f"),
         "probability of the final prediction": st.column_config.NumberColumn(format="%.3f")})
@@ -292,7 +296,8 @@ def induction_section(model: smol.SmolLM2) -> None:
     first, second = sb.loss_halves(scores)
     st.markdown(f"Loss predicting the next token: **{first:.2f}** nats in the first copy, **{second:.2f}** in the "
                 f"second ({scores.half} random tokens, repeated).")
-    st.line_chart({"loss (nats)": scores.loss}, x_label="position predicting the next token", y_label="loss")
+    figure, alt = sb.loss_figure(scores)
+    show_chart(figure, key="sm_induction_loss", config=chart_config(), alt=alt)
     by = st.segmented_control("Rank the heads by", list(sb.RANKINGS), key="w_sm_rank", persist_state=KEEP,
                               format_func=sb.RANKINGS.get, required=True, default="induction") or "induction"
     frame = sb.induction_frame(scores, by=by)
@@ -305,10 +310,11 @@ def induction_section(model: smol.SmolLM2) -> None:
     tokens = [model.token_text(i) for i in scores.token_ids]
     labels = sb.axis_labels(tokens)
     pattern = scores.attentions[layer, head]  # (2n, 2n)
-    st.plotly_chart(cached_figures.matrix_heatmap(pattern, labels, labels, title=f"layer {layer}, head {head}",
-                                                  value_name="weight", signed=False, zmin=0.0, zmax=1.0,
-                                                  row_name="query", col_name="key", height=520),
-                    key="sm_induction_pattern", config=chart_config())
+    title = f"layer {layer}, head {head}"
+    show_chart(cached_figures.matrix_heatmap(pattern, labels, labels, title=title, value_name="weight", signed=False,
+                                             zmin=0.0, zmax=1.0, row_name="query", col_name="key", height=520),
+               key="sm_induction_pattern", config=chart_config(),
+               alt="Attention weights of " + describe.panel_sentence(pattern, labels, labels, kind="weights", title=title))
     st.button("Open this head above", key="sm_induction_show", on_click=show_head, args=(layer, head))
     st.caption("Induction score: mean weight from a token of the second copy to the token after its first "
                "occurrence (the stripe one right of the off-diagonal). Previous-token score: mean weight on the token "
@@ -320,10 +326,13 @@ def sink_section(model: smol.SmolLM2, run: runs.SmolRun) -> None:
     sink = model.sink_mass(run)  # (L, nh)
     layers = [f"layer {n}" for n in range(model.config.n_layers)]
     heads = [str(h) for h in range(model.config.n_heads)]
-    st.plotly_chart(cached_figures.matrix_heatmap(sink, layers, heads, title="mean weight on token 0",
-                                                  value_name="weight on token 0", signed=False, zmin=0.0, zmax=1.0,
-                                                  height=620, row_name="", col_name="head"), key="sm_sink",
-                    config=chart_config())
+    show_chart(cached_figures.matrix_heatmap(sink, layers, heads, title="mean weight on token 0",
+                                             value_name="weight on token 0", signed=False, zmin=0.0, zmax=1.0,
+                                             height=620, row_name="", col_name="head"), key="sm_sink",
+               config=chart_config(),
+               alt=describe.describe_matrix(sink, [str(n) for n in range(model.config.n_layers)], heads,
+                                            title="Mean weight on token 0", value_name="weight on token 0",
+                                            row_name="layer", col_name="head"))
     st.caption("Mean over the queries 1..T−1 of the weight on token 0 (query 0 can only see itself). Many heads of "
                "later layers park most of their weight on the first token whatever it is, an 'attention sink' "
                "(Xiao et al. 2023).")
