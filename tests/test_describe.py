@@ -244,3 +244,19 @@ def test_similarity_names_the_most_and_least_alike_pair_of_two_different_heads()
     assert f"most alike: head {most[1]} and head {most[2]} ({most[0]:.2f})" in sentence
     assert f"least alike: head {least[1]} and head {least[2]} ({least[0]:.2f})" in sentence
     assert "alike" not in describe.describe_similarity(np.ones((1, 1)))  # one head: no pair to name
+
+
+@pytest.mark.parametrize("mask", ["none", "causal"])
+def test_a_head_that_averages_is_said_to_spread_evenly_not_to_attend_to_the_first_token(mask):
+    # Every row of the hand-built averaging head is flat: argmax would pick key 0 and call it "the first token".
+    result = run(MHAConfig(tokens=("a", "b", "c", "d", "e"), init="uniform_head", d_model=8, n_heads=2, mask=mask))
+    weights = result.trace.weights
+    allowed = np.ones(weights.shape[1:], dtype=bool) if result.mask is None else result.mask
+    for h, sentence in enumerate(describe.grid_lines(weights, result.query_labels, result.key_labels,
+                                                     mask=result.mask)[1:]):
+        rows = [weights[h][i][allowed[i]] for i in range(weights.shape[1])]
+        assert all(np.ptp(row) < 1e-12 for row in rows)  # the engine's rows are flat indeed
+        assert "spreads its weight evenly" in sentence and "first token" not in sentence, sentence
+        values = sorted({round(float(row[0]), 2) for row in rows})
+        assert numbers_in(sentence)[:len(values[:1] + values[-1:])] == (
+            [values[0]] if len(values) == 1 else [values[0], values[-1]])

@@ -58,11 +58,26 @@ def masked_cells(matrix: np.ndarray, mask: np.ndarray | None, neginf_masked: boo
     return masked
 
 
+TIE = 1e-9  # two allowed cells of a row this close share its largest value: the row has no single strongest key
+
+
 def _argmax_keys(matrix: np.ndarray, masked: np.ndarray) -> np.ndarray:
-    """(Tq,) the strongest allowed key of each row, -1 for a row with no allowed finite cell."""
+    """(Tq,) the strongest allowed key of each row; -1 for a row with no allowed finite cell, or whose largest
+    value two or more keys share (a flat row has no strongest key: it must not count for the first one)."""
     values = np.where(masked | ~np.isfinite(matrix), -np.inf, matrix)  # (Tq, Tk)
     best = values.argmax(axis=-1)  # (Tq,)
-    return np.where(np.isneginf(values.max(axis=-1)), -1, best)
+    top = values.max(axis=-1)  # (Tq,)
+    shared = (values >= top[:, None] - TIE).sum(axis=-1) > 1  # (Tq,)
+    return np.where(np.isneginf(top) | shared, -1, best)
+
+
+def _even_rows(matrix: np.ndarray, masked: np.ndarray) -> tuple[int, int]:
+    """(rows whose allowed cells are all equal, rows with an allowed cell)."""
+    allowed = ~masked & np.isfinite(matrix)  # (Tq, Tk)
+    rows = allowed.any(axis=-1)  # (Tq,)
+    high = np.where(allowed, matrix, -np.inf).max(axis=-1)  # (Tq,)
+    low = np.where(allowed, matrix, np.inf).min(axis=-1)  # (Tq,)
+    return int((rows & (high - low <= TIE)).sum()), int(rows.sum())
 
 
 @dataclass(frozen=True)
@@ -150,14 +165,21 @@ def panel_sentence(matrix: np.ndarray, query_labels, key_labels, *, kind: str = 
     if view.sequential:
         found = head_pattern(matrix, masked, self_attention=self_attention)
         common = common_key(matrix, masked)
-        if found is not None:
+        even, rows_with_keys = _even_rows(matrix, masked)
+        evenly = bool(rows_with_keys) and even == rows_with_keys
+        if evenly:
+            low, high = _extreme(matrix, masked, largest=False), _extreme(matrix, masked, largest=True)
+            spread = f"every weight {fixed(high[0], DECIMALS)}" if high[0] - low[0] <= TIE else (
+                f"a row's weights all equal, {fixed(low[0], DECIMALS)} to {fixed(high[0], DECIMALS)} across rows")
+            parts.append(f"each query spreads its weight evenly over the keys it may see ({spread})")
+        elif found is not None:
             parts.append(f"each query {found.pattern.phrase} ({found.matching} of {found.rows} rows)")
         elif common is not None:
             key, count, rows = common
             parts.append(f"most queries attend mostly to {key_labels[key]} ({count} of {rows} rows)")
         else:
             parts.append("no single pattern: the rows' strongest keys differ")
-        top = _extreme(matrix, masked, largest=True)
+        top = None if evenly else _extreme(matrix, masked, largest=True)
         if top is not None:
             value, i, j = top
             parts.append(f"strongest {fixed(value, DECIMALS)} from {query_labels[i]} to {key_labels[j]}")
