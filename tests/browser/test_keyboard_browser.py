@@ -18,6 +18,7 @@ from conftest import exceptions_on_page, open_app, screenshot, wait_idle
 from shown_charts import decode
 
 from mha_core.config import MHAConfig, run
+from ui.state.navigation import PAGES
 
 VIEWPORT = {"width": 1440, "height": 900}
 PAUSE_MS = 120  # after a key: Streamlit's focus styles have short transitions
@@ -31,7 +32,7 @@ ACTIVE_JS = """() => {
   return {tag: e.tagName, role: e.getAttribute('role'), label: e.getAttribute('aria-label') || '',
           text: (e.innerText || '').trim().slice(0, 80), key: keyed ? [...keyed.classList].find(
             c => c.startsWith('st-key-')).slice(7) : null, sidebar: !!e.closest('[data-testid="stSidebar"]'),
-          kb: e.dataset.kb ?? null, checked: e.getAttribute('aria-checked')};
+          kb: e.closest('[data-kb]')?.dataset.kb ?? null, checked: e.getAttribute('aria-checked')};
 }"""
 
 # The focus ring of an element: the first of it and its four nearest ancestors that draws an outline or a
@@ -51,22 +52,18 @@ RING_JS = """e => {
   return '';
 }"""
 
-# Every control of the sidebar a keyboard should reach, marked data-kb = 0, 1, ... in page order. A radio group
-# (segmented control) is one stop: its selected button takes the Tab, the arrows move inside it.
+# Every control of the sidebar, counted by Streamlit element (a page link, a switch, a field, a select box, a
+# button group, ...): each innermost element container that holds something a mouse can use is marked
+# data-kb = 0, 1, ... in page order, whatever its tabindex says (a control made mouse-only still counts).
 MARK_SIDEBAR_JS = """() => {
   const bar = document.querySelector('[data-testid="stSidebar"]');
-  const all = [...bar.querySelectorAll('a[href], button, input, select, textarea, summary, [tabindex]')];
-  const shown = all.filter(e => !e.disabled && e.getClientRects().length > 0 &&
-                                getComputedStyle(e).visibility !== 'hidden' && e.getAttribute('tabindex') !== '-1');
-  const groups = new Set();
-  const stops = shown.filter(e => {
-    if (e.getAttribute('role') !== 'radio') return true;
-    const group = e.closest('[role="radiogroup"]') || e.parentElement;
-    if (groups.has(group)) return false;
-    groups.add(group); return true;
-  });
-  stops.forEach((e, i) => { e.dataset.kb = String(i); });
-  return stops.map(e => e.getAttribute('aria-label') || (e.innerText || '').trim().slice(0, 40) || e.tagName);
+  const usable = 'a[href], button, input, select, textarea, summary, [role="slider"], [role="radio"]';
+  const boxes = [...bar.querySelectorAll('[data-testid="stElementContainer"]')].filter(c =>
+    !c.querySelector('[data-testid="stElementContainer"]') && c.getClientRects().length > 0 &&
+    [...c.querySelectorAll(usable)].some(e => !e.disabled && getComputedStyle(e).visibility !== 'hidden'));
+  boxes.forEach((c, i) => { c.dataset.kb = String(i); });
+  return boxes.map(c => { const k = [...c.classList].find(n => n.startsWith('st-key-'));
+    return k ? k.slice(7) : (c.innerText || '').trim().slice(0, 40); });
 }"""
 
 OPTIONS_JS = """() => [...document.querySelectorAll('[role="option"]')].map(
@@ -171,29 +168,34 @@ def wait_for_panels(page, expected: np.ndarray, key: str = "heads_grid", atol: f
 @pytest.mark.parametrize("query", ["", "?tokens=the+cat+sat&mask=custom&cmask=100.110.111&pe=rope"])
 def test_tab_from_the_top_reaches_every_sidebar_control_with_a_visible_ring(page, app_url, query):
     open_app(page, app_url, query)
-    page.wait_for_timeout(1500)  # the sidebar's widgets settle after the first run
+    page.wait_for_function(  # the page links come last, after the page's run (app.py)
+        "n => document.querySelectorAll('[data-testid=\"stSidebar\"] [data-testid=\"stPageLink-NavLink\"]').length >= n",
+        arg=len(PAGES))
+    wait_idle(page)
     controls = page.evaluate(MARK_SIDEBAR_JS)
-    assert len(controls) >= 25, controls  # the page links, the presentation switch and the model's settings
-    reached: dict[int, str] = {}  # data-kb -> its ring while focused
-    unfocused_rings: dict[int, str] = {}
-    previous = None
-    for _ in range(len(controls) + 40):
+    assert len(controls) >= len(PAGES) + 15, controls  # the page links, the presentation switch, the settings
+    reached: set[int] = set()  # data-kb of the controls the focus has been in
+    rings: list[tuple[str, str, str]] = []  # each stop in the sidebar: its name, its ring focused, and after
+    for stop in range(len(controls) * 3):
         press(page, "Tab")
-        if previous is not None:  # the control just left: its ring must be gone
-            unfocused_rings[previous] = page.evaluate(f"() => ({RING_JS})(document.querySelector('[data-kb=\"{previous}\"]'))")
+        if rings:  # the stop just left: its ring must have gone with the focus
+            name, ring, _ = rings[-1]
+            rings[-1] = (name, ring, page.evaluate(f"() => ({RING_JS})(document.querySelector('[data-stop=\"{stop - 1}\"]'))"))
         now = active(page)
-        if now.get("kb") is None:
-            if reached and not now.get("sidebar"):
+        if not now.get("sidebar"):
+            if reached:
                 break  # out of the sidebar again, into the page
-            previous = None
             continue
-        previous = int(now["kb"])
-        reached[previous] = page.evaluate(f"() => ({RING_JS})(document.activeElement)")
+        page.evaluate(f"() => {{ document.activeElement.dataset.stop = '{stop}'; }}")
+        if now.get("kb") is not None:
+            reached.add(int(now["kb"]))
+        name = f"{now.get('key') or ''} {now.get('label') or now.get('text') or now.get('tag')}"
+        rings.append((name, page.evaluate(f"() => ({RING_JS})(document.activeElement)"), ""))
     missing = [controls[i] for i in range(len(controls)) if i not in reached]
     assert not missing, f"never reached with Tab: {missing}"
-    no_ring = [controls[i] for i, ring in reached.items() if not ring]
+    no_ring = [name for name, ring, _ in rings if not ring]
     assert not no_ring, f"no visible focus ring (outline or box-shadow): {no_ring}"
-    stays = [controls[i] for i, ring in unfocused_rings.items() if ring and ring == reached[i]]
+    stays = [name for name, ring, after in rings if ring == after]
     assert not stays, f"the ring does not tell the focus: it is there without it too: {stays}"
     # Shift+Tab walks back through the same controls.
     back = tab_to(page, lambda now: now.get("kb") == "0", "the first sidebar control, backwards", key="Shift+Tab")
