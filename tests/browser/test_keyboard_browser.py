@@ -126,8 +126,11 @@ def choose_option(page, text: str) -> None:
 
 def wait_for_link(page, *parts: str) -> None:
     """Wait until the address bar carries every ``name=value`` in ``parts``, then for the run to end."""
-    page.wait_for_function("parts => parts.every(p => new URLSearchParams(location.search).toString().split('&')"
-                           ".includes(p))", arg=list(parts))
+    try:
+        page.wait_for_function("parts => parts.every(p => new URLSearchParams(location.search).toString()"
+                               ".split('&').includes(p))", arg=list(parts))
+    except Exception as error:  # say what the link reads instead
+        raise AssertionError(f"the link never carried {parts}: it reads {page.url}") from error
     wait_idle(page)
 
 
