@@ -4,12 +4,14 @@ import streamlit as st
 
 from ui.run.server import collect_garbage, tune_server
 from ui.state.navigation import all_pages, page_links, scroll_if_requested
+from ui.widgets.focus import focus_ring
 from ui.widgets.state import keep_widget_state
 
 st.set_page_config(page_title="MHA Explorer", page_icon="🔍", layout="wide")
 tune_server()
 keep_widget_state()
 scroll_if_requested()
+focus_ring()  # a visible ring on the control the keyboard is on
 
 menu = st.sidebar.container()  # the page links, above everything a page puts in the sidebar
 try:

@@ -123,8 +123,11 @@ def drill_down_section(result, inputs: StepInputs, head: int, weights_shown: boo
         return
     # Drawn only while open: three tables and three formulas, about a sixth of a rerun's server time
     # (py-spy). A link that names a cell (qi=, kj=) opens it; so does a cell picked earlier in the session.
+    # Whether it starts open is decided once per session: a changed ``expanded`` makes a new expander, and the
+    # keyboard's focus, on the query box that changed it, was lost (issue 23, item 13).
+    starts_open = st.session_state.setdefault("sbs_drill_starts_open", chosen_cell() != (0, 0))
     section = st.expander("**Open the drill-down**: pick a cell, see its products, score, logit and softmax",
-                          expanded=chosen_cell() != (0, 0), key="sbs_drill_open", on_change="rerun")
+                          expanded=starts_open, key="sbs_drill_open", on_change="rerun")
     if section.open:
         with section:
             i, j = views.cell_picker(result.query_labels, result.key_labels, ("w_qi", "w_kj"))

@@ -64,10 +64,13 @@ def for_plotly(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
+SIGNED_FLOOR = 1e-9  # the smallest half-width of a signed colour range; a matrix within it reads as all 0
+
+
 def signed_range(matrix: np.ndarray) -> float:
-    """Half-width of a colour range centred on 0 that covers every finite value (at least 1e-9)."""
+    """Half-width of a colour range centred on 0 that covers every finite value (at least ``SIGNED_FLOOR``)."""
     finite = np.asarray(matrix)[np.isfinite(matrix)]
-    return float(max(np.abs(finite).max(), 1e-9)) if finite.size else 1.0
+    return float(max(np.abs(finite).max(), SIGNED_FLOOR)) if finite.size else 1.0
 
 
 def head_average(matrices: np.ndarray) -> np.ndarray:
@@ -148,6 +151,9 @@ def _colour_axis(view: MatrixView, matrices: np.ndarray, font_size: int, height_
         return dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=top, colorbar=_colorbar(title, font_size, height_px))
     bound = signed_range(matrices)
     colorbar = _colorbar(view.value_name, font_size, height_px)
+    if bound <= SIGNED_FLOOR:  # nothing to tell apart (B = A): one tick, 0, not plotly's "1n, 0.5n, …, −1n"
+        colorbar.update(tickmode="array", tickvals=[0.0], ticktext=["0"],
+                        title=dict(text=f"{view.value_name}: 0 everywhere (|x| < {SIGNED_FLOOR:g})", side="right"))
     return dict(colorscale=SIGNED_SCALE, cmin=-bound, cmax=bound, cmid=0.0, colorbar=colorbar)
 
 

@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 from mha_core.config import EMBEDDINGS, LIMITS, MAX_ROPE_BASE, MHAConfig, valid_head_counts, valid_kv_head_counts
 from mha_core.kernels import KERNELS
+from mha_core.masks import causal_mask
 from mha_core.mla import default_mla_rope
 from mha_core.positions import SCHEMES
 from mha_core.presets import PRESET_INITS, PRESETS
@@ -64,6 +65,7 @@ class Setting:
     disabled: Callable[[Values], bool] = _never  # the widget is drawn but cannot be changed
     widget_limits: tuple | Callable[[Values], tuple] | None = None  # the widget's range, when not ``limits``
     fit: Callable[[object, Values], tuple[object, str | None]] | None = None  # a rule tying it to rows above
+    note: Callable[[Values], str | None] | None = None  # a line under the widget, from the values (its own too)
 
     @property
     def key(self) -> str:
@@ -209,6 +211,25 @@ MASK_LABELS = {
 }
 
 
+def causal_cross_note(values: Values) -> str | None:
+    """What ``causal`` means when the keys come from a second sentence, read from the engine's mask; None otherwise."""
+    if values["mask"] != "causal" or not values["kv_tokens"]:
+        return None
+    tq, tk = len(values["tokens"]), len(values["kv_tokens"])
+    allowed = causal_mask(tq, tk)  # (Tq, Tk), the mask the engine applies
+    note = ("Cross-attention with a causal mask: the two sentences are lined up from their first tokens, and "
+            "query i may attend to keys 0..i of the key/value sentence (key j only when j ≤ i).")
+    sees_all = [i for i in range(tq) if allowed[i].all()]
+    if sees_all:
+        note += f" Queries {sees_all[0]}..{tq - 1} see all {tk} keys." if len(sees_all) > 1 else \
+            f" Query {sees_all[0]} sees all {tk} keys."
+    unseen = [j for j in range(tk) if not allowed[:, j].any()]
+    if unseen:
+        note += f" Keys {unseen[0]}..{tk - 1} come after the last query: no query sees them." if len(unseen) > 1 else \
+            f" Key {unseen[0]} comes after the last query: no query sees it."
+    return note + " (An encoder–decoder's cross-attention uses no mask: every query sees every key.)"
+
+
 def _mla_rope_default(values: Values) -> int:
     """A quarter of the head for MLA's decoupled RoPE part when RoPE is on, else none."""
     return default_mla_rope(values["d_model"] // values["heads"]) if _turns(values) else 0
@@ -280,7 +301,7 @@ SETTINGS: tuple[Setting, ...] = (
             help="With RoPE, MLA turns only these last features of each query head and one key part shared by "
             "every head; the latent's keys stay unturned so W_UK can be folded into the query."),
     Setting("mask", "choice", "mask", label="Mask", section="Scores", widget="select", choices=MASK_LABELS,
-            short_choices=MASK_SHORT_LABELS),
+            short_choices=MASK_SHORT_LABELS, note=causal_cross_note),
     Setting("valid_len", "int", "valid_len", label="Valid length (keys that are real)", short_label="Valid length",
             section="Scores",
             widget="slider", default=lambda v: len(key_tokens(v)), limits=lambda v: (0, len(key_tokens(v))),

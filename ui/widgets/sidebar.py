@@ -133,10 +133,14 @@ def _heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
 
 def _select_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     choices = row.link_choices() if place.link_only else row.choices
-    return st.selectbox(
+    value = st.selectbox(
         place.label(row), list(choices), key=place.key(row.name), help=row.help, format_func=row.choices.get,
         disabled=row.disabled(values), **place.options,
     )
+    note = row.note and row.note({**values, row.name: value})
+    if note:
+        st.caption(note)
+    return value
 
 
 def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
