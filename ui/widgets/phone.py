@@ -41,6 +41,9 @@ PHONE_CSS = """
   2%, 98% { mask-image: linear-gradient(to right, transparent, #000 2.5rem, #000 calc(100% - 2.5rem), transparent); }
   to { mask-image: linear-gradient(to right, transparent, #000 2.5rem); }
 }
+/* KaTeX draws its last subscript or fraction 2 px past the end of the formula's box (a negative margin):
+   without room for it every formula would scroll by 2 px, and fade. */
+[data-testid="stMain"] .katex-display > .katex { padding-right: 2px; }
 [data-testid="stMain"] .katex-display {
   overflow-x: auto;
   animation: mha-formula-fade linear both;
