@@ -44,6 +44,8 @@ PHONE_CSS = """
 /* KaTeX draws its last subscript or fraction 2 px past the end of the formula's box (a negative margin):
    without room for it every formula would scroll by 2 px, and fade. */
 [data-testid="stMain"] .katex-display > .katex { padding-right: 2px; }
+/* The sidebar-closing component draws nothing: no gap for it among the sidebar's controls. */
+[data-testid="stSidebar"] .st-key-phone_sidebar { display: none; }
 [data-testid="stMain"] .katex-display {
   overflow-x: auto;
   animation: mha-formula-fade linear both;
