@@ -104,8 +104,9 @@ def heads_phrase(n_heads: int) -> str:
     return f"{n_heads} head" if n_heads == 1 else f"{n_heads} heads"
 
 
-def heads_section(result, view: str, average: bool, colours: str = "fixed") -> None:
-    """All heads in one figure (plus the average panel), its caption and its CSV."""
+def heads_section(result, view: str, average: bool, colours: str = "fixed", picture=None) -> None:
+    """All heads in one figure (plus the average panel), its caption and its CSV; the figure in ``picture``
+    (a container drawn earlier, on a phone above the switches) or, None, in the flow after its caption."""
     trace, config = result.trace, result.config
     matrices = shown_matrices(trace, view)
     titles = [f"head {h}" for h in range(trace.n_heads)]
@@ -128,7 +129,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
     )
     width = "content" if len(titles) == 1 else "stretch"
     words = dict(kind=grid_kind(trace, view), titles=titles, mask=result.mask, null_key=trace.null_key)
-    show_chart(fig, key="heads_grid", config=chart_config(), width=width,
+    show_chart(fig, key="heads_grid", where=picture, config=chart_config(), width=width,
                alt=" ".join(describe.grid_lines(matrices, result.query_labels, result.key_labels, **words)))
     # The same words for the eye, written only while open (at the caps the description takes ~4 ms).
     section = st.expander("Describe this chart", key="heads_describe", on_change="rerun")
@@ -463,6 +464,9 @@ def presentation(result) -> None:
         fully_masked_note(result)
 
 
+DESCRIPTION = "Every head of one attention layer, side by side: which keys each query takes its information from."
+
+
 def main() -> None:
     config = sidebar()
     result = compute(config)
@@ -471,7 +475,9 @@ def main() -> None:
             presentation(result)
         return
     st.title("Heads")
-    st.caption("Every head of one attention layer, side by side: which keys each query takes its information from.")
+    # A phone's first screen shows the picture: the description and the switches come under it (issue 23).
+    picture = st.container() if on_phone() else None
+    st.caption(DESCRIPTION)
     if result is None:
         return
     fully_masked_note(result)
@@ -480,7 +486,7 @@ def main() -> None:
         "One extra panel: the mean of the heads on the same colour scale. "
         "The model never uses it — each head's output is kept separate."
     )
-    heads_section(result, view, average, colours)
+    heads_section(result, view, average, colours, picture)
     diagnostics_section(result)
     outputs_section(result)
     take_apart_section(result)

@@ -237,13 +237,13 @@ def highlight_key(frame: pd.DataFrame, label: str, colour: str = "rgba(255, 0, 2
     return shown.format(functools.partial(fixed, decimals=DECIMALS), subset=float_columns(frame))  # no -0.0000
 
 
-def dot_product_latex(drill: DrillDown) -> str:
-    """S_ij written out term by term with the numbers, two terms a line (abbreviated when the head is wide)."""
+def dot_product_latex(drill: DrillDown, per_line: int = 2) -> str:
+    """S_ij written out term by term with the numbers, ``per_line`` terms a line (abbreviated when the head is wide)."""
     terms = [f"{_paren(a)} \\times {_paren(b)}" for a, b in zip(drill.q_i, drill.k_j, strict=True)]
     if len(terms) > MAX_LATEX_TERMS:
         hidden = len(terms) - MAX_LATEX_TERMS
         terms = terms[: MAX_LATEX_TERMS - 1] + [rf"\dots\ ({hidden}\text{{ more terms}})", terms[-1]]
-    lines = [" + ".join(terms[k : k + 2]) for k in range(0, len(terms), 2)]
+    lines = [" + ".join(terms[k : k + per_line]) for k in range(0, len(terms), per_line)]
     ij = f"{drill.i},{drill.j}"
     body = r" \\ &\quad + ".join(lines)
     return (
@@ -252,8 +252,11 @@ def dot_product_latex(drill: DrillDown) -> str:
     )
 
 
-def logit_latex(drill: DrillDown) -> str:
-    """The scaling, ALiBi's bias (when there is one) and the mask with the numbers put in."""
+def logit_latex(drill: DrillDown, narrow: bool = False) -> str:
+    """The scaling, ALiBi's bias (when there is one) and the mask with the numbers put in.
+
+    ``narrow`` (a phone): the notes are cut into parts that ``latex_lines`` puts one under another.
+    """
     ij = f"{drill.i},{drill.j}"
     scaled = drill.score * drill.scale
     if drill.bias is None:
@@ -265,7 +268,12 @@ def logit_latex(drill: DrillDown) -> str:
                    rf" = {latex_number(scaled + drill.bias)}")
     if drill.allowed:
         bias_note = r"; b \text{ is ALiBi's bias}" if drill.bias is not None else ""
+        if narrow and bias_note:
+            bias_note = r") \quad (b \text{ is ALiBi's bias}"
         return rf"L_{{{ij}}} = {symbols} = {numbers} \quad (\text{{allowed by the mask}}{bias_note})"
+    if narrow:
+        return (rf"L_{{{ij}}} = -\infty \quad (\text{{masked}}) \quad \text{{without the mask:}}"
+                rf" \quad {symbols} = {numbers}")
     return rf"L_{{{ij}}} = -\infty \quad (\text{{masked; without the mask it would be }} {symbols} = {numbers})"
 
 

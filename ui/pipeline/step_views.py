@@ -29,6 +29,7 @@ from ui.pipeline.drill_down import (
     softmax_latex,
     softmax_row_table,
 )
+from ui.pipeline.latex_lines import phone_lines
 from ui.pipeline.panels import panel_table
 from ui.pipeline.records import Panel, Step
 from ui.pipeline.step_export import run_step_frame, step_file_name
@@ -45,6 +46,11 @@ LABELS_PX = 190  # what a heatmap's row labels and colour bar take from the widt
 def plot_px(share: float) -> float:
     """How wide a heatmap's cells are drawn in a column that takes ``share`` of the main column."""
     return MAIN_COLUMN_PX * share - LABELS_PX
+
+
+def show_formula(latex: str) -> None:
+    """A displayed formula; on a phone its side-by-side parts one under another (``latex_lines``)."""
+    st.latex(phone_lines(latex) if on_phone() else latex)
 
 
 def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: float, font_size: int = FONT_SIZE) -> None:
@@ -96,7 +102,7 @@ def show_step(number: int, step: Step, key_prefix: str, *, as_table: bool = Fals
     if step.why:
         st.markdown(step.why)
     if step.formula:
-        st.latex(step.formula)
+        show_formula(step.formula)
     if step.shapes:
         st.markdown(f"Shapes: `{step.shapes}`")
     if step.note:
@@ -161,8 +167,9 @@ def show_drill_down(drill: DrillDown, key_prefix: str, *,
         st.markdown("**From the products to the logit**")
         st.dataframe(table_values(score_table(drill), 6), column_config=number_columns(["value"], column_format(6)),
                      key=f"{key_prefix}_drill_score")
-    st.latex(dot_product_latex(drill))
-    st.latex(logit_latex(drill))
+    narrow = on_phone()  # one product a line, and the mask's note in parts
+    show_formula(dot_product_latex(drill, per_line=1 if narrow else 2))
+    show_formula(logit_latex(drill, narrow=narrow))
     if mask_line and drill.allowed:
         st.markdown(f"Mask: **allowed**, query {query} may attend to key {key}.")
     elif mask_line:
@@ -171,9 +178,9 @@ def show_drill_down(drill: DrillDown, key_prefix: str, *,
     if not weights_shown:
         st.info("The softmax of this row is hidden until the prediction above is revealed.")
         return
-    st.latex(softmax_latex(drill))
+    show_formula(softmax_latex(drill))
     if drill.null_key:
-        st.latex(null_key_latex(drill))
+        show_formula(null_key_latex(drill))
     null_row = f"; the last row, {literal(NULL_KEY_LABEL)}, is the null key" if drill.null_key else ""
     st.markdown(f"**Softmax of row {query}** (key j highlighted{null_row})")
     st.dataframe(highlight_key(softmax_row_table(drill), drill.key_label), key=f"{key_prefix}_drill_softmax")
