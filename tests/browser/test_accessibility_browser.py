@@ -41,9 +41,6 @@ KNOWN = {
     ("iphone13", "about", "scrollable-region-focusable"):
         "on a phone About's wide tables (st.table) and a code line too long to wrap scroll sideways in an element "
         "Streamlit does not make focusable (issue 23, phone layout)",
-    ("iphone13", "step_by_step", "scrollable-region-focusable"):
-        "on a phone the open sidebar's content and the wide KaTeX formulas (.katex-display) scroll sideways "
-        "without a focusable element: issue 23 items 4 (close the sidebar) and 5 (formula fits the width)",
 }
 
 
