@@ -464,7 +464,7 @@ def presentation(result) -> None:
         fully_masked_note(result)
 
 
-DESCRIPTION = "Every head of one attention layer, side by side: which keys each query takes its information from."
+DESCRIPTION = "Every head of one attention layer, one panel each: which keys each query takes its information from."
 
 
 def main() -> None:
