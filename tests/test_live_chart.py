@@ -89,3 +89,20 @@ def test_a_live_chart_leaves_no_presenter_in_session_state_and_its_state_still_r
     at = AppTest.from_file(str(script), default_timeout=30).run()
     assert not at.exception
     assert [t.value for t in at.text] == ["presenter gone: True", "state: {}"]
+
+
+def test_typed_arrays_are_plotlys_own_for_every_dtype_and_shape():
+    from _plotly_utils.utils import to_typed_array_spec
+
+    from ui.charts.sent import typed_array
+
+    rng = np.random.default_rng(1)
+    arrays = [rng.random((3, 4)).astype(np.float32), rng.random(5), rng.random((2, 3, 2)), rng.random((4, 3)).T,
+              np.array([[np.nan, 1.0]], dtype=np.float32), np.arange(6).reshape(2, 3), np.array(["a", "b"]),
+              np.zeros((0, 3)), rng.random((3, 3)).astype(">f8"), np.arange(-3, 3, dtype=np.int64) * 1000]
+    for array in arrays:
+        ours, plotlys = typed_array(array), to_typed_array_spec(array)
+        if isinstance(plotlys, np.ndarray):
+            np.testing.assert_array_equal(ours, plotlys)
+        else:
+            assert ours == plotlys, array
