@@ -98,6 +98,7 @@ READ_JS = """() => {
     first_react: reacts.length ? Math.min(...reacts.map(r => r.start)) - at : null,
     last_react_done: reacts.length ? Math.max(...reacts.map(r => r.done ?? r.sync)) - at : null,
     react_sync: reacts.reduce((total, r) => total + (r.sync - r.start), 0),
+    per_chart: Object.fromEntries(reacts.map(r => [r.key, r.sync - r.start])),
     reacts: reacts.length, on_screen: last - at, long_tasks: longTasks,
   };
 }"""
@@ -170,12 +171,23 @@ async def measure(url: str, server_pid: int, samples: int, directory: Path) -> d
                 for i, (name, query) in enumerate(PAGES)}
 
 
-def run(samples: int = 5, port: int | None = None) -> list[dict]:
-    """Both pages on one fresh server: the breakdown table of one Seed +."""
+def chart_rows(measured: dict[str, list[dict]]) -> list[dict]:
+    """Rows: each chart's synchronous Plotly.react time (ms, median of the presses), by page and key."""
+    rows = []
+    for page, timelines in measured.items():
+        for key in timelines[0]["per_chart"]:
+            rows.append({"page": page, "chart": key,
+                         "react_sync_ms": median([t["per_chart"].get(key, float("nan")) for t in timelines])})
+    return rows
+
+
+def run(samples: int = 5, port: int | None = None) -> tuple[list[dict], list[dict]]:
+    """Both pages on one fresh server: the breakdown table of one Seed +, and plotly's time per chart."""
     port = port or free_port()
     with tempfile.TemporaryDirectory(prefix="mha-trace-redraw-") as directory, \
             running_server(app_command(port), port, Path(directory) / "server.log", env={**os.environ}) as (server, _):
-        return table(run_coroutine(measure(server.url, server.pid, samples, Path(directory))))
+        measured = run_coroutine(measure(server.url, server.pid, samples, Path(directory)))
+    return table(measured), chart_rows(measured)
 
 
 if __name__ == "__main__":
@@ -186,4 +198,6 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int)
     arguments = parser.parse_args()
     print(machine_line(machine_info()) + f", load average {os.getloadavg()[0]:.2f}")
-    print(text_table(run(arguments.samples, arguments.port)))
+    parts, charts = run(arguments.samples, arguments.port)
+    print(text_table(parts))
+    print(text_table(charts))
