@@ -68,3 +68,41 @@ def test_the_plotly_js_file_and_its_licence_are_in_static_and_served():
     assert (path.parent / path.name.replace(".min.js", ".LICENSE.txt")).read_text().startswith("MIT License")
     config = (ROOT / ".streamlit" / "config.toml").read_text()
     assert "enableStaticServing = true" in config
+
+
+def test_a_live_chart_leaves_no_presenter_in_session_state_and_its_state_still_reads(tmp_path):
+    """ui.charts.live drops the chart's session-state presenter (every selectbox presented every chart); a
+    Streamlit upgrade that moves that private state would put the presenter back: this test notices."""
+    script = tmp_path / "page.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "import numpy as np\nimport streamlit as st\nfrom ui.charts.live import show_chart\nfrom ui.charts.sent import figure\n"
+        "show_chart(figure([dict(type='heatmap', z=np.eye(2))], {}), key='demo')\n"
+        "st.selectbox('pick', [1, 2], key='pick')\n"
+        "from streamlit.runtime.state.session_state_proxy import get_session_state\n"
+        "state = get_session_state()._state\n"
+        "widget_id = state._key_id_mapper.get_id_from_key('demo')\n"
+        "st.text(f'presenter gone: {state._new_widget_state.widget_metadata[widget_id].presenter is None}')\n"
+        "st.text(f'state: {dict(st.session_state.demo)}')\n"
+    )
+    at = AppTest.from_file(str(script), default_timeout=30).run()
+    assert not at.exception
+    assert [t.value for t in at.text] == ["presenter gone: True", "state: {}"]
+
+
+def test_typed_arrays_are_plotlys_own_for_every_dtype_and_shape():
+    from _plotly_utils.utils import to_typed_array_spec
+
+    from ui.charts.sent import typed_array
+
+    rng = np.random.default_rng(1)
+    arrays = [rng.random((3, 4)).astype(np.float32), rng.random(5), rng.random((2, 3, 2)), rng.random((4, 3)).T,
+              np.array([[np.nan, 1.0]], dtype=np.float32), np.arange(6).reshape(2, 3), np.array(["a", "b"]),
+              np.zeros((0, 3)), rng.random((3, 3)).astype(">f8"), np.arange(-3, 3, dtype=np.int64) * 1000]
+    for array in arrays:
+        ours, plotlys = typed_array(array), to_typed_array_spec(array)
+        if isinstance(plotlys, np.ndarray):
+            np.testing.assert_array_equal(ours, plotlys)
+        else:
+            assert ours == plotlys, array

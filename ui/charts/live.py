@@ -24,6 +24,7 @@ per page by a plain ``<script>``; no npm step at install or run time.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -34,6 +35,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 from _plotly_utils.utils import PlotlyJSONEncoder
+from streamlit.runtime.state.session_state_proxy import get_session_state
 
 # plotly.js in static/, served at <base>/app/static/<file>; MHA_PLOTLY_FILE names another file there
 # (bench/bench_livechart.py times plotly's full bundle with it).
@@ -127,9 +129,30 @@ def show_chart(fig: go.Figure | dict, *, key: str, where: Any = None, config: di
     data = payload(fig, config=config, width=width, alt=alt)
     if where is None or where is st:
         _component(key=key, data=data, width=width)
+    else:
+        with where:
+            _component(key=key, data=data, width=width)
+    _drop_state_presenter(key)
+
+
+def _drop_state_presenter(key: str) -> None:
+    """Take the chart's session-state presenter away: a chart has no state to present.
+
+    Streamlit registers every components-v2 element as a widget whose ``st.session_state`` value goes
+    through a presenter, and every selectbox, text input and number input builds ``filtered_state``,
+    which presents every such widget (a new class per call: ``make_bidi_component_presenter``). With
+    11 charts that was ~5 ms of Step by step's ~53 ms rerun (py-spy). Without the presenter,
+    ``st.session_state[key]`` is the component's plain (empty) state. Private Streamlit state: any
+    change there leaves the presenter in place (tests/test_live_chart.py notices).
+    """
+    try:
+        state = get_session_state()._state
+        widget_id = state._key_id_mapper.get_id_from_key(key)
+        metadata = state._new_widget_state.widget_metadata.get(widget_id)
+        if metadata is not None and metadata.presenter is not None:
+            state._new_widget_state.widget_metadata[widget_id] = dataclasses.replace(metadata, presenter=None)
+    except (AttributeError, KeyError, TypeError):
         return
-    with where:
-        _component(key=key, data=data, width=width)
 
 
 def static_plotly_path() -> Path:

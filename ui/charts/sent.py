@@ -7,6 +7,7 @@ the dictionary ~1 ms. tests/test_figures.py validates every builder's output in 
 
 from __future__ import annotations
 
+import base64
 import functools
 
 import numpy as np
@@ -25,12 +26,30 @@ def _template(name: str) -> dict:
 _UNCONVERTED_KEYS = frozenset({"geojson", "layer", "layers", "range"})
 
 
+_FLOAT_CODES = {np.dtype("float32"): "f4", np.dtype("float64"): "f8"}
+
+
+def typed_array(array: np.ndarray):
+    """``array`` in plotly's typed-array form, exactly as ``to_typed_array_spec`` gives it.
+
+    Float arrays (every heatmap's cells) take a direct route: plotly's own first copies the array through
+    ``copy_to_readonly_numpy_array`` (~3 ms of Step by step's rerun with ~17 panels, py-spy); base64 of
+    the C-ordered bytes is the same. Other dtypes (ints narrowed, strings) go through plotly's function."""
+    code = _FLOAT_CODES.get(array.dtype)
+    if code is None or array.size == 0:
+        return to_typed_array_spec(array)
+    spec = {"dtype": code, "bdata": base64.b64encode(np.ascontiguousarray(array)).decode("ascii")}
+    if array.ndim > 1:
+        spec["shape"] = str(array.shape)[1:-1]
+    return spec
+
+
 def _sendable(value):
     """A copy of the dicts and lists in ``value`` with numpy arrays that are dict values in plotly's typed-array
     form, as ``Figure.to_dict`` makes them (``convert_to_base64``); other leaves are shared, not copied."""
     if isinstance(value, dict):
         return {
-            key: to_typed_array_spec(item) if isinstance(item, np.ndarray) and key not in _UNCONVERTED_KEYS
+            key: typed_array(item) if isinstance(item, np.ndarray) and key not in _UNCONVERTED_KEYS
             else _sendable(item)
             for key, item in value.items()
         }
