@@ -37,7 +37,7 @@ function themeOf(element) {
 // colours #000001-#000030 that its own chart element swaps for the theme's chart colours; the same is
 // done here, and the theme's text, grid and hover colours go into the template's layout, so they apply
 // only where the figure sets nothing itself (the masked cells' plot background, sizes, colour scales).
-function themed(layout, theme, width) {
+function themed(layout, theme, width, room) {
   const palette = [...theme.categorical.slice(0, 10), ...theme.sequential.slice(0, 10), ...theme.diverging.slice(0, 10)];
   let template = JSON.stringify(layout.template || {});
   if (palette.length === 30) {
@@ -61,6 +61,8 @@ function themed(layout, theme, width) {
   if (width !== "content") {
     delete out.width;
     out.autosize = true;
+  } else if (room > 0 && !(layout.width <= room)) {
+    out.width = room;  // "content": the figure's own width, never wider than its column (or the column's, if none)
   }
   return out;
 }
@@ -83,7 +85,7 @@ export default function ({data, parentElement}) {
                   toImageButtonOptions: {format: "svg", filename: "mha-explorer-chart"}, ...head.config};
   plotlyReady(head.plotly).then(Plotly => {
     if (root.__mhaWanted !== wanted) return;  // a newer figure came while plotly.js loaded
-    Plotly.react(plot, figure.data, themed(figure.layout || {}, theme, head.width), config);
+    Plotly.react(plot, figure.data, themed(figure.layout || {}, theme, head.width, root.clientWidth), config);
   }).catch(error => { alt.textContent = `Chart not drawn: ${error.message}`; });
   // Called when Streamlit unmounts the element (or at once when a newer call overtook this one, the graph
   // still on the page): free plotly's listeners only once the graph has left the page.
