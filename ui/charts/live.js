@@ -67,6 +67,12 @@ function themed(layout, theme, width, room) {
   return out;
 }
 
+// The width a chart may take: its column's or row's (a "content" chart's own box is as wide as what it drew).
+function roomOf(root) {
+  const block = root.closest('[data-testid="stVerticalBlock"], [data-testid="stHorizontalBlock"]');
+  return (block || root).clientWidth;
+}
+
 export default function ({data, parentElement}) {
   const root = parentElement.querySelector(".mha-live");
   const plot = root.querySelector(".mha-live-plot");
@@ -85,7 +91,7 @@ export default function ({data, parentElement}) {
                   toImageButtonOptions: {format: "svg", filename: "mha-explorer-chart"}, ...head.config};
   plotlyReady(head.plotly).then(Plotly => {
     if (root.__mhaWanted !== wanted) return;  // a newer figure came while plotly.js loaded
-    Plotly.react(plot, figure.data, themed(figure.layout || {}, theme, head.width, root.clientWidth), config);
+    Plotly.react(plot, figure.data, themed(figure.layout || {}, theme, head.width, roomOf(root)), config);
   }).catch(error => { alt.textContent = `Chart not drawn: ${error.message}`; });
   // Called when Streamlit unmounts the element (or at once when a newer call overtook this one, the graph
   // still on the page): free plotly's listeners only once the graph has left the page.
