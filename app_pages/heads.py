@@ -26,9 +26,11 @@ from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP
 
 
-def view_caption(trace, view: str) -> str:
-    """The caption of a view; the weights' says what their rows sum to (less than 1 with the null key)."""
-    return MATRIX_VIEWS[view].caption.format(row_sums=tables.row_sums_sentence(trace))
+def view_caption(trace, view: str, colours: str = "fixed") -> str:
+    """The caption of a view; the weights' says what their rows sum to (less than 1 with the null key) and what
+    a bright cell is under the colour range ``colours``."""
+    return MATRIX_VIEWS[view].caption.format(row_sums=tables.row_sums_sentence(trace),
+                                             bright=figures.COLOUR_RANGES[colours])
 
 
 def shown_matrices(trace, view: str) -> np.ndarray:
@@ -43,7 +45,7 @@ def view_switch(where, labels: dict[str, str], **options) -> str:
     )
 
 
-def colour_range_switch(where) -> str:
+def colour_range_switch(where, **options) -> str:
     """The weights view's colour range (``w_colours``): fixed 0..1, the largest weight shown, or per head."""
     return where.segmented_control(
         "Colour range",
@@ -54,6 +56,7 @@ def colour_range_switch(where) -> str:
         required=True,
         help="0..1 compares heads fairly. For a long sentence, where every weight is small, stretch the colours "
         "to the largest weight shown, or to each head's own largest (the colour bar says which is in force).",
+        **options,
     )
 
 
@@ -113,7 +116,11 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
         matrices, titles = figures.with_average(matrices, titles)
     cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another
     panel_px = 220 if on_phone() else int(np.clip(700 / cols, 200, 360))  # about square in the width there is
-    st.caption(view_caption(trace, view))
+    st.caption(view_caption(trace, view, colours))
+    typical = figures.dark_on_fixed(matrices) if view == "weights" and colours == "fixed" else None
+    if typical is not None:  # the default stays 0..1 (links keep their meaning): say how to see the patterns
+        st.caption(f"A typical row's largest weight is {typical:.2f}, so on 0..1 nearly every cell is dark: "
+                   f"Colour range '{COLOUR_RANGE_LABELS['head']}' shows each head's pattern.")
     fig = cached_figures.attention_grid(
         matrices,
         result.query_labels,
@@ -402,8 +409,9 @@ def step_head(delta: int, n_heads: int) -> None:
 PRESENT_FIGURE_PX = 520
 
 
-def presentation_toolbar(n_heads: int) -> tuple[int, str, bool]:
-    """One row: previous / head (``w_head``) / next, the matrix switch and the average toggle."""
+def presentation_toolbar(n_heads: int) -> tuple[int, str, bool, str]:
+    """One row: previous / head (``w_head``) / next, the matrix switch, the average toggle and, for weights, the
+    colour range (``w_colours``, the same setting as on the normal page)."""
     row = st.container(horizontal=True, vertical_alignment="center", gap="small")
     # The arrow keys step too, as a presenter's clicker does (it sends Left / Right).
     row.button("◀ Previous", key="head_prev", on_click=step_head, args=(-1, n_heads), shortcut="Left")
@@ -422,14 +430,15 @@ def presentation_toolbar(n_heads: int) -> tuple[int, str, bool]:
         persist_state=KEEP,
         help="The mean of all heads beside this one, same colours.",
     )
-    return int(head), view, average
+    colours = colour_range_switch(row, label_visibility="collapsed") if view == "weights" else "fixed"
+    return int(head), view, average, colours
 
 
 def presentation(result) -> None:
     """One head large with square cells and its numbers beside it; with the average, both panels and the
     caption below them (two panels leave no room for text beside them on 1280 pixels)."""
     trace = result.trace
-    head, view, average = presentation_toolbar(trace.n_heads)
+    head, view, average, colours = presentation_toolbar(trace.n_heads)
     matrices = shown_matrices(trace, view)[head : head + 1]
     titles = [f"head {head} of {trace.n_heads}"]
     if average:
@@ -447,6 +456,7 @@ def presentation(result) -> None:
         font_size=18 if n_tokens <= 24 else 15,
         square=True,
         mask=result.mask,
+        colour_range=colours,
     )
     row = st.container(horizontal=True, gap="large")
     show_chart(fig, key="heads_grid", where=row, width="content", config=chart_config(),
@@ -456,10 +466,11 @@ def presentation(result) -> None:
         for label, meaning in list(tables.DIAGNOSTIC_COLUMNS.values())[:2]:
             st.metric(label, "—" if np.isnan(summary[label]) else f"{summary[label]:.2f}", help=meaning)
         if not average:
-            st.markdown(view_caption(trace, view))  # body text, not a grey caption: it must read from the back row
+            st.markdown(view_caption(trace, view, colours))  # body text, not a grey caption: read from the back row
             fully_masked_note(result)
     if average:
-        st.markdown(view_caption(trace, view) + " The average is for the eye only: the model keeps every head separate.")
+        st.markdown(view_caption(trace, view, colours)
+                    + " The average is for the eye only: the model keeps every head separate.")
         fully_masked_note(result)
 
 

@@ -18,7 +18,7 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.colors import make_colorscale
 
-from ui.charts.labels import concat_columns
+from ui.charts.labels import concat_columns, max_title
 from ui.charts.sent import figure
 from ui.charts.views import MatrixView, matrix_view
 
@@ -35,8 +35,15 @@ MASKED_SOLID = "rgb(170, 170, 170)"  # light enough to stay apart from viridis' 
 MASKED_MARK = "rgb(30, 30, 30)"  # the × in a masked cell: 7:1 on that grey
 MASKED_HOVER = "masked (−∞ → weight 0)"
 CROSS_MAX_TOKENS = 24  # above this many tokens a cell is too small for its cross
-# Colour ranges of the weights view: the fixed 0..1 compares heads; the others make long sentences readable.
-COLOUR_RANGES = ("fixed", "max", "head")
+# Colour ranges of the weights view (the ``colours`` setting), each with what a bright cell then means (the
+# Heads caption's sentence): the fixed 0..1 compares heads; the others make long sentences readable.
+COLOUR_RANGES = {
+    "fixed": "A bright cell is a large weight, not an 'important word'.",
+    "max": "A bright cell is a large weight among those shown (the colours run from 0 to the largest), "
+    "not an 'important word'.",
+    "head": "A bright cell is a large weight for its head: each panel runs from 0 to its own largest weight, "
+    "written in its title, so a colour means a different weight in each panel.",
+}
 
 # How wide a heatmap's cells are drawn when it spans the ~820 px main column of a 1280 px screen,
 # its row labels and colour bar taken off: the column labels are thinned to fit this by default.
@@ -152,15 +159,32 @@ def _colour_axis(view: MatrixView, matrices: np.ndarray, font_size: int, height_
 
 
 def _per_head_axes(view: MatrixView, matrices: np.ndarray, font_size: int, height_px: int) -> dict:
-    """One colour axis per panel, each 0..that panel's largest value; one colour bar, read as 0..max."""
+    """One colour axis per panel, each 0..that panel's largest value; one colour bar, read as 0 … each head's
+    max (the number is in each panel's title, ``per_head_titles``)."""
     axes = {}
     for h in range(matrices.shape[0]):
         name = "coloraxis" if h == 0 else f"coloraxis{h + 1}"
         axes[name] = dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=largest_weight(matrices[h]), showscale=h == 0)
-    bar = _colorbar(f"{view.value_name}, each head 0..its own largest", font_size, height_px)
-    bar.update(tickmode="array", tickvals=[0.0, axes["coloraxis"]["cmax"]], ticktext=["0", "max"])
+    bar = _colorbar(f"{view.value_name}: 0 … each head's max (in its title)", font_size, height_px)
+    bar.update(tickmode="array", tickvals=[0.0, axes["coloraxis"]["cmax"]], ticktext=["0", "its max"])
     axes["coloraxis"]["colorbar"] = bar
     return axes
+
+
+DIM_ROW_MAX = 0.15  # a typical row's largest weight below this leaves 0..1 colours dark (64 tokens: ~0.09)
+
+
+def dark_on_fixed(matrices: np.ndarray) -> float | None:
+    """The typical row's largest weight (median over heads and rows) when it is below ``DIM_ROW_MAX``, so that
+    the fixed 0..1 range draws nearly every cell dark; else None. (nh, Tq, Tk) weights in."""
+    finite = np.where(np.isfinite(matrices), matrices, 0.0)  # (nh, Tq, Tk)
+    typical = float(np.median(finite.max(axis=-1)))  # over (nh, Tq)
+    return typical if typical < DIM_ROW_MAX else None
+
+
+def per_head_titles(titles: list[str], matrices: np.ndarray) -> list[str]:
+    """Each panel's title with the top of its own colour range: 'head 3 · max 0.412'."""
+    return [max_title(title, largest_weight(matrices[h])) for h, title in enumerate(titles)]
 
 
 def masked_cells(matrices: np.ndarray, kind: str, mask: np.ndarray | None) -> np.ndarray:
@@ -301,6 +325,8 @@ def attention_grid(
     titles = titles or [f"head {h}" for h in range(n)]
     g = grid_geometry(n, key_labels, max_cols=max_cols, panel_px=panel_px, font_size=font_size, fit_height=fit_height)
     per_head = view.sequential and colour_range == "head"
+    if per_head:  # each panel has its own colour range: its title says where it ends
+        titles = per_head_titles(titles, matrices)
     masked = masked_cells(matrices, kind, mask)  # (n, Tq, Tk)
     query_labels, key_labels = plot_texts(query_labels), plot_texts(key_labels)
     z_all = for_plotly(matrices)
