@@ -405,8 +405,10 @@ def step_head(delta: int, n_heads: int) -> None:
     st.session_state.w_head = (int(st.session_state.get("w_head", 0)) + delta) % n_heads
 
 
-# The presentation figure's height: what a 1280x720 projector leaves under the header and two bars.
+# The presentation figure's height: what a 1280x720 projector leaves under the header and two bars; the weights'
+# colour-range switch wraps to a row of its own on 1280 pixels, and takes this much more.
 PRESENT_FIGURE_PX = 520
+COLOUR_ROW_PX = 56
 
 
 def presentation_toolbar(n_heads: int) -> tuple[int, str, bool, str]:
@@ -452,7 +454,7 @@ def presentation(result) -> None:
         kind=grid_kind(trace, view),
         titles=titles,
         max_cols=2,
-        fit_height=PRESENT_FIGURE_PX - (80 if average else 0),
+        fit_height=PRESENT_FIGURE_PX - (80 if average else 0) - (COLOUR_ROW_PX if view == "weights" else 0),
         font_size=18 if n_tokens <= 24 else 15,
         square=True,
         mask=result.mask,
