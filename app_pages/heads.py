@@ -27,10 +27,9 @@ from ui.widgets.state import KEEP
 
 
 def view_caption(trace, view: str, colours: str = "fixed") -> str:
-    """The caption of a view; the weights' says what their rows sum to (less than 1 with the null key) and what
-    a bright cell is under the colour range ``colours``."""
-    return MATRIX_VIEWS[view].caption.format(row_sums=tables.row_sums_sentence(trace),
-                                             bright=figures.COLOUR_RANGES[colours])
+    """A view's caption; the weights' says what rows sum to (below 1 with a null key), what a bright cell is."""
+    bright = figures.COLOUR_RANGES[colours]  # what a bright cell means depends on the colour range
+    return MATRIX_VIEWS[view].caption.format(row_sums=tables.row_sums_sentence(trace), bright=bright)
 
 
 def shown_matrices(trace, view: str) -> np.ndarray:
@@ -117,10 +116,9 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
     cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another
     panel_px = 220 if on_phone() else int(np.clip(700 / cols, 200, 360))  # about square in the width there is
     st.caption(view_caption(trace, view, colours))
-    typical = figures.dark_on_fixed(matrices) if view == "weights" and colours == "fixed" else None
-    if typical is not None:  # the default stays 0..1 (links keep their meaning): say how to see the patterns
-        st.caption(f"A typical row's largest weight is {typical:.2f}, so on 0..1 nearly every cell is dark: "
-                   f"Colour range '{COLOUR_RANGE_LABELS['head']}' shows each head's pattern.")
+    hint = figures.dark_hint(matrices, COLOUR_RANGE_LABELS["head"]) if view == "weights" and colours == "fixed" else None
+    if hint:  # the default stays 0..1 (links keep their meaning): say how to see the patterns
+        st.caption(hint)
     fig = cached_figures.attention_grid(
         matrices,
         result.query_labels,
@@ -405,15 +403,13 @@ def step_head(delta: int, n_heads: int) -> None:
     st.session_state.w_head = (int(st.session_state.get("w_head", 0)) + delta) % n_heads
 
 
-# The presentation figure's height: what a 1280x720 projector leaves under the header and two bars; the weights'
-# colour-range switch wraps to a row of its own on 1280 pixels, and takes this much more.
+# The presentation figure's height: what a 1280x720 projector leaves under the header and two bars.
 PRESENT_FIGURE_PX = 520
-COLOUR_ROW_PX = 56
+COLOUR_ROW_PX = 56  # ... less the row of its own that the weights' colour-range switch takes on 1280 pixels
 
 
 def presentation_toolbar(n_heads: int) -> tuple[int, str, bool, str]:
-    """One row: previous / head (``w_head``) / next, the matrix switch, the average toggle and, for weights, the
-    colour range (``w_colours``, the same setting as on the normal page)."""
+    """Previous / head (``w_head``) / next, the matrix switch, the average toggle, the colour range (weights)."""
     row = st.container(horizontal=True, vertical_alignment="center", gap="small")
     # The arrow keys step too, as a presenter's clicker does (it sends Left / Right).
     row.button("◀ Previous", key="head_prev", on_click=step_head, args=(-1, n_heads), shortcut="Left")

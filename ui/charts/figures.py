@@ -174,16 +174,23 @@ def _per_head_axes(view: MatrixView, matrices: np.ndarray, font_size: int, heigh
 DIM_ROW_MAX = 0.15  # a typical row's largest weight below this leaves 0..1 colours dark (64 tokens: ~0.09)
 
 
-def dark_on_fixed(matrices: np.ndarray) -> float | None:
-    """The typical row's largest weight (median over heads and rows) when it is below ``DIM_ROW_MAX``, so that
-    the fixed 0..1 range draws nearly every cell dark; else None. (nh, Tq, Tk) weights in."""
+def dark_hint(matrices: np.ndarray, per_head_label: str) -> str | None:
+    """A sentence for the caption when the fixed 0..1 range draws nearly every cell dark: the typical row's
+    largest weight (median over heads and rows) is below ``DIM_ROW_MAX``; else None. (nh, Tq, Tk) weights in."""
     finite = np.where(np.isfinite(matrices), matrices, 0.0)  # (nh, Tq, Tk)
     typical = float(np.median(finite.max(axis=-1)))  # over (nh, Tq)
-    return typical if typical < DIM_ROW_MAX else None
+    if typical >= DIM_ROW_MAX:
+        return None
+    return (f"A typical row's largest weight is {typical:.2f}, so on 0..1 nearly every cell is dark: "
+            f"Colour range '{per_head_label}' shows each head's pattern.")
 
 
-def per_head_titles(titles: list[str], matrices: np.ndarray) -> list[str]:
-    """Each panel's title with the top of its own colour range: 'head 3 · max 0.412'."""
+def panel_titles(titles: list[str] | None, matrices: np.ndarray, per_head: bool) -> list[str]:
+    """The panels' titles ('head 0', ... unless given); with a colour range per head each says where its range
+    ends, the panel's largest value: 'head 3 · max 0.412'."""
+    titles = titles or [f"head {h}" for h in range(matrices.shape[0])]
+    if not per_head:
+        return titles
     return [max_title(title, largest_weight(matrices[h])) for h, title in enumerate(titles)]
 
 
@@ -322,11 +329,9 @@ def attention_grid(
     """
     view = matrix_view(kind)
     n = matrices.shape[0]
-    titles = titles or [f"head {h}" for h in range(n)]
-    g = grid_geometry(n, key_labels, max_cols=max_cols, panel_px=panel_px, font_size=font_size, fit_height=fit_height)
     per_head = view.sequential and colour_range == "head"
-    if per_head:  # each panel has its own colour range: its title says where it ends
-        titles = per_head_titles(titles, matrices)
+    titles = panel_titles(titles, matrices, per_head)
+    g = grid_geometry(n, key_labels, max_cols=max_cols, panel_px=panel_px, font_size=font_size, fit_height=fit_height)
     masked = masked_cells(matrices, kind, mask)  # (n, Tq, Tk)
     query_labels, key_labels = plot_texts(query_labels), plot_texts(key_labels)
     z_all = for_plotly(matrices)
