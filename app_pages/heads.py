@@ -7,7 +7,7 @@ previous / next buttons, for a projector.
 import numpy as np
 import streamlit as st
 
-from ui.charts import cached_figures, describe, export, figures, numbers, tables
+from ui.charts import cached_figures, colour_ranges, describe, export, figures, numbers, tables
 from ui.charts.figures import MAX_DRAWN_CELLS
 from ui.charts.kernels import grid_kind
 from ui.charts.labels import concat_columns
@@ -28,7 +28,7 @@ from ui.widgets.state import KEEP
 
 def view_caption(trace, view: str, colours: str = "fixed") -> str:
     """A view's caption; the weights' says what rows sum to (below 1 with a null key), what a bright cell is."""
-    bright = figures.COLOUR_RANGES[colours]  # what a bright cell means depends on the colour range
+    bright = colour_ranges.COLOUR_RANGES[colours]  # what a bright cell means depends on the colour range
     return MATRIX_VIEWS[view].caption.format(row_sums=tables.row_sums_sentence(trace), bright=bright)
 
 
@@ -116,7 +116,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
     cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another
     panel_px = 220 if on_phone() else int(np.clip(700 / cols, 200, 360))  # about square in the width there is
     st.caption(view_caption(trace, view, colours))
-    hint = figures.dark_hint(matrices, COLOUR_RANGE_LABELS["head"]) if view == "weights" and colours == "fixed" else None
+    hint = colour_ranges.dark_hint(matrices, COLOUR_RANGE_LABELS["head"]) if view == "weights" and colours == "fixed" else None
     if hint:  # the default stays 0..1 (links keep their meaning): say how to see the patterns
         st.caption(hint)
     fig = cached_figures.attention_grid(

@@ -18,7 +18,8 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.colors import make_colorscale
 
-from ui.charts.labels import concat_columns, max_title
+from ui.charts.colour_ranges import largest_weight, panel_titles
+from ui.charts.labels import concat_columns
 from ui.charts.sent import figure
 from ui.charts.views import MatrixView, matrix_view
 
@@ -35,16 +36,6 @@ MASKED_SOLID = "rgb(170, 170, 170)"  # light enough to stay apart from viridis' 
 MASKED_MARK = "rgb(30, 30, 30)"  # the × in a masked cell: 7:1 on that grey
 MASKED_HOVER = "masked (−∞ → weight 0)"
 CROSS_MAX_TOKENS = 24  # above this many tokens a cell is too small for its cross
-# Colour ranges of the weights view (the ``colours`` setting), each with what a bright cell then means (the
-# Heads caption's sentence): the fixed 0..1 compares heads; the others make long sentences readable.
-COLOUR_RANGES = {
-    "fixed": "A bright cell is a large weight, not an 'important word'.",
-    "max": "A bright cell is a large weight among those shown (the colours run from 0 to the largest), "
-    "not an 'important word'.",
-    "head": "A bright cell is a large weight for its head: each panel runs from 0 to its own largest weight, "
-    "written in its title, so a colour means a different weight in each panel.",
-}
-
 # How wide a heatmap's cells are drawn when it spans the ~820 px main column of a 1280 px screen,
 # its row labels and colour bar taken off: the column labels are thinned to fit this by default.
 FULL_WIDTH_PX = 700
@@ -134,12 +125,6 @@ def _colorbar(title: str, font_size: int, height_px: int) -> dict:
     )
 
 
-def largest_weight(matrices: np.ndarray) -> float:
-    """The largest finite value (at least 1e-9): the top of an adaptive weights scale."""
-    finite = np.asarray(matrices)[np.isfinite(matrices)]
-    return float(max(finite.max(), 1e-9)) if finite.size else 1.0
-
-
 def _colour_axis(view: MatrixView, matrices: np.ndarray, font_size: int, height_px: int,
                  colour_range: str = "fixed") -> dict:
     """A shared colour axis: sequential (0..1, or 0..the largest value shown), or diverging around 0.
@@ -160,7 +145,7 @@ def _colour_axis(view: MatrixView, matrices: np.ndarray, font_size: int, height_
 
 def _per_head_axes(view: MatrixView, matrices: np.ndarray, font_size: int, height_px: int) -> dict:
     """One colour axis per panel, each 0..that panel's largest value; one colour bar, read as 0 … each head's
-    max (the number is in each panel's title, ``per_head_titles``)."""
+    max (the number is in each panel's title, ``colour_ranges.panel_titles``)."""
     axes = {}
     for h in range(matrices.shape[0]):
         name = "coloraxis" if h == 0 else f"coloraxis{h + 1}"
@@ -169,29 +154,6 @@ def _per_head_axes(view: MatrixView, matrices: np.ndarray, font_size: int, heigh
     bar.update(tickmode="array", tickvals=[0.0, axes["coloraxis"]["cmax"]], ticktext=["0", "its max"])
     axes["coloraxis"]["colorbar"] = bar
     return axes
-
-
-DIM_ROW_MAX = 0.15  # a typical row's largest weight below this leaves 0..1 colours dark (64 tokens: ~0.09)
-
-
-def dark_hint(matrices: np.ndarray, per_head_label: str) -> str | None:
-    """A sentence for the caption when the fixed 0..1 range draws nearly every cell dark: the typical row's
-    largest weight (median over heads and rows) is below ``DIM_ROW_MAX``; else None. (nh, Tq, Tk) weights in."""
-    finite = np.where(np.isfinite(matrices), matrices, 0.0)  # (nh, Tq, Tk)
-    typical = float(np.median(finite.max(axis=-1)))  # over (nh, Tq)
-    if typical >= DIM_ROW_MAX:
-        return None
-    return (f"A typical row's largest weight is {typical:.2f}, so on 0..1 nearly every cell is dark: "
-            f"Colour range '{per_head_label}' shows each head's pattern.")
-
-
-def panel_titles(titles: list[str] | None, matrices: np.ndarray, per_head: bool) -> list[str]:
-    """The panels' titles ('head 0', ... unless given); with a colour range per head each says where its range
-    ends, the panel's largest value: 'head 3 · max 0.412'."""
-    titles = titles or [f"head {h}" for h in range(matrices.shape[0])]
-    if not per_head:
-        return titles
-    return [max_title(title, largest_weight(matrices[h])) for h, title in enumerate(titles)]
 
 
 def masked_cells(matrices: np.ndarray, kind: str, mask: np.ndarray | None) -> np.ndarray:
