@@ -28,7 +28,7 @@ from ui.widgets.state import KEEP
 
 def view_caption(trace, view: str, colours: str = "fixed") -> str:
     """A view's caption; the weights' says what rows sum to (below 1 with a null key), what a bright cell is."""
-    bright = colour_ranges.COLOUR_RANGES[colours]  # what a bright cell means depends on the colour range
+    bright = colour_ranges.bright_cells(colours, trace.weights, COLOUR_RANGE_LABELS["head"])
     return MATRIX_VIEWS[view].caption.format(row_sums=tables.row_sums_sentence(trace), bright=bright)
 
 
@@ -52,10 +52,9 @@ def colour_range_switch(where, **options) -> str:
         key="w_colours",
         persist_state=KEEP,
         format_func=COLOUR_RANGE_LABELS.get,
-        required=True,
+        required=True, **options,
         help="0..1 compares heads fairly. For a long sentence, where every weight is small, stretch the colours "
         "to the largest weight shown, or to each head's own largest (the colour bar says which is in force).",
-        **options,
     )
 
 
@@ -116,9 +115,6 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed") -> N
     cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another
     panel_px = 220 if on_phone() else int(np.clip(700 / cols, 200, 360))  # about square in the width there is
     st.caption(view_caption(trace, view, colours))
-    hint = colour_ranges.dark_hint(matrices, COLOUR_RANGE_LABELS["head"]) if view == "weights" and colours == "fixed" else None
-    if hint:  # the default stays 0..1 (links keep their meaning): say how to see the patterns
-        st.caption(hint)
     fig = cached_figures.attention_grid(
         matrices,
         result.query_labels,
@@ -403,8 +399,7 @@ def step_head(delta: int, n_heads: int) -> None:
     st.session_state.w_head = (int(st.session_state.get("w_head", 0)) + delta) % n_heads
 
 
-# The presentation figure's height: what a 1280x720 projector leaves under the header and two bars.
-PRESENT_FIGURE_PX = 520
+PRESENT_FIGURE_PX = 520  # the presentation figure's height: what 1280x720 leaves under the header and two bars
 COLOUR_ROW_PX = 56  # ... less the row of its own that the weights' colour-range switch takes on 1280 pixels
 
 
@@ -453,8 +448,7 @@ def presentation(result) -> None:
         fit_height=PRESENT_FIGURE_PX - (80 if average else 0) - (COLOUR_ROW_PX if view == "weights" else 0),
         font_size=18 if n_tokens <= 24 else 15,
         square=True,
-        mask=result.mask,
-        colour_range=colours,
+        mask=result.mask, colour_range=colours,
     )
     row = st.container(horizontal=True, gap="large")
     show_chart(fig, key="heads_grid", where=row, width="content", config=chart_config(),

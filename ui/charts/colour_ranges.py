@@ -28,6 +28,14 @@ def largest_weight(matrices: np.ndarray) -> float:
 DIM_ROW_MAX = 0.15  # a typical row's largest weight below this leaves 0..1 colours dark (64 tokens: ~0.09)
 
 
+def bright_cells(colours: str, weights: np.ndarray, per_head_label: str) -> str:
+    """The caption's sentence on what a bright cell is under the colour range ``colours``; on the fixed 0..1,
+    when ``weights`` (nh, Tq, Tk) would be drawn nearly all dark, how to see the patterns (``dark_hint``).
+    The default stays 0..1, so an old link still shows what it showed."""
+    hint = dark_hint(weights, per_head_label) if colours == "fixed" else None
+    return COLOUR_RANGES[colours] + (f" {hint}" if hint else "")
+
+
 def dark_hint(matrices: np.ndarray, per_head_label: str) -> str | None:
     """A sentence for the caption when the fixed 0..1 range draws nearly every cell dark: the typical row's
     largest weight (median over heads and rows) is below ``DIM_ROW_MAX``; else None. (nh, Tq, Tk) weights in."""
