@@ -7,7 +7,7 @@ previous / next buttons, for a projector.
 import numpy as np
 import streamlit as st
 
-from ui.charts import cached_figures, describe, export, figures, numbers, tables
+from ui.charts import cached_figures, colour_ranges, describe, export, figures, numbers, tables
 from ui.charts.figures import MAX_DRAWN_CELLS
 from ui.charts.kernels import grid_kind
 from ui.charts.labels import concat_columns
@@ -26,9 +26,10 @@ from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP
 
 
-def view_caption(trace, view: str) -> str:
-    """The caption of a view; the weights' says what their rows sum to (less than 1 with the null key)."""
-    return MATRIX_VIEWS[view].caption.format(row_sums=tables.row_sums_sentence(trace))
+def view_caption(trace, view: str, colours: str = "fixed") -> str:
+    """A view's caption; the weights' says what rows sum to (below 1 with a null key), what a bright cell is."""
+    bright = colour_ranges.bright_cells(colours, trace.weights, COLOUR_RANGE_LABELS["head"])
+    return MATRIX_VIEWS[view].caption.format(row_sums=tables.row_sums_sentence(trace), bright=bright)
 
 
 def shown_matrices(trace, view: str) -> np.ndarray:
@@ -43,7 +44,7 @@ def view_switch(where, labels: dict[str, str], **options) -> str:
     )
 
 
-def colour_range_switch(where) -> str:
+def colour_range_switch(where, **options) -> str:
     """The weights view's colour range (``w_colours``): fixed 0..1, the largest weight shown, or per head."""
     return where.segmented_control(
         "Colour range",
@@ -51,7 +52,7 @@ def colour_range_switch(where) -> str:
         key="w_colours",
         persist_state=KEEP,
         format_func=COLOUR_RANGE_LABELS.get,
-        required=True,
+        required=True, **options,
         help="0..1 compares heads fairly. For a long sentence, where every weight is small, stretch the colours "
         "to the largest weight shown, or to each head's own largest (the colour bar says which is in force).",
     )
@@ -114,7 +115,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed", pict
         matrices, titles = figures.with_average(matrices, titles)
     cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another
     panel_px = 220 if on_phone() else int(np.clip(700 / cols, 200, 360))  # about square in the width there is
-    st.caption(view_caption(trace, view))
+    st.caption(view_caption(trace, view, colours))
     fig = cached_figures.attention_grid(
         matrices,
         result.query_labels,
@@ -399,12 +400,12 @@ def step_head(delta: int, n_heads: int) -> None:
     st.session_state.w_head = (int(st.session_state.get("w_head", 0)) + delta) % n_heads
 
 
-# The presentation figure's height: what a 1280x720 projector leaves under the header and two bars.
-PRESENT_FIGURE_PX = 520
+PRESENT_FIGURE_PX = 520  # the presentation figure's height: what 1280x720 leaves under the header and two bars
+COLOUR_ROW_PX = 56  # ... less the row of its own that the weights' colour-range switch takes on 1280 pixels
 
 
-def presentation_toolbar(n_heads: int) -> tuple[int, str, bool]:
-    """One row: previous / head (``w_head``) / next, the matrix switch and the average toggle."""
+def presentation_toolbar(n_heads: int) -> tuple[int, str, bool, str]:
+    """Previous / head (``w_head``) / next, the matrix switch, the average toggle, the colour range (weights)."""
     row = st.container(horizontal=True, vertical_alignment="center", gap="small")
     # The arrow keys step too, as a presenter's clicker does (it sends Left / Right).
     row.button("◀ Previous", key="head_prev", on_click=step_head, args=(-1, n_heads), shortcut="Left")
@@ -423,14 +424,15 @@ def presentation_toolbar(n_heads: int) -> tuple[int, str, bool]:
         persist_state=KEEP,
         help="The mean of all heads beside this one, same colours.",
     )
-    return int(head), view, average
+    colours = colour_range_switch(row, label_visibility="collapsed") if view == "weights" else "fixed"
+    return int(head), view, average, colours
 
 
 def presentation(result) -> None:
     """One head large with square cells and its numbers beside it; with the average, both panels and the
     caption below them (two panels leave no room for text beside them on 1280 pixels)."""
     trace = result.trace
-    head, view, average = presentation_toolbar(trace.n_heads)
+    head, view, average, colours = presentation_toolbar(trace.n_heads)
     matrices = shown_matrices(trace, view)[head : head + 1]
     titles = [f"head {head} of {trace.n_heads}"]
     if average:
@@ -444,10 +446,10 @@ def presentation(result) -> None:
         kind=grid_kind(trace, view),
         titles=titles,
         max_cols=2,
-        fit_height=PRESENT_FIGURE_PX - (80 if average else 0),
+        fit_height=PRESENT_FIGURE_PX - (80 if average else 0) - (COLOUR_ROW_PX if view == "weights" else 0),
         font_size=18 if n_tokens <= 24 else 15,
         square=True,
-        mask=result.mask,
+        mask=result.mask, colour_range=colours,
     )
     row = st.container(horizontal=True, gap="large")
     show_chart(fig, key="heads_grid", where=row, width="content", config=chart_config(),
@@ -457,10 +459,11 @@ def presentation(result) -> None:
         for label, meaning in list(tables.DIAGNOSTIC_COLUMNS.values())[:2]:
             st.metric(label, "—" if np.isnan(summary[label]) else f"{summary[label]:.2f}", help=meaning)
         if not average:
-            st.markdown(view_caption(trace, view))  # body text, not a grey caption: it must read from the back row
+            st.markdown(view_caption(trace, view, colours))  # body text, not a grey caption: read from the back row
             fully_masked_note(result)
     if average:
-        st.markdown(view_caption(trace, view) + " The average is for the eye only: the model keeps every head separate.")
+        st.markdown(view_caption(trace, view, colours)
+                    + " The average is for the eye only: the model keeps every head separate.")
         fully_masked_note(result)
 
 

@@ -17,8 +17,10 @@ from ui.pages.lessons import (
     Grid,
     Lesson,
     app_root,
+    explorer_params,
     explorer_query,
     lesson_label,
+    lesson_params,
     lesson_query,
     preset_grid,
 )
@@ -26,7 +28,7 @@ from ui.state import navigation
 from ui.state.device import chart_config, on_phone
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import presentation_switch, presenting
-from ui.widgets.state import KEEP, open_config
+from ui.widgets.state import KEEP
 
 OVERVIEW = "overview"
 PAGE_PATH = "lessons"  # this page's URL path (from its file name)
@@ -120,12 +122,12 @@ def draw_figures(lesson: Lesson, figures) -> None:
 
 
 def open_button(label: str, config, view, key: str) -> None:
-    """Load ``config`` into the explorer in this tab, and beside it the same view in a new tab; a teacher who
-    is presenting stays in presentation mode in both."""
+    """A link that opens ``config`` in the explorer in this tab (a real link: Back returns to the lesson), and
+    beside it the same view in a new tab; a teacher who is presenting stays in presentation mode in both."""
     view = {**view, "present": True} if presenting() else view
-    row = st.container(horizontal=True, vertical_alignment="center", gap="small")
-    if row.button(label, key=key, on_click=open_config, args=(config, dict(view)), icon=":material/arrow_forward:"):
-        navigation.go_to("heads")
+    row = st.container(horizontal=True, vertical_alignment="center", gap="small", key=key)
+    row.page_link(navigation.page("heads"), label=label, query_params=explorer_params(config, view),
+                  icon=":material/arrow_forward:")
     row.link_button("New tab", full_link(explorer_query(config, view)), icon=":material/open_in_new:")
 
 
@@ -161,11 +163,15 @@ def render_lesson(lesson: Lesson) -> None:
 
 
 def lesson_navigation(keys: list[str], position: int) -> None:
+    """Links to the previous and next lesson: real links, so the browser's Back returns to this one."""
     back, _, forward = st.columns([1, 2, 1])
+    lessons = navigation.page(PAGE_PATH)
     if position > 0:
-        back.button("← previous lesson", key="lesson_prev", on_click=pick, args=(keys[position - 1],))
+        with back.container(key="lesson_prev"):
+            st.page_link(lessons, label="← previous lesson", query_params=lesson_params(keys[position - 1], presenting()))
     if position < len(keys) - 1:
-        forward.button("next lesson →", key="lesson_next", on_click=pick, args=(keys[position + 1],))
+        with forward.container(key="lesson_next"):
+            st.page_link(lessons, label="next lesson →", query_params=lesson_params(keys[position + 1], presenting()))
 
 
 def answer_hidden(lesson: Lesson) -> bool:
@@ -232,12 +238,23 @@ def requested_lesson() -> str | None:
     return requested
 
 
+def follow_link(requested: str | None) -> None:
+    """Show the lesson the address bar names when a link or Back/Forward changed it (it differs from the lesson
+    this page last wrote there); otherwise the picker (``lesson_pick``) is the truth."""
+    ss = st.session_state
+    wanted = requested or OVERVIEW
+    if "lesson_pick" not in ss:
+        ss.lesson_pick = wanted
+    elif wanted != ss.get("lesson_written", wanted) and (requested is not None or navigation.history_navigation()):
+        ss.lesson_pick = wanted
+        navigation.scroll_to_top()  # a new lesson opens at its top, as a new page does
+
+
 def main() -> None:
     presentation_switch()
     requested = requested_lesson()
     top = st.container()  # the overview's title goes above the picker
-    if "lesson_pick" not in st.session_state:
-        st.session_state.lesson_pick = requested or OVERVIEW
+    follow_link(requested)
     choice = st.pills(
         "Lesson",
         [OVERVIEW, *LESSONS],
@@ -250,9 +267,11 @@ def main() -> None:
         if "lesson" in st.query_params:
             del st.query_params["lesson"]
         top.title("Lessons")
+        st.session_state.lesson_written = OVERVIEW
         render_overview()
     else:
         st.query_params["lesson"] = choice
+        st.session_state.lesson_written = choice
         render_lesson(LESSONS[choice])
 
 

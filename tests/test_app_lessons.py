@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shown_charts
+from page_links import follow
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import run
@@ -137,15 +138,15 @@ def test_unknown_lesson_warns_and_falls_back_to_the_list():
     assert "lesson" not in at.query_params
 
 
-def test_show_next_and_previous_buttons_move_between_lessons_and_the_url_follows():
+def test_show_button_and_next_and_previous_links_move_between_lessons_and_the_url_follows():
     at = lessons_page()
     at.button(key="lesson_show_causal").click().run()
     assert param(at, "lesson") == "causal"
-    at.button(key="lesson_next").click().run()
-    assert param(at, "lesson") == "colours"
-    at.button(key="lesson_prev").click().run()
-    at.button(key="lesson_prev").click().run()
-    assert param(at, "lesson") == "wo"
+    follow(at, "next lesson →")
+    assert param(at, "lesson") == "colours" and at.header[0].value.endswith(LESSONS["colours"].title)
+    follow(at, "← previous lesson")
+    follow(at, "← previous lesson")
+    assert param(at, "lesson") == "wo" and at.header[0].value.endswith(LESSONS["wo"].title)
     assert not at.exception
 
 
@@ -153,7 +154,7 @@ def test_show_next_and_previous_buttons_move_between_lessons_and_the_url_follows
 def test_open_in_the_explorer_loads_the_lessons_configuration_into_the_sidebar(key):
     panel = LESSONS[key].panels[-1]
     at = lessons_page(key)
-    at.button(key=f"lesson_open_{key}_{len(LESSONS[key].panels) - 1}").click().run()
+    follow(at, panel.caption)
     assert not at.exception
     assert at.session_state["config"] == panel.config
     for name, value in panel.view.items():
@@ -207,7 +208,7 @@ def test_a_presenting_teacher_stays_presenting_through_the_lessons_links_and_int
     links = [c.value for c in at.code]
     assert any("lesson=causal" in link and "present=1" in link for link in links), links  # the slide's link
     assert all("present=1" in link for link in links if "mask=causal" in link), links  # the explorer links
-    at.button(key="lesson_open_causal_1").click().run()
+    follow(at, LESSONS["causal"].panels[1].caption)
     assert not at.exception and at.session_state["w_present"] is True
     assert param(at, "present") == "1"
 
@@ -228,7 +229,7 @@ def test_predict_first_hides_the_answer_until_revealed_for_each_lesson():
     at.button(key="lesson_reveal_differential").click().run()
     text = " ".join(m.value for m in at.markdown)
     assert "✅" in text and shown_charts.chart_elements(at)
-    at.button(key="lesson_next").click().run()  # the next lesson is hidden again until its own reveal
+    follow(at, "next lesson →")  # the next lesson is hidden again until its own reveal
     assert "✅" not in " ".join(m.value for m in at.markdown)
 
 

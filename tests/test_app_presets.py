@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shown_charts
+from page_links import follow, links
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
@@ -114,7 +115,7 @@ def test_lessons_page_preset_grid_shows_each_presets_pattern():
     assert titles == ["identity", "previous token", "first token (sink)", "same token", "uniform"]
     for preset in PRESETS.values():
         assert f"**{preset.name}** — {preset.description}" in descriptions
-        assert at.button(key=f"preset_open_{preset.init}").label == f"Open the {preset.name} head"
+        assert len(links(at, f"Open the {preset.name} head")) == 1
 
 
 def test_the_weights_menu_offers_every_preset_by_its_label_and_the_sidebar_describes_it():
@@ -131,7 +132,7 @@ def test_preset_button_loads_the_preset_into_the_sidebar(init):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
     at.switch_page("app_pages/lessons.py")
     at.run()
-    at.button(key=f"preset_open_{init}").click().run()
+    follow(at, f"Open the {PRESETS[init].name} head")
     assert not at.exception
     assert at.session_state["config"] == PRESET_CONFIGS[init]
     assert at.session_state["w_init"] == init

@@ -284,7 +284,9 @@ def test_per_head_colour_range_gives_each_panel_its_own_axis():
     assert [t["coloraxis"] for t in s["data"]] == ["coloraxis", "coloraxis2", "coloraxis3"]
     tops = [s["layout"][name]["cmax"] for name in ("coloraxis", "coloraxis2", "coloraxis3")]
     assert tops == pytest.approx([0.25, 0.4, 0.7])
-    assert "own largest" in s["layout"]["coloraxis"]["colorbar"]["title"]["text"]
+    bar = s["layout"]["coloraxis"]["colorbar"]
+    assert "each head's max" in bar["title"]["text"] and bar["ticktext"] == ["0", "its max"]
+    assert [a["text"] for a in s["layout"]["annotations"]] == ["head 0 · max 0.25", "head 1 · max 0.4", "head 2 · max 0.7"]
     assert s["layout"]["coloraxis2"]["showscale"] is False
     validated(figures.attention_grid(mats, LABELS[:4], LABELS[:4], colour_range="head"))
 

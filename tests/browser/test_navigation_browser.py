@@ -23,7 +23,7 @@ def test_back_goes_back_one_page_after_the_sidebar_menu(app_page, app_url):
 def test_the_next_lesson_opens_at_its_top(app_page, app_url):
     open_app(app_page, app_url, "lessons?lesson=wo")
     wait_for_charts(app_page)
-    button = app_page.get_by_role("button", name="next lesson →")
+    button = app_page.get_by_role("link", name="next lesson →")
     button.scroll_into_view_if_needed()
     assert app_page.evaluate(MAIN_SCROLL) > 200
     button.click()
@@ -34,9 +34,9 @@ def test_the_next_lesson_opens_at_its_top(app_page, app_url):
 def test_opening_a_lesson_in_the_explorer_lands_at_the_top_and_new_tab_links_open_a_tab(app_page, app_url):
     open_app(app_page, app_url, "lessons?lesson=causal")
     wait_for_charts(app_page)
-    new_tab = app_page.locator(".st-key-lesson_open_causal_0").locator("xpath=..").locator("a").first
-    assert new_tab.get_attribute("target") == "_blank" and "tokens=" in new_tab.get_attribute("href")
-    button = app_page.locator(".st-key-lesson_open_causal_0 button")
+    new_tab = app_page.locator(".st-key-lesson_open_causal_0 a[target='_blank']").first
+    assert "tokens=" in new_tab.get_attribute("href")
+    button = app_page.locator(".st-key-lesson_open_causal_0 [data-testid='stPageLink-NavLink']")
     button.scroll_into_view_if_needed()
     assert app_page.evaluate(MAIN_SCROLL) > 200
     button.click()

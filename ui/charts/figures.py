@@ -18,6 +18,7 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.colors import make_colorscale
 
+from ui.charts.colour_ranges import largest_weight, panel_titles
 from ui.charts.labels import concat_columns
 from ui.charts.sent import figure
 from ui.charts.views import MatrixView, matrix_view
@@ -35,9 +36,6 @@ MASKED_SOLID = "rgb(170, 170, 170)"  # light enough to stay apart from viridis' 
 MASKED_MARK = "rgb(30, 30, 30)"  # the × in a masked cell: 7:1 on that grey
 MASKED_HOVER = "masked (−∞ → weight 0)"
 CROSS_MAX_TOKENS = 24  # above this many tokens a cell is too small for its cross
-# Colour ranges of the weights view: the fixed 0..1 compares heads; the others make long sentences readable.
-COLOUR_RANGES = ("fixed", "max", "head")
-
 # How wide a heatmap's cells are drawn when it spans the ~820 px main column of a 1280 px screen,
 # its row labels and colour bar taken off: the column labels are thinned to fit this by default.
 FULL_WIDTH_PX = 700
@@ -130,12 +128,6 @@ def _colorbar(title: str, font_size: int, height_px: int) -> dict:
     )
 
 
-def largest_weight(matrices: np.ndarray) -> float:
-    """The largest finite value (at least 1e-9): the top of an adaptive weights scale."""
-    finite = np.asarray(matrices)[np.isfinite(matrices)]
-    return float(max(finite.max(), 1e-9)) if finite.size else 1.0
-
-
 def _colour_axis(view: MatrixView, matrices: np.ndarray, font_size: int, height_px: int,
                  colour_range: str = "fixed") -> dict:
     """A shared colour axis: sequential (0..1, or 0..the largest value shown), or diverging around 0.
@@ -158,13 +150,14 @@ def _colour_axis(view: MatrixView, matrices: np.ndarray, font_size: int, height_
 
 
 def _per_head_axes(view: MatrixView, matrices: np.ndarray, font_size: int, height_px: int) -> dict:
-    """One colour axis per panel, each 0..that panel's largest value; one colour bar, read as 0..max."""
+    """One colour axis per panel, each 0..that panel's largest value; one colour bar, read as 0 … each head's
+    max (the number is in each panel's title, ``colour_ranges.panel_titles``)."""
     axes = {}
     for h in range(matrices.shape[0]):
         name = "coloraxis" if h == 0 else f"coloraxis{h + 1}"
         axes[name] = dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=largest_weight(matrices[h]), showscale=h == 0)
-    bar = _colorbar(f"{view.value_name}, each head 0..its own largest", font_size, height_px)
-    bar.update(tickmode="array", tickvals=[0.0, axes["coloraxis"]["cmax"]], ticktext=["0", "max"])
+    bar = _colorbar(f"{view.value_name}: 0 … each head's max (in its title)", font_size, height_px)
+    bar.update(tickmode="array", tickvals=[0.0, axes["coloraxis"]["cmax"]], ticktext=["0", "its max"])
     axes["coloraxis"]["colorbar"] = bar
     return axes
 
@@ -304,9 +297,9 @@ def attention_grid(
     """
     view = matrix_view(kind)
     n = matrices.shape[0]
-    titles = titles or [f"head {h}" for h in range(n)]
-    g = grid_geometry(n, key_labels, max_cols=max_cols, panel_px=panel_px, font_size=font_size, fit_height=fit_height)
     per_head = view.sequential and colour_range == "head"
+    titles = panel_titles(titles, matrices, per_head)
+    g = grid_geometry(n, key_labels, max_cols=max_cols, panel_px=panel_px, font_size=font_size, fit_height=fit_height)
     masked = masked_cells(matrices, kind, mask)  # (n, Tq, Tk)
     query_labels, key_labels = plot_texts(query_labels), plot_texts(key_labels)
     z_all = for_plotly(matrices)

@@ -48,7 +48,7 @@ MATRIX_VIEWS: dict[str, MatrixView] = _table(
     MatrixView(
         "weights", "weights (softmax)", "weights", "weight", SEQUENTIAL,
         caption="Colour = attention weight: how much of each key's value goes into the query's output. "
-        "{row_sums} A bright cell is a large weight, not an 'important word'. Grey cells are masked: weight exactly 0.",
+        "{row_sums} {bright} Grey cells are masked: weight exactly 0.",
         take=lambda trace: trace.weights, top=1.0,
     ),
     MatrixView(

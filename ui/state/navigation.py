@@ -11,6 +11,13 @@ folder as the old multipage layout and routes a first deep link to a page withou
 An ``st.Page`` can only be made while a script runs (it resolves its file against the running
 app), so ``page`` and ``all_pages`` build the objects on each call; two objects made from one
 row are the same page to ``st.switch_page`` and ``st.page_link``.
+
+Links between pages are ``st.page_link`` with the target's parameters, never a button that calls
+``st.switch_page``: a link makes one history entry with the new page's path and its own parameters at once
+(so Back returns, Forward comes back), where ``switch_page`` first rewrites the old page's address (Streamlit
+1.67 clears or sets the query while the address bar still shows the old path: a hybrid address) and then
+adds the new page's. A run that opens a page, or that Back/Forward started, is an *arrival*
+(``note_arrival``): there the address bar is the truth, and a page follows it.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 PAGES_DIR = "app_pages"
 
@@ -77,6 +85,33 @@ for (const el of [document.querySelector('[data-testid="stMain"]'), document.scr
 </script>"""
 
 
+PAGE_NOW = "nav_page"  # session state: the URL path of the page the last run showed
+ARRIVED = "nav_arrived"  # session state: this run opened a page, or Back/Forward started it
+
+
+def history_navigation() -> bool:
+    """True when the browser's Back or Forward started this run (Streamlit 1.67 says so in the run's context)."""
+    return bool(getattr(get_script_run_ctx(), "is_history_navigation", False))
+
+
+def note_arrival(current: st.Page) -> bool:
+    """Remember whether this run arrived (a page opened, or Back/Forward), not a widget's rerun; app.py calls
+    this once per run, before the page. A page then takes its settings from the address bar, not its widgets.
+
+    Returns True when the run arrived from another view of this session (it should open at its top).
+    """
+    ss = st.session_state
+    before = ss.get(PAGE_NOW)
+    arrived = before != current.url_path or history_navigation()
+    ss[PAGE_NOW], ss[ARRIVED] = current.url_path, arrived
+    return arrived and before is not None  # a session's first page opens at its top anyway
+
+
+def arrived() -> bool:
+    """True in a run that opened its page or that the browser's Back/Forward started (see ``note_arrival``)."""
+    return bool(st.session_state.get(ARRIVED, True))
+
+
 def go_to(name: str) -> None:
     """Switch to page ``name`` and open it at its top (ends this run)."""
     request_top()
@@ -90,9 +125,16 @@ def request_top() -> None:
 
 def scroll_if_requested() -> None:
     """Scroll to the top when a callback asked for it (app.py calls this on every run, before the page)."""
-    nonce = st.session_state.pop("scroll_to_top", None)
-    if nonce is not None:  # a fresh script each time, so the browser runs it again
-        st.html(SCROLL_TO_TOP.format(nonce=nonce), unsafe_allow_javascript=True)
+    if "scroll_to_top" in st.session_state:
+        scroll_to_top()
+
+
+def scroll_to_top() -> None:
+    """Scroll the page to its top now (a page that follows a link to new content of its own calls this)."""
+    nonce = st.session_state.pop("scroll_to_top", 0) + 1
+    st.session_state.scrolled = st.session_state.get("scrolled", 0) + 1
+    # a fresh script each time, so the browser runs it again
+    st.html(SCROLL_TO_TOP.format(nonce=f"{nonce}.{st.session_state.scrolled}"), unsafe_allow_javascript=True)
 
 
 def page_links(where) -> None:

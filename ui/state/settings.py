@@ -240,7 +240,7 @@ SHORT_POSITION_LABELS = RecordLabels(SCHEMES, "short_label")
 KERNEL_LABELS = RecordLabels(KERNELS, "label")
 EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
 LINK_EMBEDDINGS = tuple(e for e in EMBEDDINGS if e != "custom")  # an uploaded matrix cannot travel in a link
-COLOUR_RANGE_LABELS = {  # the weights view's colour range (ui/charts/figures.py COLOUR_RANGES)
+COLOUR_RANGE_LABELS = {  # the weights view's colour range (ui/charts/colour_ranges.py)
     "fixed": "0..1, all heads",
     "max": "0..largest shown",
     "head": "each head 0..its largest",

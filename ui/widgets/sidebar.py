@@ -26,7 +26,7 @@ from ui.state.settings import (
 from ui.state.urlstate import params_from_config, repair, view_params
 from ui.widgets.mask_editor import custom_grid
 from ui.widgets.presentation import presentation_bar, presenting, summary_line
-from ui.widgets.state import KEEP, KV_HEADS_OF, SIDEBAR, Place, clamp_choice, startup
+from ui.widgets.state import KEEP, KV_HEADS_OF, SIDEBAR, Place, clamp_choice, note_written, startup
 from ui.widgets.uploads import uploaded_embedding
 
 
@@ -227,4 +227,5 @@ def _write_url(config: MHAConfig) -> None:
     current = st.query_params.to_dict()
     if current != params:
         st.query_params.from_dict(params)
+    note_written(params)
 

@@ -15,6 +15,7 @@ import streamlit as st
 
 from mha_core.config import MHAConfig
 from mha_core.inputs import tokenize
+from ui.state import navigation
 from ui.state.settings import VIEW_SETTINGS, Setting, model_settings, values_of
 from ui.state.urlstate import config_from_params, view_from_params
 
@@ -136,10 +137,34 @@ def open_config(config: MHAConfig, view: dict | None = None) -> None:
     st.session_state.pending_config = (config, view)
 
 
+WRITTEN = "url_written"  # session state: the settings the sidebar last wrote to the address bar
+
+
+def note_written(params: Mapping[str, str]) -> None:
+    """Remember the settings the sidebar has just put in the address bar (``startup`` compares a link with them)."""
+    st.session_state[WRITTEN] = dict(params)
+
+
+def _link_settings(params: Mapping[str, str]) -> dict[str, str]:
+    names = {row.param for row in (*model_settings(), *VIEW_SETTINGS)}
+    return {name: value for name, value in params.items() if name in names}
+
+
+def followed_link(params: Mapping[str, str]) -> bool:
+    """True when a link or Back/Forward brought model settings other than those the sidebar last wrote.
+
+    Only on an arrival (``navigation.arrived``): in a widget's rerun the widgets are the truth, even if the
+    address bar has not caught up yet. A link without model settings (the Lessons page's menu) changes nothing.
+    """
+    if not navigation.arrived() or not any(row.param in params for row in model_settings()):
+        return False
+    return _link_settings(params) != _link_settings(st.session_state.get(WRITTEN, {}))
+
+
 def startup() -> None:
-    """First run of a session: read the URL. Later runs: apply a config a button asked for."""
+    """First run of a session, or a link followed: read the URL. Later runs: apply a config a button asked for."""
     ss = st.session_state
-    if "config_loaded" not in ss:
+    if "config_loaded" not in ss or followed_link(st.query_params.to_dict()):
         params = st.query_params.to_dict()
         config, messages = config_from_params(params)
         view, view_messages = view_from_params(params, config)

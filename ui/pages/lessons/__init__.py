@@ -9,7 +9,14 @@ without knowing which one it is; ``tests/test_lessons.py`` checks every claim ag
 computation. No streamlit in here.
 """
 
-from ui.pages.lessons.links import app_root, explorer_query, lesson_query, short_params
+from ui.pages.lessons.links import (
+    app_root,
+    explorer_params,
+    explorer_query,
+    lesson_params,
+    lesson_query,
+    short_params,
+)
 from ui.pages.lessons.presets import PRESET_CONFIGS, preset_grid
 from ui.pages.lessons.records import (
     BASE,
@@ -38,8 +45,10 @@ __all__ = [
     "LessonPanel",
     "app_root",
     "contributions_of",
+    "explorer_params",
     "explorer_query",
     "lesson_label",
+    "lesson_params",
     "lesson_query",
     "preset_grid",
     "short_params",

@@ -23,9 +23,20 @@ def explorer_query(config: MHAConfig, view: Mapping[str, object] | None = None) 
     return "?" + urlencode(short_params(config, view))
 
 
+def explorer_params(config: MHAConfig, view: Mapping[str, object] | None = None) -> dict[str, str]:
+    """Every parameter the Heads page writes for ``config`` and ``view``: a link the app follows itself carries
+    them all, so the page has nothing to rewrite and the visit is one history entry."""
+    return {**params_from_config(config), **view_params(view or {})}
+
+
+def lesson_params(key: str, present: bool = False) -> dict[str, str]:
+    """{'lesson': 'causal'} (and ``present=1`` while presenting): a Lessons-page link's parameters."""
+    return {"lesson": key, **({"present": "1"} if present else {})}
+
+
 def lesson_query(key: str, present: bool = False) -> str:
     """'?lesson=causal': the query string of a Lessons-page link (with ``present=1`` while presenting)."""
-    return "?" + urlencode({"lesson": key, **({"present": "1"} if present else {})})
+    return "?" + urlencode(lesson_params(key, present))
 
 
 def app_root(page_url: str | None, page_path: str) -> str:

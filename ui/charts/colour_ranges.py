@@ -1,0 +1,56 @@
+"""The weights' colour ranges (the ``colours`` setting: ``ui.state.settings`` COLOUR_RANGE_LABELS): what a
+bright cell means under each, the panels' titles when each head has its own range, and when the fixed 0..1
+range leaves the panels dark. Pure: arrays and strings in, strings and numbers out."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ui.charts.labels import max_title
+
+# Colour ranges of the weights view (the ``colours`` setting), each with what a bright cell then means (the
+# Heads caption's sentence): the fixed 0..1 compares heads; the others make long sentences readable.
+COLOUR_RANGES = {
+    "fixed": "A bright cell is a large weight, not an 'important word'.",
+    "max": "A bright cell is a large weight among those shown (the colours run from 0 to the largest), "
+    "not an 'important word'.",
+    "head": "A bright cell is a large weight for its head: each panel runs from 0 to its own largest weight, "
+    "written in its title, so a colour means a different weight in each panel.",
+}
+
+
+def largest_weight(matrices: np.ndarray) -> float:
+    """The largest finite value (at least 1e-9): the top of an adaptive weights scale."""
+    finite = np.asarray(matrices)[np.isfinite(matrices)]
+    return float(max(finite.max(), 1e-9)) if finite.size else 1.0
+
+
+DIM_ROW_MAX = 0.15  # a typical row's largest weight below this leaves 0..1 colours dark (64 tokens: ~0.09)
+
+
+def bright_cells(colours: str, weights: np.ndarray, per_head_label: str) -> str:
+    """The caption's sentence on what a bright cell is under the colour range ``colours``; on the fixed 0..1,
+    when ``weights`` (nh, Tq, Tk) would be drawn nearly all dark, how to see the patterns (``dark_hint``).
+    The default stays 0..1, so an old link still shows what it showed."""
+    hint = dark_hint(weights, per_head_label) if colours == "fixed" else None
+    return COLOUR_RANGES[colours] + (f" {hint}" if hint else "")
+
+
+def dark_hint(matrices: np.ndarray, per_head_label: str) -> str | None:
+    """A sentence for the caption when the fixed 0..1 range draws nearly every cell dark: the typical row's
+    largest weight (median over heads and rows) is below ``DIM_ROW_MAX``; else None. (nh, Tq, Tk) weights in."""
+    finite = np.where(np.isfinite(matrices), matrices, 0.0)  # (nh, Tq, Tk)
+    typical = float(np.median(finite.max(axis=-1)))  # over (nh, Tq)
+    if typical >= DIM_ROW_MAX:
+        return None
+    return (f"A typical row's largest weight is {typical:.2f}, so on 0..1 nearly every cell is dark: "
+            f"Colour range '{per_head_label}' shows each head's pattern.")
+
+
+def panel_titles(titles: list[str] | None, matrices: np.ndarray, per_head: bool) -> list[str]:
+    """The panels' titles ('head 0', ... unless given); with a colour range per head each says where its range
+    ends, the panel's largest value: 'head 3 · max 0.412'."""
+    titles = titles or [f"head {h}" for h in range(matrices.shape[0])]
+    if not per_head:
+        return titles
+    return [max_title(title, largest_weight(matrices[h])) for h, title in enumerate(titles)]
