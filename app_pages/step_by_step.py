@@ -17,6 +17,7 @@ from ui.pipeline.steps import (
     row_sums_table,
 )
 from ui.run.compute import compute
+from ui.state import navigation
 from ui.widgets.notebook_button import notebook_button
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import figure_font_size
@@ -125,6 +126,9 @@ def drill_down_section(result, inputs: StepInputs, head: int, weights_shown: boo
     # (py-spy). A link that names a cell (qi=, kj=) opens it; so does a cell picked earlier in the session.
     # Whether it starts open is decided once per session: a changed ``expanded`` makes a new expander, and the
     # keyboard's focus, on the query box that changed it, was lost (issue 23, item 13).
+    # A link that arrives (a page link, Back/Forward) decides it again: its qi=/kj= open the section.
+    if navigation.arrived():
+        st.session_state.pop("sbs_drill_starts_open", None)
     starts_open = st.session_state.setdefault("sbs_drill_starts_open", chosen_cell() != (0, 0))
     section = st.expander("**Open the drill-down**: pick a cell, see its products, score, logit and softmax",
                           expanded=starts_open, key="sbs_drill_open", on_change="rerun")

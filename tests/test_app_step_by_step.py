@@ -46,6 +46,17 @@ def test_the_drill_down_is_drawn_only_once_opened_or_named_by_the_link():
     assert table_with_index(opened, SUM_ROW) is not None
 
 
+def test_a_link_to_a_cell_that_arrives_later_in_the_session_opens_the_drill_down():
+    at = open_page()  # closed: no cell named
+    assert "w_kj" not in [s.key for s in at.selectbox]
+    at.switch_page("app_pages/heads.py").run()
+    at.query_params["qi"], at.query_params["kj"] = "2", "1"  # a lesson's link to a cell, in the same session
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert table_with_index(at, SUM_ROW) is not None
+    assert (at.selectbox(key="w_qi").value, at.selectbox(key="w_kj").value) == (2, 1)
+
+
 def charts(at: AppTest) -> dict[str, dict]:
     """Every matrix on the page as a figure of its own, by its title (a row of panels drawn as one chart is split)."""
     views = {}
