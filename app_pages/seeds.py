@@ -14,9 +14,9 @@ from ui.pages.seeds import (
     side_by_side,
 )
 from ui.state import navigation
+from ui.state.urlstate import explorer_params
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import presentation_switch
-from ui.widgets.state import open_config
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -62,10 +62,9 @@ def render_explorer_button(example: SeedExample) -> None:
         st.info("The explorer cannot express this seed's layer, so there is nothing to load.")
         return
     st.markdown(f"**In the explorer:** {explorer_summary(config)}.")
-    if st.button(
-        "Load these settings into the explorer", key=f"seed_load_{example.key}", on_click=open_config, args=(config,)
-    ):
-        navigation.go_to("heads")
+    # A link, not a button: one history entry with the explorer's address and every setting (Back returns here).
+    st.page_link(navigation.page("heads"), label="Load these settings into the explorer",
+                 query_params=explorer_params(config), icon=":material/open_in_new:")
     csv = embedding_csv(config)
     if csv is not None:
         st.info(

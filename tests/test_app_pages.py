@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import pytest
 import shown_charts
-from page_links import follow
+from page_links import links
 from streamlit.testing.v1 import AppTest
 
 from ui.pages.lessons import LESSONS
@@ -64,20 +65,22 @@ def titles(at: AppTest) -> list[str]:
 
 @pytest.mark.parametrize(
     "page, params, button",
-    [("app_pages/seeds.py", {}, "seed_load_002"), ("app_pages/lessons.py", {"lesson": "wo"}, None)],
+    [("app_pages/seeds.py", {}, "Load these settings into the explorer"), ("app_pages/lessons.py", {"lesson": "wo"}, None)],
     ids=["seed notebooks", "lessons"],
 )
-def test_the_explorer_buttons_switch_to_the_heads_page(page, params, button):
+def test_the_explorer_links_open_the_heads_page(page, params, button):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.switch_page(page)
     for name, value in params.items():
         at.query_params[name] = value
     at.run()
     assert "Heads" not in titles(at)
-    if button is None:  # the lessons' explorer links are links: followed as the browser follows them
-        follow(at, LESSONS["wo"].panels[0].caption)
-    else:
-        at.button(key=button).click().run()
+    label = LESSONS["wo"].panels[0].caption if button is None else button
+    proto = links(at, label)[0].proto  # explorer links are links: followed as the browser follows them
+    assert (proto.page or navigation.DEFAULT_PAGE) == "heads"  # the default page's URL path is empty
+    at.query_params.clear()
+    at.query_params.update(dict(parse_qsl(proto.query_string)))
+    at.switch_page("app_pages/heads.py").run()
     assert not exceptions(at), exceptions(at)
     assert "Heads" in titles(at), titles(at)
 

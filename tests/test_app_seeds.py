@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
+from page_links import links
 from streamlit.testing.v1 import AppTest
 
 import content.seeds
@@ -134,8 +136,15 @@ def test_the_page_tables_hold_the_printed_numbers_beside_ours(page):
 def test_load_button_puts_the_seeds_settings_into_the_sidebar(key):
     wanted = SEED_EXAMPLES[key].explorer
     at = seeds_page()
-    at.button(key=f"seed_load_{key}").click().run()
+    loading = [k for k, ex in SEED_EXAMPLES.items() if ex.explorer is not None]
+    found = links(at, "Load these settings into the explorer")  # one real link per seed, in the tabs' order
+    assert len(found) == len(loading) and {link.proto.page for link in found} == {""}  # "": the Heads page's path
+    proto = found[loading.index(key)].proto
+    at.query_params.clear()
+    at.query_params.update(dict(parse_qsl(proto.query_string)))
+    at.switch_page("app_pages/heads.py").run()  # as the browser follows the link
     assert not at.exception
+    assert "Heads" in [t.value for t in at.title]
     config = at.session_state["config"]
     # An uploaded matrix cannot travel through the button: the page says so and offers the CSV.
     assert config == replace(wanted, embedding="random", custom_embedding=None)

@@ -112,12 +112,6 @@ def arrived() -> bool:
     return bool(st.session_state.get(ARRIVED, True))
 
 
-def go_to(name: str) -> None:
-    """Switch to page ``name`` and open it at its top (ends this run)."""
-    request_top()
-    st.switch_page(page(name))
-
-
 def request_top() -> None:
     """Open the next run at the top of the page (call from a button's callback before it switches)."""
     st.session_state.scroll_to_top = st.session_state.get("scroll_to_top", 0) + 1

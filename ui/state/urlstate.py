@@ -229,3 +229,9 @@ def view_from_params(params: Mapping[str, str], config: MHAConfig) -> tuple[dict
 def view_params(view: Mapping) -> dict[str, str]:
     """Query parameters for the view settings that differ from the defaults."""
     return write_settings(VIEW_SETTINGS, {**VIEW_DEFAULTS, **view})
+
+
+def explorer_params(config: MHAConfig, view: Mapping[str, object] | None = None) -> dict[str, str]:
+    """Every parameter the Heads page writes for ``config`` and ``view``: a link the app follows itself carries
+    them all, so the page has nothing to rewrite and the visit is one history entry (Back returns)."""
+    return {**params_from_config(config), **view_params(view or {})}

@@ -132,11 +132,6 @@ READS = {  # Setting.widget -> how its value is read back from its widget, where
 }
 
 
-def open_config(config: MHAConfig, view: dict | None = None) -> None:
-    """Load ``config`` into the sidebar on the next run (use from a button's on_click)."""
-    st.session_state.pending_config = (config, view)
-
-
 WRITTEN = "url_written"  # session state: the settings the sidebar last wrote to the address bar
 
 
@@ -162,7 +157,8 @@ def followed_link(params: Mapping[str, str]) -> bool:
 
 
 def startup() -> None:
-    """First run of a session, or a link followed: read the URL. Later runs: apply a config a button asked for."""
+    """First run of a session, or a link followed (a page link, Back/Forward): read the URL; otherwise the widgets
+    hold the settings. Pages hand a configuration to the explorer as a link (``urlstate.explorer_params``)."""
     ss = st.session_state
     if "config_loaded" not in ss or followed_link(st.query_params.to_dict()):
         params = st.query_params.to_dict()
@@ -171,9 +167,6 @@ def startup() -> None:
         seed_widgets(config, view)
         ss.url_messages = messages + view_messages
         ss.config_loaded = True
-    pending = ss.pop("pending_config", None)
-    if pending is not None:
-        seed_widgets(*pending)
 
 
 def clamp_choice(key: str, size: int) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from urllib.parse import urlencode
 
 from mha_core.config import MHAConfig
-from ui.state.urlstate import params_from_config, view_params
+from ui.state.urlstate import explorer_params, params_from_config, view_params  # noqa: F401 (explorer_params: re-exported)
 
 DEFAULT_PARAMS = params_from_config(MHAConfig())
 
@@ -21,12 +21,6 @@ def short_params(config: MHAConfig, view: Mapping[str, object] | None = None) ->
 def explorer_query(config: MHAConfig, view: Mapping[str, object] | None = None) -> str:
     """'?tokens=...&mask=causal': the query string of a Heads-page link."""
     return "?" + urlencode(short_params(config, view))
-
-
-def explorer_params(config: MHAConfig, view: Mapping[str, object] | None = None) -> dict[str, str]:
-    """Every parameter the Heads page writes for ``config`` and ``view``: a link the app follows itself carries
-    them all, so the page has nothing to rewrite and the visit is one history entry."""
-    return {**params_from_config(config), **view_params(view or {})}
 
 
 def lesson_params(key: str, present: bool = False) -> dict[str, str]:
