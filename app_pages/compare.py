@@ -111,8 +111,8 @@ def show_comparison(comparison, result_a, result_b) -> None:
     """One line per head, the chosen head of A and B side by side, and B − A for every head."""
     changes = compare.head_changes(comparison, result_a.query_labels, result_a.key_labels)
     st.caption(comparison.note)
-    if not np.any(comparison.delta[np.isfinite(comparison.delta)]):
-        st.info("B equals A: no difference in any head's weights (B − A is 0 in every cell).")
+    if compare.differences(result_a.config, result_b.config) and not np.any(comparison.delta[np.isfinite(comparison.delta)]):
+        st.info("B's change leaves every head's weights as they were: B − A is 0 in every cell.")  # e.g. W_O off
     st.markdown("\n".join(f"- {compare.summary_line(row)}" for _, row in changes.iterrows()))
     left, right = st.columns([5, 4])
     with left:

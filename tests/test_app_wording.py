@@ -71,7 +71,10 @@ def test_compare_b_equal_to_a_reads_zero_not_nano():
     assert all(np.all(d[np.isfinite(d)] == 0) for d in deltas)  # B = A: every difference is 0
     assert axis["colorbar"]["ticktext"] == ["0"] and axis["colorbar"]["tickvals"] == [0.0]  # not "1n … −1n"
     assert "0 everywhere" in axis["colorbar"]["title"]["text"]
-    assert "B equals A: no difference" in messages(at)
+    assert "B is the same as A" in messages(at) and "B − A is 0 in every cell" not in messages(at)  # said once
+    at = compare_page({"b_wo": "0"})  # W_O comes after the weights: B differs, its weights do not
+    assert "B's change leaves every head's weights as they were" in messages(at)
+    assert charts(at)["cmp_delta"]["layout"]["coloraxis"]["colorbar"]["ticktext"] == ["0"]
 
 
 def test_compare_with_a_difference_keeps_its_numbered_colour_bar():
@@ -79,7 +82,7 @@ def test_compare_with_a_difference_keeps_its_numbered_colour_bar():
     axis = charts(at)["cmp_delta"]["layout"]["coloraxis"]
     deltas = np.stack([decode(t["z"]) for t in charts(at)["cmp_delta"]["data"] if "coloraxis" in t])
     assert axis["cmax"] == np.float32(np.nanmax(np.abs(deltas))) or np.isclose(axis["cmax"], np.nanmax(np.abs(deltas)))
-    assert "ticktext" not in axis["colorbar"] and "B equals A" not in messages(at)
+    assert "ticktext" not in axis["colorbar"] and "B − A is 0 in every cell" not in messages(at)
 
 
 def test_compare_sentence_uses_the_short_label():
