@@ -41,7 +41,8 @@ def test_a_collection_after_new_imports_freezes_what_survives():
     kept = []  # made after the last freeze: tracked by the collector
     kept.extend([object()] for _ in range(1000))
     assert server.collect_garbage(now=start + server.GC_INTERVAL_S)  # no new module: nothing more frozen
-    assert gc.get_freeze_count() == frozen
+    # (a frozen object can still die meanwhile, another thread's, so the count may fall; a freeze would add `kept`)
+    assert gc.get_freeze_count() <= frozen
     new_module = next(name for name in ("wave", "sndhdr", "mailbox", "tabnanny", "netrc") if name not in sys.modules)
     importlib.import_module(new_module)
     assert server.collect_garbage(now=start + 2 * server.GC_INTERVAL_S)
