@@ -40,7 +40,7 @@ def test_head_summary_frame_matches_hand_counted_numbers():
     assert list(frame.index) == ["head 0", "head 1"]
     assert list(frame.columns) == [label for label, _ in tables.DIAGNOSTIC_COLUMNS.values()]
     np.testing.assert_allclose(frame["entropy"], 0.0, atol=1e-6)
-    np.testing.assert_allclose(frame["max weight"], 1.0, atol=1e-6)
+    np.testing.assert_allclose(frame["mean row max"], 1.0, atol=1e-6)
     np.testing.assert_allclose(frame["on itself"], 1.0, atol=1e-6)
     np.testing.assert_allclose(frame["on previous"], 0.0, atol=1e-6)
     np.testing.assert_allclose(frame["on first token"], 0.25, atol=1e-6)  # only query 0 puts weight on key 0
@@ -68,5 +68,5 @@ def test_concat_columns_name_the_head_and_the_column_inside_it():
 def test_cross_attention_has_no_on_itself_or_on_previous_columns():
     result = run(MHAConfig(kv_tokens=("a", "dog", "ran"), n_heads=2))
     frame = tables.head_summary_frame(result.trace, cross=True)
-    assert list(frame.columns) == ["entropy", "max weight", "on first token"]
+    assert list(frame.columns) == ["entropy", "mean row max", "on first token"]
     np.testing.assert_allclose(frame["on first token"], result.trace.weights[:, :, 0].mean(axis=1), atol=1e-12)

@@ -16,7 +16,7 @@ from ui.charts.kernels import row_sums_sentence as kernel_row_sums
 # Column names of the head-diagnostics table, with what each number means (for column help).
 DIAGNOSTIC_COLUMNS = {
     "entropy": ("entropy", "0 = each row puts all its weight on one key, 1 = spread evenly over the keys it may see"),
-    "max_weight": ("max weight", "the mean of each row's largest weight (1 = one-hot rows)"),
+    "max_weight": ("mean row max", "the mean of each row's largest weight (1 = one-hot rows); a panel title's max is the single largest"),
     "diagonal": ("on itself", "mean weight of token i on key i (the diagonal)"),
     "previous": ("on previous", "mean weight of token i on key i-1"),
     "first": ("on first token", "mean weight on key 0 (an attention 'sink')"),
