@@ -112,6 +112,12 @@ def on_widget(key: str) -> Callable[[dict], bool]:
 def choose_option(page, text: str) -> None:
     """In a focused select box: open its list (ArrowDown), move with the arrows to ``text``, Enter."""
     press(page, "ArrowDown")
+    for poll in range(1, 51):  # seen empty once on a busy machine: the key came while a rerun redrew the box
+        if page.evaluate(OPTIONS_JS):
+            break
+        page.wait_for_timeout(100)
+        if poll % 10 == 0:
+            press(page, "ArrowDown")  # a key lost in the redraw: open the list again (still keys only)
     for _ in range(80):
         options = page.evaluate(OPTIONS_JS)
         texts = [o["text"] for o in options]
