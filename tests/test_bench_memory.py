@@ -45,4 +45,6 @@ def test_quick_mode_opens_the_real_model_then_the_caps_and_samples_memory():
     assert all(row["rss_mb"] > 50 for row in series)
     verdicts = rows[len(series):]
     assert [row["met"] for row in verdicts] == [None, None]  # quick mode judges nothing
-    assert verdicts[1]["rss_mb"] >= max(row["rss_mb"] for row in series)  # the peak is at least every sample
+    # The peak is at least every sample, within the kernel's batching of RSS counters per CPU (VmRSS ran 0.07 MB
+    # above a VmHWM read later, once in CI): half a MB of slack still fails a peak read from the wrong field.
+    assert verdicts[1]["rss_mb"] >= max(row["rss_mb"] for row in series) - 0.5
