@@ -5,15 +5,21 @@
 writes ``index.html``, one page per lesson (``ui.pages.lessons.LESSONS``), one per hand-built head preset
 (``mha_core.presets.PRESET_INITS``) and one per link in the teacher's FILE (one link or query string a
 line; blank lines and lines starting with ``#`` are skipped). The numbers are the engine's, computed now;
-the heatmaps are the app's own figure builders (``ui.charts.figures``), drawn in the browser by the plotly.js that
-ships inside the ``plotly`` Python package, one copy in ``assets/``. Nothing is fetched at view time.
+the heatmaps are the app's own figure builders (``ui.charts.figures``, ``ui.pipeline.panels``), drawn in the
+browser by the plotly.js that ships inside the ``plotly`` Python package, one copy in ``assets/``. Nothing is
+fetched at view time, and nothing of Streamlit runs at build time.
+
+A link becomes the page it names (``LINK_PAGES``): Heads, Step by step, FlashAttention, Compare A/B and a
+lesson are built as static pages of that view; Decoding, Seed notebooks, Real model and About are refused
+with the reason. A line that is not a link, names no page of the app, carries a parameter the page does not
+read, or a value the app would repair (the app's own message) is reported as ``FILE:LINE: not built:
+REASON`` and left out; the rest is built, and the exit status is 1 when a line was left out.
 
 Each page has a grid layout (one column on a phone) and a presentation layout (button, ``P`` key or
-``#present``: one panel large at 1280x720, the arrow keys step the heads), states the app version and
-the configuration it was built from, and links to the same view of the live app when ``--app-url`` is
-given. A link in FILE that the app would repair (invalid or over the limits) is reported by its line
-number with the app's own message and left out; the rest is built. An existing OUT_DIR is replaced only
-with ``--force``, and only when it is empty or a pack this command wrote (it holds ``PACK_MARKER``).
+``#present``: one panel large at 1280x720, the arrow keys step the panels), states the app version and
+the configuration it was built from, and links to the same view of the live app (its page and every
+parameter) when ``--app-url`` is given. An existing OUT_DIR is replaced only with ``--force``, and only when
+it is empty or a pack this command wrote (it holds ``PACK_MARKER``).
 """
 
 from __future__ import annotations
@@ -21,35 +27,63 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import tomllib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import numpy as np
 import plotly
 from plotly.utils import PlotlyJSONEncoder
 
 from mha_core.config import MHAConfig, RunResult, run
+from mha_core.flash import PAPER_FORMULA, flash_of_run, kernel_problem
 from mha_core.presets import PRESET_INITS, PRESETS
 from ui.charts.chart_image import svg_button_options
-from ui.charts.figures import attention_grid, matrix_heatmap, signed_range
-from ui.charts.kernels import grid_kind
-from ui.charts.notebook import parse_link
+from ui.charts.colour_ranges import largest_weight
+from ui.charts.figures import attention_grid, matrix_heatmap, signed_range, with_average
+from ui.charts.kernels import grid_kind, weights_signed
 from ui.charts.views import MATRIX_VIEWS, matrix_view
+from ui.pages import compare
+from ui.pages.flash import (
+    FLASH_SETTINGS,
+    config_note,
+    live_check,
+    not_stored,
+    state_table,
+    step_sentence,
+    tile_map,
+    traffic_table,
+)
 from ui.pages.lessons import LESSONS, Lesson
-from ui.state.urlstate import config_from_params, params_from_config, view_from_params, view_params
+from ui.pipeline.panels import panel_figure
+from ui.pipeline.records import Panel as StepPanel
+from ui.pipeline.records import Step, dim_labels, step_inputs
+from ui.pipeline.steps import FULLY_MASKED_POLICY, build_steps, row_sums_heading, row_sums_table
+from ui.state.settings import VIEW_SETTINGS, Setting, model_settings, values_of
+from ui.state.urlstate import (
+    config_from_params,
+    explorer_params,
+    params_from_config,
+    read_settings,
+    view_from_params,
+    view_params,
+    write_settings,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = Path(__file__).with_name("pack_assets")  # pack.css and pack.js, copied as they are
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PACK_MARKER = ".mha-explorer-pack"  # written into every pack: --force replaces only such a folder (or an empty one)
 PANEL_PX = 300
+STEP_PANEL_PX = 420  # a step's matrix: the width its cells get on a page, as a third of the app's column
 
 
 # ---- what a page shows ---------------------------------------------------------------------------
@@ -64,17 +98,29 @@ class Panel:
     values: np.ndarray  # (R, K) what the heatmap shows, before plotly's float32; -inf where masked
 
 
+@dataclass(frozen=True)
+class Section:
+    """A part of a page: its text (HTML), then its heatmaps."""
+
+    text: str
+    panels: tuple[Panel, ...] = ()
+
+
 @dataclass
 class Page:
-    """One HTML page of the pack."""
+    """One HTML page of the pack: its sections in order (a lesson: the question and its heatmaps, then the claims;
+    Step by step: one section per step)."""
 
     file: str
     title: str
-    intro: str  # HTML
-    panels: list[Panel] = field(default_factory=list)
-    after: str = ""  # HTML under the heatmaps
+    sections: list[Section] = field(default_factory=list)
     configuration: str = ""  # what it was built from, in words
     live_url: str = ""  # the same view in the live app ("" without --app-url)
+
+    @property
+    def panels(self) -> list[Panel]:
+        """Every heatmap of the page, in page order (pack.js numbers them so)."""
+        return [panel for section in self.sections for panel in section.panels]
 
 
 def app_version() -> str:
@@ -110,21 +156,30 @@ def _figure_dict(figure, stem: str) -> dict:
     return {"data": spec["data"], "layout": layout, "stem": stem}
 
 
-def head_panels(result: RunResult, view: str, stem: str) -> list[Panel]:
-    """One heatmap per head of ``view`` (weights, logits or scores), on one colour range as in the app."""
+def head_panels(result: RunResult, view: str, stem: str, *, average: bool = False,
+                colours: str = "fixed") -> list[Panel]:
+    """One heatmap per head of ``view`` (weights, logits or scores), on one colour range as in the app; with
+    ``average``, the heads' average last (the Heads page's toggle); ``colours``: the weights' colour range."""
     trace = result.trace
     matrices = MATRIX_VIEWS[view].take(trace)  # (nh, Tq, Tk)
+    titles = [f"head {h} of {trace.n_heads}" for h in range(trace.n_heads)]
+    if average:
+        matrices, titles = with_average(matrices, titles)  # (nh+1, Tq, Tk)
     kind = grid_kind(trace, view)  # signed weights (differential attention) on a diverging scale
+    sequential = matrix_view(kind).sequential
     panels = []
-    for h in range(trace.n_heads):
+    for h, title in enumerate(titles):
         figure = attention_grid(matrices[h : h + 1], result.query_labels, result.key_labels, kind=kind,
-                                titles=[f"head {h} of {trace.n_heads}"], max_cols=1, panel_px=PANEL_PX,
-                                square=True, mask=result.mask)
+                                titles=[title], max_cols=1, panel_px=PANEL_PX, square=True, mask=result.mask,
+                                colour_range=colours)
         spec = _figure_dict(figure, f"{stem}_head{h}")
-        if not matrix_view(kind).sequential:  # a diverging range shared by all heads, as the app's one figure has
+        if not sequential:  # a diverging range shared by all heads, as the app's one figure has
             bound = signed_range(matrices)
             spec["layout"]["coloraxis"] = {**spec["layout"]["coloraxis"], "cmin": -bound, "cmax": bound}
-        panels.append(Panel(f"head {h}", spec, np.asarray(matrices[h])))
+        elif colours == "max":  # 0..the largest weight shown, over every panel of the app's one figure
+            spec["layout"]["coloraxis"] = {**spec["layout"]["coloraxis"], "cmin": 0.0,
+                                           "cmax": largest_weight(matrices)}
+        panels.append(Panel(title.removesuffix(f" of {trace.n_heads}"), spec, np.asarray(matrices[h])))
     return panels
 
 
@@ -151,8 +206,8 @@ def heatmap_panel(heat, stem: str) -> Panel:
     return Panel(heat.title, _figure_dict(figure, stem), np.asarray(heat.matrix))
 
 
-def _table_html(caption: str, table) -> str:
-    body = table.to_html(index=False, float_format=lambda x: f"{x:.4g}", border=0, classes="numbers")
+def _table_html(caption: str, table, index: bool = False) -> str:
+    body = table.to_html(index=index, float_format=lambda x: f"{x:.4g}", border=0, classes="numbers")
     return f"<figure class='table'><figcaption>{html.escape(caption)}</figcaption>{body}</figure>"
 
 
@@ -179,54 +234,358 @@ def lesson_page(number: int, lesson: Lesson, app_url: str) -> Page:
         links.append(f"<li>{shown}: <code>{html.escape(describe(panel.config))}</code></li>")
     after += f"<h2>Configurations</h2><ul class='configs'>{''.join(links)}</ul>"
     configuration = " | ".join(f"{p.caption}: {describe(p.config)}" for p in lesson.panels)
-    return Page(f"lesson-{lesson.key}.html", f"{number}. {lesson.title}", intro, panels, after, configuration,
-                live_link(app_url, "lessons", {"lesson": lesson.key}))
+    return Page(f"lesson-{lesson.key}.html", f"{number}. {lesson.title}", [Section(intro, tuple(panels)), Section(after)],
+                configuration, live_link(app_url, "lessons", {"lesson": lesson.key}))
 
 
-def heads_page(file: str, title: str, intro: str, config: MHAConfig, view: str, app_url: str, page: str,
-               extra_params: dict[str, str] | None = None) -> Page:
-    """Every head of one configuration, as on the Heads page."""
+def heads_page(file: str, title: str, intro: str, config: MHAConfig, view: Mapping[str, object], app_url: str,
+               live_params: dict[str, str]) -> Page:
+    """Every head of one configuration, as on the Heads page (the view's matrix, average and colour range)."""
     result = run(config)
     stem = file.removesuffix(".html")
-    params = {**params_from_config(config), **(extra_params or {})}
-    view_line = f"<p class='view'>Showing: {html.escape(MATRIX_VIEWS[view].label)}. Rows = queries, columns = keys; grey cells are masked.</p>"
-    return Page(file, title, intro + view_line, head_panels(result, view, stem), "", describe(config),
-                live_link(app_url, page, params))
+    shown = str(view.get("view", "weights"))
+    view_line = (f"<p class='view'>Showing: {html.escape(MATRIX_VIEWS[shown].label)}. Rows = queries, columns = keys; "
+                 f"grey cells are masked.</p>")
+    panels = head_panels(result, shown, stem, average=bool(view.get("avg")), colours=str(view.get("colours", "fixed")))
+    return Page(file, title, [Section(intro + view_line, tuple(panels))], describe(config),
+                live_link(app_url, "heads", live_params))
 
 
 def preset_page(init: str, app_url: str) -> Page:
     """A hand-built head preset on the app's default sentence."""
     config = MHAConfig(init=init)
     intro = f"<p>{html.escape(PRESETS[init].description)}</p>"
-    return heads_page(f"preset-{init}.html", f"Hand-built head: {init}", intro, config, "weights", app_url, "heads")
+    return heads_page(f"preset-{init}.html", f"Hand-built head: {init}", intro, config, {}, app_url,
+                      params_from_config(config))
+
+
+# ---- the teacher's links -------------------------------------------------------------------------
+
+
+class NotBuilt(ValueError):
+    """A line of the teacher's file that cannot become a page: the reasons (the app's own messages where it has them)."""
+
+    def __init__(self, *messages: str):
+        super().__init__(" ".join(messages))
+        self.messages = tuple(messages)
 
 
 @dataclass(frozen=True)
 class Skipped:
-    """A line of the teacher's file that was not built, and the app's messages for it."""
+    """A line of the teacher's file that was not built, and why."""
 
     line: int
     text: str
     messages: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Link:
+    """One line of the teacher's file read as a link: its number, its text, the page it names, its parameters."""
+
+    number: int
+    text: str
+    page: str
+    params: dict[str, str]  # the last value of each name wins, as in the app
+
+    @property
+    def file(self) -> str:
+        return f"link-{self.number}.html"
+
+    @property
+    def intro(self) -> str:
+        return f"<p>Line {self.number} of the teacher's list: <code>{html.escape(self.text)}</code></p>"
+
+
+def read_link(number: int, text: str) -> Link:
+    """A line as a link: a full address (``https://host/flash?tokens=...``), a page and its query
+    (``flash?tokens=...``), a bare query (``?tokens=...``, ``tokens=...``: the Heads page) or a page's name alone.
+
+    Raises ``NotBuilt`` for text that is none of these and for a page the app does not have.
+    """
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        path, query = parts.path, parts.query
+    elif "?" in text:
+        path, query = text.split("?", 1)
+    elif "=" in text:
+        path, query = "", text
+    elif text.strip("/") in LINK_PAGES:
+        path, query = text, ""
+    else:
+        raise NotBuilt("not a link: write an address of the app (https://host/step_by_step?tokens=the+cat+sat), "
+                       "a page and its query (flash?tokens=a+b+c&tile=2) or a query string (?tokens=the+cat+sat).")
+    page = path.strip("/").rsplit("/", 1)[-1] or DEFAULT_LINK_PAGE
+    if page not in LINK_PAGES:
+        raise NotBuilt(f"'{page}' is not a page of the app (its pages: {', '.join(LINK_PAGES)}).")
+    return Link(number, text, page, dict(parse_qsl(query, keep_blank_values=True)))
+
+
+def check_names(link: Link, known: set[str]) -> None:
+    """Refuse a parameter the page does not read: the app would drop it without a word (a typo, ``token=``)."""
+    unknown = [name for name in link.params if name not in known]
+    if unknown:
+        title = LINK_PAGES[link.page].title
+        raise NotBuilt(*(f"`{name}` is not a parameter of the {title} page (the app would ignore it)." for name in unknown))
+
+
+SIDEBAR_PARAMS = frozenset(row.param for row in (*model_settings(), *VIEW_SETTINGS))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A sidebar page's link as the app reads it: the configuration, the view, and the page's own settings."""
+
+    config: MHAConfig
+    view: dict[str, object]
+    own: dict[str, object]
+
+    def live_params(self, rows: Sequence[Setting] = ()) -> dict[str, str]:
+        """Every parameter the app writes for this view: the model's, the view's, then the page's own."""
+        return {**explorer_params(self.config, self.view), **write_settings(rows, self.own)}
+
+
+def read_settings_of(link: Link, rows: Sequence[Setting] = (), extra: frozenset[str] = frozenset()) -> Settings:
+    """The link's model, view and page settings read by the app's own readers; any message refuses the line."""
+    check_names(link, SIDEBAR_PARAMS | {row.param for row in rows} | extra)
+    config, messages = config_from_params(link.params)
+    view, view_messages = view_from_params(link.params, config)
+    own_messages: list[str] = []
+    own = read_settings(link.params, rows, values_of(config), own_messages)
+    if messages or view_messages or own_messages:
+        raise NotBuilt(*messages, *view_messages, *own_messages)
+    return Settings(config, view, {row.name: own[row.name] for row in rows})
+
+
+def _markdown(text: str) -> str:
+    """The app's short Markdown (bold, italics, code spans, line breaks) as HTML."""
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
+    out = re.sub(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])", r"<em>\1</em>", out)
+    return out.replace("  \n", "<br>")
+
+
+def panel_of(panel: StepPanel, stem: str, width_px: float = STEP_PANEL_PX) -> Panel:
+    """A step's matrix as the app draws it (``ui.pipeline.panels.panel_figure``)."""
+    figure = panel_figure(panel, width_px=width_px)
+    return Panel(panel.title, _figure_dict(figure, stem), np.asarray(panel.matrix))
+
+
+def step_section(number: int, step: Step, stem: str, extra: str = "") -> Section:
+    """A step as the Step-by-step page shows it: title, why, formula (its LaTeX source), shapes, note, matrices."""
+    parts = [f"<h2 id='{step.slug}'>{number}. {html.escape(step.title)}</h2>"]
+    if step.why:
+        parts.append(f"<p>{_markdown(step.why)}</p>")
+    if step.formula:
+        parts.append(f"<pre class='formula'>{html.escape(step.formula)}</pre>")
+    if step.shapes:
+        parts.append(f"<p>Shapes: <code>{html.escape(step.shapes)}</code></p>")
+    if step.note:
+        parts.append(f"<p>{_markdown(step.note)}</p>")
+    panels = tuple(panel_of(p, f"{stem}_{step.slug}_{i}") for i, p in enumerate(step.panels))
+    return Section("".join(parts) + extra, panels)
+
+
+def heads_link(link: Link, app_url: str) -> Page:
+    """A Heads link: every head of its configuration in its view."""
+    s = read_settings_of(link)
+    title = f"Link {link.number}: {' '.join(s.config.tokens)}"
+    drawn = ("view", "avg", "colours")  # the rest (chosen head, cell, knock-out, presentation) is the live page's
+    kept = {name: value for name, value in view_params(s.view).items() if name not in drawn}
+    intro = link.intro + (f"<p class='note'>Kept for the live app: <code>{html.escape(urlencode(kept))}</code> "
+                          f"(this page shows every head).</p>" if kept else "")
+    return heads_page(link.file, title, intro, s.config, s.view, app_url, s.live_params())
+
+
+def step_by_step_link(link: Link, app_url: str) -> Page:
+    """A Step-by-step link: every step of its head from the embeddings to the output, the row sums of the weights."""
+    s = read_settings_of(link)
+    result = run(s.config)
+    inputs = step_inputs(result)
+    head, cell = int(s.view["head"]), (int(s.view["qi"]), int(s.view["kj"]))
+    stem = link.file.removesuffix(".html")
+    sections = [Section(link.intro + f"<p class='view'>Head {head} followed from the embeddings to the output; "
+                                     f"the drill-down's cell (query {cell[0]}, key {cell[1]}) is outlined.</p>")]
+    for number, step in enumerate(build_steps(inputs, head, cell), start=1):
+        extra = ""
+        if step.slug == "softmax":
+            extra = _table_html(row_sums_heading(inputs.trace).replace("**", ""), row_sums_table(inputs, head),
+                                index=True)
+            if inputs.trace.fully_masked[head].any():
+                extra += f"<p class='note'>{_markdown(FULLY_MASKED_POLICY)}</p>"
+        sections.append(step_section(number, step, stem, extra))
+    return Page(link.file, f"Link {link.number}: step by step, head {head}", sections, describe(s.config),
+                live_link(app_url, link.page, s.live_params()))
+
+
+def flash_link(link: Link, app_url: str) -> Page:
+    """A FlashAttention link: its tile (``tile=``) of head ``head=`` with blocks ``br`` x ``bc``, the running state,
+    the output so far beside the engine's, the tile map and the memory traffic."""
+    s = read_settings_of(link, FLASH_SETTINGS)
+    problem = kernel_problem(s.config)
+    if problem is not None:
+        raise NotBuilt(f"The tiled kernel cannot run these settings: {problem}.")
+    result = run(s.config)
+    head, index = int(s.view["head"]), int(s.own["tile"])
+    kernel = flash_of_run(result, head, int(s.own["br"]), int(s.own["bc"]))
+    step = kernel.steps[index]
+    q_labels, k_labels = result.query_labels, result.key_labels
+    rows, cols = slice(*step.rows), slice(*step.cols)
+    stem = link.file.removesuffix(".html")
+    check = live_check(kernel, index, result.trace)
+    numbers = (f"<p>Step {index + 1} of {len(kernel.steps)} · tiles skipped so far "
+               f"{sum(t.skipped for t in kernel.steps[: index + 1])} of {kernel.traffic.tiles_skipped} · max |Δ| O vs "
+               f"engine {'—' if check.output is None else f'{check.output:.1e}'} (over the {check.rows_finished} of "
+               f"{check.rows} rows finished) · max |Δ| m + log ℓ vs log-sum-exp "
+               f"{'—' if check.lse is None else f'{check.lse:.1e}'}</p>")
+    intro = (link.intro + f"<p>The layer's attention tile by tile with the online softmax: "
+             f"{html.escape(config_note(s.config))}; head {head}, B_r = {s.own['br']}, B_c = {s.own['bc']}.</p>"
+             f"<p>{_markdown(step_sentence(step, q_labels, k_labels))}</p>" + numbers)
+    tile = () if step.skipped else (
+        StepPanel(f"S tile ({step.row_block}, {step.col_block}) = Q_i K_jᵀ · scale (masked)", step.logits,
+                  q_labels[rows], k_labels[cols], "logit", axis_titles=("query", "key")),
+        StepPanel("P̃ = exp(S − m_new)", step.exponentials, q_labels[rows], k_labels[cols], "exp", kind="weights",
+                  axis_titles=("query", "key")))
+    hv = kernel.output.shape[1]
+    outputs = (
+        StepPanel(f"O after step {index + 1} (head {head})", kernel.output_after(index), q_labels,
+                  dim_labels(hv, head * hv), "output", row_block=step.rows),
+        StepPanel(f"softmax(S) V from the engine (head {head})", np.asarray(result.trace.heads[head]), q_labels,
+                  dim_labels(hv, head * hv), "output", row_block=step.rows),
+    )
+    point = not_stored(kernel, result)
+    sections = [
+        Section(intro, tuple(panel_of(p, f"{stem}_tile_{i}") for i, p in enumerate(tile))),
+        Section(_table_html("The running state of this tile's rows", state_table(step, q_labels), index=True),
+                tuple(panel_of(p, f"{stem}_output_{i}") for i, p in enumerate(outputs))),
+        Section("<p class='note'>Rows not started yet are blank. A row is finished once its last tile is done.</p>"
+                + _table_html("The tiles in the kernel's order (query blocks one after another; within one, the key "
+                              "blocks)", tile_map(kernel, index, q_labels, k_labels), index=True)
+                + "<h2>Memory traffic</h2>" + _table_html(PAPER_FORMULA, traffic_table(kernel.traffic), index=True)
+                + f"<h2>The weights were never stored</h2><p>The kernel wrote <strong>{point.written:,}</strong> numbers "
+                  f"for head {head}: its output O and one log-sum-exp per row; returning the weights would write "
+                  f"<strong>{point.weights:,}</strong> more. Rebuilt from the saved log-sum-exp: max |Δ| against the "
+                  f"engine's weights = <strong>{point.recomputed_gap:.1e}</strong>.</p>"),
+    ]
+    return Page(link.file, f"Link {link.number}: FlashAttention, tile {index + 1} of {len(kernel.steps)}", sections,
+                describe(s.config) + f" · br={s.own['br']} · bc={s.own['bc']} · tile={index}",
+                live_link(app_url, link.page, s.live_params(FLASH_SETTINGS)))
+
+
+COMPARE_PARAMS = frozenset(f"{compare.B_PREFIX}{row.param}" for row in model_settings())
+
+
+def compare_link(link: Link, app_url: str) -> Page:
+    """A Compare link: head by head, A's weights, B's, and B − A (A: the link's settings; B: A with its ``b_`` ones)."""
+    s = read_settings_of(link, extra=COMPARE_PARAMS)
+    config_b, messages = compare.config_b(s.config, compare.b_overrides(link.params))
+    if messages:
+        raise NotBuilt(*messages)
+    result_a, result_b = run(s.config), run(config_b)
+    comparison = compare.compare(result_a, result_b)
+    if isinstance(comparison, str):
+        raise NotBuilt(comparison)
+    labels = (result_a.query_labels, result_a.key_labels)
+    kind = "signed_weights" if weights_signed(result_a.trace) or weights_signed(result_b.trace) else "weights"
+    stem = link.file.removesuffix(".html")
+    panels = []
+    for h in range(comparison.n_heads):
+        for name, matrix, mask, shown in (("A", comparison.weights_a[h], result_a.mask, kind),
+                                          ("B", comparison.weights_b[h], result_b.mask, kind),
+                                          ("B − A", comparison.delta[h], None, "difference")):
+            figure = attention_grid(matrix[None], *labels, kind=shown, titles=[f"{name}: head {h}"], max_cols=1,
+                                    panel_px=PANEL_PX, square=True, mask=mask)
+            spec = _figure_dict(figure, f"{stem}_{name.replace(' − ', '_minus_')}_head{h}")
+            if shown == "difference":  # one scale centred on 0 for every head, as the app's one figure has
+                bound = signed_range(comparison.delta)
+                spec["layout"]["coloraxis"] = {**spec["layout"]["coloraxis"], "cmin": -bound, "cmax": bound}
+            panels.append(Panel(f"{name}: head {h}", spec, np.asarray(matrix)))
+    changed = compare.differences(s.config, config_b)
+    said = "; ".join(f"<strong>{html.escape(label)}</strong> {html.escape(str(a))} → {html.escape(str(b))}"
+                     for label, a, b in changed) or "nothing (B is A)"
+    heads = compare.head_changes(comparison, *labels)
+    intro = (link.intro + f"<p>B differs from A in: {said}. {html.escape(comparison.note)}</p><ul>"
+             + "".join(f"<li>{html.escape(compare.summary_line(row))}</li>" for _, row in heads.iterrows()) + "</ul>")
+    live = {**s.live_params(), **compare.b_params(s.config, config_b)}
+    return Page(link.file, f"Link {link.number}: compare A and B", [Section(intro, tuple(panels))],
+                f"A: {describe(s.config)} | B: {describe(config_b)}", live_link(app_url, link.page, live))
+
+
+LESSON_ROWS = tuple(row for row in VIEW_SETTINGS if row.name == "present")  # the presentation flag, read as a flag
+
+
+def lesson_link(link: Link, app_url: str) -> Page:
+    """A Lessons link that names a lesson (``lesson=``): that lesson's page."""
+    check_names(link, {"lesson"} | {row.param for row in LESSON_ROWS})
+    key = link.params.get("lesson")
+    if key is None:
+        raise NotBuilt("the Lessons overview is this pack's index: name a lesson (lessons?lesson=causal).")
+    if key not in LESSONS:
+        raise NotBuilt(f"There is no lesson called '{key}'. Choose one of: {', '.join(LESSONS)}.")
+    messages: list[str] = []
+    present = read_settings(link.params, LESSON_ROWS, {}, messages)["present"]
+    if messages:
+        raise NotBuilt(*messages)
+    number = list(LESSONS).index(key) + 1
+    page = lesson_page(number, LESSONS[key], app_url)
+    page.file, page.title = link.file, f"Link {link.number}: {page.title}"
+    page.sections = [Section(link.intro), *page.sections]
+    page.live_url = live_link(app_url, "lessons", {"lesson": key, **({"present": "1"} if present else {})})
+    return page
+
+
+@dataclass(frozen=True)
+class LinkPage:
+    """How the pack treats a link to one page of the app: the builder of its static page, or why there is none."""
+
+    title: str
+    build: Callable[[Link, str], Page] | None = None  # (link, app URL) -> the page; raises NotBuilt
+    refusal: str = ""  # why the page cannot be made static (when ``build`` is None)
+
+
+# One row per page of the app (ui/state/navigation.py PAGES, in its order; a test holds the two together).
+LINK_PAGES = {
+    "heads": LinkPage("Heads", heads_link),
+    "step_by_step": LinkPage("Step by step", step_by_step_link),
+    "decoding": LinkPage("Decoding", refusal=(
+        "the Decoding page is a stepper: the token being generated and the head are chosen on the page, not in the "
+        "link, so a static page could show only its first step; open it in the live app, or link the same "
+        "settings with mask=causal on Heads or Step by step.")),
+    "flash": LinkPage("FlashAttention", flash_link),
+    "lessons": LinkPage("Lessons", lesson_link),
+    "seeds": LinkPage("Seed notebooks", refusal=(
+        "the Seed notebooks page recomputes the five seed documents, the same for every link: it has no view of "
+        "a link's settings to freeze.")),
+    "compare": LinkPage("Compare A/B", compare_link),
+    "real_model": LinkPage("Real model", refusal=(
+        "the Real model page runs a pretrained checkpoint on the server; the pack holds only the toy engine's "
+        "numbers.")),
+    "about": LinkPage("About", refusal="the About page shows no numbers of a configuration."),
+}
+DEFAULT_LINK_PAGE = "heads"
+
+
+def link_page(number: int, text: str, app_url: str) -> Page:
+    """The page of one line of the teacher's file; raises ``NotBuilt`` with the reason when there is none."""
+    link = read_link(number, text)
+    row = LINK_PAGES[link.page]
+    if row.build is None:
+        raise NotBuilt(f"{row.title} pages are not built: {row.refusal}")
+    return row.build(link, app_url)
+
+
 def link_pages(lines: list[str], app_url: str) -> tuple[list[Page], list[Skipped]]:
-    """A page per usable line of the teacher's file; a line the app would repair is reported, not built."""
+    """A page per usable line of the teacher's file; a line that cannot be one is reported, not built."""
     pages, skipped = [], []
     for number, text in enumerate(lines, start=1):
         text = text.strip()
         if not text or text.startswith("#"):
             continue
-        link = parse_link(text)
-        config, messages = config_from_params(link.params)
-        view, view_messages = view_from_params(link.params, config)
-        if messages or view_messages:
-            skipped.append(Skipped(number, text, tuple(messages + view_messages)))
-            continue
-        intro = f"<p>Line {number} of the teacher's list: <code>{html.escape(text)}</code></p>"
-        extra = view_params({"view": view["view"]}) if "view" in view else {}
-        pages.append(heads_page(f"link-{number}.html", f"Link {number}: {' '.join(config.tokens)}", intro, config,
-                                view.get("view", "weights"), app_url, link.page, extra))
+        try:
+            pages.append(link_page(number, text, app_url))
+        except NotBuilt as refusal:
+            skipped.append(Skipped(number, text, refusal.messages))
     return pages, skipped
 
 
@@ -242,9 +601,14 @@ def render(page: Page, version: str, template: dict, nav: list[tuple[str, str]])
     """The HTML of one page."""
     figures = [{**panel.figure, "title": panel.title,
                 "image": svg_button_options("pack", panel.figure["stem"])} for panel in page.panels]
-    panels = "".join(
-        f"<figure class='panel' data-index='{i}'><div class='plot' id='plot-{i}'></div></figure>"
-        for i in range(len(page.panels)))
+    sections, i = [], 0
+    for section in page.sections:
+        figures_html = "".join(f"<figure class='panel' data-index='{i + k}'><div class='plot' id='plot-{i + k}'></div>"
+                               f"</figure>" for k in range(len(section.panels)))
+        i += len(section.panels)
+        text = f"<section class='text'>{section.text}</section>" if section.text else ""
+        grid = f"<section class='panels' data-count='{len(section.panels)}'>{figures_html}</section>" if figures_html else ""
+        sections.append(text + grid)
     live = f" · <a class='live' href='{html.escape(page.live_url)}'>Open this view in the live app</a>" if page.live_url else ""
     menu = "".join(f"<a href='{html.escape(f)}'>{html.escape(t)}</a>" for f, t in nav)
     return f"""<!doctype html>
@@ -260,21 +624,19 @@ def render(page: Page, version: str, template: dict, nav: list[tuple[str, str]])
 <a class="home" href="index.html">MHA Explorer</a>
 <h1>{html.escape(page.title)}</h1>
 <nav class="controls">
-<button id="prev" type="button" aria-label="previous head">◀</button>
+<button id="prev" type="button" aria-label="previous panel">◀</button>
 <span id="position"></span>
-<button id="next" type="button" aria-label="next head">▶</button>
+<button id="next" type="button" aria-label="next panel">▶</button>
 <button id="present" type="button" title="P, or add #present to the address">Presentation</button>
 </nav>
 </header>
 <main>
-<section class="intro">{page.intro}</section>
-<section class="panels" data-count="{len(page.panels)}">{panels}</section>
-<section class="after">{page.after}</section>
+{"".join(sections)}
 </main>
 <footer>
 <p>Built from MHA Explorer {html.escape(version)}. Configuration: <code>{html.escape(page.configuration)}</code>{live}</p>
 <p>The numbers were computed by the app's engine when this pack was built; hover a cell for its value.
-← → step through the heads, P switches the presentation layout.</p>
+← → step through the panels, P switches the presentation layout.</p>
 <details><summary>More pages</summary><p class="menu">{menu}</p></details>
 </footer>
 <script src="assets/plotly.min.js"></script>

@@ -109,14 +109,16 @@ def test_the_heatmaps_hold_the_engines_numbers(pack):
     for h, figure in enumerate(figures):
         shown = decode(figure["data"][0]["z"])
         assert np.array_equal(shown, result.trace.weights[h].astype(np.float32))
-    config, _ = config_from_params(parse_link(LINK_LINES[1]).params)
+    config, _ = config_from_params(parse_link(LINK_LINES[5]).params)  # a Heads link in the logits view, ALiBi
     result = run(config)
-    for h, figure in enumerate(page_data(out / "link-2.html")["figures"]):
+    figures = page_data(out / "link-6.html")["figures"]
+    assert len(figures) == config.n_heads
+    for h, figure in enumerate(figures):
         shown = decode(figure["data"][0]["z"])  # masked cells are NaN here, drawn grey by a layer of their own
-        assert np.array_equal(np.isnan(shown), ~result.mask)
-        assert np.array_equal(shown[result.mask], result.trace.weights[h][result.mask].astype(np.float32))
-        grey = decode(figure["data"][1]["z"])
-        assert np.array_equal(~np.isnan(grey), ~result.mask)
+        logits = result.trace.logits[h]
+        assert np.array_equal(np.isnan(shown), np.isneginf(logits))
+        assert np.array_equal(shown[np.isfinite(logits)], logits[np.isfinite(logits)].astype(np.float32))
+    # the Step-by-step link (line 2) and every other page kind: tests/test_static_pack_links.py
 
 
 def test_an_existing_folder_is_never_deleted_without_being_asked(tmp_path):

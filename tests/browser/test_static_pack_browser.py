@@ -22,7 +22,7 @@ from ui.pages.lessons import LESSONS
 from ui.state.urlstate import config_from_params, view_from_params
 
 LINKS = [
-    "http://127.0.0.1:8501/step_by_step?tokens=a+b+c+d&mask=causal&heads=2&d_model=8",
+    "http://127.0.0.1:8501/?tokens=a+b+c+d&mask=causal&heads=2&d_model=8",  # Heads (other pages: test_static_pack_links)
     "?tokens=a+b&heads=3&d_model=8",  # line 2: repaired by the app, so not built
     "?tokens=the+cat+sat+on+the+mat&pe=alibi&view=logits&mask=window&window=1",
     "?tokens=a+b+c&kv_tokens=x+y+z+w&pe=rope&kv_heads=2&null=1",
