@@ -135,7 +135,7 @@ def run(quick: bool = False) -> list[dict]:
     from mha_core.smollm2 import ModelUnavailableError, load_smollm2
 
     try:
-        load_smollm2()
+        load_smollm2(allow_download=False)
     except ModelUnavailableError as error:
         return [row("SmolLM2-135M", None, "", note=f"skipped: {str(error).splitlines()[0]}")]
     with_torch = not quick
