@@ -129,6 +129,11 @@ def test_presentation_at_1280x720_and_the_arrow_keys_step_the_heads(pack, offlin
     offline_page.wait_for_function("document.body.classList.contains('present')")
     for head in range(3):
         offline_page.wait_for_function(f"document.getElementById('position').textContent.startsWith('head {head}')")
+        # the presented panel settles after plotly's resize (seen once mid-resize at y=150 on a busy machine)
+        offline_page.wait_for_function("""() => { const p = [...document.querySelectorAll('.panel')]
+            .filter(e => e.offsetParent !== null); if (p.length !== 1) return false;
+            const r = p[0].querySelector('.js-plotly-plot').getBoundingClientRect();
+            return r.top >= 0 && r.bottom <= 721 && r.height >= 500; }""", timeout=10_000)
         visible = offline_page.locator(".panel:visible")
         assert visible.count() == 1
         box = visible.first.locator(".js-plotly-plot").bounding_box()
