@@ -1,15 +1,17 @@
-"""Section "memory": the server's resident memory while one browser opens many configurations.
+"""Section "memory": the server's resident memory while one browser opens many pages at the caps.
 
 One Streamlit server of our own (it reads .streamlit/config.toml, as a deployed app does) and
 one Debian chromium tab driven by Playwright. The tab first opens the Real model page once, so
-the real model is loaded in the server as on a busy day; then it opens the Heads page at the
-caps (64 tokens, d_model 512, 16 heads) with a new seed each time: every ``goto`` is a new
-Streamlit session, and the one before it is left behind as a closed tab's session is (kept for
-``server.disconnectedSessionTTL``). The server's VmRSS is read from /proc every SAMPLE_EVERY
-configurations, its VmHWM (the peak) at the end.
+the real model is loaded in the server as on a busy day; then it opens Step by step, the heaviest
+page (11 charts, 1.7 MB of figures), at the caps (64 tokens, d_model 512, 16 heads) with a new seed
+each time: every ``goto`` is a new Streamlit session, and the one before it is left behind as a
+closed tab's session is (kept for ``server.disconnectedSessionTTL``). The server's VmRSS is read
+from /proc after every page, its VmHWM (the peak) at the end.
 
-Issue 15 measured 196 MB -> 922 MB over 40 such pages: each left-behind session's download
-buttons held that session's RunResult (~11 MB at the caps) in their callables.
+Issue 15 measured 196 MB -> 922 MB over 40 Heads pages: each left-behind session's download
+buttons held that session's RunResult (~11 MB at the caps) in their callables. Issue 38 measured
+576 MB after 48 Step by step pages, 4.3 MB more per page until page ~35: the figure caches kept
+256 panels, each with three copies of its arrays (ui/charts/cached_figures.py).
 """
 
 from __future__ import annotations
@@ -20,26 +22,33 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import numpy as np
+
 from bench.bench_browser import chromium_page, exceptions_shown, wait_idle
 from bench.processes import status_kb
 from bench.report import skipped_row
 from deploy.launch import missing_browser, run_coroutine, streamlit_server
+from ui.charts.cached_figures import CONFIGURATIONS_KEPT
+from ui.run.compute import MAX_RESULTS
 
-FULL_CONFIGS = 200
-QUICK_CONFIGS = 6
-SAMPLE_EVERY = 10  # configurations between two RSS samples (QUICK_SAMPLE_EVERY in quick mode)
+FULL_PAGES = 48
+QUICK_PAGES = 6
+SAMPLE_EVERY = 4  # pages between two rows of the table (QUICK_SAMPLE_EVERY in quick mode); RSS is read after each
 QUICK_SAMPLE_EVERY = 2
-PLATEAU_WINDOW = 100  # the last configurations whose RSS growth is judged
-GOAL_PLATEAU_MB = 30.0  # at most this much growth over the last PLATEAU_WINDOW configurations
+# Every cache is full after this many configurations at the caps: 12 results (ui/run/compute.py) and the
+# figures of 12 configurations (ui/charts/cached_figures.py); 4 more pages let the last evictions settle.
+CACHES_FULL_AT = max(MAX_RESULTS, CONFIGURATIONS_KEPT) + 4
+GOAL_GROWTH_MB = 1.0  # at most this much RSS per page once the caches are full
 GOAL_PEAK_MB = 600.0  # the peak resident memory (VmHWM), real model loaded
 CAP_TOKENS = " ".join(f"w{i}" for i in range(64))  # 64 distinct words: the token cap
 PAGE_TIMEOUT_MS = 120_000
-HEADS_READY = ".st-key-heads_grid"  # the Heads figure's element: the page ran to its chart
+PAGE = "step_by_step"  # the URL path of the page opened at the caps
+PAGE_READY = ".st-key-sbs_softmax_0"  # the softmax step's chart: the page ran to its middle, wait_idle does the rest
 REAL_MODEL_READY = '[data-testid="stPlotlyChart"], [data-testid="stAlert"]'  # a figure, or why not
 
 
 def caps_query(seed: int) -> str:
-    """The Heads page's query string at the caps, distinct for each seed."""
+    """The explorer's query string at the caps, distinct for each seed."""
     return "?" + urllib.parse.urlencode({"tokens": CAP_TOKENS, "d_model": 512, "heads": 16, "seed": seed})
 
 
@@ -55,67 +64,78 @@ async def open_and_wait(page, url: str, ready: str) -> None:
     await wait_idle(page, PAGE_TIMEOUT_MS)
 
 
-async def memory_series(configs: int, every: int, directory: Path) -> tuple[list[dict], float]:
-    """The RSS samples (one row every ``every`` configurations) and the server's peak, in MB."""
+async def memory_series(pages: int, every: int, directory: Path) -> tuple[list[dict], dict[int, float], float]:
+    """The table's rows (one every ``every`` pages), the RSS after every page, and the server's peak, in MB."""
     from playwright.async_api import async_playwright
 
-    rows = []
+    rows, after_page = [], {}
     with streamlit_server(directory) as server:
         async with async_playwright() as playwright:
             context, page = await chromium_page(playwright, directory)
             try:
-                rows.append({"configs": 0, "step": "server started", "rss_mb": rss_mb(server.pid)})
+                rows.append({"pages": 0, "step": "server started", "rss_mb": rss_mb(server.pid)})
                 await open_and_wait(page, f"{server.url}/real_model", REAL_MODEL_READY)
-                rows.append({"configs": 0, "step": "Real model page opened", "rss_mb": rss_mb(server.pid)})
+                rows.append({"pages": 0, "step": "Real model page opened", "rss_mb": rss_mb(server.pid)})
                 start = time.perf_counter()
-                for seed in range(1, configs + 1):
-                    await open_and_wait(page, f"{server.url}/{caps_query(seed)}", HEADS_READY)
+                for seed in range(1, pages + 1):
+                    await open_and_wait(page, f"{server.url}/{PAGE}{caps_query(seed)}", PAGE_READY)
+                    after_page[seed] = rss_mb(server.pid)
                     if seed % every == 0:
                         if await exceptions_shown(page):
-                            raise RuntimeError(f"the Heads page shows an exception at seed {seed}")
+                            raise RuntimeError(f"Step by step shows an exception at seed {seed}")
                         seconds = (time.perf_counter() - start) / seed
-                        rows.append({"configs": seed, "step": "Heads at the caps", "rss_mb": rss_mb(server.pid),
-                                     "s_per_config": seconds})
+                        rows.append({"pages": seed, "step": "Step by step at the caps", "rss_mb": after_page[seed],
+                                     "s_per_page": seconds})
             finally:
                 await context.close()
         peak = rss_mb(server.pid, "VmHWM")
-    return rows, peak
+    return rows, after_page, peak
 
 
-def verdict_rows(series: list[dict], peak: float, window: int, judged: bool = True) -> list[dict]:
-    """The two judgements: growth over the last ``window`` configurations, and the peak (None: not judged)."""
-    by_count = {row["configs"]: row["rss_mb"] for row in series if row["configs"]}
-    last = max(by_count)
-    first = max(last - window, min(by_count))
-    growth = by_count[last] - by_count[first]
+def growth_per_page(after_page: dict[int, float], first: int) -> float:
+    """MB per page from page ``first`` on: the median of the slopes between every two pages (Theil-Sen).
+
+    One sample read just before a garbage collection, or just after it, moves a least-squares line; the
+    median of all pairwise slopes ignores it."""
+    pages = sorted(page for page in after_page if page >= first)
+    slopes = [(after_page[b] - after_page[a]) / (b - a) for i, a in enumerate(pages) for b in pages[i + 1:]]
+    return float(np.median(slopes)) if slopes else float("nan")
+
+
+def verdict_rows(after_page: dict[int, float], peak: float, first: int, judged: bool = True) -> list[dict]:
+    """The two judgements: growth per page once the caches are full (from page ``first``) and the peak
+    (``met`` None: not judged)."""
+    last = max(after_page)
+    first = min(first, last - 1)
+    growth = growth_per_page(after_page, first)
     return [
-        {"step": f"growth over configs {first}..{last}", "rss_mb": growth,
-         "goal": f"< {GOAL_PLATEAU_MB:.0f} MB", "met": growth < GOAL_PLATEAU_MB if judged else None},
+        {"step": f"growth per page after the caches fill (pages {first}..{last}, median slope)", "rss_mb": growth,
+         "goal": f"< {GOAL_GROWTH_MB:.0f} MB", "met": growth < GOAL_GROWTH_MB if judged else None},
         {"step": "peak (VmHWM)", "rss_mb": peak, "goal": f"<= {GOAL_PEAK_MB:.0f} MB",
          "met": peak <= GOAL_PEAK_MB if judged else None},
     ]
 
 
 def run(quick: bool) -> list[dict]:
-    """Server RSS while one tab opens the Heads page at the caps with a new seed each time.
+    """Server RSS while one tab opens Step by step at the caps with a new seed each time.
 
     A fresh server (reading .streamlit/config.toml), the Real model page opened once first (the
-    real model stays loaded), then 200 configurations (64 tokens, d_model 512, 16 heads, seeds
-    1..200), each ``goto`` a new session while the previous ones stay kept for the
-    disconnected-session TTL. ``rss_mb``: the server's VmRSS after every 10th configuration;
-    ``s_per_config``: mean wall time per configuration so far (render included). Judged: the
-    last 100 configurations add < 30 MB (a plateau) and the peak VmHWM is <= 600 MB (the
-    smallest Community Cloud host has 690 MB). Quick mode: 6 configurations, a sample every 2,
-    nothing judged (a smoke test: the cache is still filling).
+    real model stays loaded), then 48 pages of Step by step (64 tokens, d_model 512, 16 heads, seeds
+    1..48), each ``goto`` a new session while the previous ones stay kept for the
+    disconnected-session TTL. ``rss_mb``: the server's VmRSS after every 4th page; ``s_per_page``:
+    mean wall time per page so far (render included). Judged: once every cache is full (12
+    configurations; from page 16), the RSS grows < 1 MB per page (the median slope between any two
+    pages from 16 to 48), and the peak VmHWM is <= 600 MB (the smallest Community Cloud host has 690
+    MB). Quick mode: 6 pages, a row every 2, nothing judged (a smoke test: the caches are still filling).
     """
     reason = missing_browser()
     if reason:
         return [skipped_row(reason, step="memory series")]
-    configs, every = (QUICK_CONFIGS, QUICK_SAMPLE_EVERY) if quick else (FULL_CONFIGS, SAMPLE_EVERY)
-    window = configs - every if quick else PLATEAU_WINDOW
+    pages, every = (QUICK_PAGES, QUICK_SAMPLE_EVERY) if quick else (FULL_PAGES, SAMPLE_EVERY)
+    first = 1 if quick else CACHES_FULL_AT
     with tempfile.TemporaryDirectory(prefix="mha-bench-memory-") as directory:
-        series, peak = run_coroutine(memory_series(configs, every, Path(directory)))
-    return series + verdict_rows(series, peak, window, judged=not quick)
+        rows, after_page, peak = run_coroutine(memory_series(pages, every, Path(directory)))
+    return rows + verdict_rows(after_page, peak, first, judged=not quick)
 
 
 if __name__ == "__main__":

@@ -23,13 +23,20 @@ import streamlit as st
 from ui.charts import figures
 from ui.pipeline import panels as panel_figures
 from ui.pipeline.records import Panel
+from ui.run.compute import MAX_RESULTS
 
-# Bounds: Step by step draws ~17 panels per configuration (as 11 charts) and Heads 4 figures; 256 panels keep
-# ~15 configurations of each page warm. A panel at the caps (64 tokens x 512 features, float32) is
-# about 0.2 MB as a figure, an attention grid at the caps (16 heads of 64 x 64) about 0.4 MB, so the
-# worst case stays near 50 MB + 13 MB on a 690 MB host.
-MAX_PANELS = 256
-MAX_FIGURES = 32
+# Bounds, in configurations: the figures of as many configurations as ui/run/compute.py keeps results for.
+# Per configuration Step by step draws 8 single panels and 3 rows of panels (11 charts), Decoding 9 and 1,
+# Heads one figure of each kind below. A cached figure holds its float32 arrays and its JSON
+# (ui/charts/live.py). At the caps (64 tokens, d_model 512, 16 heads) a panel is up to 0.3 MB, a row of
+# panels 0.9 MB, an attention grid 0.6 MB; Heads and Step by step together 3.9 MB per configuration, 47 MB
+# for 12; every entry of all six caches at its largest, 77 MB (tests/test_memory_bounded.py measures both).
+# Issue 38: 256 panels, 85 rows and 32 of each figure, each holding a third copy of its arrays, let 48 Step by
+# step pages at the caps keep ~140 MB of figures, the server growing 4.3 MB per page until page ~35.
+CONFIGURATIONS_KEPT = MAX_RESULTS
+MAX_PANELS = 8 * CONFIGURATIONS_KEPT
+MAX_PANEL_ROWS = 3 * CONFIGURATIONS_KEPT
+MAX_FIGURES = CONFIGURATIONS_KEPT
 
 
 def digest(*parts) -> str:
@@ -80,7 +87,7 @@ def _panel_figure(key: str, _panel: Panel, *, font_size: int, width_px: float):
     return panel_figures.panel_figure(_panel, font_size=font_size, width_px=width_px)
 
 
-@st.cache_resource(max_entries=MAX_PANELS // 3, show_spinner=False)
+@st.cache_resource(max_entries=MAX_PANEL_ROWS, show_spinner=False)
 def _panels_figure(key: str, _panels: tuple[Panel, ...], *, font_size: int, width_px: float):
     return panel_figures.panels_figure(_panels, font_size=font_size, width_px=width_px)
 

@@ -37,6 +37,8 @@ import streamlit as st
 from _plotly_utils.utils import PlotlyJSONEncoder
 from streamlit.runtime.state.session_state_proxy import get_session_state
 
+from ui.charts.sent import SentFigure
+
 # plotly.js in static/, served at <base>/app/static/<file>; MHA_PLOTLY_FILE names another file there
 # (bench/bench_livechart.py times plotly's full bundle with it).
 PLOTLY_FILE = os.environ.get("MHA_PLOTLY_FILE", "plotly-cartesian-4.1.1.min.js")
@@ -75,12 +77,13 @@ def figure_json(fig: go.Figure) -> tuple[bytes, str]:
     """The figure's JSON (as ``to_dict`` gives it, typed arrays kept) and its digest, made once per figure object.
 
     Figures are read-only by contract once built (``ui/charts/cached_figures.py``), so the text is kept on
-    the object: a cached figure is encoded once, not once per rerun."""
+    the object: a cached figure is encoded once, not once per rerun. The dictionary it is made from is not
+    kept beside it (``SentFigure.sendable``): a cached figure holds its arrays and this text, not a third copy."""
     # Read from the instance's own dict: any other attribute read of a SentFigure (ui/charts/sent.py) builds
     # plotly's object tree, the very work SentFigure saves.
     kept = vars(fig).get("_mha_live_json") if isinstance(fig, go.Figure) else None
     if kept is None:
-        spec = fig.to_dict() if isinstance(fig, go.Figure) else fig
+        spec = fig.sendable() if isinstance(fig, SentFigure) else fig.to_dict() if isinstance(fig, go.Figure) else fig
         text = _json_text(spec).encode()
         kept = (text, hashlib.md5(text, usedforsecurity=False).hexdigest())
         if isinstance(fig, go.Figure):
