@@ -11,7 +11,10 @@ from ui.pages.flash import (
     config_note,
     live_check,
     not_stored,
+    reads_worked,
+    skipped_so_far,
     state_table,
+    step_number,
     step_sentence,
     tile_map,
     traffic_table,
@@ -54,7 +57,8 @@ def block_controls(values: dict, n_heads: int) -> int:
 
 
 def step_controls(values: dict) -> int:
-    """The step slider with ◀ ▶; writes it into ``values`` and returns it."""
+    """The step slider with ◀ ▶ (it holds the index from 0 and reads '1 of 9' from 1); writes it into ``values``
+    and returns it."""
     row = SETTING["tile"]
     index = page_params.clamp(row, values)
     last = row.bounds(values)[1]
@@ -62,7 +66,8 @@ def step_controls(values: dict) -> int:
         st.caption("One tile holds the whole matrix (B_r = Tq, B_c = Tk): a single step, as standard attention.")
     else:
         left, back, forward = st.columns([8, 1, 1], vertical_alignment="bottom")
-        index = left.slider(row.label, 0, last, key=row.key, persist_state=KEEP)
+        index = left.select_slider(row.label, range(last + 1), key=row.key, persist_state=KEEP,
+                                   format_func=lambda i: step_number(i, last + 1))
         back.button("◀", key="flash_back", on_click=move_step, args=(-1, last), disabled=index == 0,
                     help="previous tile")
         forward.button("▶", key="flash_next", on_click=move_step, args=(1, last), disabled=index == last,
@@ -77,14 +82,16 @@ def show_step(kernel: FlashRun, index: int, result) -> None:
     q_labels, k_labels = result.query_labels, result.key_labels
     st.markdown(step_sentence(step, q_labels, k_labels))
     check = live_check(kernel, index, result.trace)
-    metrics = st.columns(4)
-    metrics[0].metric("Step", f"{index + 1} of {len(kernel.steps)}")
-    metrics[1].metric("Tiles skipped", f"{sum(s.skipped for s in kernel.steps[: index + 1])} of "
-                                       f"{kernel.traffic.tiles_skipped}", help="So far, of all the mask lets it skip.")
-    metrics[2].metric("max |Δ| O vs engine", "—" if check.output is None else f"{check.output:.1e}",
+    skipped = skipped_so_far(kernel, index, masked=result.mask is not None)
+    metrics = st.columns(3)
+    metrics[0].metric("Tiles skipped", skipped.value, help="So far, of all the mask lets it skip.")
+    metrics[1].metric("max |Δ| O vs engine", "—" if check.output is None else f"{check.output:.1e}",
                       help=f"Over the {check.rows_finished} of {check.rows} query rows finished by this step.")
-    metrics[3].metric("max |Δ| m + log ℓ vs log-sum-exp", "—" if check.lse is None else f"{check.lse:.1e}",
-                      help="The engine's row log-sum-exp of its logits (with the null key's 0 when on).")
+    metrics[2].metric("max |Δ| m + log ℓ vs engine", "—" if check.lse is None else f"{check.lse:.1e}",
+                      help="Against the engine's row log-sum-exp of its logits (with the null key's 0 when on), over "
+                           "the finished rows.")
+    if skipped.note:
+        st.caption(skipped.note)
     rows, cols = slice(*step.rows), slice(*step.cols)
     font = figure_font_size()
     if not step.skipped:
@@ -125,6 +132,9 @@ def show_traffic(kernel: FlashRun) -> None:
         f"softmax, writes the weights and reads them again for P·V. The tiled kernel reads each query block once "
         f"and the keys and values once per query block, and writes only O and one log-sum-exp per row.")
     st.dataframe(traffic_table(traffic), key="flash_traffic")
+    st.markdown(f"Tiled reads here: {reads_worked(traffic)}, where w_skip = {traffic.skipped_keys} is the number of "
+                f"keys in the {traffic.tiles_skipped} skipped tiles, each counted at its own width (a last key tile "
+                f"can be shorter than B_c).")
     st.caption(PAPER_FORMULA + ". Masks that are rules of i and j (causal, window, padding) and ALiBi's bias cost "
                "no reads; a custom mask's bits are not counted.")
 

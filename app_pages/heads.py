@@ -7,13 +7,14 @@ previous / next buttons, for a projector.
 import numpy as np
 import streamlit as st
 
+from mha_core.kernels import attention_kernel
 from ui.charts import cached_figures, colour_ranges, describe, export, figures, numbers, tables
 from ui.charts.figures import MAX_DRAWN_CELLS
-from ui.charts.kernels import grid_kind
+from ui.charts.kernels import view_kind
 from ui.charts.labels import concat_columns
 from ui.charts.live import show_chart
 from ui.charts.markdown import literals
-from ui.charts.views import MATRIX_VIEWS, SHORT_VIEW_LABELS, VIEW_LABELS
+from ui.charts.views import MATRIX_VIEWS, MatrixView, kernel_view, kernel_views
 from ui.pages.heads import apart, quiz
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
@@ -26,22 +27,66 @@ from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP
 
 
+def shown_view(trace, view: str) -> MatrixView:
+    """The switch's ``view`` as the trace's kernel makes it: its maps, its label, its caption, its CSV name."""
+    return kernel_view(view, trace.kernel)
+
+
 def view_caption(trace, view: str, colours: str = "fixed") -> str:
     """A view's caption; the weights' says what rows sum to (below 1 with a null key), what a bright cell is."""
     bright = colour_ranges.bright_cells(colours, trace.weights, COLOUR_RANGE_LABELS["head"])
-    return MATRIX_VIEWS[view].caption.format(row_sums=tables.row_sums_sentence(trace), bright=bright)
+    return shown_view(trace, view).caption.format(row_sums=tables.row_sums_sentence(trace), bright=bright)
 
 
 def shown_matrices(trace, view: str) -> np.ndarray:
-    """The (nh, Tq, Tk) matrices the view switch asks for."""
-    return MATRIX_VIEWS[view].take(trace)
+    """The matrices the view switch asks for, (nh * maps, Tq, Tk): each head's maps together (most views: one)."""
+    return shown_view(trace, view).take(trace)
+
+
+def map_title(prefix: str, name: str) -> str:
+    """'head 0', or 'head 0 · L₁' for one of a head's several maps."""
+    return f"{prefix} · {name}" if name else prefix
+
+
+def panel_titles(trace, view: str) -> list[str]:
+    """One title per panel of ``shown_matrices``."""
+    names = shown_view(trace, view).panel_names
+    return [map_title(f"head {h}", name) for h in range(trace.n_heads) for name in names]
+
+
+def map_averages(matrices: np.ndarray, names: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
+    """The mean over the heads of each of a head's maps: (nh * maps, Tq, Tk) -> (maps, Tq, Tk), with titles."""
+    averages = [figures.head_average(matrices[p :: len(names)]) for p in range(len(names))]  # (Tq, Tk) each
+    return np.stack(averages), [map_title("average of heads", name) for name in names]
+
+
+def with_averages(matrices: np.ndarray, titles: list[str], names: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
+    """The panels and, after them, ``map_averages``."""
+    averages, average_titles = map_averages(matrices, names)
+    return np.concatenate([matrices, averages]), [*titles, *average_titles]
+
+
+def offered_view(kernel: str) -> dict[str, MatrixView]:
+    """The views kernel ``kernel`` has; a chosen one it has not (a link's, or one kept from another kernel) falls
+    back to the weights, with a message."""
+    views = kernel_views(kernel)
+    chosen = st.session_state.get("w_view", "weights")
+    if chosen not in views:
+        st.session_state.w_view = "weights"
+        st.info(f"The {attention_kernel(kernel).label} kernel has no {MATRIX_VIEWS[chosen].label}: showing its weights.")
+    return views
 
 
 def view_switch(where, labels: dict[str, str], **options) -> str:
-    """The matrix switch (``w_view``): one option per record of ``MATRIX_VIEWS``, named by ``labels``."""
+    """The matrix switch (``w_view``): one option per view of ``labels`` (the kernel's, ``offered_view``)."""
     return where.segmented_control(
-        "Show", list(MATRIX_VIEWS), key="w_view", persist_state=KEEP, format_func=labels.get, required=True, **options
+        "Show", list(labels), key="w_view", persist_state=KEEP, format_func=labels.get, required=True, **options
     )
+
+
+def view_labels(kernel: str, short: bool = False) -> dict[str, str]:
+    """The kernel's views by link name -> their labels (``short``: a phone's, the presentation bar's)."""
+    return {name: view.short_label if short else view.label for name, view in offered_view(kernel).items()}
 
 
 def colour_range_switch(where, **options) -> str:
@@ -58,10 +103,12 @@ def colour_range_switch(where, **options) -> str:
     )
 
 
-def view_toolbar(average_help: str) -> tuple[str, bool, str]:
-    """The matrix switch (w_view), the average toggle (w_avg) and, for weights, the colour range (w_colours)."""
+def view_toolbar(average_help: str, kernel: str) -> tuple[str, bool, str]:
+    """The matrix switch (w_view) of ``kernel``'s views, the average toggle (w_avg) and, for weights, the colour
+    range (w_colours)."""
+    labels = view_labels(kernel, short=on_phone())
     left, right = st.columns([3, 2], vertical_alignment="bottom")
-    view = view_switch(left, SHORT_VIEW_LABELS if on_phone() else VIEW_LABELS)
+    view = view_switch(left, labels)
     average = right.toggle("Add the average of the heads", key="w_avg", persist_state=KEEP, help=average_help)
     colours = colour_range_switch(st) if view == "weights" else "fixed"
     return view, average, colours
@@ -92,11 +139,10 @@ def download_csv(label: str, config, table, file_name: str, key: str) -> None:
 
 
 def grid_frame(result, view: str, average: bool):
-    """The matrices of the heads figure (plus the average panel) as one long table."""
-    matrices = shown_matrices(result.trace, view)
-    titles = [f"head {h}" for h in range(result.trace.n_heads)]
+    """The matrices of the heads figure (plus the average panels) as one long table."""
+    matrices, titles = shown_matrices(result.trace, view), panel_titles(result.trace, view)
     if average:
-        matrices, titles = figures.with_average(matrices, titles)
+        matrices, titles = with_averages(matrices, titles, shown_view(result.trace, view).panel_names)
     return tables.stacked_frame(matrices, titles, result.query_labels, result.key_labels)
 
 
@@ -109,18 +155,18 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed", pict
     """All heads in one figure (plus the average panel), its caption and its CSV; the figure in ``picture``
     (a container drawn earlier, on a phone above the switches) or, None, in the flow after its caption."""
     trace, config = result.trace, result.config
-    matrices = shown_matrices(trace, view)
-    titles = [f"head {h}" for h in range(trace.n_heads)]
+    shown = shown_view(trace, view)
+    matrices, titles = shown_matrices(trace, view), panel_titles(trace, view)
     if average:
-        matrices, titles = figures.with_average(matrices, titles)
-    cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another
+        matrices, titles = with_averages(matrices, titles, shown.panel_names)
+    cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another (4: a head's maps stay in a row)
     panel_px = 220 if on_phone() else int(np.clip(700 / cols, 200, 360))  # about square in the width there is
     st.caption(view_caption(trace, view, colours))
     fig = cached_figures.attention_grid(
         matrices,
         result.query_labels,
         result.key_labels,
-        kind=grid_kind(trace, view),  # signed weights (differential) on a diverging scale
+        kind=view_kind(trace, view),  # signed weights (differential) diverging; the kernel's own maps
         titles=titles,
         max_cols=cols,
         panel_px=panel_px,
@@ -129,7 +175,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed", pict
         square=len(titles) == 1,  # one panel: square cells at a natural width, not stretched across the page
     )
     width = "content" if len(titles) == 1 else "stretch"
-    words = dict(kind=grid_kind(trace, view), titles=titles, mask=result.mask, null_key=trace.null_key)
+    words = dict(kind=view_kind(trace, view), titles=titles, mask=result.mask, null_key=trace.null_key)
     show_chart(fig, key="heads_grid", where=picture, config=chart_config(), width=width,
                alt=" ".join(describe.grid_lines(matrices, result.query_labels, result.key_labels, **words)))
     # The same words for the eye, written only while open (at the caps the description takes ~4 ms).
@@ -141,7 +187,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed", pict
         f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
         f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."
     )
-    download_csv(f"{VIEW_LABELS[view]} (CSV)", config, lambda r: grid_frame(r, view, average), f"{view}.csv", "dl_grid")
+    download_csv(f"{shown.label} (CSV)", config, lambda r: grid_frame(r, view, average), shown.file_name, "dl_grid")
 
 
 def diagnostics_section(result) -> None:
@@ -404,8 +450,10 @@ PRESENT_FIGURE_PX = 520  # the presentation figure's height: what 1280x720 leave
 COLOUR_ROW_PX = 56  # ... less the row of its own that the weights' colour-range switch takes on 1280 pixels
 
 
-def presentation_toolbar(n_heads: int) -> tuple[int, str, bool, str]:
-    """Previous / head (``w_head``) / next, the matrix switch, the average toggle, the colour range (weights)."""
+def presentation_toolbar(n_heads: int, kernel: str) -> tuple[int, str, bool, str]:
+    """Previous / head (``w_head``) / next, the matrix switch (``kernel``'s views), the average toggle, the colour
+    range (weights)."""
+    labels = view_labels(kernel, short=True)
     row = st.container(horizontal=True, vertical_alignment="center", gap="small")
     # The arrow keys step too, as a presenter's clicker does (it sends Left / Right).
     row.button("◀ Previous", key="head_prev", on_click=step_head, args=(-1, n_heads), shortcut="Left")
@@ -417,7 +465,7 @@ def presentation_toolbar(n_heads: int) -> tuple[int, str, bool, str]:
         head = row.selectbox("Head", heads, width=140, **common)
     row.button("Next ▶", key="head_next", on_click=step_head, args=(1, n_heads), shortcut="Right")
     row.space("medium")
-    view = view_switch(row, SHORT_VIEW_LABELS, label_visibility="collapsed")
+    view = view_switch(row, labels, label_visibility="collapsed")
     average = row.toggle(
         "+ average of heads",
         key="w_avg",
@@ -429,41 +477,47 @@ def presentation_toolbar(n_heads: int) -> tuple[int, str, bool, str]:
 
 
 def presentation(result) -> None:
-    """One head large with square cells and its numbers beside it; with the average, both panels and the
-    caption below them (two panels leave no room for text beside them on 1280 pixels)."""
+    """One head large with square cells and its numbers beside it; with the average, or a head's several maps
+    (differential's L₁, L₂), the panels and the caption below them (two panels leave no room for text beside
+    them on 1280 pixels)."""
     trace = result.trace
-    head, view, average, colours = presentation_toolbar(trace.n_heads)
-    matrices = shown_matrices(trace, view)[head : head + 1]
-    titles = [f"head {head} of {trace.n_heads}"]
+    head, view, average, colours = presentation_toolbar(trace.n_heads, trace.kernel)
+    shown = shown_view(trace, view)
+    names = shown.panel_names
+    every = shown_matrices(trace, view)  # (nh * maps, Tq, Tk)
+    matrices = every[head * len(names) : (head + 1) * len(names)]
+    titles = [map_title(f"head {head} of {trace.n_heads}", name) for name in names]
     if average:
-        matrices = np.concatenate([matrices, figures.head_average(shown_matrices(trace, view))[None]])
-        titles.append("average of all heads")
+        averages, _ = map_averages(every, names)
+        matrices = np.concatenate([matrices, averages])
+        titles += ["average of all heads"] if len(names) == 1 else [map_title("average", name) for name in names]
+    several = len(titles) > 1
     n_tokens = max(len(result.query_labels), len(result.key_labels))
     fig = cached_figures.attention_grid(
         matrices,
         result.query_labels,
         result.key_labels,
-        kind=grid_kind(trace, view),
+        kind=view_kind(trace, view),
         titles=titles,
-        max_cols=2,
-        fit_height=PRESENT_FIGURE_PX - (80 if average else 0) - (COLOUR_ROW_PX if view == "weights" else 0),
+        max_cols=max(2, len(titles) // 2 * 2),  # one row: a head's maps and their averages side by side
+        fit_height=PRESENT_FIGURE_PX - (80 if several else 0) - (COLOUR_ROW_PX if view == "weights" else 0),
         font_size=18 if n_tokens <= 24 else 15,
         square=True,
         mask=result.mask, colour_range=colours,
     )
     row = st.container(horizontal=True, gap="large")
     show_chart(fig, key="heads_grid", where=row, width="content", config=chart_config(),
-               alt=f"Heatmap of {VIEW_LABELS[view]}, head {head}: queries in rows, keys in columns")
+               alt=f"Heatmap of {shown.label}, head {head}: queries in rows, keys in columns")
     with row.container(width="stretch"):
         summary = tables.head_summary_frame(trace).iloc[head]
         for label, meaning in list(tables.DIAGNOSTIC_COLUMNS.values())[:2]:
             st.metric(label, "—" if np.isnan(summary[label]) else f"{summary[label]:.2f}", help=meaning)
-        if not average:
+        if not several:
             st.markdown(view_caption(trace, view, colours))  # body text, not a grey caption: read from the back row
             fully_masked_note(result)
-    if average:
-        st.markdown(view_caption(trace, view, colours)
-                    + " The average is for the eye only: the model keeps every head separate.")
+    if several:
+        note = " The average is for the eye only: the model keeps every head separate." if average else ""
+        st.markdown(view_caption(trace, view, colours) + note)
         fully_masked_note(result)
 
 
@@ -487,7 +541,7 @@ def main() -> None:
     mask_editor(config)
     view, average, colours = view_toolbar(
         "One extra panel: the mean of the heads on the same colour scale. "
-        "The model never uses it — each head's output is kept separate."
+        "The model never uses it — each head's output is kept separate.", result.trace.kernel
     )
     heads_section(result, view, average, colours, picture)
     diagnostics_section(result)

@@ -58,7 +58,8 @@ POLICIES: dict[str, CachePolicy] = {
     for policy in (
         CachePolicy("full", "full cache", "Every token stays: the cache grows by one token per step."),
         CachePolicy("window", "sliding window of W tokens", "Only the W most recent tokens stay (the new one "
-                    "included); older ones are evicted.", slides=True, paper="Beltagy et al. 2020 (Longformer)"),
+                    "included); older ones are evicted.", slides=True,
+                    paper="Xiao et al. 2023 (StreamingLLM), its window-attention baseline"),
         CachePolicy("sinks", "window of W + S attention sinks", "The first S tokens are never evicted; besides them "
                     "the W most recent stay.", slides=True, sinks=True, paper="Xiao et al. 2023 (StreamingLLM)"),
     )

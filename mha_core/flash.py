@@ -187,6 +187,7 @@ class Traffic:
     tiles_skipped: int
     flash_reads: int  # counted in the loop
     flash_writes: int
+    skipped_keys: int = 0  # the skipped tiles' widths summed (a last, shorter key tile counts its own width)
 
     @property
     def standard_reads(self) -> int:
@@ -204,6 +205,11 @@ class Traffic:
         return self.tq * self.hs + math.ceil(self.tq / self.block_rows) * self.tk * (self.hs + self.hv)
 
     @property
+    def flash_reads_by_formula(self) -> int:
+        """``FLASH_READS_FORMULA``: the reads without skipping, less K and V of every skipped tile's own keys."""
+        return self.flash_reads_without_skipping - self.skipped_keys * (self.hs + self.hv)
+
+    @property
     def sram_numbers(self) -> int:
         """On chip for one tile: Q_i (B_r hs), K_j (B_c hs), V_j (B_c hv), S_ij (B_r B_c), O_i (B_r hv), m, l (2 B_r)."""
         br, bc = self.block_rows, self.block_cols
@@ -217,11 +223,17 @@ class Traffic:
 
 STANDARD_READS_FORMULA = "Tq·hs + Tk·hs + 2·Tq·Tk + Tk·hv"
 STANDARD_WRITES_FORMULA = "2·Tq·Tk + Tq·hv"
-FLASH_READS_FORMULA = "Tq·hs + ⌈Tq/B_r⌉·Tk·(hs + hv)  (minus B_c·(hs + hv) per skipped tile)"
+FLASH_READS_FORMULA = "Tq·hs + ⌈Tq/B_r⌉·Tk·(hs + hv) − w_skip·(hs + hv)"  # w_skip: the skipped tiles' widths summed
 FLASH_WRITES_FORMULA = "Tq·hv + Tq  (O and the log-sum-exp)"
 SRAM_FORMULA = "B_r·hs + B_c·hs + B_c·hv + B_r·B_c + B_r·hv + 2·B_r"
-PAPER_FORMULA = ("FlashAttention (Dao et al. 2022, Theorem 2): standard attention Θ(N·d + N²) HBM accesses, "
-                 "the tiled kernel Θ(N²·d²/M) with SRAM of size M (B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d))")
+PAPER_FORMULA = (
+    "Counted here: FlashAttention-2's loop order (Dao 2023), query blocks outside and key/value blocks inside: Q is "
+    "read once and K, V once per query block, Θ(N·d + N²·d/B_r) reads for N tokens of head size d. With the block "
+    "sizes FlashAttention chooses for an SRAM of M numbers (B_r = min(⌈M/4d⌉, d)) that is Θ(N²·d²/M) while "
+    "M ≤ 4d², and Θ(N²) once M > 4d²: from there a larger SRAM reads no less. Theorem 2 of FlashAttention "
+    "(Dao et al. 2022), Θ(N²·d²/M) for d ≤ M ≤ N·d, counts that paper's own loop order (key/value blocks "
+    "outside, every query block with its O, m and ℓ read and written again per key/value block), not the one "
+    "counted here. Standard attention: Θ(N·d + N²)")
 
 
 @dataclass(frozen=True)
@@ -358,7 +370,8 @@ def flash_attention_head(
     with np.errstate(divide="ignore"):
         lse = m_all + np.log(l_all)  # (Tq,)
     traffic = Traffic(tq, tk, q.shape[1], hv, block_rows, block_cols, len(steps),
-                      sum(s.skipped for s in steps), reads, writes)
+                      sum(s.skipped for s in steps), reads, writes,
+                      sum(s.cols[1] - s.cols[0] for s in steps if s.skipped))
     return FlashRun(head, block_rows, block_cols, tuple(steps), output, m_all, l_all, lse, traffic, bool(null_key))
 
 

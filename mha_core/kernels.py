@@ -46,7 +46,8 @@ class KernelOutput:
     ``mixed (nh,Tq,hv)``: what the heads concatenate, and ``parts``: the kernel's own record (or None).
 
     ``scores`` is always the raw q . k of the whole head and ``logits`` scores * scale (+ bias), masked
-    with -inf: what a softmax head with these q and k would see.
+    with -inf, with the layer's scale (a differential layer's is its half-head's, 1/sqrt(hs/2)): a softmax
+    head's weights come from it; another kernel's from the maps its record's ``inputs`` names.
     """
 
     scores: np.ndarray
@@ -293,8 +294,39 @@ class Refusal:
 
 
 @dataclass(frozen=True)
+class WeightInputs:
+    """The (nh, Tq, Tk) maps a kernel turns into its weights, in the words of every page that shows them.
+
+    ``maps(logits, parts)`` takes a kernel's output (``KernelOutput.logits`` and ``.parts``, or a trace's
+    ``logits`` and ``kernel_parts``) and returns one (nh, Tq, Tk) array per name of ``names``: the logits
+    for softmax; L1 and L2, each half-head's scaled, masked logits, for differential; phi(q) . phi(k) for linear.
+    """
+
+    names: tuple[str, ...]  # one per map a head makes; ("",) for a single map
+    maps: Callable[[np.ndarray, object], tuple[np.ndarray, ...]]
+    label: str  # what the maps are: the switch's option, the CSV button
+    short_label: str  # the same on a phone and in the presentation bar
+    value_name: str  # one cell: the hover's and the colour bar's word
+    caption: str  # under the figure
+    file_stem: str  # the CSV's file name without .csv
+    signed: bool = True  # centred on 0 (logits); False: from 0 up (a similarity, > 0)
+    masked_is_neginf: bool = True  # masked cells are -inf in the maps; False: 0
+
+
+SOFTMAX_INPUTS = WeightInputs(
+    ("",), lambda logits, parts: (logits,), "scaled + masked logits", "logits", "scaled, masked logit",
+    "Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
+    "Grey cells are masked (−∞): the softmax gives them weight 0.", "logits")
+
+
+@dataclass(frozen=True)
 class Kernel:
-    """One attention kernel: its names, what is true of its weights, what it refuses, and its function."""
+    """One attention kernel: its names, what is true of its weights, what it refuses, and its function.
+
+    Its words for the pages: ``weights_label`` names its weights, ``inputs`` the maps it makes them from
+    (None: no such view is offered), ``scores_caption`` what the whole head's raw q . k is to it ("": the
+    page's own caption holds).
+    """
 
     name: str  # the configuration's ``kernel`` and the link's value
     label: str  # the sidebar's words
@@ -311,6 +343,9 @@ class Kernel:
     refuses: tuple[Refusal, ...] = ()
     paper: str = ""
     formula: str = ""
+    weights_label: str = "weights (softmax)"
+    inputs: WeightInputs | None = SOFTMAX_INPUTS
+    scores_caption: str = ""
 
 
 def _no_null_key(what: str) -> Refusal:
@@ -348,7 +383,18 @@ KERNELS: dict[str, Kernel] = {
                                 "size must be even (with RoPE a multiple of 4, each half turning in pairs); use fewer heads",
                                 lambda c: c.head_size % (4 if getattr(c, "pe", "none") == "rope" else 2) != 0,
                                 {"kernel": "softmax"})),
-               paper="Ye et al. 2024", formula="A = softmax(Q₁K₁ᵀ/√d) − λ·softmax(Q₂K₂ᵀ/√d)"),
+               paper="Ye et al. 2024", formula="A = softmax(Q₁K₁ᵀ/√d) − λ·softmax(Q₂K₂ᵀ/√d)",
+               weights_label="weights A₁ − λA₂",
+               inputs=WeightInputs(
+                   ("L₁", "L₂"), lambda logits, parts: (parts.logits1, parts.logits2),
+                   "half-head logits L₁, L₂ (scaled + masked)", "L₁, L₂", "scaled, masked half-head logit",
+                   "Colour = each half of the head scoring on its own, scaled and masked, centred on 0 (red above, "
+                   "blue below): L₁ from the first halves of q and k, L₂ from the second (scale 1/√(d_k/2) under "
+                   "the standard rule). A₁ = softmax(L₁) and A₂ = softmax(L₂) make the weights A₁ − λA₂. "
+                   "Grey cells are masked (−∞): both softmaxes give them 0.", "half_logits_L1_L2"),
+               scores_caption="Colour = the raw dot product q·k of the whole head, centred on 0. A differential head "
+               "never uses this sum: it scores the two halves on their own (L₁ and L₂, the view before, are its "
+               "two terms, each scaled). Grey cells are masked."),
         Kernel("linear", "linear (φ = elu + 1)", "linear",
                "φ(q)·φ(k) with φ = elu + 1 > 0 replaces exp, divided by its row sum; under a causal mask the "
                "heads come from a running state of constant size.",
@@ -358,7 +404,16 @@ KERNELS: dict[str, Kernel] = {
                         Refusal("scale_rule", "linear attention has no scale: φ(q)·φ(k) is divided by its row sum; "
                                 "keep the standard scale rule", lambda c: getattr(c, "scale_rule", "sqrt_dk") != "sqrt_dk",
                                 {"scale_rule": "sqrt_dk"})),
-               paper="Katharopoulos et al. 2020", formula="A_ij = φ(q_i)·φ(k_j) / Σ_j' φ(q_i)·φ(k_j')"),
+               paper="Katharopoulos et al. 2020", formula="A_ij = φ(q_i)·φ(k_j) / Σ_j' φ(q_i)·φ(k_j')",
+               weights_label="weights φ(q)·φ(k) / row sum",
+               inputs=WeightInputs(
+                   ("",), lambda logits, parts: (parts.similarity,), "φ(q)·φ(k), masked (before the row sum)",
+                   "φ(q)·φ(k)", "φ(q)·φ(k)",
+                   "Colour = φ(q)·φ(k) with φ = elu + 1 > 0, from 0 up: what each query gives each key before its "
+                   "row is divided by its sum, which gives the weights. No scale, no logits, no softmax. Grey cells "
+                   "are masked: 0.", "phi_q_phi_k", signed=False, masked_is_neginf=False),
+               scores_caption="Colour = the raw dot product q·k, centred on 0. A linear head never forms it: φ = elu "
+               "+ 1 acts on q and on k before their product (φ(q)·φ(k), the view before). Grey cells are masked."),
     )
 }
 

@@ -15,7 +15,9 @@ from streamlit.testing.v1 import AppTest
 from mha_core import flash
 from mha_core.config import MHAConfig, run
 from mha_core.flash import KERNEL_RULES, KernelRule, flash_of_run
+from tests import shown_charts
 from tests.test_app_step_by_step import charts, z_of
+from ui.pages.flash import reads_worked
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "app_pages/flash.py"
@@ -42,6 +44,12 @@ def open_page(**params) -> AppTest:
 
 def metric(at: AppTest, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
+
+
+def shown_step(at: AppTest) -> str:
+    """What the step slider reads for its value (it holds the index from 0)."""
+    slider = at.select_slider(key="w_tile")
+    return slider.options[slider.value]
 
 
 def frame(at: AppTest, column: str):
@@ -116,14 +124,14 @@ def shown_gap(config: MHAConfig, head: int, br: int, bc: int) -> tuple[str, str]
 def test_the_live_max_difference_is_the_kernels_and_shows_a_planted_wrong_sign(monkeypatch):
     at = open_page(mask="causal", br=2, bc=2, tile=8)
     config = at.session_state["config"]
-    shown = (metric(at, "max |Δ| O vs engine"), metric(at, "max |Δ| m + log ℓ vs log-sum-exp"))
+    shown = (metric(at, "max |Δ| O vs engine"), metric(at, "max |Δ| m + log ℓ vs engine"))
     assert shown == shown_gap(config, 0, 2, 2)
     assert float(shown[0]) <= 1e-12 and float(shown[1]) <= 1e-12
     monkeypatch.setattr(flash, "rescale_factor",
                         lambda m_old, m_new: np.where(np.isneginf(m_old), 0.0, np.exp(m_new - m_old)))
     st.cache_resource.clear()
     at = open_page(mask="causal", br=2, bc=2, tile=8)
-    shown = (metric(at, "max |Δ| O vs engine"), metric(at, "max |Δ| m + log ℓ vs log-sum-exp"))
+    shown = (metric(at, "max |Δ| O vs engine"), metric(at, "max |Δ| m + log ℓ vs engine"))
     assert shown == shown_gap(config, 0, 2, 2)  # the same formula, on the buggy kernel
     assert float(shown[0]) > 1e-3  # and the page shows the bug
 
@@ -176,7 +184,7 @@ def test_bad_link_values_get_a_message_and_a_valid_fallback(params, expected, me
 def test_the_link_follows_the_widgets_and_restores_the_view():
     at = open_page(mask="causal")
     at.number_input(key="w_br").set_value(3).run()
-    at.slider(key="w_tile").set_value(2).run()
+    at.select_slider(key="w_tile").set_value(2).run()
     params = {name: at.query_params[name] for name in ("br", "bc", "tile", "mask")}
     assert {k: v if isinstance(v, str) else v[0] for k, v in params.items()} == \
         {"br": "3", "bc": "2", "tile": "2", "mask": "causal"}
@@ -187,7 +195,8 @@ def test_the_link_follows_the_widgets_and_restores_the_view():
 
 def test_one_tile_for_the_whole_matrix_has_no_slider_and_is_standard_attention():
     at = open_page(br=6, bc=6)
-    assert not at.slider and metric(at, "Step") == "1 of 1"
+    assert not at.select_slider and not at.slider
+    assert any("a single step" in c.value for c in at.caption)
     assert float(metric(at, "max |Δ| O vs engine")) <= 1e-12
 
 
@@ -202,10 +211,10 @@ def test_a_refusing_kernel_rule_is_shown_as_a_message(monkeypatch):
 def test_sixty_four_tokens_with_tiles_of_one_run():
     tokens = "+".join(f"w{i}" for i in range(64))
     at = open_page(tokens=tokens.replace("+", " "), mask="causal", br=1, bc=1, tile=4095)
-    assert metric(at, "Step") == "4096 of 4096"
+    assert shown_step(at) == "4096 of 4096"
     assert metric(at, "Tiles skipped") == f"{64 * 63 // 2} of {64 * 63 // 2}"
     assert float(metric(at, "max |Δ| O vs engine")) <= 1e-12
-    assert math.isclose(float(metric(at, "max |Δ| m + log ℓ vs log-sum-exp")), 0, abs_tol=1e-12)
+    assert math.isclose(float(metric(at, "max |Δ| m + log ℓ vs engine")), 0, abs_tol=1e-12)
 
 
 @pytest.mark.parametrize("params", [
@@ -219,11 +228,107 @@ def test_sixty_four_tokens_with_tiles_of_one_run():
 def test_other_shapes_and_options_run_and_end_on_the_engines_output(params):
     at = open_page(**params)
     config = at.session_state["config"]
-    steps = int(metric(at, "Step").split(" of ")[1])
-    if steps > 1:
-        at.slider(key="w_tile").set_value(steps - 1).run()
+    if at.select_slider:
+        at.select_slider(key="w_tile").set_value(len(at.select_slider(key="w_tile").options) - 1).run()
     assert not at.exception
     result = run(config)
     kernel = flash_of_run(result, 0, at.session_state["w_br"], at.session_state["w_bc"])
     assert metric(at, "max |Δ| O vs engine") == f"{np.max(np.abs(kernel.output - result.trace.heads[0])):.1e}"
     assert float(metric(at, "max |Δ| O vs engine")) <= 1e-12
+
+
+# ---- issue 32: one numbering base, nothing to skip, the printed reads, the counted algorithm -------------------
+
+
+def test_the_step_slider_counts_from_one_as_every_other_step_number_on_the_page():
+    at = open_page(mask="causal", br=2, bc=2, tile=4)  # the link's tile is the index from 0
+    slider = at.select_slider(key="w_tile")
+    assert slider.options[0] == "1 of 9" and slider.options[-1] == "9 of 9"
+    assert shown_step(at) == "5 of 9"
+    assert any(title.startswith("O after step 5 ") for title in charts(at))
+    at.button(key="flash_next").click().run()
+    assert shown_step(at) == "6 of 9" and at.query_params["tile"] == "5"
+    assert any(title.startswith("O after step 6 ") for title in charts(at))
+
+
+@pytest.mark.parametrize(("params", "note"), [
+    ({"br": 2, "bc": 2}, "Nothing can be skipped without a mask"),
+    ({"mask": "causal", "br": 6, "bc": 6}, "No tile is masked in full"),
+])
+def test_with_nothing_to_skip_the_page_says_why_instead_of_0_of_0(params, note):
+    at = open_page(**params)
+    assert metric(at, "Tiles skipped") == "none"
+    assert any(note in c.value for c in at.caption), [c.value for c in at.caption]
+
+
+def test_with_tiles_to_skip_the_metric_counts_them():
+    at = open_page(mask="causal", br=2, bc=2, tile=2)
+    assert metric(at, "Tiles skipped") == "2 of 3"  # (0, 1) and (0, 2) are behind step 3
+    assert not any("skipped without a mask" in c.value for c in at.caption)
+
+
+def worked_value(text: str) -> tuple[int, int]:
+    """'5·4 + 3·5·(4 + 4) − 4·(4 + 4) = 108' -> (the left side evaluated, the printed right side)."""
+    left, right = text.split(" = ")
+    expression = left.replace("·", "*").replace("−", "-")
+    assert set(expression) <= set("0123456789+-*() "), expression
+    return eval(expression), int(right.replace(",", ""))  # noqa: S307 (digits and operators only, checked above)
+
+
+def counted_reads(q, k, v, mask, br: int, bc: int) -> int:
+    """The reads counted here, tile by tile: Q once, K and V of every tile with a pair the mask allows."""
+    tq, tk = q.shape[0], k.shape[0]
+    reads = tq * q.shape[1]
+    for r0 in range(0, tq, br):
+        for c0 in range(0, tk, bc):
+            c1 = min(c0 + bc, tk)
+            if mask is None or mask[r0 : r0 + br, c0:c1].any():
+                reads += (c1 - c0) * (k.shape[1] + v.shape[1])
+    return reads
+
+
+MASKS = {
+    "none": lambda tq, tk: None,
+    "causal": lambda tq, tk: np.tri(tq, tk, dtype=bool),
+    "window 2": lambda tq, tk: np.tri(tq, tk, dtype=bool) & ~np.tri(tq, tk, -2, dtype=bool),
+    "keys 0..2 padded away": lambda tq, tk: np.broadcast_to(np.arange(tk) >= 3, (tq, tk)),
+}
+
+
+@pytest.mark.parametrize("mask_name", list(MASKS))
+@pytest.mark.parametrize("t", [5, 6, 7])
+def test_the_printed_reads_formula_gives_the_loops_count_also_with_short_last_tiles(mask_name, t):
+    rng = np.random.default_rng(t)
+    q, k, v = rng.normal(size=(t, 4)), rng.normal(size=(t, 4)), rng.normal(size=(t, 3))
+    mask = MASKS[mask_name](t, t)
+    for br in range(1, t + 1):
+        for bc in range(1, t + 1):
+            traffic = flash.flash_attention_head(q, k, v, block_rows=br, block_cols=bc, scale=0.5, mask=mask).traffic
+            evaluated, printed = worked_value(reads_worked(traffic))
+            expected = counted_reads(q, k, v, mask, br, bc)
+            assert evaluated == printed == traffic.flash_reads == expected, (t, br, bc, mask_name)
+
+
+def test_the_issues_link_prints_108_reads_beside_a_formula_that_gives_108():
+    at = open_page(tokens="a b c d e", d_model=8, heads=2, mask="causal", br=2, bc=2)
+    assert frame(at, "tiled kernel").loc["HBM reads", "tiled kernel"] == 108
+    line = next(m.value for m in at.markdown if m.value.startswith("Tiled reads here: "))
+    assert worked_value(line.removeprefix("Tiled reads here: ").split(",")[0]) == (108, 108)
+    assert "w_skip = 4" in line  # tiles (0, 1), (0, 2), (1, 2): 2 + 1 + 1 keys
+
+
+def test_the_caption_names_the_counted_loop_order_and_its_count():
+    at = open_page(mask="causal")
+    caption = next(c.value for c in at.caption if "HBM" in c.value or "Θ" in c.value)
+    assert "Counted here: FlashAttention-2's loop order" in caption
+    assert "Θ(N·d + N²·d/B_r)" in caption and "M > 4d²" in caption
+
+
+def test_the_second_tile_panel_names_no_rows_where_the_first_panels_colour_bar_stands():
+    # At 1440x900 the P̃ panel's "query" was printed over the S tile's colour bar title "logit".
+    at = open_page(mask="causal", br=2, bc=2, tile=4)
+    figures = [shown_charts.figure_of(c) for c in shown_charts.chart_elements(at)]
+    layout = next(f["layout"] for f in figures if any(a["text"].startswith("S tile") for a in
+                                                       f["layout"].get("annotations", ())))
+    assert layout["yaxis"]["title"]["text"] == "query" and "title" not in layout["yaxis2"]
+    assert layout["xaxis2"]["title"]["text"] == "key"

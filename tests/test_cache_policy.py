@@ -160,3 +160,10 @@ def test_planted_bug_a_sink_evicted_is_caught(monkeypatch):
     with pytest.raises(AssertionError):
         check_held("sinks", 3, 2)
     assert cache_policy.POLICIES["window"].slides  # the table itself is untouched
+
+
+def test_the_window_policy_cites_the_window_baseline_it_is_not_longformer():
+    # Issue 32: Longformer's window is a training-time attention pattern; a decoder's cache that evicts all but
+    # the last W tokens is StreamingLLM's window-attention baseline.
+    assert POLICIES["window"].paper == "Xiao et al. 2023 (StreamingLLM), its window-attention baseline"
+    assert all("Longformer" not in policy.paper for policy in POLICIES.values())

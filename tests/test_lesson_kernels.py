@@ -54,3 +54,11 @@ def test_each_lesson_renders(key):
     assert lesson.question in text
     assert "❌" not in text and "✅" in text
     assert chart_elements(at), "the lesson's figures are missing"
+
+
+def test_the_differential_lesson_gives_the_papers_reason_for_normalising_each_head():
+    # Issue 32: the per-head norm is not there because rows sum to 1 − λ; Ye et al. 2024 (Section 2.1) normalise
+    # each head because differential heads are sparser and their statistics differ between heads.
+    text = next(lesson for lesson in LESSONS if lesson.key == "differential").explanation
+    assert "which is why each head's output is RMS-normalised" not in text
+    assert "statistics differ more from head to head" in text and "training stable" in text

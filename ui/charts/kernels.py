@@ -1,7 +1,8 @@
 """What the pages need to show the attention kernels (issue 26) truthfully: pure builders, no streamlit.
 
 - ``grid_kind``: the view a weights figure is drawn as: diverging, centred on 0, where the kernel's weights
-  can be negative (``Kernel.signed``), the fixed 0..1 scale otherwise;
+  can be negative (``Kernel.signed``), the fixed 0..1 scale otherwise; ``view_kind`` also draws the other
+  views as the kernel makes them (``ui.charts.views.kernel_view``);
 - ``row_sums_sentence``: what a row of weights sums to, for captions, from the kernel's record;
 - ``kernel_rows``: the About page's table of kernels.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from mha_core.attention import AttentionTrace
 from mha_core.config import MHAConfig
 from mha_core.kernels import KERNELS
+from ui.charts.views import kernel_view
 
 
 def is_variant(config: MHAConfig) -> bool:
@@ -26,6 +28,13 @@ def weights_signed(trace: AttentionTrace) -> bool:
 def grid_kind(trace: AttentionTrace, view: str) -> str:
     """The matrix view (``ui.charts.views``) a figure of ``view`` is drawn as: signed weights on a diverging scale."""
     return "signed_weights" if view == "weights" and weights_signed(trace) else view
+
+
+def view_kind(trace: AttentionTrace, view: str) -> str:
+    """The figure kind of the Heads switch's ``view`` for the trace's kernel: ``grid_kind`` for the weights, the
+    kernel's own record of the other views (its maps, its words)."""
+    kind = grid_kind(trace, view)
+    return kind if kind != view else kernel_view(view, trace.kernel).name
 
 
 def row_sums_sentence(trace: AttentionTrace) -> str | None:

@@ -4,6 +4,7 @@ and the live comparison with the engine. No streamlit here: everything is tested
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,9 +39,33 @@ FLASH_SETTINGS: tuple[Setting, ...] = (
             limits=lambda v: (1, len(v["tokens"]))),
     Setting("bc", "int", label="B_c: keys per tile", default=lambda v: min(DEFAULT_BLOCK, len(key_tokens(v))),
             limits=lambda v: (1, len(key_tokens(v)))),
-    Setting("tile", "int", label="Step (tile in the kernel's order)", default=0, limits=lambda v: (0, _tiles(v) - 1)),
+    # The link's ``tile`` is the step's index from 0; the page counts steps from 1 (``step_number``).
+    Setting("tile", "int", label="Step (tiles in the kernel's order)", default=0, limits=lambda v: (0, _tiles(v) - 1)),
 )
 SETTING = {row.name: row for row in FLASH_SETTINGS}
+
+
+def step_number(index: int, steps: int) -> str:
+    """Step ``index`` (from 0, as the link's ``tile``) as the page counts it, from 1: '1 of 9'."""
+    return f"{index + 1} of {steps}"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The 'Tiles skipped' metric: its value, and a sentence when nothing can be skipped (else "")."""
+
+    value: str
+    note: str
+
+
+def skipped_so_far(run: FlashRun, index: int, masked: bool) -> Skipped:
+    """How many tiles the kernel has skipped by step ``index``, of all it skips; ``masked``: the layer has a mask."""
+    total = run.traffic.tiles_skipped
+    if total:
+        return Skipped(f"{sum(s.skipped for s in run.steps[: index + 1])} of {total}", "")
+    if not masked:
+        return Skipped("none", "Nothing can be skipped without a mask: every tile has pairs to compute.")
+    return Skipped("none", "No tile is masked in full with these block sizes: every tile has a pair to compute.")
 
 
 def engine_lse(trace: AttentionTrace, head: int) -> np.ndarray:
@@ -138,6 +163,14 @@ def traffic_table(traffic: Traffic) -> pd.DataFrame:
                                         "tiled: formula"]).set_index("numbers")
     frame["standard attention"] = frame["standard attention"].astype("Int64")
     return frame
+
+
+def reads_worked(traffic: Traffic) -> str:
+    """``FLASH_READS_FORMULA`` with this run's numbers, and its value: the count the loop made."""
+    size = f"({traffic.hs} + {traffic.hv})"
+    blocks = math.ceil(traffic.tq / traffic.block_rows)
+    return (f"{traffic.tq}·{traffic.hs} + {blocks}·{traffic.tk}·{size} − {traffic.skipped_keys}·{size} = "
+            f"{traffic.flash_reads_by_formula:,}")
 
 
 @dataclass(frozen=True)

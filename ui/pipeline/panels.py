@@ -90,7 +90,10 @@ def panels_figure(panels: tuple[Panel, ...], *, font_size: int = 12, width_px: f
         data.append(trace)
         layout[f"xaxis{suffix}"] = {**part["xaxis"], "domain": [left, left + size], "anchor": f"y{suffix}"}
         same_rows = index > 0 and list(panel.row_labels) == list(panels[0].row_labels)
-        layout[f"yaxis{suffix}"] = {**part["yaxis"], "anchor": f"x{suffix}", "showticklabels": not same_rows}
+        yaxis = {**part["yaxis"], "anchor": f"x{suffix}", "showticklabels": not same_rows}
+        if same_rows:  # the rows are named once, on the first panel: here the title would sit on its colour bar's
+            yaxis.pop("title", None)
+        layout[f"yaxis{suffix}"] = yaxis
         shapes += [{**shape, "xref": f"x{suffix}", "yref": f"y{suffix}"} for shape in part.get("shapes", [])]
         annotations.append(dict(text=part["title"]["text"], font={**part["title"]["font"], "weight": "bold"},
                                 showarrow=False,

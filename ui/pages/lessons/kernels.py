@@ -156,8 +156,11 @@ LESSONS: tuple[Lesson, ...] = (
         explanation=(
             "Each head cuts its query and key in two halves and takes two ordinary softmax maps; the weights are the "
             "first map minus λ times the second, so the subtraction comes after both softmaxes. Attention that both "
-            "maps give (noise, a sink) cancels. The price: a row sums to 1 − λ and some weights are negative, which "
-            "is why each head's output is RMS-normalised before the concatenation."
+            "maps give (noise, a sink) cancels. The price: a row sums to 1 − λ and some weights are negative. "
+            "Each head's output is then normalised on its own (RMSNorm per head, the paper's GroupNorm) and "
+            "multiplied by 1 − λ_init before the concatenation: the paper's reason is that differential heads have "
+            "sparser patterns, so their statistics differ more from head to head, and normalising each head keeps "
+            "training stable."
         ),
         findings=differential_findings,
     ),
