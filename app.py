@@ -8,7 +8,7 @@ from ui.widgets.focus import focus_ring
 from ui.widgets.phone import phone_page
 from ui.widgets.state import keep_widget_state
 
-st.set_page_config(page_title="MHA Explorer", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="MHA Explorer", page_icon=":material/search:", layout="wide")
 tune_server()
 keep_widget_state()
 focus_ring()  # a visible ring on the control the keyboard is on
