@@ -3,7 +3,14 @@
 import streamlit as st
 
 from ui.run.server import collect_garbage, tune_server
-from ui.state.navigation import all_pages, note_arrival, page_links, request_top, scroll_if_requested
+from ui.state.navigation import (
+    all_pages,
+    note_arrival,
+    page_links,
+    report_unknown_page,
+    request_top,
+    scroll_if_requested,
+)
 from ui.widgets.focus import focus_ring
 from ui.widgets.phone import phone_page
 from ui.widgets.state import keep_widget_state
@@ -20,6 +27,7 @@ try:
     if note_arrival(current):  # a page opened (or Back/Forward): at its top, as a browser opens a page
         request_top()
     scroll_if_requested()
+    report_unknown_page()  # a link to a page that does not exist: Streamlit shows the first page, silently
     current.run()
     page_links(menu)  # after the page: its links carry the parameters the page has just written
 finally:  # also when a page stops or reruns early

@@ -79,6 +79,29 @@ def all_pages() -> list[st.Page]:
     return [page(info.name) for info in PAGES]
 
 
+def unknown_page(requested: str | None) -> str | None:
+    """The page a link asked for when no page has that name (Streamlit then runs the default page), else None.
+
+    ``requested`` is the URL path's last part as Streamlit read it ("" or None for the app's root)."""
+    name = (requested or "").strip("/")
+    return name if name and name not in PAGE_INFO else None
+
+
+def unknown_page_message(name: str) -> str:
+    """What a link to a page that does not exist is told: which pages exist, and what is shown instead."""
+    known = ", ".join(f"{info.title} (`/{info.name}`)" for info in PAGES)
+    return (f"**There is no page `/{name}`.** This is {PAGE_INFO[DEFAULT_PAGE].title}, with the link's settings. "
+            f"The pages are: {known}.")
+
+
+def report_unknown_page() -> None:
+    """Say on the page that the link named a page that does not exist (app.py calls this before the page runs)."""
+    ctx = get_script_run_ctx()
+    name = unknown_page(getattr(getattr(ctx, "pages_manager", None), "intended_page_name", None))
+    if name:
+        st.warning(unknown_page_message(name), icon=":material/link_off:")
+
+
 # Streamlit keeps the scroll position when a page or a lesson changes, so a page opened from a button
 # at the bottom of another would open ~600 px down. A one-off script scrolls the main area back up.
 SCROLL_TO_TOP = """<script>/* {nonce} */
