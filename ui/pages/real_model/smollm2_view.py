@@ -280,6 +280,7 @@ def lens_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
         "probability of the final prediction": st.column_config.NumberColumn(format="%.3f")})
     st.caption(f"Each row applies the final RMSNorm and the tied unembedding (the embedding table) to the residual "
                f"stream of the last token after that layer. The model's own prediction is '{target}'; rank 0 = top.")
+    st.caption(sb.embedding_row_note(model, lens, run.token_ids))
 
 
 def induction_section(model: smol.SmolLM2) -> None:
