@@ -225,8 +225,14 @@ def test_induction_button_ranks_heads_and_shows_the_chosen_pattern(smollm2):
     assert f"mean {loss[:23].mean():.2f} nats in the first copy, {loss[24:].mean():.2f} in the second" in alt
     at.selectbox(key="w_sm_induction_head").set_value(2).run()
     layer, head = int(table["layer"].iloc[2]), int(table["head"].iloc[2])
-    shown = decode(charts(at)["sm_induction_pattern"]["data"][0]["z"])
-    np.testing.assert_allclose(shown, attentions[layer, head], atol=ATOL)
+    pattern = charts(at)["sm_induction_pattern"]["data"]
+    shown = decode(pattern[0]["z"])
+    later = ~np.tri(48, dtype=bool)  # keys after the query: weight 0 by the causal mask, drawn grey
+    np.testing.assert_array_equal(np.isnan(shown), later)
+    np.testing.assert_allclose(shown[~later], attentions[layer, head][~later], atol=ATOL)
+    assert np.all(attentions[layer, head][later] == 0)
+    np.testing.assert_array_equal(~np.isnan(decode(pattern[1]["z"])), later)  # the grey layer over them
+    assert pattern[1]["showscale"] is False and "masked" in pattern[1]["hovertemplate"]
     at.button(key="sm_induction_show").click().run()
     assert (at.selectbox(key="w_sm_layer").value, at.selectbox(key="w_sm_head").value) == (layer, head)
 
