@@ -160,7 +160,7 @@ def diagnostics_section(result) -> None:
     with right:
         similarity = tables.similarity_frame(trace)
         show_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity", config=chart_config(),
-                   alt="Cosine similarity of every pair of heads' weight matrices")
+                   alt=describe.describe_similarity(similarity.to_numpy(), title="Head similarity"))
         st.caption("Cosine similarity of two heads' weight matrices: 1 = the same pattern.")
         download_csv("Head similarity (CSV)", result.config, lambda r: tables.similarity_frame(r.trace),
                      "head_similarity.csv", "dl_similarity")
@@ -172,7 +172,7 @@ def outputs_section(result) -> None:
     trace, config = result.trace, result.config
     columns = concat_columns(trace.concat.shape[1], trace.n_heads)
     show_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat",
-               config=chart_config(), alt="The heads' outputs side by side, one row per token")
+               config=chart_config(), alt=describe.describe_concat(trace.concat, result.query_labels, trace.n_heads))
     st.caption(
         f"Each head's output (weights × V) is {trace.heads.shape[-1]} numbers per token; the heads are laid "
         f"side by side (black lines) into {trace.concat.shape[1]} columns. Nothing mixes the heads yet."
@@ -198,7 +198,8 @@ def outputs_section(result) -> None:
             ),
             key="output",
             config=chart_config(),
-            alt="The output after W_O, one row per token",
+            alt=describe.describe_matrix(trace.output, result.query_labels, out_cols, title="Output = concat · W_O",
+                                         value_name="output", row_name="query", col_name="feature"),
         )
         st.caption(
             "W_O is the only step that mixes the heads: each output feature is a weighted sum of every head's columns."
@@ -319,11 +320,14 @@ def carried_panel(result, parts, head: int, off) -> None:
                 "Kobayashi et al. 2020). A key can take much weight and add little.")
     n_heads = result.trace.n_heads
     shown_heads = list(range(n_heads)) if parts.carried.size <= MAX_DRAWN_CELLS else [head]
+    titles = [f"head {h}: weight × ‖v W_O‖" for h in shown_heads]
     show_chart(figures.attention_grid(parts.carried[shown_heads], result.query_labels, result.key_labels,
-                                      kind="carried", titles=[f"head {h}: weight × ‖v W_O‖" for h in shown_heads],
+                                      kind="carried", titles=titles,
                                       max_cols=1 if on_phone() else min(len(shown_heads), 4), panel_px=170,
                                       mask=result.mask),
-               key="apart_carried", config=chart_config(), alt="Weight times the norm of v W_O, per head")
+               key="apart_carried", config=chart_config(),
+               alt=" ".join(describe.grid_lines(parts.carried[shown_heads], result.query_labels, result.key_labels,
+                                                kind="carried", titles=titles, mask=result.mask)))
     if len(shown_heads) < n_heads:
         st.caption(f"At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")
     download_csv("Weights and norm-weighted weights (CSV)", result.config, lambda r: carried_frame(r, off),
