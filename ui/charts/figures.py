@@ -378,6 +378,7 @@ def matrix_heatmap_parts(
     row_name: str = "row",
     col_name: str = "column",
     width_px: float = FULL_WIDTH_PX,
+    width: int | None = None,
 ) -> tuple[dict, dict]:
     """The trace and layout of ``matrix_heatmap``, as dictionaries for builders that add to them.
 
@@ -386,6 +387,7 @@ def matrix_heatmap_parts(
     Hover reads "<row_name> <row label> / <col_name> <col label> / <value_name> <number>".
     ``width_px``: how wide the cells are drawn on the page (the figure's column minus its row
     labels and colour bar); every k-th column label is printed so that they do not overlap there.
+    ``width``: the figure's own width in pixels (drawn with width="content"), None to fill its column.
     """
     if signed:
         bound = signed_range(matrix)
@@ -418,6 +420,8 @@ def matrix_heatmap_parts(
     )
     if title:
         layout["title"] = dict(text=title, font=dict(size=font_size + 2))
+    if width is not None:
+        layout["width"] = width
     return trace, layout
 
 
