@@ -21,6 +21,7 @@ from ui.state.settings import COLOUR_RANGE_LABELS
 from ui.widgets.mask_editor import mask_editor
 from ui.widgets.notebook_button import notebook_button
 from ui.widgets.number_columns import number_columns
+from ui.widgets.phone import swipe_hint
 from ui.widgets.presentation import presenting
 from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP
@@ -154,6 +155,8 @@ def diagnostics_section(result) -> None:
         meanings = dict(tables.DIAGNOSTIC_COLUMNS.values())
         config = number_columns([c for c in meanings if c in summary.columns], "%.3f", meanings)
         st.dataframe(summary, column_config=config, key="head_table")
+        if on_phone():  # wider than the screen, and a phone shows no scroll bar (below: the table's toolbar covers
+            st.caption(swipe_hint([summary.index.name, *summary.columns]))  # what is right above it)
         st.caption("Averages over the query rows (fully masked rows left out). Entropy 0 = sharp, 1 = even.")
         download_csv("Head diagnostics (CSV)", result.config, lambda r: tables.head_summary_frame(r.trace, cross=r.config.is_cross),
                      "head_diagnostics.csv", "dl_summary")
