@@ -189,21 +189,10 @@ def outputs_section(result) -> None:
     )
     if config.output_projection:
         out_cols = [str(c) for c in range(trace.output.shape[1])]
-        show_chart(
-            cached_figures.matrix_heatmap(
-                trace.output,
-                result.query_labels,
-                out_cols,
-                title="Output = concat · W_O",
-                value_name="output",
-                row_name="query",
-                col_name="feature",
-            ),
-            key="output",
-            config=chart_config(),
-            alt=describe.describe_matrix(trace.output, result.query_labels, out_cols, title="Output = concat · W_O",
-                                         value_name="output", row_name="query", col_name="feature"),
-        )
+        drawn = (trace.output, result.query_labels, out_cols)
+        words = dict(title="Output = concat · W_O", value_name="output", row_name="query", col_name="feature")
+        show_chart(cached_figures.matrix_heatmap(*drawn, **words), key="output", config=chart_config(),
+                   alt=describe.describe_matrix(*drawn, **words))  # the chart in words, from the same arrays
         st.caption(
             "W_O is the only step that mixes the heads: each output feature is a weighted sum of every head's columns."
         )

@@ -173,12 +173,12 @@ def masked_cells(matrices: np.ndarray, kind: str, mask: np.ndarray | None) -> np
 
 
 def masked_layer(values: np.ndarray, masked: np.ndarray, axes: dict, *, title: str = "",
-                 value_name: str | None = None, hover: str = MASKED_HOVER) -> dict:
+                 view: MatrixView | None = None, hover: str = MASKED_HOVER) -> dict:
     """A heatmap over the masked cells only, solid grey with a × when the cells are large enough, whose hover says
-    what masking does (``hover``; with the cell's value when ``value_name`` is given). ``axes``: x, y and the
+    what masking does (``hover``; with the cell's value when the ``view`` says so). ``axes``: x, y and the
     axis names of the heatmap it covers."""
     z = np.where(masked, np.nan_to_num(values, neginf=0.0, posinf=0.0), np.nan).astype(np.float32)  # (Tq, Tk)
-    number = f"{value_name} %{{z:.4f}}<br>" if value_name else ""
+    number = f"{view.value_name} %{{z:.4f}}<br>" if view is not None and view.hover_masked_value else ""
     layer = dict(
         type="heatmap",
         z=z,
@@ -315,8 +315,7 @@ def attention_grid(
         colour = f"coloraxis{suffix}" if per_head else "coloraxis"
         data.append(dict(type="heatmap", z=z_all[h], coloraxis=colour, hoverongaps=False, hovertemplate=hover, **axes))
         if masked[h].any():
-            masked_layers.append(masked_layer(matrices[h], masked[h], axes, title=titles[h],
-                                              value_name=view.value_name if view.hover_masked_value else None))
+            masked_layers.append(masked_layer(matrices[h], masked[h], axes, title=titles[h], view=view))
         layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = _panel_axes(
             h, n, g, query_labels, key_labels, square=square, font_size=font_size)
     if square:  # a natural width, so the page can set text beside the figure
