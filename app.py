@@ -3,12 +3,19 @@
 import streamlit as st
 
 from ui.run.server import collect_garbage, tune_server
-from ui.state.navigation import all_pages, note_arrival, page_links, request_top, scroll_if_requested
+from ui.state.navigation import (
+    all_pages,
+    note_arrival,
+    page_links,
+    report_unknown_page,
+    request_top,
+    scroll_if_requested,
+)
 from ui.widgets.focus import focus_ring
 from ui.widgets.phone import phone_page
 from ui.widgets.state import keep_widget_state
 
-st.set_page_config(page_title="MHA Explorer", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="MHA Explorer", page_icon=":material/search:", layout="wide")
 tune_server()
 keep_widget_state()
 focus_ring()  # a visible ring on the control the keyboard is on
@@ -20,6 +27,7 @@ try:
     if note_arrival(current):  # a page opened (or Back/Forward): at its top, as a browser opens a page
         request_top()
     scroll_if_requested()
+    report_unknown_page()  # a link to a page that does not exist: Streamlit shows the first page, silently
     current.run()
     page_links(menu)  # after the page: its links carry the parameters the page has just written
 finally:  # also when a page stops or reruns early

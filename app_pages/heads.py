@@ -22,6 +22,7 @@ from ui.state.settings import COLOUR_RANGE_LABELS
 from ui.widgets.mask_editor import mask_editor
 from ui.widgets.notebook_button import notebook_button
 from ui.widgets.number_columns import number_columns
+from ui.widgets.phone import swipe_hint
 from ui.widgets.presentation import presenting
 from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP
@@ -200,13 +201,15 @@ def diagnostics_section(result) -> None:
         meanings = dict(tables.DIAGNOSTIC_COLUMNS.values())
         config = number_columns([c for c in meanings if c in summary.columns], "%.3f", meanings)
         st.dataframe(summary, column_config=config, key="head_table")
+        if on_phone():  # wider than the screen, and a phone shows no scroll bar (below: the table's toolbar covers
+            st.caption(swipe_hint([summary.index.name, *summary.columns]))  # what is right above it)
         st.caption("Averages over the query rows (fully masked rows left out). Entropy 0 = sharp, 1 = even.")
         download_csv("Head diagnostics (CSV)", result.config, lambda r: tables.head_summary_frame(r.trace, cross=r.config.is_cross),
                      "head_diagnostics.csv", "dl_summary")
     with right:
         similarity = tables.similarity_frame(trace)
         show_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity", config=chart_config(),
-                   alt="Cosine similarity of every pair of heads' weight matrices")
+                   alt=describe.describe_similarity(similarity.to_numpy(), title="Head similarity"))
         st.caption("Cosine similarity of two heads' weight matrices: 1 = the same pattern.")
         download_csv("Head similarity (CSV)", result.config, lambda r: tables.similarity_frame(r.trace),
                      "head_similarity.csv", "dl_similarity")
@@ -218,7 +221,7 @@ def outputs_section(result) -> None:
     trace, config = result.trace, result.config
     columns = concat_columns(trace.concat.shape[1], trace.n_heads)
     show_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat",
-               config=chart_config(), alt="The heads' outputs side by side, one row per token")
+               config=chart_config(), alt=describe.describe_concat(trace.concat, result.query_labels, trace.n_heads))
     st.caption(
         f"Each head's output (weights × V) is {trace.heads.shape[-1]} numbers per token; the heads are laid "
         f"side by side (black lines) into {trace.concat.shape[1]} columns. Nothing mixes the heads yet."
@@ -232,20 +235,10 @@ def outputs_section(result) -> None:
     )
     if config.output_projection:
         out_cols = [str(c) for c in range(trace.output.shape[1])]
-        show_chart(
-            cached_figures.matrix_heatmap(
-                trace.output,
-                result.query_labels,
-                out_cols,
-                title="Output = concat · W_O",
-                value_name="output",
-                row_name="query",
-                col_name="feature",
-            ),
-            key="output",
-            config=chart_config(),
-            alt="The output after W_O, one row per token",
-        )
+        drawn = (trace.output, result.query_labels, out_cols)
+        words = dict(title="Output = concat · W_O", value_name="output", row_name="query", col_name="feature")
+        show_chart(cached_figures.matrix_heatmap(*drawn, **words), key="output", config=chart_config(),
+                   alt=describe.describe_matrix(*drawn, **words))  # the chart in words, from the same arrays
         st.caption(
             "W_O is the only step that mixes the heads: each output feature is a weighted sum of every head's columns."
         )
@@ -365,11 +358,14 @@ def carried_panel(result, parts, head: int, off) -> None:
                 "Kobayashi et al. 2020). A key can take much weight and add little.")
     n_heads = result.trace.n_heads
     shown_heads = list(range(n_heads)) if parts.carried.size <= MAX_DRAWN_CELLS else [head]
+    titles = [f"head {h}: weight × ‖v W_O‖" for h in shown_heads]
     show_chart(figures.attention_grid(parts.carried[shown_heads], result.query_labels, result.key_labels,
-                                      kind="carried", titles=[f"head {h}: weight × ‖v W_O‖" for h in shown_heads],
+                                      kind="carried", titles=titles,
                                       max_cols=1 if on_phone() else min(len(shown_heads), 4), panel_px=170,
                                       mask=result.mask),
-               key="apart_carried", config=chart_config(), alt="Weight times the norm of v W_O, per head")
+               key="apart_carried", config=chart_config(),
+               alt=" ".join(describe.grid_lines(parts.carried[shown_heads], result.query_labels, result.key_labels,
+                                                kind="carried", titles=titles, mask=result.mask)))
     if len(shown_heads) < n_heads:
         st.caption(f"At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")
     download_csv("Weights and norm-weighted weights (CSV)", result.config, lambda r: carried_frame(r, off),

@@ -37,6 +37,23 @@ PRESENT_FONT_SIZE = 18  # ... and from the back of a lecture hall, in presentati
 PHONE_FONT_SIZE = 12  # a phone held close: the colour bar and labels leave the heatmap its width
 
 
+SQUARE_MAP_PX = 440  # a lone square heatmap's cells at most this tall: with its title it fits a 1280x720 projector
+CELL_PX = (14, 44)  # its cells' side, least and most
+
+
+def square_map_size(row_labels: list[str], col_labels: list[str], font: int) -> dict:
+    """``matrix_heatmap``'s height, width and width_px (its cells' width) for a lone heatmap whose cells are square:
+    ``SQUARE_MAP_PX`` tall at most, its labels and colour bar around it. A fixed height across the page's width
+    squashed an 11x11 map into a strip."""
+    rows, cols = len(row_labels), len(col_labels)
+    cell = int(min(max(SQUARE_MAP_PX / max(rows, cols), CELL_PX[0]), CELL_PX[1]))
+    left = int(0.6 * font * max(map(len, row_labels))) + 16  # the rows' labels, ~0.6 em a character
+    below = int(0.45 * font * max(map(len, col_labels))) + 2 * font  # the columns' labels, turned 45 degrees
+    title = 30 + 2 * font
+    colour_bar = 6 * font  # the colour bar and its title on the right
+    return dict(height=cell * rows + title + below, width=cell * cols + left + colour_bar, width_px=cell * cols)
+
+
 def font_size() -> int:
     """The figures' font: larger for a classroom, the app's usual size on a phone (where width is scarce)."""
     if on_phone():
@@ -99,6 +116,10 @@ def draw_figures(lesson: Lesson, figures) -> None:
         draw_grid(grid, f"lesson_{lesson.key}_grid_{i}")
     if heatmaps:
         columns = [st.container() for _ in heatmaps] if on_phone() else st.columns(len(heatmaps))
+        rows, cols = heatmaps[0].matrix.shape
+        lone_square = len(heatmaps) == 1 and rows == cols and not on_phone()
+        heat = heatmaps[0]
+        size = square_map_size(heat.row_labels, heat.col_labels, font_size()) if lone_square else {"height": 320}
         for i, (column, heat) in enumerate(zip(columns, heatmaps, strict=True)):
             figure = matrix_heatmap(
                 heat.matrix,
@@ -109,16 +130,17 @@ def draw_figures(lesson: Lesson, figures) -> None:
                 signed=False,
                 zmin=0.0,
                 zmax=1.0,
-                height=320,
                 font_size=font_size(),
                 row_name=heat.row_name,
                 col_name=heat.col_name,
+                allowed=heat.allowed,
+                **size,
             )
             alt = describe.describe_matrix(heat.matrix, heat.row_labels, heat.col_labels, title=heat.title,
                                            value_name=heat.value_name, row_name=heat.row_name or "row",
                                            col_name=heat.col_name or "column")
             show_chart(figure, key=f"lesson_{lesson.key}_heatmap_{i}", where=column, config=chart_config("heatmap"),
-                       alt=alt)
+                       alt=alt, width="content" if lone_square else "stretch")
 
 
 def open_button(label: str, config, view, key: str) -> None:

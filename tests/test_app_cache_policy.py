@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.attention import multi_head_attention
@@ -34,8 +35,13 @@ def held_frame(at: AppTest):
     return next(f.value for f in at.dataframe if "cache size n" in f.value.columns)
 
 
+def policy_figure(at: AppTest, head: int = 0) -> dict:
+    return next(f for t, f in charts(at).items() if t.startswith(f"Under the policy (head {head})"))
+
+
 def policy_panel(at: AppTest, head: int = 0) -> np.ndarray:
-    return z_of(next(f for t, f in charts(at).items() if t.startswith(f"Under the policy (head {head})")))
+    """The policy's weights as drawn: a cell the cache does not hold is blank (grey, a weight of 0)."""
+    return np.nan_to_num(z_of(policy_figure(at, head)), nan=0.0)
 
 
 def decoder(config: MHAConfig):
@@ -72,6 +78,34 @@ def test_with_original_positions_the_rows_are_the_engines_under_a_mask_built_her
         at.selectbox(key="w_cache_head").set_value(head).run()
         np.testing.assert_allclose(policy_panel(at, head), engine.weights[head], rtol=0, atol=FIGURE)
     assert float(next(m.value for m in at.metric if m.label.startswith("max |Δ| vs attention over"))) <= 1e-12
+
+
+@pytest.mark.parametrize(("policy", "window", "sinks"), [("window", 2, 0), ("sinks", 2, 1), ("full", 3, 0)])
+def test_keys_not_in_the_cache_are_grey_with_a_cross_not_a_dark_zero(policy, window, sinks):
+    """Evicted keys (and later tokens) have weight 0 because the row cannot see them: drawn as masked cells are
+    everywhere (blank in the weights, a grey layer with a × over them), never a dark "0.00"."""
+    at = open_page(cache=policy, cache_window=window, sinks=sinks)
+    not_held = ~policy_mask(policy, T, window, sinks)  # (T, T) evicted or not yet generated, from the definitions
+    assert not_held[np.tril_indices(T)].any() == (policy != "full")  # the policies do evict something here
+    for title in ("Under the policy (head 0)", "Full cache (head 0)"):
+        figure = next(f for t, f in charts(at).items() if t.startswith(title))
+        hidden = not_held if title.startswith("Under") else ~np.tri(T, dtype=bool)
+        weights = z_of(figure)
+        np.testing.assert_array_equal(np.isnan(weights), hidden)
+        assert [text for row, hide in zip(figure["data"][0]["text"], hidden, strict=True)
+                for text, h in zip(row, hide, strict=True) if h] == [""] * int(hidden.sum())  # no "0.00" there
+        grey = next(t for t in at_traces(at, title) if t.get("showscale") is False and "×" in str(t.get("text")))
+        assert (np.array(grey["text"]) == "×").tolist() == hidden.tolist()
+        assert "not in the cache" in grey["hovertemplate"]
+
+
+def at_traces(at: AppTest, title: str) -> list[dict]:
+    """Every trace of the chart whose panel has ``title``."""
+    for chart in shown_charts.chart_elements(at):
+        figure = shown_charts.figure_of(chart)
+        if figure["layout"].get("title", {}).get("text", "").startswith(title):
+            return figure["data"]
+    raise AssertionError(f"no chart titled {title}")
 
 
 def test_re_indexed_by_slot_the_rows_are_the_engines_with_keys_at_0_to_n_minus_1():

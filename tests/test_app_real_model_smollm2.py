@@ -146,6 +146,43 @@ def test_logit_lens_and_sink(smol_page, smollm2):
     np.testing.assert_allclose(sink, run.attentions[:, :, 1:, 0].mean(axis=-1), atol=1e-6)
 
 
+def embedding_row_logits(model, token_id: int) -> np.ndarray:
+    """The lens's first row recomputed: the token's own embedding row, the final RMSNorm, every row of the table."""
+    e = model.embed(np.array([token_id]))[0].astype(np.float64)  # (C,)
+    normed = e / np.sqrt(np.mean(e * e) + 1e-5) * model.final_norm
+    return np.concatenate([normed @ model.embed(np.arange(s, min(s + 8192, 49152))).T.astype(np.float64)
+                           for s in range(0, 49152, 8192)])  # (V,)
+
+
+@pytest.mark.parametrize("text", [DEFAULT_PROMPT, "Hello"])  # its own row on top; another token's on top
+def test_the_lens_says_what_its_embeddings_row_is(smollm2, text):
+    from ui.pages.real_model import smollm2 as sb
+
+    run = smollm2.forward(text, traces=())
+    last = int(run.token_ids[-1])
+    logits = embedding_row_logits(smollm2, last)
+    top = int(np.argmax(logits))
+    prob = 1.0 / np.exp(logits - logits[top]).sum()
+    note = sb.embedding_row_note(smollm2, smollm2.logit_lens(run), run.token_ids)
+    token = sb.shown_token(smollm2.token_text(last))
+    assert f"reads '{token}' before any layer" in note and "final RMSNorm and the tied unembedding" in note
+    if text == DEFAULT_PROMPT:
+        assert top == last
+        assert f"the top token is '{token}' itself, at probability {prob:.3f}" in note
+    else:
+        assert top != last
+        rank = int((logits > logits[last]).sum())
+        assert f"the row of '{sb.shown_token(smollm2.token_text(top))}' scores highest (probability {prob:.3f})" in note
+        assert f"'{token}' itself comes at rank {rank}" in note
+
+
+def test_the_page_explains_the_lens_embeddings_row(smol_page, smollm2):
+    lens = frame(smol_page, "sm_lens")
+    assert lens.index[0] == "embeddings" and lens.iloc[0]["top token"] == "␣of"
+    notes = [c.value for c in smol_page.caption if c.value.startswith("The **embeddings** row reads '␣of'")]
+    assert len(notes) == 1 and "itself, at probability 1.000" in notes[0]
+
+
 def test_the_charts_say_in_words_the_numbers_of_the_models_attention(smol_page, smollm2):
     """The grid's and the sink map's alt text name numbers of the model's own run: each head's strongest weight
     under the causal mask, how many cells the mask hides, the largest mean weight on token 0 and where it is."""
@@ -188,8 +225,14 @@ def test_induction_button_ranks_heads_and_shows_the_chosen_pattern(smollm2):
     assert f"mean {loss[:23].mean():.2f} nats in the first copy, {loss[24:].mean():.2f} in the second" in alt
     at.selectbox(key="w_sm_induction_head").set_value(2).run()
     layer, head = int(table["layer"].iloc[2]), int(table["head"].iloc[2])
-    shown = decode(charts(at)["sm_induction_pattern"]["data"][0]["z"])
-    np.testing.assert_allclose(shown, attentions[layer, head], atol=ATOL)
+    pattern = charts(at)["sm_induction_pattern"]["data"]
+    shown = decode(pattern[0]["z"])
+    later = ~np.tri(48, dtype=bool)  # keys after the query: weight 0 by the causal mask, drawn grey
+    np.testing.assert_array_equal(np.isnan(shown), later)
+    np.testing.assert_allclose(shown[~later], attentions[layer, head][~later], atol=ATOL)
+    assert np.all(attentions[layer, head][later] == 0)
+    np.testing.assert_array_equal(~np.isnan(decode(pattern[1]["z"])), later)  # the grey layer over them
+    assert pattern[1]["showscale"] is False and "masked" in pattern[1]["hovertemplate"]
     at.button(key="sm_induction_show").click().run()
     assert (at.selectbox(key="w_sm_layer").value, at.selectbox(key="w_sm_head").value) == (layer, head)
 

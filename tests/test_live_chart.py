@@ -22,7 +22,8 @@ def test_the_payload_carries_the_figures_numbers_as_typed_arrays():
     z[1, 2] = np.nan  # a masked cell: NaN inside the typed array's bytes
     fig = figure([dict(type="heatmap", z=z, coloraxis="coloraxis")], dict(width=300))
     head, sent = live.figure_from_payload(live.payload(fig, config={"displayModeBar": False}, alt="five by seven"))
-    assert head["config"] == {"displayModeBar": False} and head["alt"] == "five by seven"
+    assert head["config"] == live.chart_settings({"displayModeBar": False}) and head["alt"] == "five by seven"
+    assert head["config"]["displayModeBar"] is False and head["config"]["showSendToCloud"] is False
     np.testing.assert_array_equal(shown_charts.decode(sent["data"][0]["z"]), z)  # NaN where it was, bit for bit
     assert sent["layout"]["width"] == 300
 

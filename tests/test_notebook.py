@@ -264,9 +264,14 @@ def test_a_scheme_added_to_the_engines_table_gets_a_notebook_that_runs(monkeypat
 
 
 def test_latent_attention_gets_a_message_not_a_traceback_or_a_notebook_that_skips_its_steps(capsys):
-    assert notebook.main(["?mla_rank=8"]) == 2
+    assert notebook.main(["http://host:8501/heads?mla_rank=8&seed=2"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: the notebook has no NumPy cell for step(s)")
+    assert err.startswith("error: the notebook cannot be written for this link yet")
+    # in the page's words, not the code's: the steps by their titles, and where to see them
+    assert "Compress keys and values to a latent (MLA)" in err and "Step by step" in err
+    assert "STEP_CELLS" not in err and "ui.charts" not in err and "mla_latent" not in err
+    link = err.split("Step by step for this link: ", 1)[1].strip()
+    assert link.startswith("http://host:8501/step_by_step?") and "mla_rank=8" in link and "seed=2" in link
 
 
 @pytest.mark.parametrize(("query", "offered"), [({"kernel": "linear"}, True), ({"mla_rank": "8"}, False)])
@@ -280,3 +285,15 @@ def test_the_heads_page_offers_the_notebook_of_a_kernel_and_says_why_not_for_lat
     assert not at.exception
     assert any(b.label == "Notebook (.ipynb)" for b in at.get("download_button")) == offered
     assert any("not written for latent attention (MLA)" in c.value for c in at.caption) == (not offered)
+
+
+def test_step_by_step_does_not_send_the_reader_to_itself_for_latent_attention():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["mla_rank"] = "8"
+    at.run()
+    at.switch_page("app_pages/step_by_step.py").run()
+    assert not at.exception
+    notes = [c.value for c in at.caption if "not written for latent attention (MLA)" in c.value]
+    assert len(notes) == 1 and "Step by step" not in notes[0] and "shown below" in notes[0], notes

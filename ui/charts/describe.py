@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ui.charts.labels import concat_columns
 from ui.charts.markdown import literal
 from ui.charts.numbers import fixed
 from ui.charts.views import matrix_view
@@ -236,6 +237,11 @@ def describe_grid(matrices: np.ndarray, query_labels, key_labels, **options) -> 
     return "\n".join(grid_lines(matrices, query_labels, key_labels, **options))
 
 
+def plural(noun: str) -> str:
+    """'query' -> 'queries', 'token' -> 'tokens': the nouns the sentences count rows and columns in."""
+    return noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+
+
 def describe_matrix(matrix: np.ndarray, row_labels, col_labels, *, title: str = "", value_name: str = "value",
                     row_name: str = "row", col_name: str = "column") -> str:
     """A single heatmap (R, C) (``matrix_heatmap``: outputs, concatenation, a step's matrix) in one sentence:
@@ -244,7 +250,7 @@ def describe_matrix(matrix: np.ndarray, row_labels, col_labels, *, title: str = 
     rows, cols = matrix.shape
     masked = np.isneginf(matrix)
     start = f"{title}: " if title else ""
-    parts = [f"{start}heatmap of {value_name}, {rows} {row_name}s by {cols} {col_name}s"]
+    parts = [f"{start}heatmap of {value_name}, {rows} {plural(row_name)} by {cols} {plural(col_name)}"]
     for word, largest in (("largest", True), ("smallest", False)):
         found = _extreme(matrix, masked, largest)
         if found is not None:
@@ -254,6 +260,22 @@ def describe_matrix(matrix: np.ndarray, row_labels, col_labels, *, title: str = 
     if masked.any():
         parts.append(f"{int(masked.sum())} of {masked.size} cells masked (−∞)")
     return "; ".join(parts) + "."
+
+
+def describe_concat(concat: np.ndarray, query_labels, n_heads: int) -> str:
+    """The heads' outputs side by side (Tq, nh*hv) (``concat_heatmap``) in words: ``describe_matrix``'s size and
+    extremes, then which head's block is the largest and which the smallest by mean |value|."""
+    concat = np.asarray(concat, dtype=np.float64)  # (Tq, nh*hv)
+    width = concat.shape[1] // n_heads
+    text = describe_matrix(concat, query_labels, concat_columns(concat.shape[1], n_heads),
+                           title=f"The {n_heads} heads' outputs side by side",
+                           value_name="values", row_name="token", col_name="column")
+    if n_heads < 2:
+        return text
+    size = np.abs(concat).reshape(concat.shape[0], n_heads, width).mean(axis=(0, 2))  # (nh,) mean |value| per head
+    big, small = int(size.argmax()), int(size.argmin())
+    return (text[:-1] + f"; mean |value| per head {fixed(size.min(), DECIMALS)} (head {small}) to "
+            f"{fixed(size.max(), DECIMALS)} (head {big}).")
 
 
 def describe_mask(allowed: np.ndarray, row_labels, col_labels, *, title: str = "mask") -> str:

@@ -172,17 +172,20 @@ def masked_cells(matrices: np.ndarray, kind: str, mask: np.ndarray | None) -> np
     return masked
 
 
-def _masked_layer(values: np.ndarray, masked: np.ndarray, view: MatrixView, title: str, axes: dict) -> dict:
-    """A heatmap over the masked cells only, solid grey, whose hover says what masking does."""
+def masked_layer(values: np.ndarray, masked: np.ndarray, axes: dict, *, title: str = "",
+                 view: MatrixView | None = None, hover: str = MASKED_HOVER) -> dict:
+    """A heatmap over the masked cells only, solid grey with a × when the cells are large enough, whose hover says
+    what masking does (``hover``; with the cell's value when the ``view`` says so). ``axes``: x, y and the
+    axis names of the heatmap it covers."""
     z = np.where(masked, np.nan_to_num(values, neginf=0.0, posinf=0.0), np.nan).astype(np.float32)  # (Tq, Tk)
-    number = f"{view.value_name} %{{z:.4f}}<br>" if view.hover_masked_value else ""
+    number = f"{view.value_name} %{{z:.4f}}<br>" if view is not None and view.hover_masked_value else ""
     layer = dict(
         type="heatmap",
         z=z,
         colorscale=[[0.0, MASKED_SOLID], [1.0, MASKED_SOLID]],
         showscale=False,
         hoverongaps=False,
-        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{number}{MASKED_HOVER}<extra>{title}</extra>",
+        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{number}{hover}<extra>{title}</extra>",
         **axes,
     )
     if max(masked.shape) <= CROSS_MAX_TOKENS:  # plotly writes a text template into gaps too: text per cell instead
@@ -312,7 +315,7 @@ def attention_grid(
         colour = f"coloraxis{suffix}" if per_head else "coloraxis"
         data.append(dict(type="heatmap", z=z_all[h], coloraxis=colour, hoverongaps=False, hovertemplate=hover, **axes))
         if masked[h].any():
-            masked_layers.append(_masked_layer(matrices[h], masked[h], view, titles[h], axes))
+            masked_layers.append(masked_layer(matrices[h], masked[h], axes, title=titles[h], view=view))
         layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = _panel_axes(
             h, n, g, query_labels, key_labels, square=square, font_size=font_size)
     if square:  # a natural width, so the page can set text beside the figure
@@ -332,10 +335,31 @@ def attention_grid(
     return figure(data + masked_layers, layout)
 
 
-def matrix_heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], **options) -> go.Figure:
-    """A single labelled heatmap of a (R, C) matrix (options: ``matrix_heatmap_parts``)."""
+def matrix_heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
+                   allowed: np.ndarray | None = None, masked_hover: str = MASKED_HOVER, **options) -> go.Figure:
+    """A single labelled heatmap of a (R, C) matrix (options: ``matrix_heatmap_parts``); cells where ``allowed``
+    (R, C) is False are drawn as masked cells are everywhere (``cover_masked``)."""
     trace, layout = matrix_heatmap_parts(matrix, row_labels, col_labels, **options)
-    return figure([trace], layout)
+    return figure([trace, *cover_masked(trace, matrix, allowed, masked_hover)], layout)
+
+
+def cover_masked(trace: dict, matrix: np.ndarray, allowed: np.ndarray | None, hover: str = MASKED_HOVER) -> list[dict]:
+    """Blank the cells of a heatmap trace where ``allowed`` (R, C) is False (their colour and printed number) and
+    return the grey layer with a × that covers them, as every attention figure draws a masked cell; [] when none.
+
+    For weights that are 0 because the row cannot see the key (masked, or evicted from a cache): a dark "0.00"
+    would pass for a small weight."""
+    if allowed is None or np.all(allowed):
+        return []
+    masked = ~np.broadcast_to(np.asarray(allowed, dtype=bool), matrix.shape)  # (R, C)
+    z = np.array(trace["z"], dtype=np.float32)  # (R, C), a copy
+    z[masked] = np.nan
+    trace["z"] = z
+    if "text" in trace:
+        trace["text"] = [["" if hidden else text for text, hidden in zip(row, hide, strict=True)]
+                         for row, hide in zip(trace["text"], masked, strict=True)]
+    axes = {name: trace[name] for name in ("x", "y", "xaxis", "yaxis") if name in trace}
+    return [masked_layer(matrix, masked, axes, hover=hover)]
 
 
 def matrix_heatmap_parts(
@@ -353,6 +377,7 @@ def matrix_heatmap_parts(
     row_name: str = "row",
     col_name: str = "column",
     width_px: float = FULL_WIDTH_PX,
+    width: int | None = None,
 ) -> tuple[dict, dict]:
     """The trace and layout of ``matrix_heatmap``, as dictionaries for builders that add to them.
 
@@ -361,6 +386,7 @@ def matrix_heatmap_parts(
     Hover reads "<row_name> <row label> / <col_name> <col label> / <value_name> <number>".
     ``width_px``: how wide the cells are drawn on the page (the figure's column minus its row
     labels and colour bar); every k-th column label is printed so that they do not overlap there.
+    ``width``: the figure's own width in pixels (drawn with width="content"), None to fill its column.
     """
     if signed:
         bound = signed_range(matrix)
@@ -393,6 +419,8 @@ def matrix_heatmap_parts(
     )
     if title:
         layout["title"] = dict(text=title, font=dict(size=font_size + 2))
+    if width is not None:
+        layout["width"] = width
     return trace, layout
 
 

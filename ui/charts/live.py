@@ -62,6 +62,22 @@ _PLOTLY_ENCODER = PlotlyJSONEncoder()
 
 Width = Literal["stretch", "content"] | int
 
+# plotly.js 4 puts a "Share chart..." button in every mode bar (``sendChartToCloud``, on by ``showSendToCloud``):
+# it uploads the chart to Plotly Cloud, which a classroom does not want and an offline machine cannot reach.
+# Every chart goes without it, live or through st.plotly_chart; the camera saves an SVG.
+NO_UPLOAD = {"showSendToCloud": False, "showEditInChartStudio": False, "displaylogo": False}
+UPLOAD_BUTTONS = ("sendChartToCloud", "sendDataToCloud")
+SVG_CAMERA = {"format": "svg", "filename": "mha-explorer-chart"}
+
+
+def chart_settings(config: dict | None) -> dict:
+    """The plotly.js config a chart is drawn with: ``config``, the camera saving an SVG unless it says otherwise,
+    and never a button that uploads the chart (``NO_UPLOAD``, ``UPLOAD_BUTTONS`` removed)."""
+    settings = {"toImageButtonOptions": SVG_CAMERA, **(config or {}), **NO_UPLOAD}
+    removed = [name for name in settings.get("modeBarButtonsToRemove", []) if name not in UPLOAD_BUTTONS]
+    settings["modeBarButtonsToRemove"] = [*removed, *UPLOAD_BUTTONS]
+    return settings
+
 
 def _json_text(spec: dict) -> str:
     """The figure dict as JSON text: one pass of the standard encoder (numpy scalars and the like through
@@ -95,7 +111,7 @@ def payload(fig: go.Figure | dict, *, config: dict | None = None, width: Width =
             alt: str | None = None) -> bytes:
     """What the component receives: a JSON line of settings, a newline, the figure's JSON."""
     text, digest = figure_json(fig)
-    head = {"sig": digest, "config": config or {}, "alt": alt or "", "width": width, "plotly": PLOTLY_FILE}
+    head = {"sig": digest, "config": chart_settings(config), "alt": alt or "", "width": width, "plotly": PLOTLY_FILE}
     return json.dumps(head, separators=(",", ":")).encode() + b"\n" + text
 
 
@@ -120,14 +136,15 @@ def show_chart(fig: go.Figure | dict, *, key: str, where: Any = None, config: di
         Where to draw it; None for the main flow, as ``st.plotly_chart`` would.
     config : dict or None
         plotly.js settings (``ui.state.device.chart_config()``: the mode bar on hover, none on a phone).
-        The camera button saves an SVG unless ``toImageButtonOptions`` says otherwise.
+        The camera button saves an SVG unless ``toImageButtonOptions`` says otherwise; no button uploads the
+        chart (``chart_settings``), whichever way it is drawn.
     width : "stretch", "content" or pixels
         "stretch" fills the container (the figure's own width is ignored), "content" keeps the figure's width.
     alt : str or None
         Text for screen readers: the chart's aria-label and a visually hidden paragraph before it.
     """
     if not LIVE:
-        (st if where is None else where).plotly_chart(fig, key=key, config=config, width=width)
+        (st if where is None else where).plotly_chart(fig, key=key, config=chart_settings(config), width=width)
         return
     data = payload(fig, config=config, width=width, alt=alt)
     if where is None or where is st:

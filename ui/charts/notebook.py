@@ -14,8 +14,8 @@ and writes a notebook that
 - imports nothing but numpy (matplotlib if installed, for the last cell's picture), and ends with the
   link back to the app view.
 
-A step with no NumPy cell here (a new step kind, a new mask) raises ``NotImplementedError`` naming what to
-add, rather than writing a notebook that silently skips it. A positional scheme of the engine's table with no
+A step with no NumPy cell here (a new step kind, a new mask; latent attention today) raises
+``NotImplementedError`` naming the steps in the page's words and sending the reader to Step by step, rather than writing a notebook that silently skips it. A positional scheme of the engine's table with no
 NumPy recipe here still gets its notebook: its positions, angles or bias are the app's, embedded as data.
 No streamlit in here.
 
@@ -144,6 +144,13 @@ def _title(slug: str, number: int) -> str:
     return f"## {number}. {kind.title}\n\n{kind.summary}"
 
 
+def unwritten_steps_message(slugs: list[str]) -> str:
+    """What a teacher is told when a link has steps the notebook cannot rebuild yet (latent attention's)."""
+    titles = ", ".join(f"'{STEP_KINDS[slug].title}'" if slug in STEP_KINDS else f"'{slug}'" for slug in slugs)
+    return (f"the notebook cannot be written for this link yet: it has no NumPy cells for the step(s) {titles}. "
+            "Open the link on the app's Step by step page, which shows each of these steps with its numbers.")
+
+
 def build_notebook(result: RunResult, link_back: str, messages: list[str] | tuple[str, ...] = ()):
     """The notebook (an ``nbformat.NotebookNode``) of one run: setup, data, one cell per step with its assert,
     the picture, the link back."""
@@ -153,9 +160,8 @@ def build_notebook(result: RunResult, link_back: str, messages: list[str] | tupl
     slugs = step_slugs(result)
     makers = {**STEP_CELLS, **KERNEL_CELLS}  # the softmax head's steps and the other kernels'
     missing = [slug for slug in slugs if slug not in makers]
-    if missing:
-        raise NotImplementedError(f"the notebook has no NumPy cell for step(s) {', '.join(missing)}: add them to "
-                                  "ui.charts.notebook_cells.STEP_CELLS or ui.charts.notebook_kernels.KERNEL_CELLS")
+    if missing:  # a developer adds a cell to ui.charts.notebook_cells.STEP_CELLS or notebook_kernels.KERNEL_CELLS
+        raise NotImplementedError(unwritten_steps_message(missing))
     steps = [(slug, makers[slug](ctx)) for slug in slugs]
     expected: dict[str, np.ndarray] = {}
     for _, cell in steps:
@@ -230,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         notebook, messages = notebook_for_link(args.link, args.app_url)
     except NotImplementedError as err:
-        print(f"error: {err}", file=sys.stderr)
+        parsed = parse_link(args.link, args.app_url)
+        step_by_step = view_url(parsed.app_url or DEFAULT_APP_URL, "step_by_step", config_from_params(parsed.params)[0])
+        print(f"error: {err}\nStep by step for this link: {step_by_step}", file=sys.stderr)
         return 2
     for message in messages:
         print(f"note: {message}", file=sys.stderr)

@@ -9,7 +9,15 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ui.charts.figures import FULL_WIDTH_PX, MASKED_SOLID, MAX_DRAWN_CELLS, figure, matrix_heatmap_parts
+from ui.charts.figures import (
+    FULL_WIDTH_PX,
+    MASKED_HOVER,
+    MASKED_SOLID,
+    MAX_DRAWN_CELLS,
+    cover_masked,
+    figure,
+    matrix_heatmap_parts,
+)
 from ui.charts.numbers import CELL_DECIMALS, fixed
 from ui.pipeline.records import MAX_TEXT_COLS, MAX_TEXT_ROWS, OUTLINE, Panel, Step, shape_text
 
@@ -27,7 +35,12 @@ def panel_figure(panel: Panel, *, height: int | None = None, font_size: int = 12
     cells are drawn on the page, which decides how many column labels are printed.
     """
     trace, layout = panel_parts(panel, height=height, font_size=font_size, width_px=width_px)
-    return figure([trace], layout)
+    return figure([trace, *masked_cover(trace, panel)], layout)
+
+
+def masked_cover(trace: dict, panel: Panel) -> list[dict]:
+    """The panel's cells it cannot see (``panel.allowed`` False) blanked in ``trace``, and their grey layer."""
+    return cover_masked(trace, panel.matrix, panel.allowed, panel.masked_hover or MASKED_HOVER)
 
 
 def panel_parts(panel: Panel, *, height: int | None = None, font_size: int = 12,
@@ -87,7 +100,7 @@ def panels_figure(panels: tuple[Panel, ...], *, font_size: int = 12, width_px: f
         trace.update(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
         trace["colorbar"] = {**trace["colorbar"], "x": left + size + 0.005, "xanchor": "left", "thickness": 12,
                              "len": 0.9}
-        data.append(trace)
+        data += [trace, *masked_cover(trace, panel)]
         layout[f"xaxis{suffix}"] = {**part["xaxis"], "domain": [left, left + size], "anchor": f"y{suffix}"}
         same_rows = index > 0 and list(panel.row_labels) == list(panels[0].row_labels)
         yaxis = {**part["yaxis"], "anchor": f"x{suffix}", "showticklabels": not same_rows}

@@ -94,7 +94,8 @@ class Panel:
     ``kind``: "signed" (diverging scale centred on 0), "weights" (fixed 0..1) or "mask"
     (1 = may attend, 0 = masked). ``block`` outlines columns [start, stop) (the chosen head's
     slice), ``row_block`` rows [start, stop); ``cell`` outlines one (row, column) cell (the
-    drill-down's query and key).
+    drill-down's query and key). ``allowed`` False marks cells whose weight is 0 because the row cannot see the
+    key (masked, or evicted from a cache): drawn as masked cells are, never as a dark "0.00".
     """
 
     title: str
@@ -107,6 +108,8 @@ class Panel:
     row_block: tuple[int, int] | None = None
     cell: tuple[int, int] | None = None
     axis_titles: tuple[str, str] | None = None  # (rows, columns), e.g. ("query", "key")
+    allowed: np.ndarray | None = None  # (R, K) bool; False: a cell the row cannot see, drawn grey with a ×
+    masked_hover: str | None = None  # what hovering such a cell says (None: the masked cells' words)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,10 @@ PAGES_DIR = "app_pages"
 
 @dataclass(frozen=True)
 class PageInfo:
-    """One page: its file name (without .py), title, icon, and a line saying what it shows."""
+    """One page: its file name (without .py), title, icon, and a line saying what it shows.
+
+    Icons are Material Symbols (``:material/<name>:``), a font Streamlit serves itself: an emoji is an empty box on
+    a machine without an emoji font (Debian's Chromium)."""
 
     name: str
     title: str
@@ -51,15 +54,15 @@ class PageInfo:
 
 
 PAGES = (
-    PageInfo("heads", "Heads", "🟪", "every head's attention at once"),
-    PageInfo("step_by_step", "Step by step", "🪜", "one head from embeddings to output, and a drill-down"),
-    PageInfo("decoding", "Decoding", "⏩", "generation token by token with a KV cache; positions compared"),
-    PageInfo("flash", "FlashAttention", "⚡", "attention tile by tile with the online softmax; the weights never stored"),
-    PageInfo("lessons", "Lessons", "🎓", "classic confusions and modern attention, one link each"),
-    PageInfo("seeds", "Seed notebooks", "📓", "the five seed documents, recomputed"),
-    PageInfo("compare", "Compare A/B", "⚖️", "two settings side by side, and their difference, in one link"),
-    PageInfo("real_model", "Real model", "🤖", "attention in a small pretrained model"),
-    PageInfo("about", "About", "ℹ️", "what the app computes and why"),
+    PageInfo("heads", "Heads", ":material/grid_view:", "every head's attention at once"),
+    PageInfo("step_by_step", "Step by step", ":material/stairs:", "one head from embeddings to output, and a drill-down"),
+    PageInfo("decoding", "Decoding", ":material/fast_forward:", "generation token by token with a KV cache; positions compared"),
+    PageInfo("flash", "FlashAttention", ":material/bolt:", "attention tile by tile with the online softmax; the weights never stored"),
+    PageInfo("lessons", "Lessons", ":material/school:", "classic confusions and modern attention, one link each"),
+    PageInfo("seeds", "Seed notebooks", ":material/menu_book:", "the five seed documents, recomputed"),
+    PageInfo("compare", "Compare A/B", ":material/compare:", "two settings side by side, and their difference, in one link"),
+    PageInfo("real_model", "Real model", ":material/smart_toy:", "attention in a small pretrained model"),
+    PageInfo("about", "About", ":material/info:", "what the app computes and why"),
 )
 PAGE_INFO = {info.name: info for info in PAGES}
 DEFAULT_PAGE = "heads"
@@ -74,6 +77,29 @@ def page(name: str) -> st.Page:
 def all_pages() -> list[st.Page]:
     """Every page, in the sidebar's order (the default first)."""
     return [page(info.name) for info in PAGES]
+
+
+def unknown_page(requested: str | None) -> str | None:
+    """The page a link asked for when no page has that name (Streamlit then runs the default page), else None.
+
+    ``requested`` is the URL path's last part as Streamlit read it ("" or None for the app's root)."""
+    name = (requested or "").strip("/")
+    return name if name and name not in PAGE_INFO else None
+
+
+def unknown_page_message(name: str) -> str:
+    """What a link to a page that does not exist is told: which pages exist, and what is shown instead."""
+    known = ", ".join(f"{info.title} (`/{info.name}`)" for info in PAGES)
+    return (f"**There is no page `/{name}`.** This is {PAGE_INFO[DEFAULT_PAGE].title}, with the link's settings. "
+            f"The pages are: {known}.")
+
+
+def report_unknown_page() -> None:
+    """Say on the page that the link named a page that does not exist (app.py calls this before the page runs)."""
+    ctx = get_script_run_ctx()
+    name = unknown_page(getattr(getattr(ctx, "pages_manager", None), "intended_page_name", None))
+    if name:
+        st.warning(unknown_page_message(name), icon=":material/link_off:")
 
 
 # Streamlit keeps the scroll position when a page or a lesson changes, so a page opened from a button

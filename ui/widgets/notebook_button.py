@@ -8,6 +8,13 @@ from mha_core.config import MHAConfig
 from ui.charts.notebook import DEFAULT_APP_URL, notebook_bytes, view_url
 
 
+def mla_note(page: str) -> str:
+    """Why there is no notebook for latent attention, and where its steps are instead (as seen from ``page``)."""
+    where = ("every step, latent attention's included, is shown below with its numbers" if page == "step_by_step"
+             else "Step by step shows each of its steps with its numbers")
+    return f"Notebook (.ipynb): not written for latent attention (MLA) yet; {where}."
+
+
 def notebook_button(config: MHAConfig, page: str, key: str = "dl_notebook") -> None:
     """A download of this view as a runnable NumPy notebook, built only when clicked.
 
@@ -15,7 +22,7 @@ def notebook_button(config: MHAConfig, page: str, key: str = "dl_notebook") -> N
     The notebook writes softmax, differential and linear heads; for latent attention (MLA) the page says so instead.
     """
     if config.mla_rank:
-        st.caption("Notebook (.ipynb): not written for latent attention (MLA) yet; its steps are on Step by step.")
+        st.caption(mla_note(page))
         return
     page_url = (st.context.url or DEFAULT_APP_URL).split("?", 1)[0].rstrip("/")
     root = page_url[: -len(page)].rstrip("/") if page_url.endswith("/" + page) else page_url

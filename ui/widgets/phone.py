@@ -55,6 +55,13 @@ PHONE_CSS = """
 """
 
 
+def swipe_hint(columns) -> str:
+    """What a table wider than a phone says above it: a table scrolls sideways on a phone with no scroll bar, so
+    its far columns looked cut off. Names every column (the index first), so the reader knows what is there."""
+    names = [str(name) for name in columns]
+    return f"↔ Swipe the table sideways for all its {len(names)} columns: {', '.join(names)}."
+
+
 def phone_page() -> None:
     """On a phone: close the sidebar on this run (after a change or a page link) and style wide formulas."""
     if not on_phone():

@@ -14,6 +14,7 @@ from mha_core.config import RunResult
 from ui.pages.decoding.cache_policy import (
     CACHE_SETTINGS,
     SETTING,
+    held_mask,
     held_table,
     placed_weights,
     positions_table,
@@ -30,6 +31,7 @@ from ui.widgets.state import KEEP, clamp_choice
 
 MESSAGES = "cache_link_messages"
 QK_AXES = ("query i", "key j")
+NOT_HELD = "not in the cache at this step (evicted, or a later token) → weight 0"
 
 
 def capture_links() -> dict[str, str] | None:
@@ -85,11 +87,12 @@ def cache_policy_section(result: RunResult, raw: dict[str, str] | None) -> None:
     width = views.plot_px(1 / 2)
     with left:
         views.show_panel(Panel(f"Under the policy (head {head})", placed_weights(steps)[head], labels, labels,
-                               "weight", kind="weights", axis_titles=QK_AXES),
+                               "weight", kind="weights", axis_titles=QK_AXES, allowed=held_mask(steps),
+                               masked_hover=NOT_HELD),
                          "cache_policy_weights", width_px=width, font_size=figure_font_size())
     with right:
         views.show_panel(Panel(f"Full cache (head {head})", placed_weights(full)[head], labels, labels, "weight",
-                               kind="weights", axis_titles=QK_AXES),
+                               kind="weights", axis_titles=QK_AXES, allowed=held_mask(full), masked_hover=NOT_HELD),
                          "cache_full_weights", width_px=width, font_size=figure_font_size())
     last = len(steps) - 1
     clamp_choice("w_cache_step", last + 1)

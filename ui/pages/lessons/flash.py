@@ -215,10 +215,13 @@ def sink_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     )
     steps = policy_run(result, "window", SINK_WINDOW, 0, "original")
     rows = np.zeros((len(steps), len(steps)))  # (T, T)
+    held = np.zeros(rows.shape, dtype=bool)  # (T, T) the keys the window holds at each step
     for step in steps:
         rows[step.position, step.held] = step.weights[0, 0]
+        held[step.position, step.held] = True
     labels = result.query_labels
-    figure = Heatmap(rows, labels, labels, f"Window of {SINK_WINDOW}, no sink: head 0", "weight", "query", "key")
+    figure = Heatmap(rows, labels, labels, f"Window of {SINK_WINDOW}, no sink: head 0", "weight", "query", "key",
+                     allowed=held)
     note = ("The toy model has no loss to measure, so the change of the layer's output against the full cache stands "
             "in for StreamingLLM's perplexity. Try it on the Decoding page with cache=sinks.")
     return Findings((figure,), claims, note=note)

@@ -58,6 +58,7 @@ class Heatmap:
     value_name: str
     row_name: str = "row"  # what a row is, for the hover text
     col_name: str = "column"
+    allowed: np.ndarray | None = None  # (R, C) bool; False: a cell the row cannot see (grey with a ×, as if masked)
 
 
 @dataclass(frozen=True)

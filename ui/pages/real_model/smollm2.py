@@ -165,6 +165,27 @@ def lens_frame(model: SmolLM2, lens: LogitLens) -> pd.DataFrame:
     }, index=pd.Index(depths, name="read from"))
 
 
+def embedding_row_note(model: SmolLM2, lens: LogitLens, token_ids: np.ndarray) -> str:
+    """What the lens's "embeddings" row is: the read token's own row of the embedding table, before any layer,
+    through the final RMSNorm and the tied unembedding (the same table), so each token's row is scored against it."""
+    own = int(token_ids[lens.position])
+    scores = lens.logits[0]  # (V,) the embeddings row's logits
+    top = int(lens.top_ids[0])
+    prob = softmax_1d(scores)[top]
+    token = shown_token(model.token_text(own))
+    head = (f"The **embeddings** row reads '{token}' before any layer: its own row of the embedding table, put "
+            "through the final RMSNorm and the tied unembedding (that same table), so every token's row is scored "
+            "against it. ")
+    if top == own:
+        what = (f"Here no row scores higher than its own, so the top token is '{token}' itself, at probability "
+                f"{prob:.3f}. ")
+    else:
+        rank = int((scores > scores[own]).sum())
+        what = (f"Here the row of '{shown_token(model.token_text(top))}' scores highest (probability {prob:.3f}); "
+                f"'{token}' itself comes at rank {rank}. ")
+    return head + what + "It is no guess at the next token yet: the layers' rows are."
+
+
 # ---- heads grouped by the K/V head they read ----
 
 

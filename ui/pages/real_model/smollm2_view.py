@@ -314,6 +314,7 @@ def lens_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
         "probability of the final prediction": st.column_config.NumberColumn(format="%.3f")})
     st.caption(f"Each row applies the final RMSNorm and the tied unembedding (the embedding table) to the residual "
                f"stream of the last token after that layer. The model's own prediction is '{target}'; rank 0 = top.")
+    st.caption(sb.embedding_row_note(model, lens, run.token_ids))
 
 
 def induction_section(model: smol.SmolLM2) -> None:
@@ -345,10 +346,13 @@ def induction_section(model: smol.SmolLM2) -> None:
     labels = sb.axis_labels(tokens)
     pattern = scores.attentions[layer, head]  # (2n, 2n)
     title = f"layer {layer}, head {head}"
+    causal = np.tri(len(labels), dtype=bool)  # (2n, 2n) later keys are masked: drawn grey, as on every grid
     show_chart(cached_figures.matrix_heatmap(pattern, labels, labels, title=title, value_name="weight", signed=False,
-                                             zmin=0.0, zmax=1.0, row_name="query", col_name="key", height=520),
+                                             zmin=0.0, zmax=1.0, row_name="query", col_name="key", height=520,
+                                             allowed=causal),
                key="sm_induction_pattern", config=chart_config(),
-               alt="Attention weights of " + describe.panel_sentence(pattern, labels, labels, kind="weights", title=title))
+               alt="Attention weights of " + describe.panel_sentence(pattern, labels, labels, kind="weights", title=title,
+                                                                     mask=causal))
     st.button("Open this head above", key="sm_induction_show", on_click=show_head, args=(layer, head))
     st.caption("Induction score: mean weight from a token of the second copy to the token after its first "
                "occurrence (the stripe one right of the off-diagonal). Previous-token score: mean weight on the token "
