@@ -11,31 +11,52 @@ tables printed beside a lesson's charts are compared with the engine the same wa
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
+from stated_numbers import TINY, assert_states, ints_after
+from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
 from mha_core.decoder import decoder_config
-from tests.stated_numbers import TINY, assert_states, ints_after
 from ui.pages.lessons import LESSONS
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKS = ("- ✅ ", "- ❌ ")
+
+
+class Shown:
+    """What the Lessons page shows for one lesson: its claim sentences and the tables beside its charts."""
+
+    def __init__(self, key: str):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        at.switch_page("app_pages/lessons.py")
+        at.query_params["lesson"] = key
+        at.run()
+        assert not at.exception, at.exception
+        lines = [line for m in at.markdown for line in m.value.splitlines()]
+        self.claims = [line[len(MARK):] for line in lines for MARK in MARKS if line.startswith(MARK)]
+        assert self.claims, f"lesson {key} shows no claim"
+        self.captions = [c.value for c in at.caption]
+        self.tables = [frame.value for frame in at.dataframe]
 
 
 @pytest.fixture(scope="module")
 def findings():
+    """Lesson key -> what its page shows (one page run per lesson, kept for the module)."""
     cache = {}
 
-    def of(key: str):
+    def of(key: str) -> Shown:
         if key not in cache:
-            lesson = LESSONS[key]
-            cache[key] = lesson.findings(lesson.panels)
+            cache[key] = Shown(key)
         return cache[key]
 
     return of
 
 
 def claims(findings, key: str) -> list[str]:
-    return [c.text for c in findings(key).claims]
+    return findings(key).claims
 
 
 def configs(key: str) -> list[MHAConfig]:
@@ -87,8 +108,8 @@ def test_causal_row_keeps_the_unmasked_weight_of_keys_0_to_i(findings):
     kept = free.trace.weights[0, i, : i + 1].sum()
     assert_states(second, [i, kept, TINY])
     # The row table beside the chart: row i of both heads' weights, and the kept mass dividing it.
-    caption, table = findings("causal").tables[0]
-    assert str(i) in caption
+    table = findings("causal").tables[0]
+    assert any(free.query_labels[i] in c for c in findings("causal").captions)
     np.testing.assert_allclose(table["weight without mask"].to_numpy(), free.trace.weights[0, i], atol=1e-12)
     np.testing.assert_allclose(table["weight with causal mask"].to_numpy(), w[i], atol=1e-12)
     assert list(table["key"]) == free.key_labels
@@ -108,7 +129,7 @@ def test_colours_brightest_head_and_output_shares(findings):
     assert named == [int(np.argmax(brightness)), int(np.argmax(shares))], second
     b, s = named
     assert_states(second, [b, brightness[b], 100 * shares[b], s, 100 * shares[s]])
-    _, table = findings("colours").tables[0]
+    table = findings("colours").tables[0]
     np.testing.assert_allclose(table["mean row maximum"].to_numpy(), brightness, atol=1e-12)
     np.testing.assert_allclose(table["brightest cell"].to_numpy(), weights.max(axis=(1, 2)), atol=1e-12)
     np.testing.assert_allclose(table["share of the output (%)"].to_numpy(), 100 * shares, atol=1e-9)
@@ -123,7 +144,7 @@ def test_average_is_flatter_and_matches_few_rows(findings):
     first, second = claims(findings, "average")
     assert_states(first, [average.max(-1).mean(), per_head.min(), per_head.max()])
     assert_states(second, [agree.min(), agree.max(), len(config.tokens)])
-    _, table = findings("average").tables[0]
+    table = findings("average").tables[0]
     np.testing.assert_allclose(table["mean row maximum"].to_numpy(), [*per_head, average.max(-1).mean()], atol=1e-12)
     column = table.columns[2]
     assert list(table[column])[:-1] == [f"{a} of {len(config.tokens)}" for a in agree]
@@ -141,7 +162,7 @@ def test_rope_offset_scores_range(findings):
     (config,) = configs("rope")
     trace = run(config).trace
     q, k = trace.q_unrotated[0, 0], trace.k_unrotated[0, 1]
-    _, table = findings("rope").tables[0]
+    table = findings("rope").tables[0]
     n = table.shape[0]
     scores = np.array([[rope_turned(q, p, config.rope_base) @ rope_turned(k, r, config.rope_base) for r in range(n)]
                        for p in range(n)])
@@ -164,7 +185,7 @@ def test_alibi_slopes_and_mean_distances(findings):
     assert_states(first, [*slopes, TINY])
     assert_states(second, [v for pair in zip(near, far, strict=True) for v in pair])
     assert_states(third, [2 * t, t, t, TINY])
-    _, table = findings("alibi").tables[0]
+    table = findings("alibi").tables[0]
     np.testing.assert_allclose(table.to_numpy(), np.stack([slopes, near, far], axis=1), atol=1e-12)
     assert nh == len(table)
 
@@ -179,7 +200,7 @@ def test_gqa_cache_sizes_and_weight_difference(findings):
     assert_states(first, [0, 1, 0, 1, TINY])
     assert_states(second, [differ])
     assert_states(third, [sizes[0], nh, sizes[1], grouped.config.key_value_heads, sizes[2], 1])
-    _, table = findings("gqa").tables[0]
+    table = findings("gqa").tables[0]
     assert list(table["cache numbers"]) == sizes
     assert list(table["cache bytes (float64)"]) == [8 * s for s in sizes]
 
@@ -197,7 +218,7 @@ def test_kv_cache_fresh_cached_and_flops(findings):
     assert_states(first, [TINY])
     assert_states(second, [fresh, per_token])
     assert_states(third, [flops, cache_bytes, flops / cache_bytes, t, t * flops / cache_bytes])
-    _, table = findings("kv_cache").tables[0]
+    table = findings("kv_cache").tables[0]
     assert list(table["cache numbers"]) == [per_token * (s + 1) for s in range(t)]
     assert list(table["fresh numbers"]) == [fresh] * t
     assert list(table["reused from cache"]) == [per_token * s for s in range(t)]
@@ -264,7 +285,7 @@ def test_never_stored_counts(findings):
     t, hv = len(config.tokens), config.head_size
     first, second, third = claims(findings, "never_stored")
     assert_states(first, [t * hv + t, t, hv, t * t, t])
-    _, table = findings("never_stored").tables[0]
+    table = findings("never_stored").tables[0]
     assert list(table["weights to return (T²)"]) == [n * n for n in table["tokens T"]]
     last = table.iloc[-1]
     assert_states(second, [last["tokens T"], last["standard: HBM numbers"], last["tiled: HBM numbers"],
@@ -279,7 +300,7 @@ def test_causal_skip_tiles_above_the_diagonal(findings):
     above = [(i, j) for i in range(n) for j in range(n) if j > i]
     first, second, third = claims(findings, "causal_skip")
     assert_states(first, [t, 2, 2, len(above), *[x for pair in above for x in pair]])
-    _, table = findings("causal_skip").tables[0]
+    table = findings("causal_skip").tables[0]
     for _, row in table.iterrows():  # 64 causal tokens in square tiles of b: the tiles wholly above the diagonal
         blocks = -(-64 // int(row["B_r = B_c"]))
         assert row["tiles"] == blocks * blocks
@@ -321,3 +342,49 @@ def test_sinks_changes_by_window_and_with_one_sink(findings):
     assert changes[0][1] <= 1e-6
     assert_states(third, [1, TINY])
     assert_states(fourth, [0, 100 * changes[1][0], 100 * changes[1][1]])
+
+
+def test_saturation_table_and_ranges_are_averages_over_the_seeds(findings):
+    table = findings("saturation").tables[0]
+    widths = [int(d) for d in table["d_model"]]
+    rows = []
+    for d_model in widths:
+        row = []
+        for init in ("xavier", "uniform"):
+            maxima, same = [], []
+            for seed in range(10):
+                w = run(MHAConfig(tokens=LESSONS["saturation"].panels[0].config.tokens, d_model=d_model, n_heads=4,
+                                  seed=seed, init=init)).trace.weights
+                maxima.append(w.max(-1).mean())
+                choice = w.argmax(-1)
+                same.append((choice == choice[0]).all(axis=0).mean())
+            row.append((np.mean(maxima), 100 * np.mean(same)))
+        rows.append([row[0][0], row[1][0], row[0][1], row[1][1]])
+    expected = np.array(rows)  # (widths, 4): row max Xavier, uniform; agree Xavier, uniform
+    np.testing.assert_allclose(table.iloc[:, 1:].to_numpy(dtype=float), expected, atol=1e-12)
+    first, second = claims(findings, "saturation")
+    x_max, u_max, x_same, u_same = expected.T
+    assert_states(first, [widths[0], widths[-1], 0, 1, u_max.min(), u_max.max(), x_max.min(), x_max.max(), 1 / 6])
+    assert_states(second, [4, u_same.min(), u_same.max(), x_same.min(), x_same.max()])
+
+
+def test_sqrt_dk_table_and_claims_are_averages_over_the_seeds(findings):
+    table = findings("sqrt_dk").tables[0]
+    sizes = [int(d) for d in table["d_k"]]
+    rows = []
+    for d_k in sizes:
+        numbers = []
+        for seed in range(10):
+            trace = run(MHAConfig(tokens=LESSONS["sqrt_dk"].panels[0].config.tokens, d_model=d_k, n_heads=1,
+                                  seed=seed)).trace
+            raw, scaled = trace.scores[0], trace.scores[0] / np.sqrt(d_k)
+            numbers.append([raw.std(-1).mean(), scaled.std(-1).mean(), softmax_rows(raw).max(-1).mean(),
+                            softmax_rows(scaled).max(-1).mean()])
+        rows.append([np.sqrt(d_k), *np.mean(numbers, axis=0)])
+    expected = np.array(rows)
+    np.testing.assert_allclose(table.iloc[:, 1:].to_numpy(dtype=float), expected, atol=1e-12)
+    first, second = claims(findings, "sqrt_dk")
+    _, raw_spread, scaled_spread, raw_max, scaled_max = expected.T
+    assert_states(first, [sizes[0], sizes[-1], raw_spread[-1] / raw_spread[0], sizes[-1] // sizes[0],
+                          np.sqrt(sizes[-1] / sizes[0]), scaled_spread.min(), scaled_spread.max()])
+    assert_states(second, [raw_max[0], raw_max[-1], scaled_max.mean()])
