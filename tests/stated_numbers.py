@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 TINY = "tiny"  # an expected rounding error: a stated number of at most TINY_LIMIT
 TINY_LIMIT = 1e-9
 
 # 20,480 | -0.087 | 0.25 | 1e-16 | 6% ; a minus sign counts only when it touches the digit ("smallest -0.087",
-# never "0.116 − 0.508").
-NUMBER = re.compile(r"(?<![\w.])([-−]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(e[-+−]?\d+)?(%?)")
+# never "0.116 − 0.508"); "0..5" is 0 and 5.
+NUMBER = re.compile(r"(?<!\w)(?<!\d\.)([-−]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(e[-+−]?\d+)?(%?)")
 
 
 @dataclass(frozen=True)
@@ -61,3 +63,19 @@ def assert_states(text: str, expected: list) -> None:
 def ints_after(text: str, word: str) -> list[int]:
     """The integers that follow ``word`` in ``text``: ints_after('head 2 and head 0', 'head') == [2, 0]."""
     return [int(m) for m in re.findall(rf"{word}\s+(\d+)", text)]
+
+
+
+def softmax_row(logits: np.ndarray) -> np.ndarray:
+    """A softmax over the last axis, written out here for the tests' own recomputations (−∞ cells get 0)."""
+    peak = np.max(logits, axis=-1, keepdims=True)
+    e = np.exp(np.asarray(logits, dtype=np.float64) - peak)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def rope_turned(vector: np.ndarray, position: int, base: float) -> np.ndarray:
+    """RoPE written out here, half-split (feature f paired with f + d/2) and turned by position · base^(−2f/d)."""
+    d = vector.shape[-1]
+    angles = position * base ** (-np.arange(0, d, 2) / d)
+    x, y = vector[: d // 2], vector[d // 2 :]
+    return np.concatenate([x * np.cos(angles) - y * np.sin(angles), x * np.sin(angles) + y * np.cos(angles)])

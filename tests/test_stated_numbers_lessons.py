@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from stated_numbers import TINY, assert_states, ints_after
+from stated_numbers import TINY, assert_states, ints_after, rope_turned, softmax_row
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
@@ -61,13 +61,6 @@ def claims(findings, key: str) -> list[str]:
 
 def configs(key: str) -> list[MHAConfig]:
     return [p.config for p in LESSONS[key].panels]
-
-
-def softmax_rows(logits: np.ndarray) -> np.ndarray:
-    """Row softmax written out here (masked cells -inf get 0)."""
-    peak = np.max(logits, axis=-1, keepdims=True)
-    e = np.exp(logits - peak)
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def contributions(result) -> np.ndarray:
@@ -150,14 +143,6 @@ def test_average_is_flatter_and_matches_few_rows(findings):
     assert list(table[column])[:-1] == [f"{a} of {len(config.tokens)}" for a in agree]
 
 
-def rope_turned(vector: np.ndarray, position: int, base: float) -> np.ndarray:
-    """RoPE written out here, half-split (feature f paired with f + d/2) and turned by position · base^(−2f/d)."""
-    d = vector.shape[-1]
-    angles = position * base ** (-np.arange(0, d, 2) / d)
-    x, y = vector[: d // 2], vector[d // 2 :]
-    return np.concatenate([x * np.cos(angles) - y * np.sin(angles), x * np.sin(angles) + y * np.cos(angles)])
-
-
 def test_rope_offset_scores_range(findings):
     (config,) = configs("rope")
     trace = run(config).trace
@@ -230,7 +215,7 @@ def test_differential_sums_and_negative_weights(findings):
     _, diff = (run(c) for c in configs("differential"))
     parts, weights = diff.trace.kernel_parts, diff.trace.weights
     lam = float(parts.lam)
-    before = softmax_rows(parts.logits1 - lam * np.where(np.isinf(parts.logits2), 0.0, parts.logits2))
+    before = softmax_row(parts.logits1 - lam * np.where(np.isinf(parts.logits2), 0.0, parts.logits2))
     sums_gap = np.abs(weights.sum(-1) - (1 - lam)).max()
     visible = int(diff.mask.sum()) * weights.shape[0]
     first, second, third, fourth = claims(findings, "differential")
@@ -319,7 +304,7 @@ def window_output(result, window: int, sinks: int) -> np.ndarray:
         kept = sorted(set(range(max(0, i - window + 1), i + 1)) | set(range(min(sinks, i + 1))))
         heads = []
         for h in range(trace.n_heads):
-            w = softmax_rows(trace.logits[h, i, kept][None])[0]
+            w = softmax_row(trace.logits[h, i, kept][None])[0]
             heads.append(w @ trace.v[trace.kv_head_of(h), kept])
         concat = np.concatenate(heads)
         out = concat @ result.weights.w_o if result.weights.w_o is not None else concat
@@ -378,8 +363,8 @@ def test_sqrt_dk_table_and_claims_are_averages_over_the_seeds(findings):
             trace = run(MHAConfig(tokens=LESSONS["sqrt_dk"].panels[0].config.tokens, d_model=d_k, n_heads=1,
                                   seed=seed)).trace
             raw, scaled = trace.scores[0], trace.scores[0] / np.sqrt(d_k)
-            numbers.append([raw.std(-1).mean(), scaled.std(-1).mean(), softmax_rows(raw).max(-1).mean(),
-                            softmax_rows(scaled).max(-1).mean()])
+            numbers.append([raw.std(-1).mean(), scaled.std(-1).mean(), softmax_row(raw).max(-1).mean(),
+                            softmax_row(scaled).max(-1).mean()])
         rows.append([np.sqrt(d_k), *np.mean(numbers, axis=0)])
     expected = np.array(rows)
     np.testing.assert_allclose(table.iloc[:, 1:].to_numpy(dtype=float), expected, atol=1e-12)

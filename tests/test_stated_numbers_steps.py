@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shown_charts
-from stated_numbers import TINY, assert_states
+from stated_numbers import TINY, assert_states, rope_turned, softmax_row
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import run
@@ -73,11 +73,6 @@ def one_panel(at: AppTest, key: str) -> tuple[np.ndarray, dict]:
 def close(shown: np.ndarray, expected: np.ndarray) -> None:
     assert shown.shape == expected.shape, (shown.shape, expected.shape)
     np.testing.assert_allclose(shown, expected, rtol=CHART_TOL, atol=CHART_TOL)
-
-
-def softmax_row(logits: np.ndarray) -> np.ndarray:
-    e = np.exp(logits - logits.max())
-    return e / e.sum()
 
 
 # ---- Decoding: the KV-cache stepper ----------------------------------------------------------------------------
@@ -345,3 +340,27 @@ def test_flash_numbers_at_every_tile(extra):
     assert_states(sentence, [tq * (v.shape[1] + 1), head, tq * tk])
     rebuilt = next(m.value for m in at.markdown if "log-sum-exp" in m.value and "max |Δ|" in m.value)
     assert_states(rebuilt.split("max |Δ|")[-1], [TINY])
+
+
+# ---- Decoding: RoPE's score by offset, a table beside its chart -----------------------------------------------------
+
+@pytest.mark.parametrize("head", [0, 3])
+def test_rope_offset_chart_rows_are_query_positions_and_its_table_the_offsets(head):
+    params = decoding_params({"pe": "rope", "rope_base": "100"})
+    result = engine_run(params, decoder=True)
+    trace = result.trace
+    q, k = trace.q_unrotated[head, 0], trace.k_unrotated[trace.kv_head_of(head), 1]
+    n = len(result.query_labels)
+    scores = np.array([[rope_turned(q, p, 100.0) @ rope_turned(k, r, 100.0) for r in range(n)] for p in range(n)])
+    at = open_page("decoding", params)
+    at.selectbox("w_dec_head").set_value(head).run()
+    assert not at.exception
+    chart, data = one_panel(at, "dec_rope_offsets")
+    close(chart, scores)  # rows: the query's position p, columns: the key's p′
+    assert [str(y) for y in data["y"]][:2] == ["p=0", "p=1"]
+    table = next(d.value for d in at.dataframe if "offset p − p′" in d.value.columns)
+    for offset, score in zip(table["offset p − p′"], table["score"], strict=True):
+        p = max(offset, 0)
+        np.testing.assert_allclose(score, scores[p, p - offset], atol=1e-12)
+    (sentence,) = [m.value for m in at.markdown if "largest spread along a diagonal" in m.value]
+    assert_states(sentence, [head, 0, 1, 0, n - 1, TINY])
