@@ -61,7 +61,9 @@ def test_each_link_pages_live_link_opens_the_configuration_whose_numbers_it_show
         params = parse_link(link).params
         config, messages = config_from_params(params)
         assert not messages, (path.name, messages)
-        trace = run(config).trace
+        result = run(config)
+        trace = result.trace
+        visible = np.ones(trace.weights.shape[1:], dtype=bool) if result.mask is None else result.mask
         matrices = {"weights": trace.weights, "logits": trace.logits, "scores": trace.scores}[params.get("view",
                                                                                                         "weights")]
         shown = figures(text)
@@ -69,6 +71,7 @@ def test_each_link_pages_live_link_opens_the_configuration_whose_numbers_it_show
         for h, z in enumerate(shown):
             expected = matrices[h].astype(np.float32).astype(np.float64)
             drawn = np.isfinite(z)
+            assert np.array_equal(drawn, visible), f"{path.name} {h}: the masked cells are not the link's mask"
             np.testing.assert_allclose(z[drawn], expected[drawn], rtol=1e-6, atol=1e-6, err_msg=f"{path.name} {h}")
 
 
