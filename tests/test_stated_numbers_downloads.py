@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import streamlit
+from stated_numbers import TINY, assert_states
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import run
@@ -141,8 +142,10 @@ def test_every_heads_download_holds_the_engine_arrays_its_titles_name(extra, off
     result = engine({k: v for k, v in params.items() if k not in ("view", "avg", "knock")})
     trace, w = result.trace, result.weights
     nh, off = trace.n_heads, (1, 2)
-    open_page("heads", params)
+    at = open_page("heads", params)
     files = opened(offered)
+    (identity,) = [m.value for m in at.markdown if "max |output" in m.value]  # Take it apart's live check
+    assert_states(identity.split("max |output")[1], [TINY])
     shown = {"weights": trace.weights, "logits": trace.logits, "scores": trace.scores}[params["view"]]
     w_o = w.w_o if w.w_o is not None else np.eye(trace.concat.shape[1])
     hv = trace.concat.shape[1] // nh
