@@ -1,4 +1,5 @@
-"""Every download a page offers, opened, and each block compared with the engine array its title names
+"""Every download a page offers (Heads, Compare, Step by step, Seed notebooks), opened, and each block compared with
+the engine array its title names
 (issue 32, item 8).
 
 The pages run in AppTest with ``st.download_button`` recorded (label, bytes builder, key). Every recorded download is
@@ -451,3 +452,25 @@ def test_step_by_step_csvs_hold_the_engine_array_each_title_names(extra, offered
                      f"{key}: {title}")
     assert not unknown, f"matrix titles this test cannot name from the engine: {unknown}"
     assert len(files) >= 8
+
+
+# ---- Seed notebooks ------------------------------------------------------------------------------------------------
+
+def test_each_seed_input_matrix_download_is_the_seeds_own_matrix_and_the_engines_embeddings(offered):
+    from content import seeds
+
+    by_seed = {"001": seeds.SEED001_X, "002": seeds.SEED002_X_4X4, "003": np.asarray(seeds.SEED003_PRINTED_X).T}
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("app_pages/seeds.py")
+    at.run()
+    assert not at.exception
+    files = opened(offered)  # every seed is drawn in its tab on one run
+    keys = {k for k in files if k.startswith("seed_csv_")}
+    assert keys == {f"seed_csv_{k}" for k, e in seeds.SEED_EXAMPLES.items()
+                    if e.explorer is not None and e.explorer.custom_embedding is not None}
+    assert len(keys) == len(by_seed)
+    for key in keys:
+        seed = key.removeprefix("seed_csv_")
+        matrix = np.loadtxt(io.BytesIO(files[key][1]), delimiter=",", ndmin=2)
+        same(matrix, by_seed[seed], f"{key}: the seed's X")
+        same(matrix, run(seeds.SEED_EXAMPLES[seed].explorer).embeddings, f"{key}: the engine's embeddings")
