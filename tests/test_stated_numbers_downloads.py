@@ -1,6 +1,5 @@
 """Every download a page offers (Heads, Compare, Step by step, Seed notebooks), opened, and each block compared with
-the engine array its title names
-(issue 32, item 8).
+the engine array its title names (issue 32, item 8).
 
 The pages run in AppTest with ``st.download_button`` recorded (label, bytes builder, key). Every recorded download is
 opened (CSV with pandas, .npz with numpy, .json with json, the notebook by executing its cells in plain Python), cut
