@@ -38,8 +38,8 @@ EXPECTED = {
         "W_Q": r.weights.w_q,
         "W_K": r.weights.w_k,
         "W_V": r.weights.w_v,
-        "Q (queries)": side_by_side(r.trace.q),
-        "K (keys)": side_by_side(r.trace.k),
+        "Q (queries)": side_by_side(r.trace.q if r.trace.q_unrotated is None else r.trace.q_unrotated),  # X W_Q
+        "K (keys)": side_by_side(unrotated_k(r)),  # X W_K: RoPE turns them in a later step
         "V (values)": side_by_side(r.trace.v),
     },
     "split": lambda r, h: {  # before RoPE turns them; K_(g), V_(g): the shared key/value head g = h // (nh/kv)
@@ -51,7 +51,7 @@ EXPECTED = {
         "Which K/V head": np.array([[r.trace.k[g] is not None and np.allclose(  # reads g: its scores are q_h . k_g
             r.trace.scores[q], r.trace.q[q] @ r.trace.k[g].T, rtol=0, atol=1e-12) for g in range(r.trace.kv_heads)]
             for q in range(r.trace.n_heads)]),
-        f"K_({kv_of(r, h)})": r.trace.k[kv_of(r, h)],
+        f"K_({kv_of(r, h)})": unrotated_k(r)[kv_of(r, h)],  # before RoPE, as in the split step
     },
     "rope": lambda r, h: {
         "θ: angle": r.trace.q_angles,

@@ -133,7 +133,10 @@ def _projection_step(inputs: StepInputs, head: int) -> Step:
     x_q, x_kv = (r"X_q", r"X_{kv}") if inputs.is_cross else ("X", "X")
     b = {name: (f" + b_{name}" if getattr(w, f"b_{name.lower()}") is not None else "") for name in "QKV"}
     formula = rf"Q = {x_q} W_Q{b['Q']},\quad K = {x_kv} W_K{b['K']},\quad V = {x_kv} W_V{b['V']}"
-    q, k, v = merge_heads(trace.q), merge_heads(trace.k), merge_heads(trace.v)  # (Tq, nh*hs), (Tk, kv*hs), (Tk, kv*hv)
+    # X W_Q and X W_K as projected: with RoPE, trace.q and trace.k are already turned (a later step turns them)
+    q = merge_heads(trace.q if trace.q_unrotated is None else trace.q_unrotated)  # (Tq, nh*hs)
+    k = merge_heads(trace.k if trace.k_unrotated is None else trace.k_unrotated)  # (Tk, kv*hs)
+    v = merge_heads(trace.v)  # (Tk, kv*hv)
     group = trace.kv_head_of(head)  # the key/value head this query head reads (itself unless shared)
     kv_block, hv_block = head_block(group, hs), head_block(group, trace.v.shape[-1])
     panels = (
@@ -199,7 +202,8 @@ def _kv_share_step(inputs: StepInputs, head: int) -> Step:
         Panel("Which K/V head each query head reads (1 = reads)", kv_sharing_matrix(nh, kv),
               [f"q head {h}" for h in range(nh)], [f"K/V head {k}" for k in range(kv)], "reads", kind="mask",
               cell=(head, g), axis_titles=("query head", "key/value head")),
-        Panel(f"K_({g}): the keys heads {', '.join(map(str, readers))} all read", trace.k[g], inputs.key_labels,
+        Panel(f"K_({g}): the keys heads {', '.join(map(str, readers))} all read",
+              trace.k[g] if trace.k_unrotated is None else trace.k_unrotated[g], inputs.key_labels,  # RoPE comes next
               dim_labels(trace.k.shape[-1], g * trace.k.shape[-1]), "k"),
     )
     kind = "multi-query attention (MQA): one K/V head for all" if kv == 1 else "grouped-query attention (GQA)"

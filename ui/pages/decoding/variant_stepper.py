@@ -67,7 +67,7 @@ def variant_stepper(config: MHAConfig) -> None:
     left, right = st.columns(2)
     width = views.plot_px(1 / 2)
     with left:
-        views.show_panel(Panel(f"Decoded rows 0..{t} (head {head})", assembled_variant_weights(steps, t)[head], labels,
+        views.show_panel(Panel(f"Decoded rows 0..{t} (head {head})", assembled_variant_weights(steps, t, len(labels))[head], labels,
                                labels, "weight", kind=kind, row_block=(t, t + 1), axis_titles=QK_AXES),
                          "dec_variant_assembled", width_px=width, font_size=figure_font_size())
     with right:

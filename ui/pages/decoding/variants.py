@@ -11,9 +11,10 @@ from mha_core.mla import cache_per_token
 from mha_core.variant_decoding import VariantStep
 
 
-def assembled_variant_weights(steps: list[VariantStep], upto: int) -> np.ndarray:
-    """The rows of steps 0..upto stacked into (nh, T, T); the future is 0, rows not decoded yet NaN (blank)."""
-    n_heads, t = steps[0].weights.shape[0], len(steps)
+def assembled_variant_weights(steps: list[VariantStep], upto: int, n_tokens: int | None = None) -> np.ndarray:
+    """The rows of steps 0..upto stacked into (nh, T, T), T = ``n_tokens`` (default: the steps given, but the page
+    decodes only tokens 0..t); the future is 0, rows not decoded yet NaN (blank)."""
+    n_heads, t = steps[0].weights.shape[0], len(steps) if n_tokens is None else n_tokens
     rows = np.full((n_heads, t, t), np.nan)  # (nh, T, T)
     for step in steps[: upto + 1]:
         rows[:, step.position, : step.position + 1] = step.weights  # (nh, t+1)
@@ -61,5 +62,5 @@ def memory_table(steps: list[VariantStep], labels: list[str], config: MHAConfig)
 
 def max_variant_difference(steps: list[VariantStep], upto: int, weights: np.ndarray) -> float:
     """max |Δ| between the decoded rows 0..upto and the same rows of full causal attention (nh, T, T)."""
-    rows = assembled_variant_weights(steps, upto)[:, : upto + 1]  # (nh, upto+1, T)
+    rows = assembled_variant_weights(steps, upto, weights.shape[-1])[:, : upto + 1]  # (nh, upto+1, T)
     return float(np.max(np.abs(rows - weights[:, : upto + 1])))

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from mha_core.attention import split_heads
 from mha_core.config import RunResult
 from mha_core.contributions import KnockOut, contribution_identity, knock_out, output_norm_weights
 from ui.charts import figures, tables
@@ -32,8 +33,11 @@ def take_apart(result: RunResult, heads_off) -> TakenApart:
     trace, w = result.trace, result.weights
     w_o = w.w_o if result.config.output_projection else None
     b_o = w.b_o if result.config.output_projection else None
-    contributions, gap = contribution_identity(trace.heads, w_o, b_o, trace.output)  # (nh, Tq, C_out)
-    knocked = knock_out(trace.heads, w_o, b_o, heads_off)
+    # Each head's block of the concatenation: its output as W_O reads it (a differential head's after its RMSNorm;
+    # trace.heads is before it, and Σ contributions would miss the output by ~1).
+    heads = split_heads(trace.concat, trace.n_heads)  # (nh, Tq, hv)
+    contributions, gap = contribution_identity(heads, w_o, b_o, trace.output)  # (nh, Tq, C_out)
+    knocked = knock_out(heads, w_o, b_o, heads_off)
     carried = output_norm_weights(trace.weights, trace.values_per_query_head(), w_o)  # (nh, Tq, Tk)
     return TakenApart(contributions, gap, knocked, carried)
 
