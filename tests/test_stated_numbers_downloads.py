@@ -147,6 +147,11 @@ def test_every_heads_download_holds_the_engine_arrays_its_titles_name(extra, off
     (identity,) = [m.value for m in at.markdown if "max |output" in m.value]  # Take it apart's live check
     assert_states(identity.split("max |output")[1], [TINY])
     shown = {"weights": trace.weights, "logits": trace.logits, "scores": trace.scores}[params["view"]]
+    maps = {"": shown}  # the maps the view shows per head, by the name its blocks carry after "head h"
+    if params["view"] == "logits" and params["kernel"] == "differential":  # the two half-head logits L₁, L₂
+        maps = {" · L₁": trace.kernel_parts.logits1, " · L₂": trace.kernel_parts.logits2}
+    if params["view"] == "logits" and params["kernel"] == "linear":  # φ(q)·φ(k), a masked cell 0 (not −∞)
+        maps = {"": trace.kernel_parts.similarity}
     w_o = w.w_o if w.w_o is not None else np.eye(trace.concat.shape[1])
     hv = trace.concat.shape[1] // nh
     contributions = np.stack([trace.concat[:, h * hv : (h + 1) * hv] @ w_o[h * hv : (h + 1) * hv] for h in range(nh)])
@@ -160,13 +165,18 @@ def test_every_heads_download_holds_the_engine_arrays_its_titles_name(extra, off
 
     def grid(data):
         found = blocks(csv(data, 2))
-        assert list(found) == [*(f"head {h}" for h in range(nh)), *[t for t in found if "average" in t]]
+        assert list(found) == [*(f"head {h}{name}" for h in range(nh) for name in maps),
+                               *[t for t in found if "average" in t]]
         for h in range(nh):
-            same(found[f"head {h}"], shown[h], f"head {h}")
-            assert list(found[f"head {h}"].index) == result.query_labels  # rows are queries, columns keys
-            assert list(found[f"head {h}"].columns) == result.key_labels
-        (average,) = [t for t in found if "average" in t]
-        same(found[average], shown.mean(axis=0), average)
+            for name, values in maps.items():
+                same(found[f"head {h}{name}"], values[h], f"head {h}{name}")
+                assert list(found[f"head {h}{name}"].index) == result.query_labels  # rows are queries, keys columns
+                assert list(found[f"head {h}{name}"].columns) == result.key_labels
+        averages = [t for t in found if "average" in t]
+        assert len(averages) == len(maps)
+        for average, (name, values) in zip(averages, maps.items(), strict=True):
+            assert average.endswith(name)
+            same(found[average], values.mean(axis=0), average)
 
     def summary(data):
         frame = csv(data, 1)

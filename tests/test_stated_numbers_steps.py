@@ -58,10 +58,25 @@ def assert_tiny(text: str) -> None:
     assert float(text) <= 1e-9, text
 
 
+def is_cover(trace: dict) -> bool:
+    """The grey layer over cells a row cannot see (masked, or evicted from a cache): one colour, no scale."""
+    scale = trace.get("colorscale")
+    return trace.get("showscale") is False and isinstance(scale, list) and len({c for _, c in scale}) == 1
+
+
 def heatmaps(figure: dict) -> list[np.ndarray]:
-    """Every heatmap panel's z of one figure, as float64 (NaN = a blank cell)."""
-    return [shown_charts.decode(d["z"]).astype(np.float64) for d in figure["data"] if d.get("type") == "heatmap"
-            and isinstance(d.get("z"), dict)]
+    """Every heatmap panel's z of one figure, as float64 (NaN = a blank cell); the grey covers are checked here:
+    each covers exactly the blank cells of the panel before it."""
+    panels = []
+    for d in figure["data"]:
+        if d.get("type") != "heatmap" or not isinstance(d.get("z"), dict):
+            continue
+        z = shown_charts.decode(d["z"]).astype(np.float64)
+        if is_cover(d):
+            assert panels and np.array_equal(~np.isnan(z), np.isnan(panels[-1])), "a grey cover off the blank cells"
+            continue
+        panels.append(z)
+    return panels
 
 
 def one_panel(at: AppTest, key: str) -> tuple[np.ndarray, dict]:
@@ -71,8 +86,11 @@ def one_panel(at: AppTest, key: str) -> tuple[np.ndarray, dict]:
 
 
 def close(shown: np.ndarray, expected: np.ndarray) -> None:
+    """The shown panel is the expected array; a blank cell (drawn grey, as the row cannot see it) has weight 0."""
     assert shown.shape == expected.shape, (shown.shape, expected.shape)
-    np.testing.assert_allclose(shown, expected, rtol=CHART_TOL, atol=CHART_TOL)
+    blank = np.isnan(shown) & ~np.isnan(expected)
+    assert np.all(expected[blank] == 0), "a cell with weight is drawn blank"
+    np.testing.assert_allclose(np.where(blank, 0.0, shown), expected, rtol=CHART_TOL, atol=CHART_TOL)
 
 
 # ---- Decoding: the KV-cache stepper ----------------------------------------------------------------------------
@@ -294,11 +312,15 @@ def test_flash_numbers_at_every_tile(extra):
     at.selectbox("w_head").set_value(head).run()
     for index, (r0, r1, c0, c1) in enumerate(tiles):
         if len(tiles) > 1:
-            at.slider("w_tile").set_value(index).run()
+            at.select_slider("w_tile").set_value(index).run()
+            step = at.select_slider("w_tile")
+            assert_states(step.format_func(step.value), [index + 1, len(tiles)])  # "5 of 9": one base on the screen
         assert not at.exception, at.exception
         shown = metrics(at)
-        assert_states(shown["Step"], [index + 1, len(tiles)])
-        assert_states(shown["Tiles skipped"], [sum(skipped[: index + 1]), sum(skipped)])
+        if sum(skipped):
+            assert_states(shown["Tiles skipped"], [sum(skipped[: index + 1]), sum(skipped)])
+        else:
+            assert shown["Tiles skipped"] == "none"
         finished = [r for r in range(tq) if tiles.index(max(t for t in tiles if t[0] <= r < t[1])) <= index]
         if finished:
             assert_tiny(shown["max |Δ| O vs engine"])
