@@ -46,7 +46,7 @@ from plotly.utils import PlotlyJSONEncoder
 from mha_core.config import MHAConfig, RunResult, run
 from mha_core.flash import PAPER_FORMULA, flash_of_run, kernel_problem
 from mha_core.presets import PRESET_INITS, PRESETS
-from ui.charts.chart_image import svg_button_options
+from ui.charts.chart_image import chart_settings, svg_button_options
 from ui.charts.colour_ranges import largest_weight
 from ui.charts.figures import attention_grid, matrix_heatmap, signed_range, with_average
 from ui.charts.kernels import grid_kind, weights_signed
@@ -600,7 +600,9 @@ def _script_json(value) -> str:
 def render(page: Page, version: str, template: dict, nav: list[tuple[str, str]]) -> str:
     """The HTML of one page."""
     figures = [{**panel.figure, "title": panel.title,
-                "image": svg_button_options("pack", panel.figure["stem"])} for panel in page.panels]
+                "config": chart_settings({"responsive": True, "displayModeBar": "hover",
+                                          "toImageButtonOptions": svg_button_options("pack", panel.figure["stem"])})}
+               for panel in page.panels]
     sections, i = [], 0
     for section in page.sections:
         figures_html = "".join(f"<figure class='panel' data-index='{i + k}'><div class='plot' id='plot-{i + k}'></div>"

@@ -47,13 +47,9 @@
   }
 
   function draw(i) {
-    var config = {
-      responsive: true,
-      displaylogo: false,
-      displayModeBar: "hover",
-      toImageButtonOptions: pack.figures[i].image, // the camera saves an SVG named after the page and panel
-    };
-    return Plotly.react(plot(i), pack.figures[i].data, layoutFor(i), config);
+    // The app's chart settings (ui/charts/chart_image.chart_settings): the camera saves an SVG named after the page
+    // and panel, and no button uploads the chart anywhere.
+    return Plotly.react(plot(i), pack.figures[i].data, layoutFor(i), pack.figures[i].config);
   }
 
   function show(i, scroll) {

@@ -165,6 +165,8 @@ def test_the_camera_saves_an_svg_named_after_the_page_and_panel(pack, offline_pa
     with offline_page.expect_download() as download:
         offline_page.locator("#plot-1 .modebar-btn[data-title='Download plot']").click()
     assert download.value.suggested_filename == "mha-explorer_pack_lesson_causal_0_1.svg"
+    titles = offline_page.locator("#plot-1 .modebar-btn").evaluate_all("bs => bs.map(b => b.dataset.title || '')")
+    assert not [t for t in titles if "share" in t.lower() or "cloud" in t.lower()], titles  # nothing uploads it
     assert Path(download.value.path()).read_text(encoding="utf-8").lstrip().startswith("<svg")
     assert offline_page.failed == [] and all(url.startswith(("file://", "data:", "blob:")) for url in offline_page.seen)
 

@@ -37,6 +37,7 @@ import streamlit as st
 from _plotly_utils.utils import PlotlyJSONEncoder
 from streamlit.runtime.state.session_state_proxy import get_session_state
 
+from ui.charts.chart_image import chart_settings
 from ui.charts.sent import SentFigure
 
 # plotly.js in static/, served at <base>/app/static/<file>; MHA_PLOTLY_FILE names another file there
@@ -61,23 +62,6 @@ _component = st.components.v2.component(COMPONENT_NAME, html=_HTML, css=_CSS, js
 _PLOTLY_ENCODER = PlotlyJSONEncoder()
 
 Width = Literal["stretch", "content"] | int
-
-# plotly.js 4 puts a "Share chart..." button in every mode bar (``sendChartToCloud``, on by ``showSendToCloud``):
-# it uploads the chart to Plotly Cloud, which a classroom does not want and an offline machine cannot reach.
-# Every chart goes without it, live or through st.plotly_chart; the camera saves an SVG.
-NO_UPLOAD = {"showSendToCloud": False, "showEditInChartStudio": False, "displaylogo": False}
-UPLOAD_BUTTONS = ("sendChartToCloud", "sendDataToCloud")
-SVG_CAMERA = {"format": "svg", "filename": "mha-explorer-chart"}
-
-
-def chart_settings(config: dict | None) -> dict:
-    """The plotly.js config a chart is drawn with: ``config``, the camera saving an SVG unless it says otherwise,
-    and never a button that uploads the chart (``NO_UPLOAD``, ``UPLOAD_BUTTONS`` removed)."""
-    settings = {"toImageButtonOptions": SVG_CAMERA, **(config or {}), **NO_UPLOAD}
-    removed = [name for name in settings.get("modeBarButtonsToRemove", []) if name not in UPLOAD_BUTTONS]
-    settings["modeBarButtonsToRemove"] = [*removed, *UPLOAD_BUTTONS]
-    return settings
-
 
 def _json_text(spec: dict) -> str:
     """The figure dict as JSON text: one pass of the standard encoder (numpy scalars and the like through
