@@ -194,7 +194,7 @@ INIT_LABELS = {
 }
 SCALE_LABELS = {
     "sqrt_dk": "1/√d_k  (standard)",
-    "sqrt_t": "1/√T  (seed 001: number of tokens)",
+    "sqrt_t": "1/√T  (seed 001: number of keys)",
     "none": "none (×1)",
     "temperature": "1/temperature",
 }
