@@ -34,7 +34,8 @@ def shown_view(trace, view: str) -> MatrixView:
 
 def view_caption(trace, view: str, colours: str = "fixed") -> str:
     """A view's caption; the weights' says what rows sum to (below 1 with a null key), what a bright cell is."""
-    bright = colour_ranges.bright_cells(colours, trace.weights, COLOUR_RANGE_LABELS["head"])
+    bright = colour_ranges.bright_cells(colours, trace.weights, COLOUR_RANGE_LABELS["head"],
+                                        signed=attention_kernel(trace.kernel).signed)
     return shown_view(trace, view).caption.format(row_sums=tables.row_sums_sentence(trace), bright=bright)
 
 
@@ -89,11 +90,33 @@ def view_labels(kernel: str, short: bool = False) -> dict[str, str]:
     return {name: view.short_label if short else view.label for name, view in offered_view(kernel).items()}
 
 
-def colour_range_switch(where, **options) -> str:
-    """The weights view's colour range (``w_colours``): fixed 0..1, the largest weight shown, or per head."""
+def colour_ranges_offered(kernel: str, view: str) -> tuple[str, ...]:
+    """The colour ranges the switch offers for ``view`` under ``kernel`` (its record says whether its weights are
+    signed): the weights' ranges from 0 up, none for signed weights or another view. A range chosen earlier (a
+    link's ``colours=``, or kept from another kernel) that is not offered falls back to the fixed one, with a
+    message."""
+    if view != "weights":
+        return ()
+    kernel_record = attention_kernel(kernel)
+    offered = colour_ranges.offered_ranges(kernel_record.signed)
+    chosen = st.session_state.get("w_colours", "fixed")
+    if chosen != "fixed" and chosen not in offered:
+        st.session_state.w_colours = "fixed"
+        st.info(f"The {kernel_record.label} kernel's weights can be negative, so there is no colour range to choose "
+                f"('{COLOUR_RANGE_LABELS.get(chosen, chosen)}' was asked for): "
+                + colour_ranges.SIGNED_COLOURS[0].lower() + colour_ranges.SIGNED_COLOURS[1:])
+    return offered
+
+
+def colour_range_switch(where, kernel: str, view: str, **options) -> str:
+    """The weights view's colour range (``w_colours``): fixed 0..1, the largest weight shown, or per head, as far
+    as ``colour_ranges_offered``; "fixed" where it offers none (signed weights have one range)."""
+    offered = colour_ranges_offered(kernel, view)
+    if not offered:
+        return "fixed"
     return where.segmented_control(
         "Colour range",
-        list(COLOUR_RANGE_LABELS),
+        list(offered),
         key="w_colours",
         persist_state=KEEP,
         format_func=COLOUR_RANGE_LABELS.get,
@@ -110,7 +133,7 @@ def view_toolbar(average_help: str, kernel: str) -> tuple[str, bool, str]:
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     view = view_switch(left, labels)
     average = right.toggle("Add the average of the heads", key="w_avg", persist_state=KEEP, help=average_help)
-    colours = colour_range_switch(st) if view == "weights" else "fixed"
+    colours = colour_range_switch(st, kernel, view)
     return view, average, colours
 
 
@@ -472,7 +495,7 @@ def presentation_toolbar(n_heads: int, kernel: str) -> tuple[int, str, bool, str
         persist_state=KEEP,
         help="The mean of all heads beside this one, same colours.",
     )
-    colours = colour_range_switch(row, label_visibility="collapsed") if view == "weights" else "fixed"
+    colours = colour_range_switch(row, kernel, view, label_visibility="collapsed")
     return int(head), view, average, colours
 
 
@@ -500,7 +523,9 @@ def presentation(result) -> None:
         kind=view_kind(trace, view),
         titles=titles,
         max_cols=max(2, len(titles) // 2 * 2),  # one row: a head's maps and their averages side by side
-        fit_height=PRESENT_FIGURE_PX - (80 if several else 0) - (COLOUR_ROW_PX if view == "weights" else 0),
+        fit_height=PRESENT_FIGURE_PX - (80 if several else 0)
+        - (COLOUR_ROW_PX if view == "weights" and colour_ranges.offered_ranges(attention_kernel(trace.kernel).signed)
+           else 0),
         font_size=18 if n_tokens <= 24 else 15,
         square=True,
         mask=result.mask, colour_range=colours,
