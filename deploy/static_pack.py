@@ -10,8 +10,9 @@ browser by the plotly.js that ships inside the ``plotly`` Python package, one co
 fetched at view time, and nothing of Streamlit runs at build time.
 
 A link becomes the page it names (``LINK_PAGES``): Heads, Step by step, FlashAttention, Compare A/B and a
-lesson are built as static pages of that view (a Heads page shows each head's maps as its kernel makes them, under the kernel record's words, as the live page does: ``ui.charts.head_panels``); Decoding, Seed notebooks, Real model and About are refused
-with the reason. A line that is not a link, names no page of the app, carries a parameter the page does not
+lesson are built as static pages of that view (a Heads page shows each head's maps as its kernel makes them,
+in the kernel record's words, as the live page does: ``ui.charts.head_panels``); Decoding, Seed notebooks,
+Real model and About are refused with the reason. A line that is not a link, names no page of the app, carries a parameter the page does not
 read, or a value the app would repair (the app's own message) is reported as ``FILE:LINE: not built:
 REASON`` and left out; the rest is built, and the exit status is 1 when a line was left out.
 
