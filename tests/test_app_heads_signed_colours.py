@@ -54,7 +54,9 @@ def test_signed_weights_offer_no_range_from_0_and_the_colour_bar_covers_every_we
         np.testing.assert_allclose(z[drawn], want[drawn], rtol=0, atol=FIGURE)  # the engine's weights
         assert low <= want[drawn].min() and want[drawn].max() <= high  # every shown weight inside the bar
     assert low < 0 < high
-    assert SIGNED_COLOURS in " ".join(c.value for c in at.caption)
+    caption = " ".join(c.value for c in at.caption)
+    assert SIGNED_COLOURS in caption
+    assert KERNELS[name].label[1:] in caption  # the record's label as written (A₁ − λA₂, not a₁ − λa₂)
     asked_for_a_range = colours != "fixed"
     assert any("no colour range to choose" in i.value for i in at.info) == asked_for_a_range
     if asked_for_a_range:

@@ -22,8 +22,8 @@ COLOUR_RANGES = {
 # Signed weights (a kernel whose record says ``signed``: differential attention's A₁ − λA₂) have one range: centred
 # on 0 and as wide as the largest |weight| shown, so that a negative weight is never cut off or drawn as 0. None
 # of the ranges above (all from 0 up) is offered for them.
-SIGNED_COLOURS = ("These weights are signed: red is a positive weight, blue a negative one, and the colours run from "
-                  "−m to +m, m the largest |weight| shown (the same for every head).")
+SIGNED_COLOURS = ("Red is a positive weight, blue a negative one: the colours run from −m to +m, m the largest "
+                  "|weight| shown (the same for every head).")
 
 
 def offered_ranges(signed: bool) -> tuple[str, ...]:

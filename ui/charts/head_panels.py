@@ -26,9 +26,8 @@ def missing_view(kernel: str, view: str) -> str:
 def unoffered_colours(kernel: str, colours: str, colours_label: str) -> str:
     """What the page says when a link asks for a colour range (named ``colours_label``) that the kernel's signed
     weights do not have (it shows their one range instead)."""
-    signed = colour_ranges.SIGNED_COLOURS
     return (f"The {attention_kernel(kernel).label} kernel's weights can be negative, so there is no colour range to "
-            f"choose ('{colours_label}' was asked for): {signed[0].lower()}{signed[1:]}")
+            f"choose ('{colours_label}' was asked for). {colour_ranges.SIGNED_COLOURS}")
 
 
 def view_caption(trace: AttentionTrace, view: str, colours: str, per_head_label: str) -> str:
