@@ -14,6 +14,10 @@ and writes a notebook that
 - imports nothing but numpy (matplotlib if installed, for the last cell's picture), and ends with the
   link back to the app view.
 
+A link is read as the page it names: a Heads or Step by step link (or a bare query: Heads) gets its notebook;
+a link to another page of the app (FlashAttention, Compare A/B, ...) or to no page is refused (``NotANotebookLink``)
+with a message naming the page and what a notebook covers; a parameter the page does not read is a note.
+
 A step with no NumPy cell here (a new step kind, a new mask) raises ``NotImplementedError`` naming what to
 add, rather than writing a notebook that silently skips it. A positional scheme of the engine's table with no
 NumPy recipe here still gets its notebook: its positions, angles or bias are the app's, embedded as data.
