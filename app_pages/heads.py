@@ -8,13 +8,21 @@ import numpy as np
 import streamlit as st
 
 from mha_core.kernels import attention_kernel
-from ui.charts import cached_figures, colour_ranges, describe, export, figures, numbers, tables
+from ui.charts import cached_figures, colour_ranges, describe, export, figures, head_panels, numbers, tables
 from ui.charts.figures import MAX_DRAWN_CELLS
+from ui.charts.head_panels import (
+    map_averages,
+    map_title,
+    panel_titles,
+    shown_matrices,
+    shown_view,
+    with_averages,
+)
 from ui.charts.kernels import view_kind
 from ui.charts.labels import concat_columns
 from ui.charts.live import show_chart
 from ui.charts.markdown import literals
-from ui.charts.views import MATRIX_VIEWS, MatrixView, kernel_view, kernel_views
+from ui.charts.views import MatrixView, kernel_views
 from ui.pages.heads import apart, quiz
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
@@ -28,43 +36,9 @@ from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP
 
 
-def shown_view(trace, view: str) -> MatrixView:
-    """The switch's ``view`` as the trace's kernel makes it: its maps, its label, its caption, its CSV name."""
-    return kernel_view(view, trace.kernel)
-
-
 def view_caption(trace, view: str, colours: str = "fixed") -> str:
-    """A view's caption; the weights' says what rows sum to (below 1 with a null key), what a bright cell is."""
-    bright = colour_ranges.bright_cells(colours, trace.weights, COLOUR_RANGE_LABELS["head"])
-    return shown_view(trace, view).caption.format(row_sums=tables.row_sums_sentence(trace), bright=bright)
-
-
-def shown_matrices(trace, view: str) -> np.ndarray:
-    """The matrices the view switch asks for, (nh * maps, Tq, Tk): each head's maps together (most views: one)."""
-    return shown_view(trace, view).take(trace)
-
-
-def map_title(prefix: str, name: str) -> str:
-    """'head 0', or 'head 0 · L₁' for one of a head's several maps."""
-    return f"{prefix} · {name}" if name else prefix
-
-
-def panel_titles(trace, view: str) -> list[str]:
-    """One title per panel of ``shown_matrices``."""
-    names = shown_view(trace, view).panel_names
-    return [map_title(f"head {h}", name) for h in range(trace.n_heads) for name in names]
-
-
-def map_averages(matrices: np.ndarray, names: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
-    """The mean over the heads of each of a head's maps: (nh * maps, Tq, Tk) -> (maps, Tq, Tk), with titles."""
-    averages = [figures.head_average(matrices[p :: len(names)]) for p in range(len(names))]  # (Tq, Tk) each
-    return np.stack(averages), [map_title("average of heads", name) for name in names]
-
-
-def with_averages(matrices: np.ndarray, titles: list[str], names: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
-    """The panels and, after them, ``map_averages``."""
-    averages, average_titles = map_averages(matrices, names)
-    return np.concatenate([matrices, averages]), [*titles, *average_titles]
+    """A view's caption (``head_panels.view_caption``), its hint naming this page's per-head colour range."""
+    return head_panels.view_caption(trace, view, colours, COLOUR_RANGE_LABELS["head"])
 
 
 def offered_view(kernel: str) -> dict[str, MatrixView]:
@@ -74,7 +48,7 @@ def offered_view(kernel: str) -> dict[str, MatrixView]:
     chosen = st.session_state.get("w_view", "weights")
     if chosen not in views:
         st.session_state.w_view = "weights"
-        st.info(f"The {attention_kernel(kernel).label} kernel has no {MATRIX_VIEWS[chosen].label}: showing its weights.")
+        st.info(head_panels.missing_view(kernel, chosen))
     return views
 
 
@@ -90,11 +64,30 @@ def view_labels(kernel: str, short: bool = False) -> dict[str, str]:
     return {name: view.short_label if short else view.label for name, view in offered_view(kernel).items()}
 
 
-def colour_range_switch(where, **options) -> str:
-    """The weights view's colour range (``w_colours``): fixed 0..1, the largest weight shown, or per head."""
+def colour_ranges_offered(kernel: str, view: str) -> tuple[str, ...]:
+    """The colour ranges the switch offers for ``view`` under ``kernel`` (its record says whether its weights are
+    signed): the weights' ranges from 0 up, none for signed weights or another view. A range chosen earlier (a
+    link's ``colours=``, or kept from another kernel) that is not offered falls back to the fixed one, with a
+    message."""
+    if view != "weights":
+        return ()
+    offered = colour_ranges.offered_ranges(attention_kernel(kernel).signed)
+    chosen = st.session_state.get("w_colours", "fixed")
+    if chosen != "fixed" and chosen not in offered:
+        st.session_state.w_colours = "fixed"
+        st.info(head_panels.unoffered_colours(kernel, chosen, COLOUR_RANGE_LABELS.get(chosen, chosen)))
+    return offered
+
+
+def colour_range_switch(where, kernel: str, view: str, **options) -> str:
+    """The weights view's colour range (``w_colours``): fixed 0..1, the largest weight shown, or per head, as far
+    as ``colour_ranges_offered``; "fixed" where it offers none (signed weights have one range)."""
+    offered = colour_ranges_offered(kernel, view)
+    if not offered:
+        return "fixed"
     return where.segmented_control(
         "Colour range",
-        list(COLOUR_RANGE_LABELS),
+        list(offered),
         key="w_colours",
         persist_state=KEEP,
         format_func=COLOUR_RANGE_LABELS.get,
@@ -111,7 +104,7 @@ def view_toolbar(average_help: str, kernel: str) -> tuple[str, bool, str]:
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     view = view_switch(left, labels)
     average = right.toggle("Add the average of the heads", key="w_avg", persist_state=KEEP, help=average_help)
-    colours = colour_range_switch(st) if view == "weights" else "fixed"
+    colours = colour_range_switch(st, kernel, view)
     return view, average, colours
 
 
@@ -468,7 +461,7 @@ def presentation_toolbar(n_heads: int, kernel: str) -> tuple[int, str, bool, str
         persist_state=KEEP,
         help="The mean of all heads beside this one, same colours.",
     )
-    colours = colour_range_switch(row, label_visibility="collapsed") if view == "weights" else "fixed"
+    colours = colour_range_switch(row, kernel, view, label_visibility="collapsed")
     return int(head), view, average, colours
 
 
@@ -496,7 +489,9 @@ def presentation(result) -> None:
         kind=view_kind(trace, view),
         titles=titles,
         max_cols=max(2, len(titles) // 2 * 2),  # one row: a head's maps and their averages side by side
-        fit_height=PRESENT_FIGURE_PX - (80 if several else 0) - (COLOUR_ROW_PX if view == "weights" else 0),
+        fit_height=PRESENT_FIGURE_PX - (80 if several else 0)
+        - (COLOUR_ROW_PX if view == "weights" and colour_ranges.offered_ranges(attention_kernel(trace.kernel).signed)
+           else 0),
         font_size=18 if n_tokens <= 24 else 15,
         square=True,
         mask=result.mask, colour_range=colours,

@@ -10,8 +10,9 @@ browser by the plotly.js that ships inside the ``plotly`` Python package, one co
 fetched at view time, and nothing of Streamlit runs at build time.
 
 A link becomes the page it names (``LINK_PAGES``): Heads, Step by step, FlashAttention, Compare A/B and a
-lesson are built as static pages of that view; Decoding, Seed notebooks, Real model and About are refused
-with the reason. A line that is not a link, names no page of the app, carries a parameter the page does not
+lesson are built as static pages of that view (a Heads page shows each head's maps as its kernel makes them,
+in the kernel record's words, as the live page does: ``ui.charts.head_panels``); Decoding, Seed notebooks,
+Real model and About are refused with the reason. A line that is not a link, names no page of the app, carries a parameter the page does not
 read, or a value the app would repair (the app's own message) is reported as ``FILE:LINE: not built:
 REASON`` and left out; the rest is built, and the exit status is 1 when a line was left out.
 
@@ -45,12 +46,22 @@ from plotly.utils import PlotlyJSONEncoder
 
 from mha_core.config import MHAConfig, RunResult, run
 from mha_core.flash import PAPER_FORMULA, flash_of_run, kernel_problem
+from mha_core.kernels import attention_kernel
 from mha_core.presets import PRESET_INITS, PRESETS
 from ui.charts.chart_image import chart_settings, svg_button_options
-from ui.charts.colour_ranges import largest_weight
-from ui.charts.figures import attention_grid, matrix_heatmap, signed_range, with_average
-from ui.charts.kernels import grid_kind, weights_signed
-from ui.charts.views import MATRIX_VIEWS, matrix_view
+from ui.charts.colour_ranges import largest_weight, offered_ranges
+from ui.charts.figures import attention_grid, matrix_heatmap, signed_range
+from ui.charts.head_panels import (
+    missing_view,
+    panel_titles,
+    shown_matrices,
+    shown_view,
+    unoffered_colours,
+    view_caption,
+    with_averages,
+)
+from ui.charts.kernels import view_kind, weights_signed
+from ui.charts.views import kernel_views, matrix_view
 from ui.pages import compare
 from ui.pages.flash import (
     FLASH_SETTINGS,
@@ -67,7 +78,7 @@ from ui.pipeline.panels import panel_figure
 from ui.pipeline.records import Panel as StepPanel
 from ui.pipeline.records import Step, dim_labels, step_inputs
 from ui.pipeline.steps import FULLY_MASKED_POLICY, build_steps, row_sums_heading, row_sums_table
-from ui.state.settings import VIEW_SETTINGS, Setting, model_settings, values_of
+from ui.state.settings import COLOUR_RANGE_LABELS, VIEW_SETTINGS, Setting, model_settings, values_of
 from ui.state.urlstate import (
     config_from_params,
     explorer_params,
@@ -158,28 +169,30 @@ def _figure_dict(figure, stem: str) -> dict:
 
 def head_panels(result: RunResult, view: str, stem: str, *, average: bool = False,
                 colours: str = "fixed") -> list[Panel]:
-    """One heatmap per head of ``view`` (weights, logits or scores), on one colour range as in the app; with
-    ``average``, the heads' average last (the Heads page's toggle); ``colours``: the weights' colour range."""
+    """One heatmap per panel of the Heads figure: each head's maps of ``view`` as the kernel makes them (weights,
+    the maps they are made from, scores; ``ui.charts.head_panels``), on one colour range as in the app; with
+    ``average``, the heads' average of each map last (the Heads page's toggle); ``colours``: the weights' colour
+    range."""
     trace = result.trace
-    matrices = MATRIX_VIEWS[view].take(trace)  # (nh, Tq, Tk)
-    titles = [f"head {h} of {trace.n_heads}" for h in range(trace.n_heads)]
+    shown = shown_view(trace, view)
+    matrices, titles = shown_matrices(trace, view), panel_titles(trace, view)  # (nh * maps, Tq, Tk)
     if average:
-        matrices, titles = with_average(matrices, titles)  # (nh+1, Tq, Tk)
-    kind = grid_kind(trace, view)  # signed weights (differential attention) on a diverging scale
-    sequential = matrix_view(kind).sequential
+        matrices, titles = with_averages(matrices, titles, shown.panel_names)
+    kind = view_kind(trace, view)  # signed weights (differential attention) diverging; the kernel's own maps
+    record = matrix_view(kind)
     panels = []
     for h, title in enumerate(titles):
         figure = attention_grid(matrices[h : h + 1], result.query_labels, result.key_labels, kind=kind,
                                 titles=[title], max_cols=1, panel_px=PANEL_PX, square=True, mask=result.mask,
                                 colour_range=colours)
         spec = _figure_dict(figure, f"{stem}_head{h}")
-        if not sequential:  # a diverging range shared by all heads, as the app's one figure has
+        if not record.sequential:  # a diverging range shared by all panels, as the app's one figure has
             bound = signed_range(matrices)
             spec["layout"]["coloraxis"] = {**spec["layout"]["coloraxis"], "cmin": -bound, "cmax": bound}
-        elif colours == "max":  # 0..the largest weight shown, over every panel of the app's one figure
+        elif colours == "max" or record.top is None:  # 0..the largest value over every panel of the app's figure
             spec["layout"]["coloraxis"] = {**spec["layout"]["coloraxis"], "cmin": 0.0,
                                            "cmax": largest_weight(matrices)}
-        panels.append(Panel(title.removesuffix(f" of {trace.n_heads}"), spec, np.asarray(matrices[h])))
+        panels.append(Panel(title, spec, np.asarray(matrices[h])))
     return panels
 
 
@@ -243,10 +256,11 @@ def heads_page(file: str, title: str, intro: str, config: MHAConfig, view: Mappi
     """Every head of one configuration, as on the Heads page (the view's matrix, average and colour range)."""
     result = run(config)
     stem = file.removesuffix(".html")
-    shown = str(view.get("view", "weights"))
-    view_line = (f"<p class='view'>Showing: {html.escape(MATRIX_VIEWS[shown].label)}. Rows = queries, columns = keys; "
-                 f"grey cells are masked.</p>")
-    panels = head_panels(result, shown, stem, average=bool(view.get("avg")), colours=str(view.get("colours", "fixed")))
+    shown, colours = str(view.get("view", "weights")), str(view.get("colours", "fixed"))
+    caption = view_caption(result.trace, shown, colours, COLOUR_RANGE_LABELS["head"])
+    view_line = (f"<p class='view'>Showing: {html.escape(shown_view(result.trace, shown).label)}. Rows = queries, "
+                 f"columns = keys; grey cells are masked.</p><p class='note'>{_markdown(caption)}</p>")
+    panels = head_panels(result, shown, stem, average=bool(view.get("avg")), colours=colours)
     return Page(file, title, [Section(intro + view_line, tuple(panels))], describe(config),
                 live_link(app_url, "heads", live_params))
 
@@ -390,6 +404,11 @@ def step_section(number: int, step: Step, stem: str, extra: str = "") -> Section
 def heads_link(link: Link, app_url: str) -> Page:
     """A Heads link: every head of its configuration in its view."""
     s = read_settings_of(link)
+    kernel, view, colours = s.config.kernel, str(s.view["view"]), str(s.view["colours"])
+    if view not in kernel_views(kernel):  # the app shows the weights instead, with this message
+        raise NotBuilt(missing_view(kernel, view))
+    if view == "weights" and colours not in ("fixed", *offered_ranges(attention_kernel(kernel).signed)):
+        raise NotBuilt(unoffered_colours(kernel, colours, COLOUR_RANGE_LABELS[colours]))  # the app: fixed, this message
     title = f"Link {link.number}: {' '.join(s.config.tokens)}"
     drawn = ("view", "avg", "colours")  # the rest (chosen head, cell, knock-out, presentation) is the live page's
     kept = {name: value for name, value in view_params(s.view).items() if name not in drawn}

@@ -19,6 +19,19 @@ COLOUR_RANGES = {
 }
 
 
+# Signed weights (a kernel whose record says ``signed``: differential attention's A₁ − λA₂) have one range: centred
+# on 0 and as wide as the largest |weight| shown, so that a negative weight is never cut off or drawn as 0. None
+# of the ranges above (all from 0 up) is offered for them.
+SIGNED_COLOURS = ("Red is a positive weight, blue a negative one: the colours run from −m to +m, m the largest "
+                  "|weight| shown (the same for every head).")
+
+
+def offered_ranges(signed: bool) -> tuple[str, ...]:
+    """The colour ranges the weights' switch offers: every one of ``COLOUR_RANGES`` for weights ≥ 0, none for
+    signed weights (``SIGNED_COLOURS`` is their only range)."""
+    return () if signed else tuple(COLOUR_RANGES)
+
+
 def largest_weight(matrices: np.ndarray) -> float:
     """The largest finite value (at least 1e-9): the top of an adaptive weights scale."""
     finite = np.asarray(matrices)[np.isfinite(matrices)]
@@ -28,10 +41,12 @@ def largest_weight(matrices: np.ndarray) -> float:
 DIM_ROW_MAX = 0.15  # a typical row's largest weight below this leaves 0..1 colours dark (64 tokens: ~0.09)
 
 
-def bright_cells(colours: str, weights: np.ndarray, per_head_label: str) -> str:
+def bright_cells(colours: str, weights: np.ndarray, per_head_label: str, signed: bool = False) -> str:
     """The caption's sentence on what a bright cell is under the colour range ``colours``; on the fixed 0..1,
     when ``weights`` (nh, Tq, Tk) would be drawn nearly all dark, how to see the patterns (``dark_hint``).
-    The default stays 0..1, so an old link still shows what it showed."""
+    The default stays 0..1, so an old link still shows what it showed. ``signed`` weights: ``SIGNED_COLOURS``."""
+    if signed:
+        return SIGNED_COLOURS
     hint = dark_hint(weights, per_head_label) if colours == "fixed" else None
     return COLOUR_RANGES[colours] + (f" {hint}" if hint else "")
 

@@ -44,7 +44,8 @@ def row_sums_sentence(trace: AttentionTrace) -> str | None:
     kernel = KERNELS[trace.kernel]
     if kernel.row_sum is not None:  # a sum this run's parameters set (differential: 1 − λ)
         negative = ", and weights can be negative, so the colours are centred on 0 (blue below)" if kernel.signed else ""
-        return (f"{kernel.label.capitalize()}: each row sums to {kernel.row_sum_formula} = "
+        label = kernel.label[:1].upper() + kernel.label[1:]  # not str.capitalize: it lowercases A₁ − λA₂
+        return (f"{label}: each row sums to {kernel.row_sum_formula} = "
                 f"{kernel.row_sum(trace.kernel_parts):.3f}, not 1{negative}.")
     return f"{kernel.short_label.capitalize()} attention: {kernel.row_sums} ({kernel.formula}); no softmax."
 

@@ -54,7 +54,7 @@ def variant_steps(inputs: StepInputs, head: int, cell, steps: list[Step]) -> lis
         if step.slug == "mix" and trace.kernel == "differential":
             out[-1] = replace(step, why=(  # not an average: the weights are signed and sum to 1 − λ
                 "Each query's output is the sum of the value rows weighted by A₁ − λA₂: not an average, since the "
-                "weights can be negative and sum to 1 − λ. The next step puts the scale right."))
+                "weights can be negative and sum to 1 − λ. The next step normalises each head on its own."))
             out.append(differential_norm_step(inputs, head))
     return out
 
@@ -205,8 +205,11 @@ def differential_norm_step(inputs: StepInputs, head: int) -> Step:
               dim_labels(hv, head * hv), "normalised"),
     )
     why = (f"Each head's output row is divided by its root mean square (each head on its own), then multiplied by "
-           f"1 − λ_init = {parts.output_gain:.4f}: the heads' scales stay comparable although their weights no longer "
-           "sum to 1. These normalised rows are what the heads concatenate.")
+           f"1 − λ_init = {parts.output_gain:.4f}. The paper's reason: subtracting one map from another makes each "
+           "head's pattern sparser, so the statistics of the heads' outputs differ more from head to head; "
+           "normalising every head separately (GroupNorm, here a per-head RMSNorm) keeps training stable, and the "
+           "fixed factor 1 − λ_init keeps the gradients on the scale a standard Transformer's have. "
+           "These normalised rows are what the heads concatenate.")
     formula = r"\bar o_i = \frac{o_i}{\sqrt{\tfrac{1}{d_v}\sum_d o_{i,d}^2 + \epsilon}}\,(1 - \lambda_{\mathrm{init}})"
     shapes = f"{shape_text(trace.heads[head])} -> same shape"
     return Step("diff_norm", "Normalise each head, times 1 − λ_init (differential)", why, formula, shapes, panels)

@@ -22,50 +22,10 @@ adds the new page's. A run that opens a page, or that Back/Forward started, is a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-PAGES_DIR = "app_pages"
-
-
-@dataclass(frozen=True)
-class PageInfo:
-    """One page: its file name (without .py), title, icon, and a line saying what it shows.
-
-    Icons are Material Symbols (``:material/<name>:``), a font Streamlit serves itself: an emoji is an empty box on
-    a machine without an emoji font (Debian's Chromium)."""
-
-    name: str
-    title: str
-    icon: str
-    summary: str
-
-    @property
-    def path(self) -> str:
-        """The page's file, relative to app.py: the one place this path is spelled."""
-        return f"{PAGES_DIR}/{self.name}.py"
-
-    @property
-    def label(self) -> str:
-        """A link text: the title and what the page shows."""
-        return f"{self.title}: {self.summary}"
-
-
-PAGES = (
-    PageInfo("heads", "Heads", ":material/grid_view:", "every head's attention at once"),
-    PageInfo("step_by_step", "Step by step", ":material/stairs:", "one head from embeddings to output, and a drill-down"),
-    PageInfo("decoding", "Decoding", ":material/fast_forward:", "generation token by token with a KV cache; positions compared"),
-    PageInfo("flash", "FlashAttention", ":material/bolt:", "attention tile by tile with the online softmax; the weights never stored"),
-    PageInfo("lessons", "Lessons", ":material/school:", "classic confusions and modern attention, one link each"),
-    PageInfo("seeds", "Seed notebooks", ":material/menu_book:", "the five seed documents, recomputed"),
-    PageInfo("compare", "Compare A/B", ":material/compare:", "two settings side by side, and their difference, in one link"),
-    PageInfo("real_model", "Real model", ":material/smart_toy:", "attention in a small pretrained model"),
-    PageInfo("about", "About", ":material/info:", "what the app computes and why"),
-)
-PAGE_INFO = {info.name: info for info in PAGES}
-DEFAULT_PAGE = "heads"
+from ui.state.page_table import DEFAULT_PAGE, PAGE_INFO, PAGES, PAGES_DIR, PageInfo  # noqa: F401 (re-exported)
 
 
 def page(name: str) -> st.Page:

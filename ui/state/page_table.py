@@ -1,0 +1,47 @@
+"""The app's pages as data: name (the file ``app_pages/<name>.py`` and the URL path ``/<name>``), title, icon and
+what each shows. No streamlit, so that tools outside the app (the notebook writer, the static pack) name the
+pages as the app does; ``ui.state.navigation`` makes the ``st.Page`` objects from these rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PAGES_DIR = "app_pages"
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """One page: its file name (without .py), title, icon, and a line saying what it shows.
+
+    Icons are Material Symbols (``:material/<name>:``), a font Streamlit serves itself: an emoji is an empty box on
+    a machine without an emoji font (Debian's Chromium)."""
+
+    name: str
+    title: str
+    icon: str
+    summary: str
+
+    @property
+    def path(self) -> str:
+        """The page's file, relative to app.py: the one place this path is spelled."""
+        return f"{PAGES_DIR}/{self.name}.py"
+
+    @property
+    def label(self) -> str:
+        """A link text: the title and what the page shows."""
+        return f"{self.title}: {self.summary}"
+
+
+PAGES = (
+    PageInfo("heads", "Heads", ":material/grid_view:", "every head's attention at once"),
+    PageInfo("step_by_step", "Step by step", ":material/stairs:", "one head from embeddings to output, and a drill-down"),
+    PageInfo("decoding", "Decoding", ":material/fast_forward:", "generation token by token with a KV cache; positions compared"),
+    PageInfo("flash", "FlashAttention", ":material/bolt:", "attention tile by tile with the online softmax; the weights never stored"),
+    PageInfo("lessons", "Lessons", ":material/school:", "classic confusions and modern attention, one link each"),
+    PageInfo("seeds", "Seed notebooks", ":material/menu_book:", "the five seed documents, recomputed"),
+    PageInfo("compare", "Compare A/B", ":material/compare:", "two settings side by side, and their difference, in one link"),
+    PageInfo("real_model", "Real model", ":material/smart_toy:", "attention in a small pretrained model"),
+    PageInfo("about", "About", ":material/info:", "what the app computes and why"),
+)
+PAGE_INFO = {info.name: info for info in PAGES}
+DEFAULT_PAGE = "heads"
