@@ -14,7 +14,7 @@ from ui.charts.kernels import view_kind
 from ui.charts.labels import concat_columns
 from ui.charts.live import show_chart
 from ui.charts.markdown import literals
-from ui.charts.views import MATRIX_VIEWS, MatrixView, kernel_view, kernel_views
+from ui.charts.views import MATRIX_VIEWS, MatrixView, kernel_view, kernel_views, matrix_view
 from ui.pages.heads import apart, quiz
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
@@ -351,21 +351,28 @@ def knock_out_panel(result, parts, off) -> None:
 
 
 def carried_panel(result, parts, head: int, off) -> None:
-    """Weight × ‖v_j W_O(h)‖ per head (only ``head`` when the stack is too big to draw) and its CSV."""
+    """‖key j's share of row i of head h's contribution‖ per head (only ``head`` when the stack is too big to draw),
+    and its CSV."""
+    kind, scale = apart.carried_kind(result.trace.kernel), attention_kernel(result.trace.kernel).row_scale
+    formula = matrix_view(kind).value_name
     st.markdown("**Where the mass goes, and what it carries.** Beside the weights (the first figure on this page): "
-                "weight × ‖v_j W_O(h)‖, "
-                "the size of what key j adds to query i's row of head h's contribution (v_j measured *after* W_O, "
-                "Kobayashi et al. 2020). A key can take much weight and add little.")
+                f"{formula}, the size of what key j adds to query i's row of head h's contribution (v_j measured "
+                "*after* W_O(h), head h's rows of W_O; Kobayashi et al. 2020). A key can take much weight and add "
+                "little.")
+    if scale is not None:
+        st.caption(f"This kernel multiplies row i of each head's A·V by one number before the concatenation, "
+                   f"c_i = {scale.formula}, so row i is still Σ_j c_i·w_ij·v_j: key j's exact share of it is "
+                   "c_i·w_ij·v_j W_O(h), and the map shows its norm (|weight|: a weight here can be negative).")
     n_heads = result.trace.n_heads
     shown_heads = list(range(n_heads)) if parts.carried.size <= MAX_DRAWN_CELLS else [head]
-    titles = [f"head {h}: weight × ‖v W_O‖" for h in shown_heads]
+    titles = [f"head {h}: {formula}" for h in shown_heads]
     show_chart(figures.attention_grid(parts.carried[shown_heads], result.query_labels, result.key_labels,
-                                      kind="carried", titles=titles,
+                                      kind=kind, titles=titles,
                                       max_cols=1 if on_phone() else min(len(shown_heads), 4), panel_px=170,
                                       mask=result.mask),
                key="apart_carried", config=chart_config(),
                alt=" ".join(describe.grid_lines(parts.carried[shown_heads], result.query_labels, result.key_labels,
-                                                kind="carried", titles=titles, mask=result.mask)))
+                                                kind=kind, titles=titles, mask=result.mask)))
     if len(shown_heads) < n_heads:
         st.caption(f"At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")
     download_csv("Weights and norm-weighted weights (CSV)", result.config, lambda r: carried_frame(r, off),
@@ -379,10 +386,11 @@ def knocked_output_frame(result, off):
 
 
 def carried_frame(result, off):
-    """Every head's weights, then its weight × ‖v_j W_O(h)‖, as one long table (built on a download's click)."""
+    """Every head's weights, then its norm-weighted map, as one long table (built on a download's click)."""
     n_heads = result.trace.n_heads
     shown = np.concatenate([result.trace.weights, apart.take_apart(result, off).carried])  # (2 nh, Tq, Tk)
-    titles = [f"head {h} weight" for h in range(n_heads)] + [f"head {h} weight x |v W_O|" for h in range(n_heads)]
+    formula = matrix_view(apart.carried_kind(result.trace.kernel)).value_name.replace("×", "x").replace("‖", "|")
+    titles = [f"head {h} weight" for h in range(n_heads)] + [f"head {h} {formula}" for h in range(n_heads)]
     return tables.stacked_frame(shown, titles, result.query_labels, result.key_labels)
 
 
