@@ -106,18 +106,23 @@ def value_norm_weights(weights: np.ndarray, v: np.ndarray) -> np.ndarray:
     return weights * norms[:, None, :]  # (nh, Tq, Tk)
 
 
-def output_norm_weights(weights: np.ndarray, v: np.ndarray, w_o: np.ndarray | None) -> np.ndarray:
-    """Attention weight times the size of key j's value *as it reaches the output*: weights[h,i,j] * ||v[h,j] W_O(h)||.
+def output_norm_weights(weights: np.ndarray, v: np.ndarray, w_o: np.ndarray | None,
+                        row_scale: np.ndarray | None = None) -> np.ndarray:
+    """The size of what key j adds to row i of head h's contribution: ||c[h,i] weights[h,i,j] v[h,j] W_O(h)||.
 
-    W_O(h) are head h's rows of W_O. This is Kobayashi et al.'s ||alpha f(x)|| (their f includes the
-    output projection): weights[h, i, :] @ (v[h] W_O(h)) is row i of head h's contribution, so
-    this measures how much key j adds to that row before the terms partly cancel. Without W_O it
-    equals ``value_norm_weights``. (nh, Tq, Tk), (nh, Tk, hv), (nh*hv, C_out) -> (nh, Tq, Tk).
+    W_O(h) are head h's rows of W_O. ``row_scale`` c (nh, Tq) is the number a kernel multiplies row i of
+    A·V by before the concatenation (a differential head's RMSNorm and gain; None: 1), so row i of head
+    h's contribution is sum_j c[h,i] weights[h,i,j] v[h,j] W_O(h) exactly, and each term is key j's
+    share. This is Kobayashi et al.'s ||alpha f(x)|| (their f includes the output projection): how
+    much key j adds before the terms partly cancel; |weight| for a kernel whose weights can be
+    negative. Without W_O and c it is ``value_norm_weights`` (for weights >= 0).
+    (nh, Tq, Tk), (nh, Tk, hv), (nh*hv, C_out), (nh, Tq) -> (nh, Tq, Tk).
     """
     n_heads, _, hv = v.shape
     transformed = v @ output_rows_per_head(w_o, n_heads, hv)  # (nh, Tk, C_out)
     norms = np.linalg.norm(transformed, axis=-1)  # (nh, Tk)
-    return weights * norms[:, None, :]  # (nh, Tq, Tk)
+    scaled = weights if row_scale is None else weights * row_scale[..., None]  # (nh, Tq, Tk)
+    return np.abs(scaled) * norms[:, None, :]  # (nh, Tq, Tk)
 
 
 def head_output_shares(contributions: np.ndarray) -> np.ndarray:

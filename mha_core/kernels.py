@@ -320,6 +320,24 @@ SOFTMAX_INPUTS = WeightInputs(
 
 
 @dataclass(frozen=True)
+class RowScale:
+    """What a kernel does to a head's A·V before the concatenation when that is more than A·V itself: it
+    multiplies row i by one number c_i (so row i is still Σ_j c_i w_ij v_j: key j's exact share is c_i w_ij v_j).
+
+    ``of(parts, heads)`` takes a trace's ``kernel_parts`` and ``heads (nh,Tq,hv)`` = A·V and returns c (nh,Tq);
+    ``formula`` is c_i in words for captions.
+    """
+
+    of: Callable[[object, np.ndarray], np.ndarray]
+    formula: str
+
+
+def _rms_norm_scale(parts: DifferentialParts, heads: np.ndarray) -> np.ndarray:
+    """c_i = (1 - lambda_init) / sqrt(mean(row i of A·V ^ 2) + eps): ``rms_norm`` and the gain, per row. (nh, Tq)."""
+    return parts.output_gain / np.sqrt(np.mean(heads * heads, axis=-1) + DIFF_NORM_EPS)  # (nh, Tq)
+
+
+@dataclass(frozen=True)
 class Kernel:
     """One attention kernel: its names, what is true of its weights, what it refuses, and its function.
 
@@ -346,6 +364,7 @@ class Kernel:
     weights_label: str = "weights (softmax)"
     inputs: WeightInputs | None = SOFTMAX_INPUTS
     scores_caption: str = ""
+    row_scale: RowScale | None = None  # None: a head's row i is Σ_j w_ij v_j as it is (c_i = 1)
 
 
 def _no_null_key(what: str) -> Refusal:
@@ -384,6 +403,7 @@ KERNELS: dict[str, Kernel] = {
                                 lambda c: c.head_size % (4 if getattr(c, "pe", "none") == "rope" else 2) != 0,
                                 {"kernel": "softmax"})),
                paper="Ye et al. 2024", formula="A = softmax(Q₁K₁ᵀ/√d) − λ·softmax(Q₂K₂ᵀ/√d)",
+               row_scale=RowScale(_rms_norm_scale, "(1 − λ_init) / rms of row i of A·V (the head's RMSNorm)"),
                weights_label="weights A₁ − λA₂",
                inputs=WeightInputs(
                    ("L₁", "L₂"), lambda logits, parts: (parts.logits1, parts.logits2),

@@ -220,10 +220,16 @@ def test_every_heads_download_holds_the_engine_arrays_its_titles_name(extra, off
     def carried(data):
         found = blocks(csv(data, 2))
         for h in range(nh):
-            v = trace.v[trace.kv_head_of(h)] @ w_o[h * hv : (h + 1) * hv]  # (Tk, C_out)
+            v_h = trace.v[trace.kv_head_of(h)]  # (Tk, hv)
+            v = v_h @ w_o[h * hv : (h + 1) * hv]  # (Tk, C_out)
             same(found[f"head {h} weight"], trace.weights[h], f"head {h} weight")
-            (title,) = [t for t in found if t.startswith(f"head {h} weight ") and t != f"head {h} weight"]
-            same(found[title], trace.weights[h] * np.linalg.norm(v, axis=1)[None], title)
+            # the one number per row a kernel multiplies A·V by before the concatenation (differential: its norm),
+            # read from the engine's concatenation itself: block = c_i (A·V)_i
+            av, block = trace.weights[h] @ v_h, trace.concat[:, h * hv : (h + 1) * hv]  # (Tq, hv) each
+            c = np.einsum("id,id->i", block, av) / np.einsum("id,id->i", av, av)  # (Tq,)
+            np.testing.assert_allclose(block, c[:, None] * av, atol=1e-12)
+            (title,) = [t for t in found if t.startswith(f"head {h} ") and t != f"head {h} weight"]
+            same(found[title], np.abs(c[:, None] * trace.weights[h]) * np.linalg.norm(v, axis=1)[None], title)
 
     def archive(data):
         arrays = np.load(io.BytesIO(data), allow_pickle=False)

@@ -99,6 +99,8 @@ MATRIX_VIEWS: dict[str, MatrixView] = _table(
 OTHER_VIEWS: dict[str, MatrixView] = _table(
     MatrixView("difference", "B − A", "B − A", "Δ weight (B − A)", DIVERGING),  # Compare
     MatrixView("carried", "norm-weighted", "norm-weighted", "weight × ‖v W_O‖", SEQUENTIAL),  # Take it apart
+    # The same where the kernel scales each row of A·V by c_i before the concatenation (Kernel.row_scale).
+    MatrixView("carried_scaled", "norm-weighted", "norm-weighted", "‖c_i·w·v W_O‖", SEQUENTIAL),
     # Weights that can be negative (differential attention, A₁ − λA₂): centred on 0, as scores are.
     MatrixView("signed_weights", "weights (signed)", "weights", "weight", DIVERGING),
 )

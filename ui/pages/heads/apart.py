@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from mha_core.attention import split_heads
 from mha_core.config import RunResult
 from mha_core.contributions import KnockOut, contribution_identity, knock_out, output_norm_weights
+from mha_core.kernels import attention_kernel
 from ui.charts import figures, tables
 
 
@@ -25,7 +26,7 @@ class TakenApart:
     contributions: np.ndarray  # (nh, Tq, C_out) head_h @ W_O[rows of h]
     identity_gap: float  # max |output - (sum of contributions + b_O)|
     knocked: KnockOut  # output without the knocked-out heads, and its change
-    carried: np.ndarray  # (nh, Tq, Tk) weight x ||v_j W_O(h)||
+    carried: np.ndarray  # (nh, Tq, Tk) ||c_i weight x v_j W_O(h)||: key j's share of row i of head h's contribution
 
 
 def take_apart(result: RunResult, heads_off) -> TakenApart:
@@ -38,8 +39,19 @@ def take_apart(result: RunResult, heads_off) -> TakenApart:
     heads = split_heads(trace.concat, trace.n_heads)  # (nh, Tq, hv)
     contributions, gap = contribution_identity(heads, w_o, b_o, trace.output)  # (nh, Tq, C_out)
     knocked = knock_out(heads, w_o, b_o, heads_off)
-    carried = output_norm_weights(trace.weights, trace.values_per_query_head(), w_o)  # (nh, Tq, Tk)
+    carried = output_norm_weights(trace.weights, trace.values_per_query_head(), w_o, row_scale(trace))  # (nh, Tq, Tk)
     return TakenApart(contributions, gap, knocked, carried)
+
+
+def row_scale(trace) -> np.ndarray | None:
+    """c (nh, Tq): what the trace's kernel multiplies each row of A·V by before the concatenation; None: 1."""
+    scale = attention_kernel(trace.kernel).row_scale
+    return None if scale is None else scale.of(trace.kernel_parts, trace.heads)  # (nh, Tq)
+
+
+def carried_kind(kernel: str) -> str:
+    """The ``ui.charts.views`` record of the norm-weighted map for kernel ``kernel``: with c_i when it scales rows."""
+    return "carried" if attention_kernel(kernel).row_scale is None else "carried_scaled"
 
 
 def feature_labels(n: int) -> list[str]:
