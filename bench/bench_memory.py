@@ -12,7 +12,9 @@ tab's session is (kept for ``server.disconnectedSessionTTL``). The server's VmRS
 Issue 15 measured 196 MB -> 922 MB over 40 Heads pages: each left-behind session's download
 buttons held that session's RunResult (~11 MB at the caps) in their callables. Issue 38 measured
 576 MB after 48 Step by step pages, 4.3 MB more per page until page ~35: the figure caches kept
-256 panels, each with three copies of its arrays (ui/charts/cached_figures.py).
+256 panels, each with three copies of its arrays (ui/charts/cached_figures.py). With both real models opened
+first, the peak was 780 MB: 163 MB lay free inside malloc's arenas (ui/run/server.py now trims them) and the
+result cache kept 12 results of 11.8 MB (ui/run/compute.py now keeps 4).
 """
 
 from __future__ import annotations
