@@ -44,7 +44,7 @@ SECTIONS = (
     Section("load", "Classroom load test: N sessions at once", "bench.bench_load:run"),
     Section("capacity", "Capacity: protocol clients against one server on one core", "bench.bench_capacity:run"),
     Section("replicas", "Capacity behind nginx: 2 replicas against 1", "bench.bench_capacity:run_replicas"),
-    Section("memory", "Server memory over 48 Step by step pages at the caps", "bench.bench_memory:run"),
+    Section("memory", "Server memory: both real models, then 48 pages at the caps", "bench.bench_memory:run"),
     Section("pack", "Static lesson pack: size and build time", "bench.bench_pack:run"),
 )
 

@@ -56,3 +56,72 @@ def test_the_app_turns_streamlits_collection_after_every_run_off():
 
     config = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
     assert config["runner"]["postScriptGC"] is False
+
+
+# Memory handed back to the system (issue 38): run in a fresh interpreter, whose malloc state is known.
+FREE_HALF = r"""
+import sys
+import numpy as np
+from ui.run import server
+
+def rss_mb():
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS")) / 1024
+
+if sys.argv[1] == "fixed":
+    server.fix_mmap_threshold()
+warm = np.ones(8 * 2**20 // 8)  # an 8 MB array, mmapped and freed: glibc's own threshold then rises to 8 MB
+del warm
+arrays = [np.ones(2**20 // 8) for _ in range(128)]  # 128 arrays of 1 MB, touched
+before = rss_mb()
+del arrays[::2]  # every other one freed: 1 MB holes between arrays still in use
+if sys.argv[1] == "trimmed":
+    server.trim_malloc()
+print(before - rss_mb())
+"""
+
+
+def released_mb(mode: str) -> float:
+    """MB the fresh interpreter gave back after freeing 64 of 128 arrays of 1 MB (``mode``: fixed, trimmed, neither)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-c", FREE_HALF, mode], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=60, check=True)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def needs_glibc():
+    import pytest
+
+    from ui.run import server
+
+    if server._glibc() is None:
+        pytest.skip("no glibc here: malloc is not tuned")
+
+
+def test_without_either_setting_freed_arrays_stay_in_the_process():
+    needs_glibc()
+    assert released_mb("neither") < 10  # the control: the holes are kept by malloc (the 64 MB below are not given)
+
+
+def test_with_the_mmap_threshold_fixed_freed_arrays_go_back_at_once():
+    needs_glibc()
+    assert released_mb("fixed") > 48  # 64 MB freed, less what the kernel counts late
+
+
+def test_a_trim_gives_the_free_pages_of_the_arenas_back():
+    needs_glibc()
+    assert released_mb("trimmed") > 48
+
+
+def test_every_collection_also_trims_malloc(monkeypatch):
+    from ui.run import server
+
+    trims = []
+    monkeypatch.setattr(server, "trim_malloc", lambda: trims.append(1) or True)
+    start = server._last_collection[0] + 10 * server.GC_INTERVAL_S
+    assert server.collect_garbage(now=start)
+    assert not server.collect_garbage(now=start + server.GC_INTERVAL_S / 2)  # no collection, no trim
+    assert server.collect_garbage(now=start + server.GC_INTERVAL_S)
+    assert len(trims) == 2

@@ -13,14 +13,15 @@ from mha_core.config import MHAConfig, RunResult, run
 # where st.cache_data unpickled a copy on every hit (21 ms per hit at the caps, twice per Heads rerun: the
 # page and its quick-check fragment). Shared means read-only: every array of a cached result is made
 # unwritable, so a page that changed one in place would fail loudly instead of changing another
-# session's numbers. An entry at the caps (64 tokens, d_model 512) is 11.8 MB: 12 entries hold at most
-# ~140 MB beside the real model (python -m bench --only memory).
-MAX_RESULTS = 12
+# session's numbers. An entry at the caps (64 tokens, d_model 512) is 11.8 MB, 8 of them the four weight
+# matrices. 12 entries held 135 MB, too much beside both real models (issue 38: that server reached 780 MB,
+# python -m bench --only memory); 4 hold at most ~47 MB. A result not kept is computed again (~0.1 s at the caps).
+MAX_RESULTS = 4
 
 
 @st.cache_resource(max_entries=MAX_RESULTS, show_spinner=False)
 def cached_run(config: MHAConfig) -> RunResult:
-    """``mha_core.run`` memoised on the frozen configuration, its arrays read-only (bounded: 12 per server)."""
+    """``mha_core.run`` memoised on the frozen configuration, its arrays read-only (bounded: 4 per server)."""
     return read_only(run(config))
 
 

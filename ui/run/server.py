@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import gc
 import sys
 import threading
@@ -23,9 +25,44 @@ def tune_server() -> dict:
     (measured with py-spy: it was about a third of the server's CPU per rerun).
     """
     limits = threadpool_limits(limits=1, user_api="blas")
+    fixed_mmap = fix_mmap_threshold()
     gc.collect()
     gc.freeze()
-    return {"blas_threads": 1, "frozen_objects": gc.get_freeze_count(), "limits": repr(limits)}
+    return {"blas_threads": 1, "frozen_objects": gc.get_freeze_count(), "limits": repr(limits),
+            "mmap_threshold": MMAP_THRESHOLD_BYTES if fixed_mmap else None}
+
+
+# Memory that Python frees goes back to glibc's malloc, which keeps it unless told otherwise. Measured
+# (python -m bench --only memory, issue 38): a server with both real models held 163 MB free inside malloc's
+# arenas (mallinfo2 fordblks) beside 276 MB in use; malloc_trim(0) gave 130 MB of it back. Two causes:
+# glibc raises its mmap threshold to the size of each freed mmapped block (up to 32 MB), so after SmolLM2's
+# 25 MB logits every array below that comes from the arenas and stays there when freed; and each script
+# thread may get an arena of its own. Fixing the threshold keeps large arrays mmapped (returned on free);
+# a trim after each full collection returns the free pages of every arena.
+MMAP_THRESHOLD_BYTES = 256 * 1024  # arrays from this size are mmapped: at the caps a head stack is 512 KB
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (glibc malloc.h)
+
+
+@functools.cache
+def _glibc():
+    """glibc's C library (its mallopt and malloc_trim), or None where there is none (macOS, musl)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+def fix_mmap_threshold() -> bool:
+    """Serve every allocation of MMAP_THRESHOLD_BYTES or more with mmap, for good; True when glibc took it."""
+    libc = _glibc()
+    return bool(libc and libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+
+
+def trim_malloc() -> bool:
+    """Give the free pages inside malloc's arenas back to the system; True when glibc released some."""
+    libc = _glibc()
+    return bool(libc and libc.malloc_trim(0))
 
 
 # A full collection at most this often (seconds), at the end of a script run. Streamlit's own one after
@@ -54,6 +91,7 @@ def collect_garbage(now: float | None = None) -> bool:
     try:
         _last_collection[0] = now
         gc.collect()
+        trim_malloc()  # what the collection freed, and what finished runs left in the arenas
         if len(sys.modules) != _modules_at_freeze[0]:
             _modules_at_freeze[0] = len(sys.modules)
             gc.freeze()
