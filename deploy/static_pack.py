@@ -158,6 +158,12 @@ def live_link(app_url: str, page: str, params: dict[str, str]) -> str:
     return f"{app_url.rstrip('/')}/{path}" + (f"?{urlencode(params)}" if params else "")
 
 
+def of_heads(title: str, n_heads: int) -> str:
+    """'head 2 · L₁' -> 'head 2 of 4 · L₁': a pack page shows one panel at a time in presentation, so its title
+    says how many heads there are."""
+    return re.sub(r"^head (\d+)", lambda m: f"head {m.group(1)} of {n_heads}", title)
+
+
 def _figure_dict(figure, stem: str) -> dict:
     """The figure as the browser gets it, minus the template (one copy per page, set by pack.js) and the fixed width."""
     spec = figure.to_dict()
@@ -183,7 +189,8 @@ def head_panels(result: RunResult, view: str, stem: str, *, average: bool = Fals
     panels = []
     for h, title in enumerate(titles):
         figure = attention_grid(matrices[h : h + 1], result.query_labels, result.key_labels, kind=kind,
-                                titles=[title], max_cols=1, panel_px=PANEL_PX, square=True, mask=result.mask,
+                                titles=[of_heads(title, trace.n_heads)], max_cols=1, panel_px=PANEL_PX, square=True,
+                                mask=result.mask,
                                 colour_range=colours)
         spec = _figure_dict(figure, f"{stem}_head{h}")
         if not record.sequential:  # a diverging range shared by all panels, as the app's one figure has
