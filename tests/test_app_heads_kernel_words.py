@@ -192,3 +192,13 @@ def test_the_concatenation_caption_says_what_each_head_puts_in(name):
         for h, block in enumerate(blocks):
             np.testing.assert_allclose(block, trace.heads[h], rtol=0, atol=1e-12)
         assert caption.startswith("Each head's output (weights × V) is"), caption
+
+
+def test_the_row_sums_caption_keeps_the_kernels_own_letters():
+    # str.capitalize() turned the label 'differential (A₁ − λA₂)' into 'Differential (a₁ − λa₂)' under the heads.
+    at = app({"kernel": "differential"})
+    parts = run(MHAConfig(kernel="differential")).trace.kernel_parts
+    caption = next(c.value for c in at.caption if "each row sums to" in c.value)
+    label = KERNELS["differential"].label
+    assert f"{label[0].upper()}{label[1:]}: each row sums to 1 − λ = {1.0 - parts.lam:.3f}, not 1" in caption, caption
+    assert "a₁" not in caption and "A₁ − λA₂" in caption, caption
