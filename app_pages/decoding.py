@@ -17,6 +17,7 @@ from ui.pipeline.cache_table import cache_table
 from ui.pipeline.records import Panel, dim_labels
 from ui.run.compute import compute, result_later
 from ui.state.settings import POSITION_LABELS
+from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import figure_font_size
 from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP, clamp_choice
@@ -153,7 +154,7 @@ def rope_offsets(result: RunResult) -> None:
     with right:
         offsets = np.arange(-(n - 1), n)
         st.dataframe({"offset p − p′": offsets, "score": [scores.diagonal(-o)[0] for o in offsets]},
-                     key="dec_rope_offset_table", hide_index=True)
+                     key="dec_rope_offset_table", hide_index=True, column_config=number_columns(["score"]))
 
 
 def decoder_notes(config: MHAConfig) -> None:

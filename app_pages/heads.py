@@ -193,6 +193,14 @@ def diagnostics_section(result) -> None:
                      "head_similarity.csv", "dl_similarity")
 
 
+def head_output_words(trace) -> str:
+    """What one head puts into the concatenation, in words: weights × V, and a differential head's RMSNorm after it."""
+    gain = getattr(trace.kernel_parts, "output_gain", None)  # a differential head's 1 − λ_init
+    if gain is None:
+        return "weights × V"
+    return f"weights × V, then RMSNorm on its own and × (1 − λ_init) = {gain:.4f}"
+
+
 def outputs_section(result) -> None:
     """The concatenated head outputs with head boundaries, then the output after W_O (or a note)."""
     st.subheader("After the heads: concatenate, then W_O")
@@ -201,8 +209,8 @@ def outputs_section(result) -> None:
     show_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat",
                config=chart_config(), alt=describe.describe_concat(trace.concat, result.query_labels, trace.n_heads))
     st.caption(
-        f"Each head's output (weights × V) is {trace.heads.shape[-1]} numbers per token; the heads are laid "
-        f"side by side (black lines) into {trace.concat.shape[1]} columns. Nothing mixes the heads yet."
+        f"Each head's output ({head_output_words(trace)}) is {trace.heads.shape[-1]} numbers per token; the heads are "
+        f"laid side by side (black lines) into {trace.concat.shape[1]} columns. Nothing mixes the heads yet."
     )
     download_csv(
         "Concatenation (CSV)",

@@ -167,7 +167,7 @@ def render_lesson(lesson: Lesson) -> None:
     if findings.note:
         st.caption(findings.note)
     st.markdown("\n".join(f"- {'✅' if c.holds else '❌'} {c.text}" for c in findings.claims))
-    st.info(lesson.explanation, icon="💡")
+    st.info(lesson.explanation, icon=":material/lightbulb:")
     for caption, table in findings.tables:
         st.caption(caption)
         st.dataframe(table, hide_index=True, column_config=number_formats(table))
@@ -205,7 +205,7 @@ def answer_hidden(lesson: Lesson) -> bool:
     revealed = st.session_state.setdefault("lessons_revealed", set())
     if lesson.key in revealed:
         return False
-    st.info("Answer the question first, then reveal what the numbers say.", icon="🤔")
+    st.info("Answer the question first, then reveal what the numbers say.", icon=":material/help:")
     st.button("Reveal the answer", key=f"lesson_reveal_{lesson.key}", on_click=revealed.add, args=(lesson.key,),
               type="primary")
     return True

@@ -87,9 +87,9 @@ def render_example(example: SeedExample, comparisons: tuple[CaseComparison, ...]
     st.write(example.summary)
     st.table(conventions_table(example), hide_index=True)
     if example.reproducible:
-        st.success(example.note, icon="🎯")
+        st.success(example.note, icon=":material/check_circle:")
     else:
-        st.warning("**Unseeded randomness.** " + example.note, icon="🎲")
+        st.warning("**Unseeded randomness.** " + example.note, icon=":material/casino:")
     for case, comparison in zip(example.cases, comparisons, strict=True):
         render_case(case, comparison)
     st.divider()

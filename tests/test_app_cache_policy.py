@@ -174,3 +174,11 @@ def test_the_link_follows_the_cache_widgets():
         {"cache": "sinks", "cache_window": "2", "sinks": "1", "cache_rope": "cache"}
     at.selectbox(key="w_cache").set_value("full").run()
     assert "cache_window" not in at.query_params and "sinks" not in at.query_params
+
+
+@pytest.mark.parametrize(("pe", "scheme"), [("0", "none"), ("rope", "RoPE")])
+def test_the_positions_tables_heading_reads_for_every_scheme(pe, scheme):
+    # It read "the positions none gives them" without positions: the scheme's name stands apart now.
+    at = open_page(cache="window", pe=pe)
+    heading = next(m.value for m in at.markdown if m.value.startswith("**Keys in the cache at step"))
+    assert heading == f"**Keys in the cache at step 5 and their positions** (positions: {scheme})", heading

@@ -22,6 +22,7 @@ from mha_core.attention import softmax
 from mha_core.config import MHAConfig, run
 from mha_core.kernels import KERNELS
 from tests.test_app_heads import app, charts, grid_matrices
+from tests.test_app_heads import decode as decode_z
 
 FIGURE = 1e-5  # figures travel as float32
 CSV = 1e-8  # the CSV writes 8 decimals
@@ -169,3 +170,35 @@ def test_presentation_with_the_average_adds_the_mean_of_each_map():
     for z, want in zip(shown, [parts.logits1[1], parts.logits2[1], parts.logits1.mean(0), parts.logits2.mean(0)],
                        strict=True):
         np.testing.assert_allclose(z, want, rtol=0, atol=FIGURE)
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_the_concatenation_caption_says_what_each_head_puts_in(name):
+    # The figure holds the engine's concat; each head's block is weights × V, or a differential head's
+    # RMSNorm(weights × V) × (1 − λ_init): the caption must name the step that made the numbers shown.
+    at = app({"kernel": name})
+    trace = run(MHAConfig(kernel=name)).trace
+    shown = decode_z(charts(at)["concat"]["data"][0]["z"])
+    np.testing.assert_allclose(shown, trace.concat, rtol=0, atol=FIGURE)
+    blocks = np.split(trace.concat, trace.n_heads, axis=1)
+    caption = next(c.value for c in at.caption if c.value.startswith("Each head's output"))
+    parts = trace.kernel_parts
+    if name == "differential":
+        for h, block in enumerate(blocks):
+            np.testing.assert_allclose(block, parts.normed_heads[h], rtol=0, atol=1e-12)
+            assert not np.allclose(block, trace.heads[h], atol=1e-3)
+        assert "RMSNorm" in caption and f"(1 − λ_init) = {parts.output_gain:.4f}" in caption, caption
+    else:
+        for h, block in enumerate(blocks):
+            np.testing.assert_allclose(block, trace.heads[h], rtol=0, atol=1e-12)
+        assert caption.startswith("Each head's output (weights × V) is"), caption
+
+
+def test_the_row_sums_caption_keeps_the_kernels_own_letters():
+    # str.capitalize() turned the label 'differential (A₁ − λA₂)' into 'Differential (a₁ − λa₂)' under the heads.
+    at = app({"kernel": "differential"})
+    parts = run(MHAConfig(kernel="differential")).trace.kernel_parts
+    caption = next(c.value for c in at.caption if "each row sums to" in c.value)
+    label = KERNELS["differential"].label
+    assert f"{label[0].upper()}{label[1:]}: each row sums to 1 − λ = {1.0 - parts.lam:.3f}, not 1" in caption, caption
+    assert "a₁" not in caption and "A₁ − λA₂" in caption, caption

@@ -277,3 +277,14 @@ def test_the_softmax_step_says_rows_sum_to_1_only_without_the_null_key(null):
         np.testing.assert_allclose(sums, 1.0, atol=EXACT)
         assert "**sum to 1**" in why and formula.endswith(r"\sum_j A_{ij} = 1")
         assert "null key" not in markdown_text(at)
+
+
+def test_four_panels_stand_two_by_two_never_one_alone():
+    # A differential head's step 5 has four maps (L₁, L₂, A₁, A₂): three in a row and the fourth alone drew the
+    # fourth squeezed into a third of the width. Two rows of two keep every panel's cells the same size.
+    at = open_page(kernel="differential")
+    figures = {key: figure for key, figure in shown_charts.charts(at).items() if key.startswith("sbs_diff_maps_")}
+    panels = {key: sorted(name for name in figure["layout"] if name.startswith("xaxis")) for key, figure in figures.items()}
+    assert panels == {"sbs_diff_maps_0": ["xaxis", "xaxis2"], "sbs_diff_maps_2": ["xaxis", "xaxis2"]}, panels
+    titles = [a["text"] for key in sorted(figures) for a in figures[key]["layout"]["annotations"]]
+    assert [t.split(" = ")[0] for t in titles] == ["L₁", "L₂", "A₁", "A₂"], titles

@@ -148,3 +148,15 @@ def test_take_apart_table_prints_fixed_decimals():
     assert not at.exception
     assert any("‖change‖" in t.value.columns for t in at.dataframe)
     assert check_tables(at) > 0
+
+
+def test_the_rope_offset_table_prints_fixed_decimals():
+    # The Decoding page's RoPE offset table printed its scores as they came (0.7002 beside 0.748 and 1.303).
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["pe"] = "rope"
+    at.switch_page("app_pages/decoding.py").run()
+    assert not at.exception
+    table = next(t for t in at.dataframe if list(t.value.columns) == ["offset p − p′", "score"])
+    config = json.loads(table.proto.columns or "{}")
+    assert config.get("score", {}).get("type_config", {}).get("format") == f"%.{numbers.DECIMALS}f", config
+    assert len(table.value) == 11 and table.value["score"].dtype.kind == "f"  # the offsets −5..5

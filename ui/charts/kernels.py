@@ -37,6 +37,11 @@ def view_kind(trace: AttentionTrace, view: str) -> str:
     return kind if kind != view else kernel_view(view, trace.kernel).name
 
 
+def first_upper(words: str) -> str:
+    """``words`` with its first letter upper case and the rest kept: str.capitalize() would lower 'A₁ − λA₂'."""
+    return words[:1].upper() + words[1:]
+
+
 def row_sums_sentence(trace: AttentionTrace) -> str | None:
     """What the rows sum to under a kernel other than softmax, with the numbers of this run; None for softmax."""
     if trace.kernel == "softmax":
@@ -44,10 +49,9 @@ def row_sums_sentence(trace: AttentionTrace) -> str | None:
     kernel = KERNELS[trace.kernel]
     if kernel.row_sum is not None:  # a sum this run's parameters set (differential: 1 − λ)
         negative = ", and weights can be negative, so the colours are centred on 0 (blue below)" if kernel.signed else ""
-        label = kernel.label[:1].upper() + kernel.label[1:]  # not str.capitalize: it lowercases A₁ − λA₂
-        return (f"{label}: each row sums to {kernel.row_sum_formula} = "
+        return (f"{first_upper(kernel.label)}: each row sums to {kernel.row_sum_formula} = "
                 f"{kernel.row_sum(trace.kernel_parts):.3f}, not 1{negative}.")
-    return f"{kernel.short_label.capitalize()} attention: {kernel.row_sums} ({kernel.formula}); no softmax."
+    return f"{first_upper(kernel.short_label)} attention: {kernel.row_sums} ({kernel.formula}); no softmax."
 
 
 KERNEL_COLUMNS = ["kernel", "name", "what it does", "rows sum to", "negative weights", "cannot combine with", "from"]

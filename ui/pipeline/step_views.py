@@ -68,10 +68,17 @@ def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: floa
         st.caption("Empty (None) cells are masked: their logit is −∞.")
 
 
+def panels_per_row(n: int) -> int:
+    """How many of ``n`` panels stand in one row: at most three, and the rows as even as they can be (four are
+    two and two: three and one would draw the last alone, its cells squeezed to a third of the width)."""
+    rows = max(-(-n // 3), 1)
+    return max(-(-n // rows), 1)
+
+
 def show_panels(panels: tuple[Panel, ...], key_prefix: str, *, as_table: bool = False,
                 font_size: int = FONT_SIZE) -> None:
     """Up to three matrices side by side (one alone takes two thirds of the width); keys ``<key_prefix>_<i>``."""
-    per_row = 3 if len(panels) > 2 else max(len(panels), 1)
+    per_row = panels_per_row(len(panels))
     width_px = plot_px(2 / 3 if len(panels) == 1 else 1 / per_row)
     for start in range(0, len(panels), per_row):
         row = panels[start : start + per_row]
