@@ -10,6 +10,7 @@ from mha_core.presets import PRESETS
 from ui.charts import describe
 from ui.charts.figures import attention_grid, matrix_heatmap
 from ui.charts.live import show_chart
+from ui.charts.marks import claim_list
 from ui.pages.lessons import (
     LESSONS,
     PRESET_CONFIGS,
@@ -166,7 +167,7 @@ def render_lesson(lesson: Lesson) -> None:
     draw_figures(lesson, findings.figures)
     if findings.note:
         st.caption(findings.note)
-    st.markdown("\n".join(f"- {'✅' if c.holds else '❌'} {c.text}" for c in findings.claims))
+    st.markdown(claim_list(findings.claims))
     st.info(lesson.explanation, icon=":material/lightbulb:")
     for caption, table in findings.tables:
         st.caption(caption)

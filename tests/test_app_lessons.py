@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.config import run
 from ui.charts.figures import MASKED_HOVER
+from ui.charts.marks import FAILS, HOLDS
 from ui.pages.lessons import LESSONS, explorer_query
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +56,7 @@ def param(at: AppTest, name: str) -> str | None:
 
 def claim_lines(at: AppTest) -> list[str]:
     return [
-        line for m in at.markdown for line in m.value.splitlines() if line.startswith("- ✅") or line.startswith("- ❌")
+        line for m in at.markdown for line in m.value.splitlines() if line.startswith((f"- {HOLDS}", f"- {FAILS}"))
     ]
 
 
@@ -67,7 +68,7 @@ def test_each_lesson_opens_from_its_url_with_every_claim_marked_true(key):
     assert at.header[0].value.endswith(LESSONS[key].title)
     lines = claim_lines(at)
     assert len(lines) == len(LESSONS[key].findings(LESSONS[key].panels).claims)
-    assert all(line.startswith("- ✅") for line in lines), lines
+    assert all(line.startswith(f"- {HOLDS}") for line in lines), lines
     assert param(at, "lesson") == key
     codes = [c.value for c in at.code]
     assert codes[-1].endswith(f"?lesson={key}")
@@ -194,7 +195,7 @@ def test_a_lesson_added_to_the_registry_reaches_the_picker_the_overview_and_its_
     at = lessons_page("extra")
     assert not at.exception and not at.warning
     assert at.header[0].value == f"{len(LESSONS)}. An extra lesson"
-    assert claim_lines(at) and all(line.startswith("- ✅") for line in claim_lines(at))
+    assert claim_lines(at) and all(line.startswith(f"- {HOLDS}") for line in claim_lines(at))
     assert [c.value for c in at.code][-1].endswith("?lesson=extra")
 
 
@@ -224,13 +225,13 @@ def test_predict_first_hides_the_answer_until_revealed_for_each_lesson():
     assert not at.exception
     lesson = LESSONS["differential"]
     text = " ".join(m.value for m in at.markdown)
-    assert lesson.question in text and "✅" not in text  # the question, not its answer
+    assert lesson.question in text and HOLDS not in text  # the question, not its answer
     assert not at.get("plotly_chart") and not shown_charts.chart_elements(at)
     at.button(key="lesson_reveal_differential").click().run()
     text = " ".join(m.value for m in at.markdown)
-    assert "✅" in text and shown_charts.chart_elements(at)
+    assert HOLDS in text and shown_charts.chart_elements(at)
     follow(at, "next lesson →")  # the next lesson is hidden again until its own reveal
-    assert "✅" not in " ".join(m.value for m in at.markdown)
+    assert HOLDS not in " ".join(m.value for m in at.markdown)
 
 
 def test_each_lesson_chart_says_in_words_the_engine_numbers_it_draws():

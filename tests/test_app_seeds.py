@@ -13,10 +13,9 @@ from streamlit.testing.v1 import AppTest
 
 import content.seeds
 from content.seeds import SEED_EXAMPLES, compare
+from ui.charts.marks import CELL_FAILS, CELL_HOLDS, FAILS, HOLDS
+from ui.charts.marks import UNSEEDED as UNSEEDED_MARK
 from ui.pages.seeds import (
-    MATCH,
-    MISMATCH,
-    NOT_REPRODUCIBLE,
     embedding_csv,
     match_mark,
     overview_table,
@@ -55,14 +54,14 @@ def test_every_reproducible_case_matches_at_its_printed_precision(key, case):
     for name, printed in case.printed.items():
         assert np.max(np.abs(np.asarray(comparison.ours[name], dtype=float) - printed)) <= half_unit * 1.001
     mark = match_mark(case, comparison)
-    assert mark.startswith(f"{MATCH} matches to {case.decimals} decimals")
+    assert mark.startswith(f"{HOLDS} matches to {case.decimals} decimals")
 
 
 @pytest.mark.parametrize(("key", "case"), UNSEEDED, ids=[f"{k}:{c.name}" for k, c in UNSEEDED])
 def test_unseeded_cases_say_so_and_pass_every_structural_check(key, case):
     comparison = compare(case)
     assert comparison.matches is None
-    assert match_mark(case, comparison).startswith(NOT_REPRODUCIBLE)
+    assert match_mark(case, comparison).startswith(f"{UNSEEDED_MARK} not reproducible")
     assert comparison.checks and all(comparison.checks.values()), comparison.checks
 
 
@@ -72,7 +71,7 @@ def test_a_wrong_number_gets_the_mismatch_mark():
     tampered = replace(case, printed={**case.printed, name: printed + 10.0**-case.decimals})
     comparison = compare(tampered)
     assert comparison.matches is False
-    assert match_mark(tampered, comparison).startswith(MISMATCH)
+    assert match_mark(tampered, comparison).startswith(f"{FAILS} does not match")
 
 
 def test_the_overview_verdict_is_built_from_the_comparisons_it_is_given():
@@ -82,9 +81,9 @@ def test_the_overview_verdict_is_built_from_the_comparisons_it_is_given():
     comparisons[key][index] = replace(comparisons[key][index], matches=False)
     verdicts = dict(zip(SEED_EXAMPLES, overview_table(SEED_EXAMPLES, comparisons)["our engine"], strict=True))
     n = len(SEED_EXAMPLES[key].cases)
-    assert verdicts[key].startswith(f"{MISMATCH} {n - 1} of {n}"), verdicts[key]
+    assert verdicts[key].startswith(f"{CELL_FAILS} {n - 1} of {n}"), verdicts[key]
     others = [line for k, line in verdicts.items() if k != key]
-    assert not any(line.startswith(MISMATCH) for line in others), others
+    assert not any(CELL_FAILS in line for line in others), others
 
 
 def test_the_page_compares_each_case_at_most_once_per_server(monkeypatch):
@@ -106,15 +105,15 @@ def test_the_page_compares_each_case_at_most_once_per_server(monkeypatch):
 def test_the_page_renders_every_seed_with_one_mark_per_case(page):
     assert not page.exception
     assert len(page.tabs) == len(SEED_EXAMPLES)
-    marks = [m.value for m in page.markdown if m.value.startswith(("**✅", "**❌", "**🔶"))]
+    marks = [m.value for m in page.markdown if m.value.startswith((f"**{HOLDS}", f"**{FAILS}", f"**{UNSEEDED_MARK}"))]
     assert len(marks) == len(CASES)
-    assert sum(m.startswith(f"**{MATCH} matches") for m in marks) == len(REPRODUCIBLE)
-    assert sum(m.startswith(f"**{NOT_REPRODUCIBLE}") for m in marks) == len(UNSEEDED)
-    assert not any(MISMATCH in m for m in marks)
+    assert sum(m.startswith(f"**{HOLDS} matches") for m in marks) == len(REPRODUCIBLE)
+    assert sum(m.startswith(f"**{UNSEEDED_MARK} not reproducible") for m in marks) == len(UNSEEDED)
+    assert not any(FAILS in m for m in marks)
     assert len(page.table) == 1 + len(SEED_EXAMPLES)  # the overview, then one conventions table per seed
     verdicts = page.table[0].value["our engine"].tolist()
     for example, line in zip(SEED_EXAMPLES.values(), verdicts, strict=True):
-        assert line.startswith(MATCH if example.reproducible else f"{NOT_REPRODUCIBLE} unseeded: {MATCH}"), line
+        assert line.startswith(CELL_HOLDS if example.reproducible else f"unseeded: {CELL_HOLDS} structural checks pass"), line
     unseeded_notes = [w.value for w in page.warning if "Unseeded randomness" in w.value]
     assert len(unseeded_notes) == sum(not ex.reproducible for ex in SEED_EXAMPLES.values())
 

@@ -15,6 +15,7 @@ from mha_core.config import attention_scheme, run
 from mha_core.decoder import decoder_config
 from mha_core.flash import flash_of_run
 from tests.test_cache_policy import policy_mask
+from ui.charts.marks import FAILS, HOLDS
 from ui.pages.flash import FLASH_SETTINGS
 from ui.pages.lessons import explorer_query
 from ui.pages.lessons.flash import (
@@ -154,4 +155,4 @@ def test_the_lessons_page_renders_each_lesson(key):
     at.switch_page("app_pages/lessons.py").run()
     assert not at.exception, [e.message for e in at.exception]
     text = "\n".join(m.value for m in at.markdown)
-    assert BY_KEY[key].question in text and "✅" in text and "❌" not in text
+    assert BY_KEY[key].question in text and HOLDS in text and FAILS not in text

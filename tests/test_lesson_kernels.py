@@ -6,6 +6,7 @@ import pytest
 from shown_charts import chart_elements
 
 from tests.test_app_decoding import open_page
+from ui.charts.marks import FAILS, HOLDS
 from ui.pages import lessons
 from ui.pages.lessons.kernels import LESSONS
 
@@ -52,7 +53,7 @@ def test_each_lesson_renders(key):
     text = " ".join(str(m.value) for m in at.markdown)
     lesson = next(lesson for lesson in LESSONS if lesson.key == key)
     assert lesson.question in text
-    assert "❌" not in text and "✅" in text
+    assert FAILS not in text and HOLDS in text
     assert chart_elements(at), "the lesson's figures are missing"
 
 

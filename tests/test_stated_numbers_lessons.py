@@ -20,10 +20,11 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
 from mha_core.decoder import decoder_config
+from ui.charts.marks import FAILS, HOLDS
 from ui.pages.lessons import LESSONS
 
 ROOT = Path(__file__).resolve().parents[1]
-MARKS = ("- ✅ ", "- ❌ ")
+MARKS = (f"- {HOLDS} ", f"- {FAILS} ")
 
 
 class Shown:

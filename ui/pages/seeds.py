@@ -16,10 +16,7 @@ import pandas as pd
 
 from content.seeds import CaseComparison, SeedCase, SeedExample
 from mha_core.config import MHAConfig
-
-MATCH = "✅"
-MISMATCH = "❌"
-NOT_REPRODUCIBLE = "🔶"
+from ui.charts.marks import UNSEEDED, cell_mark, mark
 
 
 def largest_difference(comparison: CaseComparison) -> float:
@@ -28,21 +25,21 @@ def largest_difference(comparison: CaseComparison) -> float:
 
 
 def match_mark(case: SeedCase, comparison: CaseComparison) -> str:
-    """One line that says whether our numbers equal the seed's at its printed precision."""
+    """One markdown line that says whether our numbers equal the seed's at its printed precision."""
     if comparison.matches is None:
-        return f"{NOT_REPRODUCIBLE} not reproducible (the seed's draws were unseeded): structural checks below instead"
+        return f"{UNSEEDED} not reproducible (the seed's draws were unseeded): structural checks below instead"
     worst = largest_difference(comparison)
     if comparison.matches:
-        return f"{MATCH} matches to {case.decimals} decimals (max |Δ| = {worst:.2g})"
+        return f"{mark(True)} matches to {case.decimals} decimals (max |Δ| = {worst:.2g})"
     return (
-        f"{MISMATCH} does not match: max |Δ| = {worst:.2g}, more than half a unit of the "
+        f"{mark(False)} does not match: max |Δ| = {worst:.2g}, more than half a unit of the "
         f"{case.decimals}th decimal ({comparison.tolerance:.1g})"
     )
 
 
 def check_lines(checks: dict[str, bool]) -> list[str]:
-    """'✅ every weight row sums to 1', one line per structural check."""
-    return [f"{MATCH if passed else MISMATCH} {text}" for text, passed in checks.items()]
+    """'(tick) every weight row sums to 1', one markdown line per structural check."""
+    return [f"{mark(passed)} {text}" for text, passed in checks.items()]
 
 
 def as_table(values: np.ndarray) -> pd.DataFrame:
@@ -61,15 +58,17 @@ def side_by_side(comparison: CaseComparison, name: str) -> tuple[pd.DataFrame, p
 
 
 def verdict(comparisons: Sequence[CaseComparison]) -> str:
-    """One line for the overview: how many of a seed's cases match, or that it could only be checked for structure."""
+    """One table cell for the overview: how many of a seed's cases match, or that it could only be checked for structure.
+
+    A cell is not markdown, so its marks are the plain ✓ / ✗ and the words say the same.
+    """
     n = len(comparisons)
     if all(c.matches is None for c in comparisons):
         passed = all(all(c.checks.values()) for c in comparisons)
-        mark = MATCH if passed else MISMATCH
-        return f"{NOT_REPRODUCIBLE} unseeded: {mark} structural checks {'pass' if passed else 'FAIL'} ({n} case{'s' * (n > 1)})"
+        return f"unseeded: {cell_mark(passed)} structural checks {'pass' if passed else 'FAIL'} ({n} case{'s' * (n > 1)})"
     matched = sum(c.matches is True for c in comparisons)
     cases = f"{matched} of {n} case{'s' * (n > 1)} {'match' if n > 1 else 'matches'}"
-    return f"{MATCH if matched == n else MISMATCH} {cases} the printed numbers"
+    return f"{cell_mark(matched == n)} {cases} the printed numbers"
 
 
 def overview_table(
