@@ -176,12 +176,15 @@ def diagnostics_section(result) -> None:
     left, right = st.columns([3, 2])
     with left:
         summary = tables.head_summary_frame(trace, cross=result.config.is_cross)
-        meanings = dict(tables.DIAGNOSTIC_COLUMNS.values())
+        meanings = dict(tables.diagnostic_columns(trace).values())
         config = number_columns([c for c in meanings if c in summary.columns], "%.3f", meanings)
+        if "entropy" not in summary.columns:  # signed rows: say where the entropy went, in its own column
+            summary.insert(0, "entropy", "—")
+            config["entropy"] = st.column_config.TextColumn("entropy", help=meanings["entropy"])
         st.dataframe(summary, column_config=config, key="head_table")
         if on_phone():  # wider than the screen, and a phone shows no scroll bar (below: the table's toolbar covers
             st.caption(swipe_hint([summary.index.name, *summary.columns]))  # what is right above it)
-        st.caption("Averages over the query rows (fully masked rows left out). Entropy 0 = sharp, 1 = even.")
+        st.caption(tables.diagnostics_caption(trace))
         download_csv("Head diagnostics (CSV)", result.config, lambda r: tables.head_summary_frame(r.trace, cross=r.config.is_cross),
                      "head_diagnostics.csv", "dl_summary")
     with right:
@@ -361,8 +364,9 @@ def presentation(result) -> None:
                alt=f"Heatmap of {shown.label}, head {head}: queries in rows, keys in columns")
     with row.container(width="stretch"):
         summary = tables.head_summary_frame(trace).iloc[head]
-        for label, meaning in list(tables.DIAGNOSTIC_COLUMNS.values())[:2]:
-            st.metric(label, "—" if np.isnan(summary[label]) else f"{summary[label]:.2f}", help=meaning)
+        for label, meaning in list(tables.diagnostic_columns(trace).values())[:2]:  # entropy (— for signed rows), max
+            value = summary.get(label, np.nan)
+            st.metric(label, "—" if np.isnan(value) else f"{value:.2f}", help=meaning)
         if not several:
             st.markdown(view_caption(trace, view, colours))  # body text, not a grey caption: read from the back row
             fully_masked_note(result)

@@ -27,7 +27,12 @@ def normalized_entropy(weights: np.ndarray, fully_masked: np.ndarray, allowed: n
 
     ``allowed (nh, Tq, Tk)`` marks the keys each row may attend to (``np.isfinite(trace.logits)``);
     None means every key. Rows with a single allowed key have no choice to make and are left out.
+    Only for rows of a probability distribution: a negative weight (a differential head's) has no
+    entropy, so it raises ValueError.
     """
+    if (weights < 0).any():
+        raise ValueError(f"entropy needs weights of at least 0; the smallest here is {weights.min():.3g} "
+                         "(signed rows, e.g. differential attention's A1 - lambda A2, are no distribution)")
     if allowed is None:
         allowed = np.ones(weights.shape, dtype=bool)  # (nh, Tq, Tk)
     n_keys = allowed.sum(axis=-1)  # (nh, Tq)
@@ -109,10 +114,16 @@ def renormalised_rows(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return kept / kept.sum(axis=-1, keepdims=True)  # (Tq, Tk)
 
 
-def head_summary(weights: np.ndarray, fully_masked: np.ndarray, allowed: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """All per-head diagnostics by name, each of shape (nh,); ``allowed`` as in ``normalized_entropy``."""
+def head_summary(weights: np.ndarray, fully_masked: np.ndarray, allowed: np.ndarray | None = None,
+                 distributions: bool = True) -> dict[str, np.ndarray]:
+    """All per-head diagnostics by name, each of shape (nh,); ``allowed`` as in ``normalized_entropy``.
+
+    ``distributions`` False (signed rows that need not sum to 1) leaves 'entropy' out: such a row is
+    no probability distribution. The other measures are then means of the signed weights.
+    """
+    entropy = {"entropy": normalized_entropy(weights, fully_masked, allowed)} if distributions else {}
     return {
-        "entropy": normalized_entropy(weights, fully_masked, allowed),
+        **entropy,
         "max_weight": max_weight(weights, fully_masked),
         "diagonal": diagonal_mass(weights, fully_masked, 0),
         "previous": diagonal_mass(weights, fully_masked, 1),

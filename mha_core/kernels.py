@@ -366,6 +366,11 @@ class Kernel:
     scores_caption: str = ""
     row_scale: RowScale | None = None  # None: a head's row i is Σ_j w_ij v_j as it is (c_i = 1)
 
+    @property
+    def rows_are_distributions(self) -> bool:
+        """Every row of weights is a probability distribution (no weight below 0, sum 1): it has an entropy."""
+        return self.rows_sum_to_one and not self.signed
+
 
 def _no_null_key(what: str) -> Refusal:
     return Refusal("null_key", f"the null key is a softmax₁ idea (+1 in a softmax's denominator); {what} has no such "

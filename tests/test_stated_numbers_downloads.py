@@ -26,6 +26,7 @@ from stated_numbers import TINY, assert_states
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import run
+from mha_core.kernels import attention_kernel
 from ui.state.urlstate import config_from_params
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,7 +183,10 @@ def test_every_heads_download_holds_the_engine_arrays_its_titles_name(extra, off
         frame = csv(data, 1)
         assert list(frame.index) == [f"head {h}" for h in range(nh)]
         stats = row_stats(trace.weights, trace.logits, result.config.is_cross)
-        same(frame[column_for(frame, "entropy")], stats["entropy"], "entropy")
+        if attention_kernel(params["kernel"]).rows_are_distributions:
+            same(frame[column_for(frame, "entropy")], stats["entropy"], "entropy")
+        else:  # signed rows (A₁ − λA₂) are no probability distribution: no entropy column
+            assert not [c for c in frame.columns if "entropy" in c.lower()], list(frame.columns)
         same(frame[column_for(frame, "max")], stats["max"], "mean row max")
         same(frame[column_for(frame, "first")], stats["first"], "on first token")
         if not result.config.is_cross:

@@ -11,9 +11,11 @@ import pandas as pd
 
 from mha_core.attention import AttentionTrace
 from mha_core.diagnostics import head_similarity, head_summary
+from mha_core.kernels import attention_kernel
 from ui.charts.kernels import row_sums_sentence as kernel_row_sums
 
-# Column names of the head-diagnostics table, with what each number means (for column help).
+# Column names of the head-diagnostics table, with what each number means (for column help), for weights whose
+# rows are probability distributions; ``diagnostic_columns`` gives the words for any kernel.
 DIAGNOSTIC_COLUMNS = {
     "entropy": ("entropy", "0 = each row puts all its weight on one key, 1 = spread evenly over the keys it may see"),
     "max_weight": ("mean row max", "the mean of each row's largest weight (1 = one-hot rows); a panel title's max is the single largest"),
@@ -21,6 +23,39 @@ DIAGNOSTIC_COLUMNS = {
     "previous": ("on previous", "mean weight of token i on key i-1"),
     "first": ("on first token", "mean weight on key 0 (an attention 'sink')"),
 }
+
+
+def diagnostic_columns(trace: AttentionTrace) -> dict[str, tuple[str, str]]:
+    """The head-diagnostics columns by name: (label, meaning), in words true of the kernel's weights.
+
+    Signed rows that need not sum to 1 (differential) have no entropy, and their other columns are
+    means of signed weights: the meanings say so.
+    """
+    kernel = attention_kernel(trace.kernel)
+    if kernel.rows_are_distributions:
+        return DIAGNOSTIC_COLUMNS
+    total = kernel.row_sum_formula
+    return {
+        "entropy": ("entropy", f"not defined here: a row of the {kernel.weights_label} can hold negative weights and "
+                               f"sums to {total}, so it is no probability distribution and has no entropy"),
+        "max_weight": ("mean row max", f"the mean of each row's largest (most positive) signed weight; a row sums to "
+                                       f"{total}, and next to negative weights one weight can exceed that"),
+        "diagonal": ("on itself", "mean signed weight of token i on key i (below 0: v_i is subtracted)"),
+        "previous": ("on previous", "mean signed weight of token i on key i-1 (below 0: v_i-1 is subtracted)"),
+        "first": ("on first token", "mean signed weight on key 0 (below 0: v_0 is subtracted)"),
+    }
+
+
+def diagnostics_caption(trace: AttentionTrace) -> str:
+    """What the head-diagnostics numbers are averages of, with this run's row sum when it is not 1."""
+    kernel = attention_kernel(trace.kernel)
+    where = "Averages over the query rows (fully masked rows left out)"
+    if kernel.rows_are_distributions:
+        return f"{where}. Entropy 0 = sharp, 1 = even."
+    total = 1.0 if kernel.row_sum is None else kernel.row_sum(trace.kernel_parts)
+    return (f"{where} of the signed {kernel.weights_label}: each row sums to {kernel.row_sum_formula} = {total:.3f} "
+            "here, and a weight below 0 subtracts its key's value. No entropy (—): a signed row is no probability "
+            "distribution.")
 
 
 def matrix_frame(matrix: np.ndarray, row_labels: list[str], col_labels: list[str]) -> pd.DataFrame:
@@ -55,9 +90,11 @@ def head_summary_frame(trace: AttentionTrace, cross: bool = False) -> pd.DataFra
     """One row per head: entropy, max weight, diagonal / previous / first-token mass (NaN = no row counted).
 
     In cross-attention (``cross``) key i is a word of another sentence, so "on itself" and "on previous"
-    mean nothing and are left out.
+    mean nothing and are left out. A kernel whose rows are no probability distributions (signed) has no
+    entropy column.
     """
-    summary = head_summary(trace.weights, trace.fully_masked, np.isfinite(trace.logits))
+    distributions = attention_kernel(trace.kernel).rows_are_distributions
+    summary = head_summary(trace.weights, trace.fully_masked, np.isfinite(trace.logits), distributions)
     kept = {name: values for name, values in summary.items() if not (cross and name in SELF_ONLY)}
     frame = pd.DataFrame({DIAGNOSTIC_COLUMNS[name][0]: values for name, values in kept.items()})
     frame.index = pd.Index([f"head {h}" for h in range(trace.n_heads)], name="head")
