@@ -42,6 +42,20 @@ def view_caption(trace, view: str, colours: str = "fixed") -> str:
     return head_panels.view_caption(trace, view, colours, COLOUR_RANGE_LABELS["head"])
 
 
+def presented() -> bool:
+    """Presentation mode on a screen that has it (a phone is no projector: there the heads stay one under another)."""
+    return presenting() and not on_phone()
+
+
+def fallback_note(text: str) -> None:
+    """Say why a link's choice fell back: in presentation mode as a toast, which takes no height from the figure
+    sized to fill a 1280x720 projector under its bar (the caption beside it says what is shown); else on the page."""
+    if presented():
+        st.toast(text, duration="long")
+    else:
+        st.info(text)
+
+
 def offered_view(kernel: str) -> dict[str, MatrixView]:
     """The views kernel ``kernel`` has; a chosen one it has not (a link's, or one kept from another kernel) falls
     back to the weights, with a message."""
@@ -49,7 +63,7 @@ def offered_view(kernel: str) -> dict[str, MatrixView]:
     chosen = st.session_state.get("w_view", "weights")
     if chosen not in views:
         st.session_state.w_view = "weights"
-        st.info(head_panels.missing_view(kernel, chosen))
+        fallback_note(head_panels.missing_view(kernel, chosen))
     return views
 
 
@@ -76,7 +90,7 @@ def colour_ranges_offered(kernel: str, view: str) -> tuple[str, ...]:
     chosen = st.session_state.get("w_colours", "fixed")
     if chosen != "fixed" and chosen not in offered:
         st.session_state.w_colours = "fixed"
-        st.info(head_panels.unoffered_colours(kernel, chosen, COLOUR_RANGE_LABELS.get(chosen, chosen)))
+        fallback_note(head_panels.unoffered_colours(kernel, chosen, COLOUR_RANGE_LABELS.get(chosen, chosen)))
     return offered
 
 
@@ -100,11 +114,13 @@ def colour_range_switch(where, kernel: str, view: str, **options) -> str:
 
 def view_toolbar(average_help: str, kernel: str) -> tuple[str, bool, str]:
     """The matrix switch (w_view) of ``kernel``'s views, the average toggle (w_avg) and, for weights, the colour
-    range (w_colours)."""
+    range (w_colours). The switch takes the width its labels need (a kernel's are long: linear's three take ~570 px
+    of 1280x720's 820) and the toggle goes beside it where there is room, else under it; the options wrap rather
+    than scroll out of sight."""
     labels = view_labels(kernel, short=on_phone())
-    left, right = st.columns([3, 2], vertical_alignment="bottom")
-    view = view_switch(left, labels)
-    average = right.toggle("Add the average of the heads", key="w_avg", persist_state=KEEP, help=average_help)
+    row = st.container(horizontal=True, vertical_alignment="bottom")
+    view = view_switch(row, labels, wrap=True)
+    average = row.toggle("Add the average of the heads", key="w_avg", persist_state=KEEP, help=average_help)
     colours = colour_range_switch(st, kernel, view)
     return view, average, colours
 
@@ -382,7 +398,7 @@ DESCRIPTION = "Every head of one attention layer, one panel each: which keys eac
 def main() -> None:
     config = sidebar()
     result = compute(config)
-    if presenting() and not on_phone():  # a phone is no projector: there the heads stay one under another
+    if presented():
         if result is not None:
             presentation(result)
         return

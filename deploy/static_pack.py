@@ -264,7 +264,7 @@ def heads_page(file: str, title: str, intro: str, config: MHAConfig, view: Mappi
     result = run(config)
     stem = file.removesuffix(".html")
     shown, colours = str(view.get("view", "weights")), str(view.get("colours", "fixed"))
-    caption = view_caption(result.trace, shown, colours, COLOUR_RANGE_LABELS["head"])
+    caption = view_caption(result.trace, shown, colours, None)  # None: the pack has no colour-range switch to name
     view_line = (f"<p class='view'>Showing: {html.escape(shown_view(result.trace, shown).label)}. Rows = queries, "
                  f"columns = keys; grey cells are masked.</p><p class='note'>{_markdown(caption)}</p>")
     panels = head_panels(result, shown, stem, average=bool(view.get("avg")), colours=colours)

@@ -41,9 +41,10 @@ def largest_weight(matrices: np.ndarray) -> float:
 DIM_ROW_MAX = 0.15  # a typical row's largest weight below this leaves 0..1 colours dark (64 tokens: ~0.09)
 
 
-def bright_cells(colours: str, weights: np.ndarray, per_head_label: str, signed: bool = False) -> str:
+def bright_cells(colours: str, weights: np.ndarray, per_head_label: str | None, signed: bool = False) -> str:
     """The caption's sentence on what a bright cell is under the colour range ``colours``; on the fixed 0..1,
-    when ``weights`` (nh, Tq, Tk) would be drawn nearly all dark, how to see the patterns (``dark_hint``).
+    when ``weights`` (nh, Tq, Tk) would be drawn nearly all dark, that they are and, where the page has the
+    per-head colour range (named ``per_head_label``; None: it has no such switch), how to see the patterns.
     The default stays 0..1, so an old link still shows what it showed. ``signed`` weights: ``SIGNED_COLOURS``."""
     if signed:
         return SIGNED_COLOURS
@@ -51,15 +52,17 @@ def bright_cells(colours: str, weights: np.ndarray, per_head_label: str, signed:
     return COLOUR_RANGES[colours] + (f" {hint}" if hint else "")
 
 
-def dark_hint(matrices: np.ndarray, per_head_label: str) -> str | None:
+def dark_hint(matrices: np.ndarray, per_head_label: str | None) -> str | None:
     """A sentence for the caption when the fixed 0..1 range draws nearly every cell dark: the typical row's
-    largest weight (median over heads and rows) is below ``DIM_ROW_MAX``; else None. (nh, Tq, Tk) weights in."""
+    largest weight (median over heads and rows) is below ``DIM_ROW_MAX``; else None. (nh, Tq, Tk) weights in.
+    It names the colour range ``per_head_label`` as the way out; None (a page without that switch, the static
+    pack): it states the fact only."""
     finite = np.where(np.isfinite(matrices), matrices, 0.0)  # (nh, Tq, Tk)
     typical = float(np.median(finite.max(axis=-1)))  # over (nh, Tq)
     if typical >= DIM_ROW_MAX:
         return None
-    return (f"A typical row's largest weight is {typical:.2f}, so on 0..1 nearly every cell is dark: "
-            f"Colour range '{per_head_label}' shows each head's pattern.")
+    dark = f"A typical row's largest weight is {typical:.2f}, so on 0..1 nearly every cell is dark"
+    return f"{dark}: Colour range '{per_head_label}' shows each head's pattern." if per_head_label else f"{dark}."
 
 
 def panel_titles(titles: list[str] | None, matrices: np.ndarray, per_head: bool) -> list[str]:

@@ -30,10 +30,10 @@ def unoffered_colours(kernel: str, colours: str, colours_label: str) -> str:
             f"choose ('{colours_label}' was asked for). {colour_ranges.SIGNED_COLOURS}")
 
 
-def view_caption(trace: AttentionTrace, view: str, colours: str, per_head_label: str) -> str:
+def view_caption(trace: AttentionTrace, view: str, colours: str, per_head_label: str | None) -> str:
     """A view's caption; the weights' says what rows sum to (below 1 with a null key), what a bright cell is
-    (``per_head_label``: the per-head colour range's name, for the hint), or for signed weights what red and blue
-    are."""
+    (``per_head_label``: the per-head colour range's name, for the hint; None where the page has no colour-range
+    switch to name), or for signed weights what red and blue are."""
     bright = colour_ranges.bright_cells(colours, trace.weights, per_head_label,
                                         signed=attention_kernel(trace.kernel).signed)
     return shown_view(trace, view).caption.format(row_sums=tables.row_sums_sentence(trace), bright=bright)
