@@ -127,7 +127,7 @@ def test_decoding_shows_what_the_variant_keeps_and_that_its_rows_are_full_attent
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Numbers kept (this layer)"].replace(",", "")) == kept(config, last)
     kv = config.key_value_heads
-    same = "MHA's KV cache would hold" if kv == config.n_heads else f"GQA's KV cache ({kv} K/V heads) would hold"
+    same = "MHA's KV cache would hold" if kv == config.n_heads else f"GQA KV cache ({kv} K/V heads)"
     assert int(metrics[same].replace(",", "")) == (last + 1) * 2 * kv * config.head_size
     assert float(metrics["max |Δ| vs full causal"]) <= 1e-12
 

@@ -172,7 +172,7 @@ def test_variant_stepper_numbers_at_every_step(name):
         assert not at.exception, (t, at.exception)
         shown = metrics(at)
         assert as_int(shown["Tokens seen"]) == t + 1
-        same = "MHA's KV cache would hold" if kv == nh else f"{'MQA' if kv == 1 else 'GQA'}'s KV cache ({kv} K/V heads) would hold"
+        same = "MHA's KV cache would hold" if kv == nh else f"{'MQA' if kv == 1 else 'GQA'} KV cache ({kv} K/V heads)"
         assert as_int(shown[same]) == 2 * kv * hs * (t + 1)  # like with like: the layer's own K/V heads
         assert_tiny(shown["max |Δ| vs full causal"])
         charts = shown_charts.charts(at)

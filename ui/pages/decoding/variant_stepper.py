@@ -46,7 +46,7 @@ def variant_stepper(config: MHAConfig) -> None:
     metrics[0].metric("Tokens seen", t + 1)
     metrics[1].metric("Numbers kept (this layer)", f"{step.numbers:,}")
     cache = cache_comparison(table, config, t)
-    metrics[2].metric(cache.label, f"{cache.numbers:,}", help="What a softmax layer of these heads would cache.")
+    metrics[2].metric(cache.label, f"{cache.numbers:,}", help="What a softmax layer with these K/V heads would have cached by now.")
     metrics[3].metric("max |Δ| vs full causal", f"{delta:.1e}", help="Over the rows decoded so far, all heads.")
     st.markdown(f"Step {t} generates **{labels[t]}**. This decoder keeps {held_words(config)}. {cache.sentence}")
     g = trace.kv_head_of(head)

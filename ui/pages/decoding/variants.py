@@ -81,7 +81,7 @@ def cache_comparison(table: pd.DataFrame, config: MHAConfig, t: int) -> CacheCom
     kind, kv = shared[0].removesuffix(" KV cache"), config.key_value_heads
     same = int(table[shared[0]].iloc[t])
     return CacheComparison(
-        f"{kind}'s KV cache ({kv} K/V heads) would hold", same,
+        f"{kind} KV cache ({kv} K/V heads)", same,
         f"A softmax layer with the same {kv} K/V heads ({kind}) would have cached **{same:,}** numbers by now; with "
         f"one K/V head per query head (MHA, {config.n_heads}), **{mha:,}**.")
 
