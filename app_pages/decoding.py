@@ -56,11 +56,13 @@ def stepper(config: MHAConfig) -> None:
     width = views.plot_px(1 / 2)
     with left:
         views.show_panel(Panel(f"Decoded rows 0..{t} (head {head})", assembled_weights(steps, t)[head], labels, labels,
-                               "weight", kind="weights", row_block=(t, t + 1), axis_titles=QK_AXES),
+                               "weight", kind="weights", row_block=(t, t + 1), axis_titles=QK_AXES,
+                               allowed=result.mask),
                          "dec_assembled", width_px=width, font_size=figure_font_size())
     with right:
         views.show_panel(Panel(f"Full causal attention (head {head})", trace.weights[head], labels, labels,
-                               "weight", kind="weights", row_block=(t, t + 1), axis_titles=QK_AXES),
+                               "weight", kind="weights", row_block=(t, t + 1), axis_titles=QK_AXES,
+                               allowed=result.mask),
                          "dec_full", width_px=width, font_size=figure_font_size())
     with st.expander("The cache step by step (numbers and bytes)"):
         st.dataframe(cache_table(steps[: t + 1], labels, trace.n_heads), key="dec_table")
@@ -123,7 +125,7 @@ def position_panel(pe: str, pe_config: MHAConfig, head: int) -> None:
     result = compute(pe_config)
     labels = result.query_labels
     views.show_panel(Panel(POSITION_LABELS[pe], result.trace.weights[head], labels, labels, "weight",
-                           kind="weights", axis_titles=QK_AXES),
+                           kind="weights", axis_titles=QK_AXES, allowed=result.mask),
                      f"dec_pe_{pe}", width_px=views.plot_px(1 / 2), font_size=figure_font_size())
 
 

@@ -13,10 +13,12 @@ from ui.pages.flash import (
     not_stored,
     reads_worked,
     skipped_so_far,
+    sram_sentence,
     state_table,
     step_number,
     step_sentence,
     tile_map,
+    tile_panels,
     traffic_table,
 )
 from ui.pipeline import step_views as views
@@ -80,7 +82,7 @@ def show_step(kernel: FlashRun, index: int, result) -> None:
     """The tile of this step, the running state and the output so far beside the engine's."""
     step = kernel.steps[index]
     q_labels, k_labels = result.query_labels, result.key_labels
-    st.markdown(step_sentence(step, q_labels, k_labels))
+    st.markdown(step_sentence(kernel, index, q_labels, k_labels))
     check = live_check(kernel, index, result.trace)
     skipped = skipped_so_far(kernel, index, masked=result.mask is not None)
     metrics = st.columns(3)
@@ -92,15 +94,9 @@ def show_step(kernel: FlashRun, index: int, result) -> None:
                            "the finished rows.")
     if skipped.note:
         st.caption(skipped.note)
-    rows, cols = slice(*step.rows), slice(*step.cols)
     font = figure_font_size()
-    if not step.skipped:
-        panels = (
-            Panel(f"S tile ({step.row_block}, {step.col_block}) = Q_i K_jᵀ · scale (masked)", step.logits,
-                  q_labels[rows], k_labels[cols], "logit", axis_titles=("query", "key")),
-            Panel("P̃ = exp(S − m_new)", step.exponentials, q_labels[rows], k_labels[cols], "exp",
-                  kind="weights", axis_titles=("query", "key")),
-        )
+    panels = tile_panels(step, q_labels, k_labels)
+    if panels:
         views.show_panels(panels, "flash_tile", font_size=font)
     st.markdown("**The running state of this tile's rows**")
     st.dataframe(state_table(step, q_labels), key="flash_state",
@@ -135,6 +131,7 @@ def show_traffic(kernel: FlashRun) -> None:
     st.markdown(f"Tiled reads here: {reads_worked(traffic)}, where w_skip = {traffic.skipped_keys} is the number of "
                 f"keys in the {traffic.tiles_skipped} skipped tiles, each counted at its own width (a last key tile "
                 f"can be shorter than B_c).")
+    st.markdown(sram_sentence(traffic))
     st.caption(PAPER_FORMULA + ". Masks that are rules of i and j (causal, window, padding) and ALiBi's bias cost "
                "no reads; a custom mask's bits are not counted.")
 

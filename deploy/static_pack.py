@@ -68,9 +68,11 @@ from ui.pages.flash import (
     config_note,
     live_check,
     not_stored,
+    sram_sentence,
     state_table,
     step_sentence,
     tile_map,
+    tile_panels,
     traffic_table,
 )
 from ui.pages.lessons import LESSONS, Lesson
@@ -457,7 +459,6 @@ def flash_link(link: Link, app_url: str) -> Page:
     kernel = flash_of_run(result, head, int(s.own["br"]), int(s.own["bc"]))
     step = kernel.steps[index]
     q_labels, k_labels = result.query_labels, result.key_labels
-    rows, cols = slice(*step.rows), slice(*step.cols)
     stem = link.file.removesuffix(".html")
     check = live_check(kernel, index, result.trace)
     numbers = (f"<p>Step {index + 1} of {len(kernel.steps)} · tiles skipped so far "
@@ -467,12 +468,8 @@ def flash_link(link: Link, app_url: str) -> Page:
                f"{'—' if check.lse is None else f'{check.lse:.1e}'}</p>")
     intro = (link.intro + f"<p>The layer's attention tile by tile with the online softmax: "
              f"{html.escape(config_note(s.config))}; head {head}, B_r = {s.own['br']}, B_c = {s.own['bc']}.</p>"
-             f"<p>{_markdown(step_sentence(step, q_labels, k_labels))}</p>" + numbers)
-    tile = () if step.skipped else (
-        StepPanel(f"S tile ({step.row_block}, {step.col_block}) = Q_i K_jᵀ · scale (masked)", step.logits,
-                  q_labels[rows], k_labels[cols], "logit", axis_titles=("query", "key")),
-        StepPanel("P̃ = exp(S − m_new)", step.exponentials, q_labels[rows], k_labels[cols], "exp", kind="weights",
-                  axis_titles=("query", "key")))
+             f"<p>{_markdown(step_sentence(kernel, index, q_labels, k_labels))}</p>" + numbers)
+    tile = tile_panels(step, q_labels, k_labels)
     hv = kernel.output.shape[1]
     outputs = (
         StepPanel(f"O after step {index + 1} (head {head})", kernel.output_after(index), q_labels,
@@ -489,6 +486,7 @@ def flash_link(link: Link, app_url: str) -> Page:
                 + _table_html("The tiles in the kernel's order (query blocks one after another; within one, the key "
                               "blocks)", tile_map(kernel, index, q_labels, k_labels), index=True)
                 + "<h2>Memory traffic</h2>" + _table_html(PAPER_FORMULA, traffic_table(kernel.traffic), index=True)
+                + f"<p>{_markdown(sram_sentence(kernel.traffic))}</p>"
                 + f"<h2>The weights were never stored</h2><p>The kernel wrote <strong>{point.written:,}</strong> numbers "
                   f"for head {head}: its output O and one log-sum-exp per row; returning the weights would write "
                   f"<strong>{point.weights:,}</strong> more. Rebuilt from the saved log-sum-exp: max |Δ| against the "

@@ -16,6 +16,7 @@ from mha_core.attention import multi_head_attention
 from mha_core.config import MHAConfig, run, scale_factor
 from mha_core.decoder import assembled_weights, decode_run, decoder_config
 from mha_core.kv_cache import decode
+from tests import shown_charts
 from tests.test_app_step_by_step import charts, z_of
 from ui.state.urlstate import config_from_params, params_from_config
 
@@ -67,11 +68,31 @@ def delta_metric(at: AppTest) -> str:
     return next(m.value for m in at.metric if m.label == "max |Δ| vs full causal")
 
 
-def panel(at: AppTest, prefix: str) -> np.ndarray:
-    """The z data of the one panel whose title starts with ``prefix``."""
-    found = [z_of(f) for title, f in charts(at).items() if title.startswith(prefix)]
+def assert_drawn(figure: dict, expected: np.ndarray, allowed: np.ndarray) -> None:
+    """The panel shows ``expected`` where ``allowed``; a masked cell is blank (no colour, no "0.00") under one grey
+    layer with a × exactly on the masked cells, as every attention figure draws it."""
+    panel, *layers = figure["data"]
+    z, masked = z_of(figure), ~allowed
+    assert np.isnan(z[masked]).all(), "a masked cell is drawn with a colour"
+    assert all(text == "" for text, hidden in zip(np.ravel(panel.get("text", [])), masked.ravel(), strict=False)
+               if hidden)
+    np.testing.assert_allclose(z[allowed & ~np.isnan(expected)], expected[allowed & ~np.isnan(expected)], rtol=0,
+                               atol=FIGURE)
+    (grey,) = layers
+    assert grey["showscale"] is False and np.array_equal(np.array(grey["text"]) == "×", masked)
+    assert np.array_equal(~np.isnan(shown_charts.decode(grey["z"])), masked)
+
+
+def panel_figure(at: AppTest, prefix: str) -> dict:
+    """The one panel whose title starts with ``prefix``."""
+    found = [f for title, f in charts(at).items() if title.startswith(prefix)]
     assert len(found) == 1, (prefix, list(charts(at)))
     return found[0]
+
+
+def panel(at: AppTest, prefix: str) -> np.ndarray:
+    """The z data of the one panel whose title starts with ``prefix``."""
+    return z_of(panel_figure(at, prefix))
 
 
 @pytest.mark.parametrize("params", [
@@ -89,11 +110,12 @@ def test_the_assembled_rows_are_full_causal_attention(params):
     for t in (0, steps - 1):
         at.slider(key="w_dec_step").set_value(t).run()
         figures = charts(at)
-        assembled = z_of(next(f for title, f in figures.items() if title.startswith(f"Decoded rows 0..{t}")))
-        np.testing.assert_allclose(assembled[: t + 1], expected[0, : t + 1], rtol=0, atol=FIGURE)
-        assert np.isnan(assembled[t + 1 :]).all()  # not decoded yet
-        full = z_of(next(f for title, f in figures.items() if title.startswith("Full causal attention")))
-        np.testing.assert_allclose(full, expected[0], rtol=0, atol=FIGURE)
+        causal = np.tri(steps, dtype=bool)  # (T, T) the decoder's mask
+        drawn = next(f for title, f in figures.items() if title.startswith(f"Decoded rows 0..{t}"))
+        assert_drawn(drawn, np.where(np.arange(steps)[:, None] <= t, expected[0], np.nan), causal)
+        assert np.isnan(z_of(drawn)[t + 1 :]).all()  # not decoded yet
+        full = next(f for title, f in figures.items() if title.startswith("Full causal attention"))
+        assert_drawn(full, expected[0], causal)
         assert float(delta_metric(at)) <= EXACT  # the live max |Δ| ...
         assert delta_metric(at) == shown_delta(engine_decoded_rows(config), config, t)  # ... of these rows
 
@@ -156,8 +178,8 @@ def test_the_decoder_uses_the_layers_scale_rule(params):
     at.slider(key="w_dec_step").set_value(last).run()
     for head in range(config.n_heads):
         at.selectbox(key="w_dec_head").set_value(head).run()
-        np.testing.assert_allclose(panel(at, f"Decoded rows 0..{last} (head {head})"), expected[head],
-                                   rtol=0, atol=FIGURE)
+        assert_drawn(panel_figure(at, f"Decoded rows 0..{last} (head {head})"), expected[head],
+                     np.tri(last + 1, dtype=bool))
     assert delta_metric(at) == shown_delta(engine_decoded_rows(config), config, last)
     assert float(delta_metric(at)) <= EXACT
 
@@ -203,7 +225,8 @@ def test_with_the_null_key_the_decoded_rows_are_full_causal_attention_at_every_s
         at.slider(key="w_dec_step").set_value(t).run()
         assert float(delta_metric(at)) <= EXACT
         assert delta_metric(at) == shown_delta(rows, config, t)
-        np.testing.assert_allclose(panel(at, f"Decoded rows 0..{t}")[: t + 1], expected[0, : t + 1], rtol=0, atol=FIGURE)
+        decoded = np.where(np.arange(len(config.tokens))[:, None] <= t, expected[0], np.nan)  # rows to come: blank
+        assert_drawn(panel_figure(at, f"Decoded rows 0..{t}"), decoded, np.tri(len(config.tokens), dtype=bool))
 
 
 def test_decoded_rows_match_for_every_scheme_and_kv_heads():
@@ -215,12 +238,28 @@ def test_decoded_rows_match_for_every_scheme_and_kv_heads():
             np.testing.assert_allclose(assembled_weights(steps, len(steps) - 1), causal_weights(config), rtol=0, atol=EXACT)
 
 
-def test_the_position_comparison_shows_each_schemes_engine_weights():
+def test_the_position_comparison_shows_each_schemes_engine_weights_masked_cells_grey():
     at = open_page(heads=2)
     figures = charts(at)
     for pe, title in (("none", "none"), ("sinusoidal", "sinusoidal"), ("rope", "RoPE"), ("alibi", "ALiBi")):
-        shown = z_of(next(f for t, f in figures.items() if t.startswith(title)))
-        np.testing.assert_allclose(shown, causal_weights(MHAConfig(n_heads=2, pe=pe))[0], rtol=0, atol=FIGURE)
+        engine = run(MHAConfig(n_heads=2, pe=pe, mask="causal"))
+        assert_drawn(next(f for t, f in figures.items() if t.startswith(title)), engine.trace.weights[0], engine.mask)
+
+
+def test_a_linear_layer_with_shared_kv_heads_is_compared_with_the_cache_of_as_many_kv_heads():
+    at = open_page(kernel="linear", kv_heads=2, heads=4, mask="causal")
+    config = at.session_state["config"]
+    nh, kv, hs, t = config.n_heads, config.key_value_heads, config.head_size, 3
+    assert (nh, kv) == (4, 2)
+    at.slider(key="w_dec_step").set_value(t).run()
+    metrics = {m.label: m.value for m in at.metric}
+    kept = run(decoder_config(config)).trace.k.shape[0] * hs * (hs + 1)  # S and z of the engine's K/V heads
+    assert int(metrics["Numbers kept (this layer)"].replace(",", "")) == kept == kv * hs * (hs + 1)
+    cache = {label: value for label, value in metrics.items() if "KV cache" in label}
+    assert cache == {f"GQA KV cache ({kv} K/V heads)": f"{2 * kv * hs * (t + 1):,}"}
+    text = " ".join(m.value for m in at.markdown)
+    assert (f"same {kv} K/V heads (GQA) would have cached **{2 * kv * hs * (t + 1):,}**" in text
+            and f"(MHA, {nh}), **{2 * nh * hs * (t + 1):,}**" in text)
 
 
 # ---- the settings ---------------------------------------------------------------------------

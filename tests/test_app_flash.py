@@ -5,6 +5,7 @@ planted bug, its traffic counts are the ones worked on paper, and bad link value
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from mha_core.config import MHAConfig, run
 from mha_core.flash import KERNEL_RULES, KernelRule, flash_of_run
 from tests import shown_charts
 from tests.test_app_step_by_step import charts, z_of
-from ui.pages.flash import reads_worked
+from ui.pages.flash import reads_worked, step_sentence
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "app_pages/flash.py"
@@ -98,7 +99,8 @@ def test_the_shown_tile_state_and_partial_output_are_the_engines_numbers(params,
     finite = np.isfinite(expected["tile"])
     np.testing.assert_allclose(tile[finite], expected["tile"][finite], rtol=0, atol=FIGURE)
     exps = z_of(next(f for t, f in figures.items() if t.startswith("P̃")))
-    np.testing.assert_allclose(exps, expected["exps"], rtol=0, atol=FIGURE)
+    np.testing.assert_array_equal(np.isnan(exps), np.isneginf(expected["tile"]))  # masked: drawn grey, not 0.00
+    np.testing.assert_allclose(exps[finite], expected["exps"][finite], rtol=0, atol=FIGURE)
     state = frame(at, "m_new")
     np.testing.assert_allclose(state["m_new"], expected["m_new"], rtol=0, atol=TABLE)
     np.testing.assert_allclose(state["m_old"], expected["m_old"], rtol=0, atol=TABLE)
@@ -160,11 +162,38 @@ def test_the_traffic_and_the_never_stored_numbers_are_those_worked_on_paper():
     traffic = frame(at, "tiled kernel")
     assert traffic.loc["HBM reads", "standard attention"] == 144 and traffic.loc["HBM reads", "tiled kernel"] == 120
     assert traffic.loc["HBM writes", "standard attention"] == 96 and traffic.loc["HBM writes", "tiled kernel"] == 30
-    assert traffic.loc["SRAM for one tile", "tiled kernel"] == 40
     text = "\n".join(m.value for m in at.markdown)
+    assert "one tile needs **40** numbers" in text
+    assert "None" not in traffic.astype(str).to_numpy() and not traffic.isna().to_numpy().any()
     assert "wrote **30** numbers" in text and "write **36** more numbers" in text
     gap = float(text.split("weights = **")[1].split("**")[0])
     assert gap <= 1e-12
+
+
+@pytest.mark.parametrize(("params", "head", "rows", "cols"), [
+    ({"mask": "causal", "br": 2, "bc": 2, "tile": 0}, 0, (0, 2), (0, 2)),
+    ({"mask": "window", "window": 1, "br": 3, "bc": 3, "tile": 3, "head": 1}, 1, (3, 6), (3, 6)),
+    ({"pe": "alibi", "mask": "causal", "null": 1, "br": 2, "bc": 3, "tile": 3, "head": 2}, 2, (2, 4), (3, 6)),
+])
+def test_a_masked_pair_is_grey_with_a_cross_in_the_s_tile_and_in_p_tilde(params, head, rows, cols):
+    at = open_page(**params)
+    masked = ~run(at.session_state["config"]).mask[rows[0] : rows[1], cols[0] : cols[1]]  # (br, bc) the engine's
+    assert masked.any() and not masked.all()
+    figures = charts(at)
+    for prefix in ("S tile", "P̃"):
+        panel, *layers = next(f for t, f in figures.items() if t.startswith(prefix))["data"]
+        assert np.array_equal(np.isnan(shown_charts.decode(panel["z"])), masked), prefix  # no colour, no "0.00"
+        assert all(text == "" for text, hidden in zip(np.ravel(panel["text"]), masked.ravel(), strict=True) if hidden)
+        assert len(layers) == 1, prefix
+        grey = layers[0]
+        assert grey["showscale"] is False and np.array_equal(np.array(grey["text"]) == "×", masked), prefix
+        assert np.array_equal(~np.isnan(shown_charts.decode(grey["z"])), masked), prefix
+
+
+def test_the_step_sentence_names_every_row_that_starts_or_finishes_in_the_tile():
+    at = open_page(mask="causal", br=2, bc=2, tile=0)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Rows **0:the** and **1:cat** see their first key here" in text
 
 
 @pytest.mark.parametrize(("params", "expected", "message"), [
@@ -332,3 +361,35 @@ def test_the_second_tile_panel_names_no_rows_where_the_first_panels_colour_bar_s
                                                        f["layout"].get("annotations", ())))
     assert layout["yaxis"]["title"]["text"] == "query" and "title" not in layout["yaxis2"]
     assert layout["xaxis2"]["title"]["text"] == "key"
+
+
+def bold_rows(text: str, pattern: str) -> set[str]:
+    """The bold labels in the clause of ``text`` that ``pattern`` (with one group: the listed rows) matches."""
+    found = re.search(pattern, text)
+    return set() if found is None else set(re.findall(r"\*\*([^*]+)\*\*", found.group(1)))
+
+
+ROWS_LISTED = r"((?:\*\*[^*]+\*\*(?:, | and )?)+)"
+
+
+@pytest.mark.parametrize("mask", ["none", "causal", "window", "padding"])
+def test_the_sentence_names_the_rows_that_start_and_finish_there_as_the_engines_mask_says(mask):
+    """Over a grid of T, B_r and B_c: the rows named as seeing their first key are those whose first allowed key
+    (the engine's mask) lies in the tile; those named as finished are the tile's rows when it is their last."""
+    words = ("the", "cat", "sat", "on", "a", "mat", "today")
+    for t in range(1, len(words) + 1):
+        config = MHAConfig(tokens=words[:t], mask=mask, valid_len=max(t - 2, 1) if mask == "padding" else None)
+        result = run(config)
+        allowed = np.ones((t, t), dtype=bool) if result.mask is None else result.mask  # (Tq, Tk)
+        labels = result.query_labels
+        for br in range(1, t + 1):
+            for bc in range(1, t + 1):
+                kernel = flash_of_run(result, 0, br, bc)
+                for step in kernel.steps:
+                    (r0, r1), (c0, c1) = step.rows, step.cols
+                    text = step_sentence(kernel, step.index, labels, result.key_labels)
+                    first = {labels[i] for i in range(r0, r1)
+                             if allowed[i].any() and c0 <= int(np.argmax(allowed[i])) < c1}
+                    assert bold_rows(text, rf"Rows? {ROWS_LISTED} sees? (?:its|their) first key") == first, text
+                    last = {labels[i] for i in range(r0, r1)} if c1 == t else set()
+                    assert bold_rows(text, rf"last tile of rows? {ROWS_LISTED}:") == last, text

@@ -72,15 +72,16 @@ def panel_views(figure: dict) -> dict[str, dict]:
     if "title" in layout:
         return {layout["title"]["text"]: figure}
     views = {}
-    for index, (trace, title) in enumerate(zip(figure["data"], layout["annotations"], strict=True)):
+    for index, title in enumerate(layout["annotations"]):
         suffix = "" if index == 0 else str(index + 1)
         xaxis, yaxis = layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"]
-        assert (trace["xaxis"], trace["yaxis"]) == (f"x{suffix}", f"y{suffix}")
+        traces = [trace for trace in figure["data"] if trace["xaxis"] == f"x{suffix}"]  # the panel, then its grey layer
+        assert traces and all(trace["yaxis"] == f"y{suffix}" for trace in traces)
         assert xaxis["domain"][0] < title["x"] < xaxis["domain"][1]  # the title stands over this panel
         shapes = [shape for shape in layout.get("shapes", []) if shape["xref"] == f"x{suffix}"]
         assert all(shape["yref"] == f"y{suffix}" for shape in shapes)
-        views[title["text"]] = {"data": [trace], "layout": {**layout, "xaxis": xaxis, "yaxis": yaxis,
-                                                            "shapes": shapes, "title": {"text": title["text"]}}}
+        views[title["text"]] = {"data": traces, "layout": {**layout, "xaxis": xaxis, "yaxis": yaxis,
+                                                           "shapes": shapes, "title": {"text": title["text"]}}}
     return views
 
 

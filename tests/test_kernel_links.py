@@ -126,7 +126,9 @@ def test_decoding_shows_what_the_variant_keeps_and_that_its_rows_are_full_attent
     at.slider(key="w_dec_step").set_value(last).run()
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Numbers kept (this layer)"].replace(",", "")) == kept(config, last)
-    assert int(metrics["MHA's KV cache would hold"].replace(",", "")) == (last + 1) * 2 * config.n_heads * config.head_size
+    kv = config.key_value_heads
+    same = "MHA's KV cache would hold" if kv == config.n_heads else f"GQA KV cache ({kv} K/V heads)"
+    assert int(metrics[same].replace(",", "")) == (last + 1) * 2 * kv * config.head_size
     assert float(metrics["max |Δ| vs full causal"]) <= 1e-12
 
 

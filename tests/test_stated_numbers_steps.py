@@ -66,14 +66,19 @@ def is_cover(trace: dict) -> bool:
 
 def heatmaps(figure: dict) -> list[np.ndarray]:
     """Every heatmap panel's z of one figure, as float64 (NaN = a blank cell); the grey covers are checked here:
-    each covers exactly the blank cells of the panel before it."""
+    each covers exactly the blank cells of the panel before it (in a row not computed yet, all blank, only cells
+    of that row)."""
     panels = []
     for d in figure["data"]:
         if d.get("type") != "heatmap" or not isinstance(d.get("z"), dict):
             continue
         z = shown_charts.decode(d["z"]).astype(np.float64)
         if is_cover(d):
-            assert panels and np.array_equal(~np.isnan(z), np.isnan(panels[-1])), "a grey cover off the blank cells"
+            blank = np.isnan(panels[-1])
+            to_come = blank.all(axis=-1, keepdims=True) & np.ones_like(blank)  # rows not decoded yet
+            covered = ~np.isnan(z)
+            assert panels and np.array_equal(covered & ~to_come, blank & ~to_come), "a grey cover off the blank cells"
+            assert not np.any(covered & ~blank), "a grey cover over a drawn cell"
             continue
         panels.append(z)
     return panels
@@ -167,7 +172,8 @@ def test_variant_stepper_numbers_at_every_step(name):
         assert not at.exception, (t, at.exception)
         shown = metrics(at)
         assert as_int(shown["Tokens seen"]) == t + 1
-        assert as_int(shown["MHA's KV cache would hold"]) == 2 * nh * hs * (t + 1)
+        same = "MHA's KV cache would hold" if kv == nh else f"{'MQA' if kv == 1 else 'GQA'} KV cache ({kv} K/V heads)"
+        assert as_int(shown[same]) == 2 * kv * hs * (t + 1)  # like with like: the layer's own K/V heads
         assert_tiny(shown["max |Δ| vs full causal"])
         charts = shown_charts.charts(at)
         held = [z for key in sorted(k for k in charts if k.startswith("dec_variant_held_")) for z in heatmaps(charts[key])]
@@ -342,15 +348,21 @@ def test_flash_numbers_at_every_tile(extra):
         assert np.isnan(o_shown[r1:]).all()
         sentence = next(m.value for m in at.markdown if m.value.startswith("Tile ("))
         assert_states(sentence, [r0 // br, c0 // bc])
-        named = re.search(r"row \*\*(\d+):", sentence, flags=re.IGNORECASE)
-        if named and "grew from" in sentence:
-            r = int(named.group(1)) - r0
+        first = re.search(r"Rows? ((?:\*\*\d+:[^*]+\*\*(?:, | and )?)+) sees? (?:its|their) first key here: "
+                          r"m starts at (.*?) \(the", sentence)
+        if first:  # each row named: its first key, m starts at its logit
+            rows = [int(n) - r0 for n in re.findall(r"\*\*(\d+):", first.group(1))]
+            assert all(np.isneginf(m_old[r]) for r in rows), (rows, m_old)
+            assert_states(first.group(2), [m_new[r] for r in rows])
+        grew = re.search(r"In row \*\*(\d+):", sentence)
+        if grew:
+            r = int(grew.group(1)) - r0
             old, new = m_old[r], m_new[r]
             assert_states(sentence.split("grew from")[1], [old, new, old, new, np.exp(old - new)])
-        elif named:  # a row's first key: m starts at its logit
-            r = int(named.group(1)) - r0
-            assert np.isneginf(m_old[r])
-            assert_states(sentence.split("sees its first key")[1], [m_new[r]])
+        done = re.search(r"last tile of rows? ((?:\*\*\d+:[^*]+\*\*(?:, | and )?)+):", sentence)
+        before = [r for r in range(tq) if tiles.index(max(t for t in tiles if t[0] <= r < t[1])) < index]
+        assert ([] if done is None else [int(n) for n in re.findall(r"\*\*(\d+):", done.group(1))]) == \
+            [r for r in finished if r not in before]
         tile_map = next(d.value for d in at.dataframe if d.value.index.name and "query block" in d.value.index.name)
         marks = tile_map.to_numpy()
         for other, (s0, _, t0, _) in enumerate(tiles):

@@ -24,6 +24,7 @@ from mha_core.flash import (
     tile_count,
     weights_from_lse,
 )
+from ui.pipeline.records import Panel
 from ui.state.settings import Setting, key_tokens
 
 DEFAULT_BLOCK = 2
@@ -151,18 +152,26 @@ def state_table(step: TileStep, query_labels: list[str]) -> pd.DataFrame:
 
 
 def traffic_table(traffic: Traffic) -> pd.DataFrame:
-    """Numbers read from and written to HBM per head, standard against tiled, with the formulas; SRAM per tile."""
+    """Numbers read from and written to HBM per head, standard against tiled, with the formulas (the on-chip
+    numbers are ``sram_sentence``'s: standard attention has no tile to count them for)."""
     rows = [
         ("HBM reads", traffic.standard_reads, traffic.flash_reads, STANDARD_READS_FORMULA, FLASH_READS_FORMULA),
         ("HBM writes", traffic.standard_writes, traffic.flash_writes, STANDARD_WRITES_FORMULA, FLASH_WRITES_FORMULA),
         ("HBM total", traffic.standard_reads + traffic.standard_writes, traffic.flash_reads + traffic.flash_writes,
          "", ""),
-        ("SRAM for one tile", None, traffic.sram_numbers, "", SRAM_FORMULA),
     ]
     frame = pd.DataFrame(rows, columns=["numbers", "standard attention", "tiled kernel", "standard: formula",
                                         "tiled: formula"]).set_index("numbers")
-    frame["standard attention"] = frame["standard attention"].astype("Int64")
     return frame
+
+
+def sram_sentence(traffic: Traffic) -> str:
+    """The on-chip memory one tile needs, and why standard attention has no such number (Markdown)."""
+    return (f"On chip (SRAM), one tile needs **{traffic.sram_numbers:,}** numbers: {SRAM_FORMULA} = "
+            f"{traffic.block_rows}·{traffic.hs} + {traffic.block_cols}·{traffic.hs} + {traffic.block_cols}·{traffic.hv}"
+            f" + {traffic.block_rows}·{traffic.block_cols} + {traffic.block_rows}·{traffic.hv} + "
+            f"2·{traffic.block_rows}. Standard attention has no tile, so no such number: it keeps the whole "
+            f"{traffic.tq}×{traffic.tk} scores and weights in HBM, which is the traffic counted above.")
 
 
 def reads_worked(traffic: Traffic) -> str:
@@ -193,25 +202,71 @@ def not_stored(run: FlashRun, result: RunResult) -> NotStored:
     return NotStored(run.traffic.flash_writes, run.traffic.weights_numbers, gap)
 
 
-def step_sentence(step: TileStep, query_labels: list[str], key_labels: list[str]) -> str:
-    """What this step did, in a sentence or two (Markdown)."""
+def tile_panels(step: TileStep, query_labels: list[str], key_labels: list[str]) -> tuple[Panel, ...]:
+    """The step's S tile and P̃ = exp(S − m_new), a masked pair grey with a × in both (its exp(−∞) = 0 is no small
+    weight); () for a skipped tile."""
+    if step.skipped:
+        return ()
+    rows, cols = slice(*step.rows), slice(*step.cols)
+    seen = ~np.isneginf(step.logits)  # (br, bc) the pairs that may attend
+    return (
+        Panel(f"S tile ({step.row_block}, {step.col_block}) = Q_i K_jᵀ · scale (masked)", step.logits,
+              query_labels[rows], key_labels[cols], "logit", axis_titles=("query", "key"), allowed=seen),
+        Panel("P̃ = exp(S − m_new)", step.exponentials, query_labels[rows], key_labels[cols], "exp", kind="weights",
+              axis_titles=("query", "key"), allowed=seen),
+    )
+
+
+def _listed(words: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _named(labels: list[str]) -> str:
+    """'row **0:the**', 'rows **0:the** and **1:cat**', 'rows **0:the**, **1:cat** and **2:sat**'."""
+    return ("row " if len(labels) == 1 else "rows ") + _listed([f"**{label}**" for label in labels])
+
+
+def rows_finishing(run: FlashRun, index: int) -> np.ndarray:
+    """(Tq,) True for the query rows whose last tile is step ``index``."""
+    before = finished_rows(run, index - 1) if index else np.zeros(run.output.shape[0], dtype=bool)  # (Tq,)
+    return finished_rows(run, index) & ~before
+
+
+def step_sentence(run: FlashRun, index: int, query_labels: list[str], key_labels: list[str]) -> str:
+    """What step ``index`` did, in a few sentences (Markdown), naming every row of the tile that sees its first
+    key here and every row whose last tile this is."""
+    step = run.steps[index]
     queries = block_label(step.rows, query_labels)
     keys = block_label(step.cols, key_labels)
-    where = f"Tile ({step.row_block}, {step.col_block}): queries **{queries}**, keys **{keys}**."
+    parts = [f"Tile ({step.row_block}, {step.col_block}): queries **{queries}**, keys **{keys}**."]
+    start = step.rows[0]
     if step.skipped:
-        return (where + " Every pair in it is masked, so the kernel **skips it**: K and V of these keys are never "
-                "loaded, and m, ℓ and O pass through unchanged.")
-    grew = step.m_new > step.m_old
-    if not grew.any():
-        return where + " No row's maximum grew: the rescale factor is 1 and the tile's terms are simply added."
-    r = int(np.argmin(np.where(grew, step.rescale, np.inf)))
-    label = query_labels[step.rows[0] + r]
-    if np.isneginf(step.m_old[r]):
-        return (where + f" Row **{label}** sees its first key here: m starts at {step.m_new[r]:.4f} (the rescale "
-                "factor e^(−∞) = 0 multiplies an empty sum).")
-    return (where + f" In row **{label}** the maximum grew from {step.m_old[r]:.4f} to {step.m_new[r]:.4f}: "
-            f"ℓ and O so far were measured against the old maximum, so both are multiplied by "
-            f"e^({step.m_old[r]:.4f} − {step.m_new[r]:.4f}) = **{step.rescale[r]:.4f}** before the tile is added.")
+        parts.append("Every pair in it is masked, so the kernel **skips it**: K and V of these keys are never "
+                     "loaded, and m, ℓ and O pass through unchanged.")
+    else:
+        first = np.isneginf(step.m_old) & ~np.isneginf(step.m_new)  # (br,) rows that see their first key here
+        if first.any():
+            rows = np.flatnonzero(first)
+            starts = _listed([f"{step.m_new[r]:.4f}" for r in rows]) + ("" if rows.size == 1 else " respectively")
+            parts.append(f"{_named([query_labels[start + r] for r in rows]).capitalize()} "
+                         f"{'sees its' if rows.size == 1 else 'see their'} first key here: m starts at {starts} (the "
+                         "rescale factor e^(−∞) = 0 multiplies an empty sum).")
+        grew = (step.m_new > step.m_old) & ~first  # (br,) rows whose maximum grew over keys seen before
+        if grew.any():
+            r = int(np.argmin(np.where(grew, step.rescale, np.inf)))
+            label = query_labels[start + r]
+            parts.append(f"In row **{label}** the maximum grew from {step.m_old[r]:.4f} to {step.m_new[r]:.4f}: "
+                         f"ℓ and O so far were measured against the old maximum, so both are multiplied by "
+                         f"e^({step.m_old[r]:.4f} − {step.m_new[r]:.4f}) = **{step.rescale[r]:.4f}** before the tile "
+                         "is added.")
+        elif not first.any():
+            parts.append("No row's maximum grew: the rescale factor is 1 and the tile's terms are simply added.")
+    done = np.flatnonzero(rows_finishing(run, index))
+    if done.size:
+        parts.append(f"This is the last tile of {_named([query_labels[r] for r in done])}: "
+                     f"{'it is' if done.size == 1 else 'they are'} finished, O = O~ / ℓ.")
+    return " ".join(parts)
 
 
 def config_note(config: MHAConfig) -> str:

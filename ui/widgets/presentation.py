@@ -6,11 +6,14 @@ import streamlit as st
 
 from mha_core.config import MHAConfig
 from ui.charts.markdown import literal
-from ui.state.settings import model_setting
+from ui.state.settings import VIEW_SETTINGS, model_setting
+from ui.state.urlstate import read_settings
 from ui.widgets.state import KEEP
 
 FONT_SIZE = 12  # the figures' base font size (plotly's default)
 PRESENT_FONT_SIZE = 16  # ... in presentation mode
+PRESENT = tuple(row for row in VIEW_SETTINGS if row.name == "present")  # the link's ``present``, read as the sidebar does
+PRESENT_MESSAGES = "present_link_messages"  # session state: a bad ``present`` in the link that opened a switch page
 
 
 def presenting() -> bool:
@@ -102,15 +105,21 @@ def presentation_switch() -> bool:
     at the top of the page while presenting (the sidebar is hidden then); the link follows the toggle.
     """
     ss = st.session_state
-    if "w_present" not in ss:
-        ss.w_present = st.query_params.get("present") == "1"
+    if "w_present" not in ss:  # a bad value gets the sidebar's message and falls back to off, as on every page
+        messages: list[str] = []
+        ss.w_present = read_settings(st.query_params.to_dict(), PRESENT, {}, messages)["present"]
+        ss[PRESENT_MESSAGES] = messages
     if presenting():
         st.html(PRESENTATION_CSS)
         st.toggle("Presenting", key="w_present", persist_state=KEEP, help="Off: back to the normal layout.")
+        for message in ss.pop(PRESENT_MESSAGES, []):  # once, not on every rerun in front of the class
+            st.warning(f"Link: {message}")
     else:
         st.sidebar.toggle(
             "Presentation mode", key="w_present", persist_state=KEEP, help="For a projector: big text, no sidebar."
         )
+        for message in ss.get(PRESENT_MESSAGES, []):
+            st.sidebar.warning(f"Link: {message}")
     if presenting():
         st.query_params["present"] = "1"
     elif "present" in st.query_params:

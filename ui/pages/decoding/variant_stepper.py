@@ -12,6 +12,7 @@ from mha_core.variant_decoding import decode_variant_run
 from ui.charts.kernels import weights_signed
 from ui.pages.decoding.variants import (
     assembled_variant_weights,
+    cache_comparison,
     held_words,
     max_variant_difference,
     memory_table,
@@ -44,9 +45,10 @@ def variant_stepper(config: MHAConfig) -> None:
     metrics = st.columns(4)
     metrics[0].metric("Tokens seen", t + 1)
     metrics[1].metric("Numbers kept (this layer)", f"{step.numbers:,}")
-    metrics[2].metric("MHA's KV cache would hold", f"{int(table['MHA KV cache'].iloc[t]):,}")
+    cache = cache_comparison(table, config, t)
+    metrics[2].metric(cache.label, f"{cache.numbers:,}", help="What a softmax layer with these K/V heads would have cached by now.")
     metrics[3].metric("max |Δ| vs full causal", f"{delta:.1e}", help="Over the rows decoded so far, all heads.")
-    st.markdown(f"Step {t} generates **{labels[t]}**. This decoder keeps {held_words(config)}.")
+    st.markdown(f"Step {t} generates **{labels[t]}**. This decoder keeps {held_words(config)}. {cache.sentence}")
     g = trace.kv_head_of(head)
     panels = []
     for name, array in step.held:
@@ -68,11 +70,12 @@ def variant_stepper(config: MHAConfig) -> None:
     width = views.plot_px(1 / 2)
     with left:
         views.show_panel(Panel(f"Decoded rows 0..{t} (head {head})", assembled_variant_weights(steps, t, len(labels))[head], labels,
-                               labels, "weight", kind=kind, row_block=(t, t + 1), axis_titles=QK_AXES),
+                               labels, "weight", kind=kind, row_block=(t, t + 1), axis_titles=QK_AXES,
+                               allowed=result.mask),
                          "dec_variant_assembled", width_px=width, font_size=figure_font_size())
     with right:
         views.show_panel(Panel(f"Full causal attention (head {head})", trace.weights[head], labels, labels, "weight",
-                               kind=kind, row_block=(t, t + 1), axis_titles=QK_AXES),
+                               kind=kind, row_block=(t, t + 1), axis_titles=QK_AXES, allowed=result.mask),
                          "dec_variant_full", width_px=width, font_size=figure_font_size())
     with st.expander("What is kept, step by step (numbers)"):
         st.dataframe(table, key="dec_variant_table")

@@ -3,6 +3,8 @@ instead of an ordinary KV cache, as pure builders; ``variant_stepper`` draws the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -58,6 +60,30 @@ def memory_table(steps: list[VariantStep], labels: list[str], config: MHAConfig)
         row.update({f"{name} KV cache": size * t for name, size in per_token.items()})
         rows.append(row)
     return pd.DataFrame(rows, index=pd.Index([step.position for step in steps], name="step t"))
+
+
+@dataclass(frozen=True)
+class CacheComparison:
+    """The metric beside what the variant keeps: a softmax layer's KV cache with the same K/V heads, and a sentence
+    with multi-head attention's (one K/V head per query head) when that differs ("" otherwise)."""
+
+    label: str
+    numbers: int
+    sentence: str
+
+
+def cache_comparison(table: pd.DataFrame, config: MHAConfig, t: int) -> CacheComparison:
+    """Like with like after token ``t``: the KV cache of the layer's own K/V heads (``memory_table``'s columns)."""
+    mha = int(table["MHA KV cache"].iloc[t])
+    shared = [name for name in table.columns if name.endswith(" KV cache") and name != "MHA KV cache"]
+    if not shared:  # one K/V head per query head: the layer's own cache is MHA's
+        return CacheComparison("MHA's KV cache would hold", mha, "")
+    kind, kv = shared[0].removesuffix(" KV cache"), config.key_value_heads
+    same = int(table[shared[0]].iloc[t])
+    return CacheComparison(
+        f"{kind} KV cache ({kv} K/V heads)", same,
+        f"A softmax layer with the same {kv} K/V heads ({kind}) would have cached **{same:,}** numbers by now; with "
+        f"one K/V head per query head (MHA, {config.n_heads}), **{mha:,}**.")
 
 
 def max_variant_difference(steps: list[VariantStep], upto: int, weights: np.ndarray) -> float:
