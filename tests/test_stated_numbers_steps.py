@@ -12,31 +12,20 @@ from __future__ import annotations
 
 import itertools
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 import shown_charts
 from stated_numbers import TINY, assert_states, rope_turned, softmax_row
 from streamlit.testing.v1 import AppTest
+from test_stated_numbers_downloads import open_page
 
 from mha_core.config import run
 from mha_core.decoder import decoder_config
 from ui.state.urlstate import config_from_params
 
-ROOT = Path(__file__).resolve().parents[1]
 CHART_TOL = 1e-5  # charts carry float32
 TOKENS = "the cat sat on a mat"
-
-
-def open_page(page: str, params: dict[str, str]) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.switch_page(f"app_pages/{page}.py")
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def engine_run(params: dict[str, str], decoder: bool = False):
@@ -109,16 +98,25 @@ def decoding_params(extra: dict[str, str]) -> dict[str, str]:
     return {"tokens": TOKENS, "d_model": "16", "heads": "4", "kv_heads": "2", "seed": "5", **extra}
 
 
+DECODED_HEAD = 3  # with 4 heads over 2 K/V heads: the second head of K/V group 1
+
+
+def open_decoder(params: dict[str, str]):
+    """The decoder's engine run for ``params`` and the Decoding page opened on it with ``DECODED_HEAD`` chosen."""
+    result = engine_run(params, decoder=True)
+    at = open_page("decoding", params)
+    at.selectbox("w_dec_head").set_value(DECODED_HEAD).run()
+    return result, at
+
+
 @pytest.mark.parametrize("extra", DECODING_GRID, ids=lambda e: "-".join(e.values()))
 def test_kv_cache_stepper_numbers_at_every_step(extra):
     params = decoding_params(extra)
-    result = engine_run(params, decoder=True)
+    result, at = open_decoder(params)
     trace, config = result.trace, result.config
     nh, kv, hs, n = config.n_heads, config.key_value_heads, config.head_size, len(config.tokens)
-    head = 3
+    head = DECODED_HEAD
     g = head // (nh // kv)
-    at = open_page("decoding", params)
-    at.selectbox("w_dec_head").set_value(head).run()
     for t in range(n):
         at.slider("w_dec_step").set_value(t).run()
         assert not at.exception, at.exception
@@ -160,13 +158,11 @@ VARIANTS = {
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_variant_stepper_numbers_at_every_step(name):
     params = decoding_params(VARIANTS[name])
-    result = engine_run(params, decoder=True)
+    result, at = open_decoder(params)
     trace, config = result.trace, result.config
     nh, kv, hs, n = config.n_heads, config.key_value_heads, config.head_size, len(config.tokens)
-    head = 3
+    head = DECODED_HEAD
     g = head // (nh // kv)
-    at = open_page("decoding", params)
-    at.selectbox("w_dec_head").set_value(head).run()
     for t in range(n):
         at.slider("w_dec_step").set_value(t).run()
         assert not at.exception, (t, at.exception)
