@@ -99,3 +99,10 @@ def test_the_browsers_language_is_the_default_when_the_link_has_none(monkeypatch
 def test_an_old_link_without_lang_opens_in_english_and_writes_no_lang():
     at = open_app(**LINK)
     assert at.selectbox(key=SWITCH).value == "en" and "lang" not in at.query_params
+
+
+def test_a_links_bad_value_is_told_in_the_links_language():
+    at = open_app(lang="es", d_model="abc")
+    messages = [w.value for w in at.sidebar.warning]
+    assert "Enlace: `d_model=abc` no es un número entero: se usa 16." in messages, messages
+    assert at.session_state.config.d_model == 16
