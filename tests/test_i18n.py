@@ -139,3 +139,13 @@ def test_catalogs_are_read_once_per_process(monkeypatch):
 ])
 def test_the_browsers_locale_chooses_a_language(locale, code):
     assert language_for_locale(locale) == code
+
+
+def test_a_run_that_set_no_language_reads_the_session(monkeypatch):
+    """A fragment's rerun runs in a fresh thread (a fresh context) without app.py: ``_`` asks the session."""
+    import contextvars
+
+    monkeypatch.setattr(i18n, "_session_language", lambda: "es")
+    assert contextvars.Context().run(_, "Seed") == "Semilla"
+    with using_language("zh-CN"):  # an explicit block still wins
+        assert _("Seed") == "随机种子"

@@ -10,8 +10,9 @@ Use everywhere a person reads text::
     _(LABEL)
 
 The current language lives in a context variable: ``app.py`` sets it at the top of each run
-(``set_language``); outside Streamlit (tests, the static pack, the notebook) it is English unless a
-``using_language("es")`` block says otherwise. Catalogs are the ``.po`` files in ``locales/``, compiled in
+(``set_language``). A fragment's rerun runs in a new thread without app.py, so where no run set it ``_`` asks
+the session (``ui/widgets/language.py`` registers that with ``language_source``). Outside Streamlit (tests, the
+static pack, the notebook) it is English unless a ``using_language("es")`` block says otherwise. Catalogs are the ``.po`` files in ``locales/``, compiled in
 memory the first time a language is used and kept for the life of the process.
 """
 
@@ -21,7 +22,7 @@ import contextlib
 import functools
 import gettext
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -31,13 +32,20 @@ from babel.messages.pofile import read_po
 from mha_core.marks import N_
 from ui.i18n.languages import DEFAULT_LANGUAGE, LANGUAGES, language_for_locale
 
-__all__ = ["N_", "_", "ngettext", "current_language", "set_language", "using_language", "translations",
+__all__ = ["N_", "_", "ngettext", "current_language", "set_language", "using_language", "translations", "language_source",
            "LANGUAGES", "DEFAULT_LANGUAGE", "language_for_locale", "LOCALES_DIR"]
 
 LOCALES_DIR = Path(__file__).parent / "locales"
 DOMAIN = "messages"
 
-_LANGUAGE: ContextVar[str] = ContextVar("mha_language", default=DEFAULT_LANGUAGE)
+_LANGUAGE: ContextVar[str | None] = ContextVar("mha_language", default=None)  # None: no run or block set one
+
+
+def _no_session() -> str | None:
+    return None
+
+
+_session_language: Callable[[], str | None] = _no_session  # the language of the session running, if any
 
 
 def catalog_path(code: str) -> Path:
@@ -62,9 +70,18 @@ def translations(code: str) -> gettext.NullTranslations:
     return gettext.GNUTranslations(compiled)
 
 
+def language_source(source: Callable[[], str | None]) -> None:
+    """Where the language comes from when no run or block set one: the Streamlit session (a fragment's rerun)."""
+    global _session_language
+    _session_language = source
+
+
 def current_language() -> str:
     """The language code this run shows ("en", "zh-CN", "es")."""
-    return _LANGUAGE.get()
+    code = _LANGUAGE.get()
+    if code is None:
+        code = _session_language()
+    return code if code in LANGUAGES else DEFAULT_LANGUAGE
 
 
 def set_language(code: str) -> None:
@@ -84,9 +101,9 @@ def using_language(code: str) -> Iterator[None]:
 
 def _(message: str) -> str:
     """``message`` in the current language; the English ``message`` itself where the catalog lacks it."""
-    return translations(_LANGUAGE.get()).gettext(message)
+    return translations(current_language()).gettext(message)
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:
     """The singular or plural form for ``n`` in the current language (then ``.format(n=n)``)."""
-    return translations(_LANGUAGE.get()).ngettext(singular, plural, n)
+    return translations(current_language()).ngettext(singular, plural, n)

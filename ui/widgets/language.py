@@ -7,13 +7,24 @@ the language chosen; ``language_params`` is what the address bar carries for it 
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from ui.i18n import LANGUAGES, _, current_language, language_for_locale, set_language
+from ui.i18n import LANGUAGES, _, current_language, language_for_locale, language_source, set_language
 from ui.state.settings import LANGUAGE
 from ui.state.urlstate import read_settings, write_settings
 
 MESSAGES = "lang_messages"  # session state: what the link's `lang` said that could not be used
 WRITTEN = "lang_written"  # session state: the `lang` the app last put in the address bar (None: none)
+
+
+def _session_language() -> str | None:
+    """The session's language, inside a Streamlit run (a fragment's rerun, which app.py does not start)."""
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return None
+    return st.session_state.get(LANGUAGE.key)
+
+
+language_source(_session_language)
 
 
 def _from_link(raw: str) -> str:
