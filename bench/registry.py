@@ -46,6 +46,7 @@ SECTIONS = (
     Section("replicas", "Capacity behind nginx: 2 replicas against 1", "bench.bench_capacity:run_replicas"),
     Section("memory", "Server memory: both real models, then 48 pages at the caps", "bench.bench_memory:run"),
     Section("pack", "Static lesson pack: size and build time", "bench.bench_pack:run"),
+    Section("i18n", "Interface language: catalog load, a switch's lookups, a switching rerun", "bench.bench_i18n:run"),
 )
 
 

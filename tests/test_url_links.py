@@ -17,7 +17,7 @@ import pytest
 from mha_core.config import MHAConfig
 from ui.pages.decoding.cache_policy import CACHE_SETTINGS
 from ui.pages.flash import FLASH_SETTINGS
-from ui.state.settings import SETTINGS, VIEW_DEFAULTS, VIEW_SETTINGS
+from ui.state.settings import LANGUAGE, SETTINGS, VIEW_DEFAULTS, VIEW_SETTINGS
 from ui.state.urlstate import config_from_params, params_from_config, view_from_params, view_params
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,8 @@ def test_the_readme_example_and_every_parameter_of_its_table_are_among_the_links
     names -= {"null", "colours", "knock"}  # added after the fixture too (issues 10, 13), tested in their app tests
     names -= {row.param for row in PAGE_SETTINGS}  # pages' own parameters, added since (tested in their app tests)
     names -= {"kernel", "mla_rank", "mla_rope"}  # issue 26, after the fixture: tested in tests/test_kernel_links.py
-    settings = {row.param for row in (*SETTINGS, *VIEW_SETTINGS, *PAGE_SETTINGS)}
+    names -= {LANGUAGE.param}  # issue 37, after the fixture: tested in tests/test_app_i18n.py
+    settings = {row.param for row in (*SETTINGS, *VIEW_SETTINGS, *PAGE_SETTINGS, LANGUAGE)}
     first_cells = re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", readme, flags=re.M)
     documented = {name for cell in first_cells for name in re.findall(r"`(\w+)`", cell)}
     assert settings <= documented, f"undocumented URL parameters: {settings - documented}"

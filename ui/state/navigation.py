@@ -25,13 +25,14 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
+from ui.i18n import _
 from ui.state.page_table import DEFAULT_PAGE, PAGE_INFO, PAGES, PAGES_DIR, PageInfo  # noqa: F401 (re-exported)
 
 
 def page(name: str) -> st.Page:
     """The ``st.Page`` of one page, by name (a key of ``PAGE_INFO``)."""
     info = PAGE_INFO[name]
-    return st.Page(info.path, title=info.title, icon=info.icon, default=name == DEFAULT_PAGE)
+    return st.Page(info.path, title=_(info.title), icon=info.icon, default=name == DEFAULT_PAGE)
 
 
 def all_pages() -> list[st.Page]:
@@ -49,9 +50,9 @@ def unknown_page(requested: str | None) -> str | None:
 
 def unknown_page_message(name: str) -> str:
     """What a link to a page that does not exist is told: which pages exist, and what is shown instead."""
-    known = ", ".join(f"{info.title} (`/{info.name}`)" for info in PAGES)
-    return (f"**There is no page `/{name}`.** This is {PAGE_INFO[DEFAULT_PAGE].title}, with the link's settings. "
-            f"The pages are: {known}.")
+    known = ", ".join(f"{_(info.title)} (`/{info.name}`)" for info in PAGES)
+    return _("**There is no page `/{name}`.** This is {page}, with the link's settings. The pages are: {known}.").format(
+        name=name, page=_(PAGE_INFO[DEFAULT_PAGE].title), known=known)
 
 
 def report_unknown_page() -> None:

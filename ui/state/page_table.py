@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ui.i18n import N_, _
+
 PAGES_DIR = "app_pages"
 
 
@@ -17,7 +19,7 @@ class PageInfo:
     a machine without an emoji font (Debian's Chromium)."""
 
     name: str
-    title: str
+    title: str  # English, marked N_: translate with ``_()`` where shown (``label`` does)
     icon: str
     summary: str
 
@@ -28,20 +30,20 @@ class PageInfo:
 
     @property
     def label(self) -> str:
-        """A link text: the title and what the page shows."""
-        return f"{self.title}: {self.summary}"
+        """A link text: the title and what the page shows, in the run's language."""
+        return _("{title}: {summary}").format(title=_(self.title), summary=_(self.summary))
 
 
 PAGES = (
-    PageInfo("heads", "Heads", ":material/grid_view:", "every head's attention at once"),
-    PageInfo("step_by_step", "Step by step", ":material/stairs:", "one head from embeddings to output, and a drill-down"),
-    PageInfo("decoding", "Decoding", ":material/fast_forward:", "generation token by token with a KV cache; positions compared"),
-    PageInfo("flash", "FlashAttention", ":material/bolt:", "attention tile by tile with the online softmax; the weights never stored"),
-    PageInfo("lessons", "Lessons", ":material/school:", "classic confusions and modern attention, one link each"),
-    PageInfo("seeds", "Seed notebooks", ":material/menu_book:", "the five seed documents, recomputed"),
-    PageInfo("compare", "Compare A/B", ":material/compare:", "two settings side by side, and their difference, in one link"),
-    PageInfo("real_model", "Real model", ":material/smart_toy:", "attention in a small pretrained model"),
-    PageInfo("about", "About", ":material/info:", "what the app computes and why"),
+    PageInfo("heads", N_("Heads"), ":material/grid_view:", N_("every head's attention at once")),
+    PageInfo("step_by_step", N_("Step by step"), ":material/stairs:", N_("one head from embeddings to output, and a drill-down")),
+    PageInfo("decoding", N_("Decoding"), ":material/fast_forward:", N_("generation token by token with a KV cache; positions compared")),
+    PageInfo("flash", N_("FlashAttention"), ":material/bolt:", N_("attention tile by tile with the online softmax; the weights never stored")),
+    PageInfo("lessons", N_("Lessons"), ":material/school:", N_("classic confusions and modern attention, one link each")),
+    PageInfo("seeds", N_("Seed notebooks"), ":material/menu_book:", N_("the five seed documents, recomputed")),
+    PageInfo("compare", N_("Compare A/B"), ":material/compare:", N_("two settings side by side, and their difference, in one link")),
+    PageInfo("real_model", N_("Real model"), ":material/smart_toy:", N_("attention in a small pretrained model")),
+    PageInfo("about", N_("About"), ":material/info:", N_("what the app computes and why")),
 )
 PAGE_INFO = {info.name: info for info in PAGES}
 DEFAULT_PAGE = "heads"

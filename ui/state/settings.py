@@ -22,6 +22,8 @@ from mha_core.mla import default_mla_rope
 from mha_core.positions import SCHEMES
 from mha_core.presets import PRESET_INITS, PRESETS
 from ui.charts.views import SHORT_VIEW_LABELS
+from ui.i18n import N_
+from ui.i18n.languages import DEFAULT_LANGUAGE, LANGUAGE_LABELS
 from ui.state.records import RecordLabels
 
 Values = Mapping[str, object]  # setting name -> value, for the rows read so far
@@ -248,69 +250,69 @@ COLOUR_RANGE_LABELS = {  # the weights view's colour range (ui/charts/colour_ran
 
 # The model's settings, in sidebar order. Rows below may depend on rows above.
 SETTINGS: tuple[Setting, ...] = (
-    Setting("tokens", "tokens", "tokens", label="Sentence", section="Model", widget="sentence",
+    Setting("tokens", "tokens", "tokens", label=N_("Sentence"), section=N_("Model"), widget="sentence",
             help="Words separated by spaces; repeated words stay separate tokens."),
-    Setting("kv_tokens", "tokens", "kv_tokens", label="Key/value sentence", section="Model", widget="second_sentence",
+    Setting("kv_tokens", "tokens", "kv_tokens", label=N_("Key/value sentence"), section=N_("Model"), widget="second_sentence",
             help="The tokens the queries look at."),
-    Setting("d_model", "int", "d_model", label="d_model (model width)", short_label="d_model", section="Model",
+    Setting("d_model", "int", "d_model", label=N_("d_model (model width)"), short_label="d_model", section=N_("Model"),
             widget="number",
             limits=(1, LIMITS["max_d_model"])),
-    Setting("heads", "int", "n_heads", label="Heads (only those dividing d_model)", short_label="Heads", section="Model",
+    Setting("heads", "int", "n_heads", label=N_("Heads (only those dividing d_model)"), short_label="Heads", section=N_("Model"),
             widget="heads",
             limits=(1, LIMITS["max_heads"]), fit=_fit_heads),
-    Setting("seed", "int", "seed", label="Seed", section="Model", widget="number", limits=(0, LIMITS["max_seed"])),
-    Setting("init", "choice", "init", label="Weights", section="Model", widget="init", choices=INIT_LABELS,
+    Setting("seed", "int", "seed", label=N_("Seed"), section=N_("Model"), widget="number", limits=(0, LIMITS["max_seed"])),
+    Setting("init", "choice", "init", label=N_("Weights"), section=N_("Model"), widget="init", choices=INIT_LABELS,
             short_choices=INIT_SHORT_LABELS),
-    Setting("bias", "flag", "bias", label="Biases", section="Model", widget="toggle", disabled=_hand_built),
-    Setting("wo", "flag", "output_projection", label="Output projection W_O", section="Model", widget="toggle",
+    Setting("bias", "flag", "bias", label=N_("Biases"), section=N_("Model"), widget="toggle", disabled=_hand_built),
+    Setting("wo", "flag", "output_projection", label=N_("Output projection W_O"), section=N_("Model"), widget="toggle",
             written="changed"),
-    Setting("kv_heads", "int", "kv_heads", label="Key/value heads (GQA; 1 = MQA)", short_label="K/V heads", section="Model",
+    Setting("kv_heads", "int", "kv_heads", label=N_("Key/value heads (GQA; 1 = MQA)"), short_label="K/V heads", section=N_("Model"),
             widget="kv_heads", default=lambda v: v["heads"], limits=lambda v: (1, v["heads"]), fit=_fit_kv_heads,
             written="changed", help="Query heads in a group share one key/value head: fewer K/V heads, a "
             "smaller KV cache. Equal to heads: ordinary multi-head attention."),
-    Setting("embedding", "choice", "embedding", url="emb", label="Embeddings", section="Inputs", widget="select",
+    Setting("embedding", "choice", "embedding", url="emb", label=N_("Embeddings"), section=N_("Inputs"), widget="select",
             choices=EMBEDDING_LABELS, url_choices=LINK_EMBEDDINGS, written="changed"),
-    Setting("pe", "choice", "pe", label="Positions", section="Inputs", widget="select", choices=POSITION_LABELS,
+    Setting("pe", "choice", "pe", label=N_("Positions"), section=N_("Inputs"), widget="select", choices=POSITION_LABELS,
             short_choices=SHORT_POSITION_LABELS,
             default="none",
             legacy={"0": "none", "1": "sinusoidal"}, writes_legacy=True, disabled=_hand_built,
             help="Sinusoidal is added to the tokens; RoPE turns q and k by position; ALiBi subtracts "
             "slope × distance from the logits."),
-    Setting("rope_base", "float", "rope_base", label="RoPE base θ", section="Inputs", widget="number",
+    Setting("rope_base", "float", "rope_base", label=N_("RoPE base θ"), section=N_("Inputs"), widget="number",
             limits=(1.0, MAX_ROPE_BASE), widget_limits=(1.5, MAX_ROPE_BASE), applies=_turns,
             help="Pair p turns by position × θ^(−2p/d_k): a larger base turns the slow pairs slower."),
-    Setting("scale", "choice", "scale_rule", label="Scale", section="Scores", widget="select", choices=SCALE_LABELS,
+    Setting("scale", "choice", "scale_rule", label=N_("Scale"), section=N_("Scores"), widget="select", choices=SCALE_LABELS,
             short_choices=SCALE_SHORT_LABELS),
-    Setting("temperature", "float", "temperature", label="Temperature", section="Scores", widget="number",
+    Setting("temperature", "float", "temperature", label=N_("Temperature"), section=N_("Scores"), widget="number",
             limits=(0.0, LIMITS["max_temperature"]), widget_limits=(0.01, LIMITS["max_temperature"]), applies=lambda v: v["scale"] == "temperature", kept_unused=True),
-    Setting("null_key", "flag", "null_key", url="null", label="Null key (softmax₁)", short_label="Null key",
-            section="Scores", widget="toggle",
+    Setting("null_key", "flag", "null_key", url="null", label=N_("Null key (softmax₁)"), short_label="Null key",
+            section=N_("Scores"), widget="toggle",
             written="changed", help="An extra key of score 0 and value 0 that every query may attend to: each row's "
             "weights then sum to at most 1, and a row may put its weight 'nowhere' (softmax with +1 in the denominator)."),
-    Setting("kernel", "choice", "kernel", label="Attention kernel", section="Scores", widget="select",
+    Setting("kernel", "choice", "kernel", label=N_("Attention kernel"), section=N_("Scores"), widget="select",
             choices=KERNEL_LABELS, written="changed",
             help="softmax: the 2017 head. differential: two softmax maps, the first minus λ times the second "
             "(weights can be negative). linear: φ(q)·φ(k) with φ = elu + 1, a constant-size state when decoding."),
-    Setting("mla_rank", "int", "mla_rank", label="Latent rank r (MLA; 0 = off)", section="Scores", widget="number",
+    Setting("mla_rank", "int", "mla_rank", label=N_("Latent rank r (MLA; 0 = off)"), section=N_("Scores"), widget="number",
             limits=lambda v: (0, v["d_model"]), widget_limits=(0, LIMITS["max_d_model"]), written="changed",
             help="Multi-head latent attention (DeepSeek-V2): keys and values are up-projected from one latent of "
             "r numbers per token, which is all the decoder caches (plus the RoPE part)."),
-    Setting("mla_rope", "int", "mla_rope", label="Decoupled RoPE dims per head (MLA)", section="Scores",
+    Setting("mla_rope", "int", "mla_rope", label=N_("Decoupled RoPE dims per head (MLA)"), section=N_("Scores"),
             widget="number", default=_mla_rope_default, limits=lambda v: (0, max(v["d_model"] // v["heads"] - 1, 0)),
             widget_limits=(0, LIMITS["max_d_model"] - 1), applies=lambda v: bool(v["mla_rank"]), written="changed",
             help="With RoPE, MLA turns only these last features of each query head and one key part shared by "
             "every head; the latent's keys stay unturned so W_UK can be folded into the query."),
-    Setting("mask", "choice", "mask", label="Mask", section="Scores", widget="select", choices=MASK_LABELS,
+    Setting("mask", "choice", "mask", label=N_("Mask"), section=N_("Scores"), widget="select", choices=MASK_LABELS,
             short_choices=MASK_SHORT_LABELS, note=causal_cross_note),
-    Setting("valid_len", "int", "valid_len", label="Valid length (keys that are real)", short_label="Valid length",
-            section="Scores",
+    Setting("valid_len", "int", "valid_len", label=N_("Valid length (keys that are real)"), short_label="Valid length",
+            section=N_("Scores"),
             widget="slider", default=lambda v: len(key_tokens(v)), limits=lambda v: (0, len(key_tokens(v))),
             applies=lambda v: v["mask"] == "padding"),
-    Setting("window", "int", "window", label="Window radius |i − j| ≤", short_label="Window", section="Scores",
+    Setting("window", "int", "window", label=N_("Window radius |i − j| ≤"), short_label="Window", section=N_("Scores"),
             widget="slider",
             limits=(0, LIMITS["max_tokens"]), widget_limits=lambda v: (0, max(len(key_tokens(v)) - 1, 1)),
             applies=lambda v: v["mask"] == "window", kept_unused=True),
-    Setting("custom_mask", "grid", "custom_mask", url="cmask", section="Scores", widget="grid",
+    Setting("custom_mask", "grid", "custom_mask", url="cmask", section=N_("Scores"), widget="grid",
             applies=lambda v: v["mask"] == "custom"),
 )
 
@@ -326,6 +328,11 @@ VIEW_SETTINGS: tuple[Setting, ...] = (
     Setting("present", "flag", default=False, written="changed"),
     Setting("knock", "heads", default=(), written="changed"),  # heads knocked out on the Heads page, e.g. 0,2
 )
+
+# The interface's language (ui/i18n/): in a link only where not English; drawn in the sidebar on every page
+# (ui/widgets/language.py). A link without it gets the browser's language; an unknown one a message and English.
+LANGUAGE = Setting("lang", "choice", label=N_("Language"), default=DEFAULT_LANGUAGE, choices=LANGUAGE_LABELS,
+                   legacy={"zh": "zh-CN", "zh_CN": "zh-CN", "zh-cn": "zh-CN"}, written="changed")
 
 VIEW_DEFAULTS = MappingProxyType({row.name: row.default for row in VIEW_SETTINGS})
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from mha_core.config import CHECKS, MHAConfig
 from mha_core.inputs import tokenize
+from ui.i18n import _
 from ui.state.settings import (
     ASKED,
     VIEW_DEFAULTS,
@@ -37,11 +38,13 @@ def _int(raw: str, row: Setting, values: Values, messages: list[str]) -> int:
     try:
         value = int(raw) if raw else default
     except ValueError:
-        messages.append(f"`{row.param}={raw}` is not a whole number: using {default}.")
+        messages.append(_("`{param}={raw}` is not a whole number: using {default}.").format(
+            param=row.param, raw=raw, default=default))
         return default
     if not low <= value <= high:
         clipped = min(max(value, low), high)
-        messages.append(f"`{row.param}={raw}` is outside {low}..{high}: using {clipped}.")
+        messages.append(_("`{param}={raw}` is outside {low}..{high}: using {clipped}.").format(
+            param=row.param, raw=raw, low=low, high=high, clipped=clipped))
         return clipped
     return value
 
@@ -56,7 +59,8 @@ def _float(raw: str, row: Setting, values: Values, messages: list[str]) -> float
     except ValueError:
         value = float("nan")
     if not low < value <= high:  # False for NaN too
-        messages.append(f"`{row.param}={raw}` must be a number above {low:g} and at most {high:g}: using {default:g}.")
+        messages.append(_("`{param}={raw}` must be a number above {low:g} and at most {high:g}: using {default:g}.").format(
+            param=row.param, raw=raw, low=low, high=high, default=default))
         return default
     return value
 
@@ -66,21 +70,23 @@ def _choice(raw: str, row: Setting, values: Values, messages: list[str]) -> str:
     if raw in row.legacy:
         return row.legacy[raw]
     if raw and raw not in choices:
-        messages.append(f"`{row.param}={raw}` is not one of {', '.join(choices)}: using {default}.")
+        messages.append(_("`{param}={raw}` is not one of {choices}: using {default}.").format(
+            param=row.param, raw=raw, choices=", ".join(choices), default=default))
     return raw if raw in choices else default
 
 
 def _flag(raw: str, row: Setting, values: Values, messages: list[str]) -> bool:
     default = row.default_for(values)
     if raw and raw not in ("0", "1"):
-        messages.append(f"`{row.param}={raw}` must be 0 or 1: using {int(default)}.")
+        messages.append(_("`{param}={raw}` must be 0 or 1: using {default}.").format(
+            param=row.param, raw=raw, default=int(default)))
     return raw == "1" if raw in ("0", "1") else default
 
 
 def _tokens(raw: str, row: Setting, values: Values, messages: list[str]):
     tokens, reason = fit_sentence(tokenize(raw), row.default_for(values))
     if reason:
-        messages.append(f"`{row.param}` {reason}.")
+        messages.append(_("`{param}` {reason}.").format(param=row.param, reason=reason))
     return tokens
 
 
@@ -88,15 +94,16 @@ def _grid(raw: str, row: Setting, values: Values, messages: list[str]):
     """A (Tq, Tk) grid of booleans; a malformed one becomes 'all allowed'."""
     tq, tk = len(values["tokens"]), len(key_tokens(values))
     if not raw:  # mask=custom and no grid in the link: nothing was given wrong, so say what was missing
-        messages.append(f"`mask=custom` without `{row.param}` (its grid: one row of 0/1 per query, joined by "
-                        f"'.'): starting the custom mask from 'all allowed'; edit it on the page.")
+        messages.append(_("`mask=custom` without `{param}` (its grid: one row of 0/1 per query, joined by '.'): "
+                          "starting the custom mask from 'all allowed'; edit it on the page.").format(param=row.param))
         return tuple(tuple(True for _ in range(tk)) for _ in range(tq))
     try:
         grid = decode_mask(raw)
         if len(grid) != tq or any(len(r) != tk for r in grid):
-            raise ValueError(f"the custom mask must have {tq} rows of {tk} digits")
+            raise ValueError(_("the custom mask must have {rows} rows of {columns} digits").format(rows=tq, columns=tk))
     except ValueError as err:
-        messages.append(f"`{row.param}`: {err}; starting the custom mask from 'all allowed'.")
+        messages.append(_("`{param}`: {error}; starting the custom mask from 'all allowed'.").format(
+            param=row.param, error=err))
         grid = tuple(tuple(True for _ in range(tk)) for _ in range(tq))
     return grid
 
@@ -111,10 +118,9 @@ def _heads(raw: str, row: Setting, values: Values, messages: list[str]) -> tuple
         else:
             bad.append(part)
     if bad:
-        messages.append(
-            f"`{row.param}={raw}`: {', '.join(bad)} is not a head (choose 0..{n_heads - 1}): "
-            f"using {','.join(map(str, sorted(heads))) or 'none'}."
-        )
+        messages.append(_("`{param}={raw}`: {bad} is not a head (choose 0..{last}): using {heads}.").format(
+            param=row.param, raw=raw, bad=", ".join(bad), last=n_heads - 1,
+            heads=",".join(map(str, sorted(heads))) or _("none")))
     return tuple(sorted(heads))
 
 
@@ -141,7 +147,8 @@ def read_settings(params: Mapping[str, str], rows: Sequence[Setting], values: di
         if row.fit is not None:
             fitted, reason = row.fit(value, values)
             if reason:
-                messages.append(f"`{row.param}={value}` {reason}: using {fitted}.")
+                messages.append(_("`{param}={value}` {reason}: using {fitted}.").format(
+                    param=row.param, value=value, reason=reason, fitted=fitted))
                 values[ASKED.format(row.name)] = value
             value = fitted
         values[row.name] = value
@@ -181,7 +188,7 @@ def decode_mask(text: str) -> tuple[tuple[bool, ...], ...]:
     """Inverse of ``encode_mask``; ValueError when a character is not 0 or 1."""
     rows = text.split(".")
     if any(ch not in "01" for row in rows for ch in row):
-        raise ValueError("a custom mask is written as rows of 0 and 1 separated by dots, e.g. 100.110.111")
+        raise ValueError(_("a custom mask is written as rows of 0 and 1 separated by dots, e.g. 100.110.111"))
     return tuple(tuple(ch == "1" for ch in row) for row in rows)
 
 
@@ -197,21 +204,22 @@ def repair(config: MHAConfig, msgs: list[str]) -> MHAConfig:
 
     The problems and their fixes are the engine's (``MHAConfig.problem``); each fix adds a message.
     """
-    for _ in range(MAX_REPAIRS):
+    for _attempt in range(MAX_REPAIRS):
         found = config.problem()
         if found is None:
             return config
         fixed = found.fix(config)
-        msgs.append(f"{found.message} — falling back to {_describe(config, fixed)}.")
+        msgs.append(_("{problem} — falling back to {settings}.").format(
+            problem=found.message, settings=_describe(config, fixed)))
         config = fixed
     return DEFAULT
 
 
 def _describe(old: MHAConfig, new: MHAConfig) -> str:
     if new is DEFAULT:
-        return "the default settings"
+        return _("the default settings")
     changed = [f"{k}={v}" for k, v in new.__dict__.items() if old.__dict__[k] != v and k != "custom_mask"]
-    return ", ".join(changed) or "valid settings"
+    return ", ".join(changed) or _("valid settings")
 
 
 def params_from_config(config: MHAConfig) -> dict[str, str]:

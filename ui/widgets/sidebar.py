@@ -11,6 +11,7 @@ import streamlit as st
 from mha_core.config import LIMITS, MHAConfig, valid_head_counts, valid_kv_head_counts
 from mha_core.inputs import tokenize
 from mha_core.presets import PRESETS
+from ui.i18n import _, ngettext
 from ui.state.settings import (
     VIEW_SETTINGS,
     Setting,
@@ -24,6 +25,7 @@ from ui.state.settings import (
     values_of,
 )
 from ui.state.urlstate import params_from_config, repair, view_params
+from ui.widgets.language import language_params
 from ui.widgets.mask_editor import custom_grid
 from ui.widgets.presentation import presentation_bar, presenting, summary_line
 from ui.widgets.state import KEEP, KV_HEADS_OF, SIDEBAR, Place, clamp_choice, note_written, startup
@@ -36,7 +38,7 @@ def _sentence(row: Setting, place: Place) -> tuple[str, ...]:
     typed = tokenize(st.text_input(label, key=place.key(row.name), help=row.help, **place.options))
     tokens, reason = fit_sentence(typed, MHAConfig().tokens)
     if reason:
-        (st.warning if typed else st.error)(f"{label} {reason}.")
+        (st.warning if typed else st.error)(_("{label} {reason}.").format(label=label, reason=reason))
     return tokens
 
 
@@ -54,17 +56,17 @@ def sidebar() -> MHAConfig:
     if presenting():
         summary, box = presentation_bar()
         for message in ss.pop("url_messages", []):
-            st.warning(f"Link: {message}")
+            st.warning(_("Link: {message}").format(message=message))
     else:
         box = st.sidebar
         box.toggle(
-            "Presentation mode",
+            _("Presentation mode"),
             key="w_present",
             persist_state=KEEP,
-            help="For a projector: big text, one head at a time, controls folded away.",
+            help=_("For a projector: big text, one head at a time, controls folded away."),
         )
         for message in ss.get("url_messages", []):
-            box.warning(f"Link: {message}")
+            box.warning(_("Link: {message}").format(message=message))
     with box:
         values = _draw_settings()
         embedding, table = _embedding_in_use(values)
@@ -88,7 +90,7 @@ def _draw_settings() -> dict[str, object]:
     for row in model_settings():
         if row.section != section:
             section = row.section
-            st.header(section)
+            st.header(_(section))
         if row.applies(values):
             values[row.name] = WIDGETS[row.widget](row, values)
         elif row.kept_unused:
@@ -103,7 +105,7 @@ def _sentence_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[str,
 
 
 def _second_sentence_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[str, ...] | None:
-    cross = st.toggle(f"{place.label_prefix}Cross-attention (keys/values from a second sentence)",
+    cross = st.toggle(place.label_prefix + _("Cross-attention (keys/values from a second sentence)"),
                       key=place.key("cross"), **place.options)
     return _sentence(row, place) if cross else None
 
@@ -124,10 +126,8 @@ def _heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     if ss.get(key) not in choices:
         ss[key] = fitting_heads(ss.get(key) or 1, d_model)
     heads = st.selectbox(place.label(row), choices, key=key, help=row.help, **place.options)
-    st.caption(
-        f"Head size d_k = {d_model // heads}. Limits: {LIMITS['max_tokens']} tokens, "
-        f"d_model ≤ {LIMITS['max_d_model']}, {LIMITS['max_heads']} heads."
-    )
+    st.caption(_("Head size d_k = {hs}. Limits: {tokens} tokens, d_model ≤ {d_model}, {heads} heads.").format(
+        hs=d_model // heads, tokens=LIMITS["max_tokens"], d_model=LIMITS["max_d_model"], heads=LIMITS["max_heads"]))
     return int(heads)
 
 
@@ -152,22 +152,23 @@ def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     if before != heads and ss.get(key) is not None:
         ss[key], note = kv_heads_after(heads, before, int(ss[key]))
         if note:
-            st.info(f"Key/value heads: {note}.")
+            st.info(_("Key/value heads: {note}.").format(note=note))
     choices = valid_kv_head_counts(heads)
     if ss.get(key) not in choices:
         ss[key] = fitting_kv_heads(ss.get(key) or heads, heads)
     ss[heads_of] = heads
     kv = st.segmented_control(place.label(row), choices, key=key, help=row.help, required=True, **place.options)
     group = heads // kv
-    st.caption(f"{group} query head{'' if group == 1 else 's'} per K/V head: "
-               + ("multi-head (MHA)." if kv == heads else "multi-query (MQA)." if kv == 1 else "grouped-query (GQA)."))
+    kind = _("multi-head (MHA).") if kv == heads else _("multi-query (MQA).") if kv == 1 else _("grouped-query (GQA).")
+    st.caption(ngettext("{n} query head per K/V head: {kind}", "{n} query heads per K/V head: {kind}", group).format(
+        n=group, kind=kind))
     return int(kv)
 
 
 def _init_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     init = _select_widget(row, values, place)
     if init in PRESETS:
-        st.caption(PRESETS[init].description + " Inputs are hand-built too: position in dims 0-1, word in dims 2-3.")
+        st.caption(PRESETS[init].description + " " + _("Inputs are hand-built too: position in dims 0-1, word in dims 2-3."))
     return init
 
 
@@ -224,6 +225,7 @@ def _write_url(config: MHAConfig) -> None:
     """Make the address bar describe ``config`` and the current view (only when it changed)."""
     params = params_from_config(config)
     params.update(view_params({row.name: st.session_state.get(row.key, row.default) for row in VIEW_SETTINGS}))
+    params.update(language_params())  # the link keeps the language (drawn by app.py on every page)
     current = st.query_params.to_dict()
     if current != params:
         st.query_params.from_dict(params)

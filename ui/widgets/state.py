@@ -15,6 +15,7 @@ import streamlit as st
 
 from mha_core.config import MHAConfig
 from mha_core.inputs import tokenize
+from ui.i18n import _
 from ui.state import navigation
 from ui.state.settings import VIEW_SETTINGS, Setting, model_settings, values_of
 from ui.state.urlstate import config_from_params, view_from_params
@@ -47,7 +48,7 @@ class Place:
         return f"{self.note_prefix}{name}"
 
     def label(self, row: Setting) -> str:
-        return f"{self.label_prefix}{row.label or row.name}"
+        return f"{self.label_prefix}{_(row.label) if row.label else row.name}"  # labels are marked N_ in the table
 
 
 SIDEBAR = Place()

@@ -1,0 +1,109 @@
+"""The interface's language: gettext catalogs (managed with Babel) and the run's current language.
+
+Use everywhere a person reads text::
+
+    from ui.i18n import N_, _, ngettext
+    _("Heads")                                   # the current language's text, else the English msgid
+    _("{n} heads").format(n=nh)                  # placeholders are str.format named fields, never an f-string
+    ngettext("{n} head", "{n} heads", nh).format(n=nh)
+    LABEL = N_("Sentence")                       # a module-level constant: marked here, translated where shown
+    _(LABEL)
+
+The current language lives in a context variable: ``app.py`` sets it at the top of each run
+(``set_language``). A fragment's rerun runs in a new thread without app.py, so where no run set it ``_`` asks
+the session (``ui/widgets/language.py`` registers that with ``language_source``). Outside Streamlit (tests, the
+static pack, the notebook) it is English unless a ``using_language("es")`` block says otherwise. Catalogs are the ``.po`` files in ``locales/``, compiled in
+memory the first time a language is used and kept for the life of the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gettext
+import io
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from pathlib import Path
+
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+
+from mha_core.marks import N_
+from ui.i18n.languages import DEFAULT_LANGUAGE, LANGUAGES, language_for_locale
+
+__all__ = ["N_", "_", "ngettext", "current_language", "set_language", "using_language", "translations", "language_source",
+           "LANGUAGES", "DEFAULT_LANGUAGE", "language_for_locale", "LOCALES_DIR"]
+
+LOCALES_DIR = Path(__file__).parent / "locales"
+DOMAIN = "messages"
+
+_LANGUAGE: ContextVar[str | None] = ContextVar("mha_language", default=None)  # None: no run or block set one
+
+
+def _no_session() -> str | None:
+    return None
+
+
+_session_language: Callable[[], str | None] = _no_session  # the language of the session running, if any
+
+
+def catalog_path(code: str) -> Path:
+    """The ``.po`` file of a language (by its URL code, e.g. "zh-CN")."""
+    return LOCALES_DIR / LANGUAGES[code].locale / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+@functools.cache
+def translations(code: str) -> gettext.NullTranslations:
+    """The compiled catalog of a language, built once per process from its ``.po`` (fuzzy entries left out).
+
+    Compiled in memory rather than shipped as ``.mo``: the ``.po`` a teacher edits is the only copy, so no
+    compiled file can go stale, and nothing is written beside the installed app (a read-only container).
+    """
+    if code == DEFAULT_LANGUAGE:
+        return gettext.NullTranslations()  # English is the msgids themselves
+    with catalog_path(code).open("rb") as po:
+        catalog = read_po(po, locale=LANGUAGES[code].locale)
+    compiled = io.BytesIO()
+    write_mo(compiled, catalog, use_fuzzy=False)
+    compiled.seek(0)
+    return gettext.GNUTranslations(compiled)
+
+
+def language_source(source: Callable[[], str | None]) -> None:
+    """Where the language comes from when no run or block set one: the Streamlit session (a fragment's rerun)."""
+    global _session_language
+    _session_language = source
+
+
+def current_language() -> str:
+    """The language code this run shows ("en", "zh-CN", "es")."""
+    code = _LANGUAGE.get()
+    if code is None:
+        code = _session_language()
+    return code if code in LANGUAGES else DEFAULT_LANGUAGE
+
+
+def set_language(code: str) -> None:
+    """Make ``code`` the language of the current run (app.py, once at the top of each run)."""
+    _LANGUAGE.set(code if code in LANGUAGES else DEFAULT_LANGUAGE)
+
+
+@contextlib.contextmanager
+def using_language(code: str) -> Iterator[None]:
+    """Translate into ``code`` inside the block (the static pack, the notebook export, tests)."""
+    token = _LANGUAGE.set(code if code in LANGUAGES else DEFAULT_LANGUAGE)
+    try:
+        yield
+    finally:
+        _LANGUAGE.reset(token)
+
+
+def _(message: str) -> str:
+    """``message`` in the current language; the English ``message`` itself where the catalog lacks it."""
+    return translations(current_language()).gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The singular or plural form for ``n`` in the current language (then ``.format(n=n)``)."""
+    return translations(current_language()).ngettext(singular, plural, n)
