@@ -128,7 +128,7 @@ window.WebSocket = class extends MhaSocket {
 # Read once the heatmap is on screen: the marks, and the PlotlyChart chunk's Resource Timing entry.
 OPENING_JS = """() => {
   const marks = window.__mhaMarks;
-  // plotly.js: Streamlit's PlotlyChart chunk (st.plotly_chart), or the live charts' file (ui/charts/live.py)
+  // plotly.js: Streamlit's PlotlyChart chunk (st.plotly_chart), or the live charts' file (ui/widgets/live.py)
   const chunk = performance.getEntriesByType("resource").find(
     entry => /\\/PlotlyChart[^/]*\\.js$|\\/app\\/static\\/plotly[^/]*\\.js$/.test(entry.name));
   const bundle = performance.getEntriesByType("resource").find(entry => /\\/index[^/]*\\.js$/.test(entry.name));

@@ -49,7 +49,7 @@ def titles(elements) -> list[str]:
 
 
 def chart_key(element) -> str | None:
-    """The widget key of a chart element, st.plotly_chart's or a live chart's (ui/charts/live.py); None otherwise."""
+    """The widget key of a chart element, st.plotly_chart's or a live chart's (ui/widgets/live.py); None otherwise."""
     kind = element.WhichOneof("type")
     if kind == "plotly_chart" or (kind == "bidi_component" and element.bidi_component.component_name == LIVE_COMPONENT):
         return getattr(element, kind).id.rsplit("-", 1)[-1]
