@@ -35,7 +35,7 @@ from bench.bench_browser import (
     wait_idle,
     watch,
 )
-from deploy.launch import app_command, free_port, running_server
+from tools.launch import app_command, free_port, running_server
 
 # The floor: one plotly heatmap and a Seed box whose "+" redraws it, nothing else.
 FLOOR_APP = textwrap.dedent('''

@@ -31,7 +31,7 @@ from bench.bench_browser import chromium_page, exceptions_shown, wait_idle
 from bench.bench_smollm2 import CAP_PROMPTS, cap_prompt
 from bench.processes import status_kb
 from bench.report import skipped_row
-from deploy.launch import missing_browser, run_coroutine, streamlit_server
+from tools.launch import missing_browser, run_coroutine, streamlit_server
 from ui.run.cached_figures import CONFIGURATIONS_KEPT
 from ui.run.compute import MAX_RESULTS
 

@@ -17,7 +17,7 @@ import pytest
 from shown_charts import LIVE_COMPONENT
 
 from bench.st_client import StreamlitClient
-from deploy.launch import run_coroutine, streamlit_server
+from tools.launch import run_coroutine, streamlit_server
 from ui.pages.real_model import DEFAULT_SENTENCE
 
 ATOL = 1e-6  # float32 figure against the float32 model: only the JSON round trip between them

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bench import bench_memory
-from deploy.launch import missing_browser
 from mha_core.config import LIMITS
+from tools.launch import missing_browser
 from ui.state.urlstate import config_from_params
 
 BROWSER_MISSING = missing_browser()
