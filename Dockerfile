@@ -21,7 +21,7 @@ COPY app.py ./
 COPY app_pages/ app_pages/
 COPY ui/ ui/
 COPY mha_core/ mha_core/
-# plotly.js for the live charts (ui/charts/live.py), served from static/ as .streamlit/config.toml asks.
+# plotly.js for the live charts (ui/widgets/live.py), served from static/ as .streamlit/config.toml asks.
 COPY .streamlit/ .streamlit/
 COPY static/ static/
 # Fail the build unless the model's files have the size and sha256 the app expects (its own check).

@@ -9,12 +9,12 @@ import streamlit as st
 
 from ui.charts import describe, figures, tables
 from ui.charts.kernels import weights_signed
-from ui.charts.live import show_chart
 from ui.pages import compare
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
 from ui.state.settings import Setting, model_settings, values_of
 from ui.state.urlstate import WRITERS
+from ui.widgets.live import show_chart
 from ui.widgets.sidebar import WIDGETS, sidebar
 from ui.widgets.state import Place, seed_widget, widget_value
 

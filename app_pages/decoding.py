@@ -12,11 +12,11 @@ from ui.pages.decoding import position_configs
 from ui.pages.decoding.cache_policy_section import cache_policy_section, capture_links
 from ui.pages.decoding.variant_stepper import variant_stepper
 from ui.pages.decoding.variants import variant_intro
-from ui.pipeline import step_views as views
 from ui.pipeline.cache_table import cache_table
 from ui.pipeline.records import Panel, dim_labels
 from ui.run.compute import compute, result_later
 from ui.state.settings import POSITION_LABELS
+from ui.widgets import step_views as views
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import figure_font_size
 from ui.widgets.sidebar import sidebar

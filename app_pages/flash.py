@@ -21,11 +21,11 @@ from ui.pages.flash import (
     tile_panels,
     traffic_table,
 )
-from ui.pipeline import step_views as views
 from ui.pipeline.records import Panel, dim_labels
 from ui.run.compute import compute, result_later
 from ui.state import page_params
 from ui.state.settings import values_of
+from ui.widgets import step_views as views
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import figure_font_size
 from ui.widgets.sidebar import sidebar

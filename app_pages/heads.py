@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from mha_core.kernels import attention_kernel
-from ui.charts import cached_figures, colour_ranges, describe, export, head_panels, tables
+from ui.charts import colour_ranges, describe, export, head_panels, tables
 from ui.charts.head_panels import (
     map_averages,
     map_title,
@@ -19,15 +19,16 @@ from ui.charts.head_panels import (
 )
 from ui.charts.kernels import view_kind
 from ui.charts.labels import concat_columns
-from ui.charts.live import show_chart
 from ui.charts.markdown import literals
 from ui.charts.views import MatrixView, kernel_views
 from ui.pages.heads import quiz
 from ui.pages.heads.apart_section import take_apart_section
 from ui.pages.heads.downloads import download, download_csv
+from ui.run import cached_figures
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
 from ui.state.settings import COLOUR_RANGE_LABELS
+from ui.widgets.live import show_chart
 from ui.widgets.mask_editor import mask_editor
 from ui.widgets.notebook_button import notebook_button
 from ui.widgets.number_columns import number_columns

@@ -9,7 +9,6 @@ import streamlit as st
 from mha_core.presets import PRESETS
 from ui.charts import describe
 from ui.charts.figures import attention_grid, matrix_heatmap
-from ui.charts.live import show_chart
 from ui.charts.marks import claim_list
 from ui.pages.lessons import (
     LESSONS,
@@ -27,6 +26,7 @@ from ui.pages.lessons import (
 )
 from ui.state import navigation
 from ui.state.device import chart_config, on_phone
+from ui.widgets.live import show_chart
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import presentation_switch, presenting
 from ui.widgets.state import KEEP

@@ -20,16 +20,17 @@ import pandas as pd
 import streamlit as st
 
 from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
-from ui.charts import cached_figures, describe, tables
-from ui.charts.live import show_chart
+from ui.charts import describe, tables
 from ui.charts.markdown import literals
 from ui.pages import real_model as rm
 from ui.pages.real_model import layer_steps as rm_steps
 from ui.pages.real_model import overview as rm_overview
 from ui.pages.real_model import smollm2_view
-from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
+from ui.run import cached_figures
 from ui.state.device import chart_config, on_phone
+from ui.widgets import step_views as views
+from ui.widgets.live import show_chart
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import presentation_switch
 from ui.widgets.state import KEEP, clamp_choice

@@ -5,7 +5,6 @@ from dataclasses import replace
 
 import streamlit as st
 
-from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
 from ui.pipeline.predict import check_prediction, prediction_message
 from ui.pipeline.records import Step, StepInputs, step_inputs
@@ -18,6 +17,7 @@ from ui.pipeline.steps import (
 )
 from ui.run.compute import compute
 from ui.state import navigation
+from ui.widgets import step_views as views
 from ui.widgets.notebook_button import notebook_button
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import figure_font_size

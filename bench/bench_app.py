@@ -118,7 +118,7 @@ def lesson_keys() -> list[str]:
 SEED = Control("seed", "number_input", "w_seed")
 PLAIN = Control("none (plain rerun)", "", "")
 # Controls that change what is shown but not what is computed: the figures that stay the same come
-# from the figure cache (ui/charts/cached_figures.py). Their values cycle, so after one round every rerun
+# from the figure cache (ui/run/cached_figures.py). Their values cycle, so after one round every rerun
 # shows figures built before.
 VIEW = Control("view (weights/logits/scores)", "segmented_control", "w_view",
                lambda i: ("weights", "logits", "scores")[i % 3])
@@ -158,7 +158,7 @@ def cases() -> list[Case]:
 
 def figure_sizes(at) -> list[int]:
     """Bytes of every plotly figure of the last run, as sent to the browser: a plotly_chart's JSON spec, a live
-    chart's payload (ui/charts/live.py: a settings line and the figure's JSON)."""
+    chart's payload (ui/widgets/live.py: a settings line and the figure's JSON)."""
     live = [len(e.proto.bytes) for e in at.get("bidi_component") if e.proto.component_name == "mha_live_chart"]
     return [len(chart.proto.spec.encode()) for chart in at.get("plotly_chart")] + live
 

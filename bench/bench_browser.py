@@ -6,7 +6,7 @@ change until every plotly figure of the page shows its new data (Heads, Step by 
 shared link opened in a fresh browser until its first heatmap is on screen (warm and cold
 server), split into parts with Navigation/Resource Timing and marks taken in the page. Times are
 read with ``performance.now()`` in the page, so Playwright's own round trips are not counted.
-The server and Chromium come from deploy/launch.py; the page scripts and the timed changes here are
+The server and Chromium come from tools/launch.py; the page scripts and the timed changes here are
 used by the "load" and "memory" sections too.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench.processes import cpu_seconds, descendants_cpu_seconds
 from bench.report import skipped_row
-from deploy.launch import chromium_context, missing_browser, run_coroutine, streamlit_server
+from tools.launch import chromium_context, missing_browser, run_coroutine, streamlit_server
 
 CHART_KEY = "heads_grid"  # the Heads page's figure of every head
 HEAD_CHOICES = (2, 8, 1, 16, 4)  # divisors of the default d_model 16, visited in turn
@@ -128,7 +128,7 @@ window.WebSocket = class extends MhaSocket {
 # Read once the heatmap is on screen: the marks, and the PlotlyChart chunk's Resource Timing entry.
 OPENING_JS = """() => {
   const marks = window.__mhaMarks;
-  // plotly.js: Streamlit's PlotlyChart chunk (st.plotly_chart), or the live charts' file (ui/charts/live.py)
+  // plotly.js: Streamlit's PlotlyChart chunk (st.plotly_chart), or the live charts' file (ui/widgets/live.py)
   const chunk = performance.getEntriesByType("resource").find(
     entry => /\\/PlotlyChart[^/]*\\.js$|\\/app\\/static\\/plotly[^/]*\\.js$/.test(entry.name));
   const bundle = performance.getEntriesByType("resource").find(entry => /\\/index[^/]*\\.js$/.test(entry.name));

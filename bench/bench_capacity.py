@@ -26,7 +26,7 @@ from pathlib import Path
 from bench.processes import cpu_seconds, status_kb
 from bench.report import skipped_row
 from bench.st_client import run_classroom
-from deploy.launch import ROOT, Server, app_command, free_port, running_server
+from tools.launch import ROOT, Server, app_command, free_port, running_server
 
 PERIOD_S = 5.0  # one change per student every 5 s
 FULL_LADDER = (2, 5, 10, 25, 50, 100, 125, 150, 200, 300)  # students per rung

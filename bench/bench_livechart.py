@@ -6,7 +6,7 @@ Every page is timed in the same run, on the same machine, by the same page scrip
 section (bench/bench_browser.py): a shared link opened in a fresh Chromium to its first heatmap on
 screen, and Seed + to every figure of the page redrawn. Each is a median of 5; the ratio column
 divides by the floor page's median of the same measurement. Goals are issue 22's. Heads and Step by
-step are timed twice, their charts sent by st.plotly_chart and by the live charts (ui/charts/live.py),
+step are timed twice, their charts sent by st.plotly_chart and by the live charts (ui/widgets/live.py),
 and Heads once more with plotly's full bundle (copied into static/ for the run).
 
     python -m bench.bench_livechart          # prints the table (about 3 minutes)
@@ -35,7 +35,7 @@ from bench.bench_browser import (
     wait_idle,
     watch,
 )
-from deploy.launch import app_command, free_port, running_server
+from tools.launch import app_command, free_port, running_server
 
 # The floor: one plotly heatmap and a Seed box whose "+" redraws it, nothing else.
 FLOOR_APP = textwrap.dedent('''
@@ -48,7 +48,7 @@ FLOOR_APP = textwrap.dedent('''
     st.plotly_chart(go.Figure(go.Heatmap(z=z, zmin=0, zmax=1)), key="floor")
 ''')
 FULL_PLOTLY = "plotly-full-bench.min.js"  # copied into static/ for the run, removed after
-OFF = {"MHA_LIVE_CHARTS": "0"}  # ui/charts/live.py: the pages draw with st.plotly_chart, as before issue 22
+OFF = {"MHA_LIVE_CHARTS": "0"}  # ui/widgets/live.py: the pages draw with st.plotly_chart, as before issue 22
 PAGES = (  # (row name, page, the shared link's path and query, environment of its server)
     ("floor page", "floor", "?seed=3", {}),
     ("Heads, st.plotly_chart", "Heads", "?seed=3", OFF),
@@ -85,7 +85,7 @@ QUIET_S = 1.0
 
 def full_plotly() -> bool:
     """Copy the plotly package's full plotly.min.js into static/ (True), or False when the app does not use it."""
-    from ui.charts import live
+    from ui.widgets import live
 
     if not live.static_plotly_path().exists():
         return False  # the pages draw with st.plotly_chart
@@ -202,7 +202,7 @@ def run(quick: bool) -> list[dict]:
     ``script_end_ms``: to the page showing the script's run as finished (every element it sent has arrived).
     ``ratio``: median / the floor page's median. Goals (issue 22): Heads' link <= 1.0x, Seed + on Heads
     <= 1.2x, on Step by step <= 1.8x. Each page is timed with its charts sent by st.plotly_chart
-    (MHA_LIVE_CHARTS=0, as before issue 22) and by the live charts (ui/charts/live.py), and Heads once
+    (MHA_LIVE_CHARTS=0, as before issue 22) and by the live charts (ui/widgets/live.py), and Heads once
     more with plotly's full bundle (the plotly package's plotly.min.js) instead of the cartesian one.
     """
     reason = missing_browser()

@@ -43,7 +43,7 @@ from bench.bench_browser import (
 )
 from bench.processes import cpu_seconds, descendants_cpu_seconds, status_kb
 from bench.report import skipped_row
-from deploy.launch import VIEWPORT, chromium_browser, missing_browser, run_coroutine, streamlit_server
+from tools.launch import VIEWPORT, chromium_browser, missing_browser, run_coroutine, streamlit_server
 
 FULL_PLAN = ((10, 10), (20, 10))  # (sessions, changes per session)
 QUICK_PLAN = ((2, 2),)

@@ -12,7 +12,7 @@ tab's session is (kept for ``server.disconnectedSessionTTL``). The server's VmRS
 Issue 15 measured 196 MB -> 922 MB over 40 Heads pages: each left-behind session's download
 buttons held that session's RunResult (~11 MB at the caps) in their callables. Issue 38 measured
 576 MB after 48 Step by step pages, 4.3 MB more per page until page ~35: the figure caches kept
-256 panels, each with three copies of its arrays (ui/charts/cached_figures.py). With both real models opened
+256 panels, each with three copies of its arrays (ui/run/cached_figures.py). With both real models opened
 first, the peak was 780 MB: 163 MB lay free inside malloc's arenas (ui/run/server.py now trims them) and the
 result cache kept 12 results of 11.8 MB (ui/run/compute.py now keeps 4).
 """
@@ -31,8 +31,8 @@ from bench.bench_browser import chromium_page, exceptions_shown, wait_idle
 from bench.bench_smollm2 import CAP_PROMPTS, cap_prompt
 from bench.processes import status_kb
 from bench.report import skipped_row
-from deploy.launch import missing_browser, run_coroutine, streamlit_server
-from ui.charts.cached_figures import CONFIGURATIONS_KEPT
+from tools.launch import missing_browser, run_coroutine, streamlit_server
+from ui.run.cached_figures import CONFIGURATIONS_KEPT
 from ui.run.compute import MAX_RESULTS
 
 FULL_PAGES = 48
@@ -40,7 +40,7 @@ QUICK_PAGES = 6
 SAMPLE_EVERY = 4  # pages between two rows of the table (QUICK_SAMPLE_EVERY in quick mode); RSS is read after each
 QUICK_SAMPLE_EVERY = 2
 # Every cache is full after this many configurations at the caps: the results (ui/run/compute.py) and the
-# figures (ui/charts/cached_figures.py) of MAX_RESULTS configurations; 4 more pages let the last evictions settle.
+# figures (ui/run/cached_figures.py) of MAX_RESULTS configurations; 4 more pages let the last evictions settle.
 CACHES_FULL_AT = max(MAX_RESULTS, CONFIGURATIONS_KEPT) + 4
 JUDGED_FROM = 16  # the page from which the growth is judged (issue 38's goal), after CACHES_FULL_AT
 GOAL_GROWTH_MB = 1.0  # at most this much RSS per page once the caches are full

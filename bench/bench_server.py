@@ -25,7 +25,7 @@ from bench.bench_capacity import CLIENT_CPU, clients_on, pinned_server
 from bench.processes import cpu_seconds
 from bench.report import skipped_row
 from bench.st_client import StreamlitClient
-from deploy.launch import run_coroutine
+from tools.launch import run_coroutine
 
 # Issue 11: CPU time per rerun after a control change, at the defaults and at the caps.
 GOAL_DEFAULT_MS = {"heads": 15.0, "step_by_step": 30.0, "real_model": 40.0}

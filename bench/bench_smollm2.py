@@ -130,7 +130,7 @@ def server_peak_mb(hosted: bool = False) -> dict:
     from bench import st_client
     from bench.processes import status_kb
     from bench.st_client import StreamlitClient
-    from deploy.launch import streamlit_server
+    from tools.launch import streamlit_server
 
     async def open_link(url: str, query: str) -> None:
         """A new session (a new tab) opening the Real model page with ``query``."""

@@ -277,7 +277,7 @@ def summary(results: list[StudentResult], wall_s: float) -> dict:
 def run_classroom(base_url: str, students: int, period_s: float, duration_s: float,
                   query: str = "", page_name: str = "") -> dict:
     """Run one classroom in an event loop of its own and summarize it."""
-    from deploy.launch import run_coroutine  # works beside a running loop too
+    from tools.launch import run_coroutine  # works beside a running loop too
 
     start = time.perf_counter()
     results = run_coroutine(classroom(base_url, students, period_s, duration_s, query, page_name))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench.bench_browser import fresh_tab, redrawn, step_seed, wait_idle, watch
 from bench.report import text_table
-from deploy.launch import app_command, free_port, run_coroutine, running_server
+from tools.launch import app_command, free_port, run_coroutine, running_server
 
 TIMEOUT_MS = 90_000
 QUIET_S = 1.0

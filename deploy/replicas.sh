@@ -49,8 +49,8 @@ start() {
     for ((i = 0; i < n; i++)); do
         cpu=()
         if [ "$PIN" = 1 ] && command -v taskset >/dev/null; then cpu=(taskset -c "$((i % cores))"); fi
-        # deploy/launch.py's server command line (loopback, headless), exec'd: the pid below is streamlit's
-        (cd "$ROOT" && exec "${cpu[@]}" "$PYTHON" -m deploy.launch "$((BASE_PORT + i))" \
+        # tools/launch.py's server command line (loopback, headless), exec'd: the pid below is streamlit's
+        (cd "$ROOT" && exec "${cpu[@]}" "$PYTHON" -m tools.launch "$((BASE_PORT + i))" \
             >"$PREFIX/logs/replica-$i.log" 2>&1) &
         echo $! >"$PREFIX/replica-$i.pid"
     done

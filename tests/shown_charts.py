@@ -1,7 +1,7 @@
 """The plotly figures an AppTest run shows, whichever way they were sent.
 
 A page draws a chart with ``st.plotly_chart`` (a ``plotly_chart`` element: ``proto.spec`` is the figure
-JSON) or with ``ui.charts.live.show_chart`` (a ``bidi_component`` element: ``proto.bytes`` is a line of
+JSON) or with ``ui.widgets.live.show_chart`` (a ``bidi_component`` element: ``proto.bytes`` is a line of
 settings, a newline, then the figure JSON). Both give the figure dict as the browser gets it, numpy
 arrays as plotly's {dtype, bdata (base64), shape}. Keys are the end of the element id (the widget key).
 """

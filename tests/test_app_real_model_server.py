@@ -17,7 +17,7 @@ import pytest
 from shown_charts import LIVE_COMPONENT
 
 from bench.st_client import StreamlitClient
-from deploy.launch import run_coroutine, streamlit_server
+from tools.launch import run_coroutine, streamlit_server
 from ui.pages.real_model import DEFAULT_SENTENCE
 
 ATOL = 1e-6  # float32 figure against the float32 model: only the JSON round trip between them
@@ -49,7 +49,7 @@ def titles(elements) -> list[str]:
 
 
 def chart_key(element) -> str | None:
-    """The widget key of a chart element, st.plotly_chart's or a live chart's (ui/charts/live.py); None otherwise."""
+    """The widget key of a chart element, st.plotly_chart's or a live chart's (ui/widgets/live.py); None otherwise."""
     kind = element.WhichOneof("type")
     if kind == "plotly_chart" or (kind == "bidi_component" and element.bidi_component.component_name == LIVE_COMPONENT):
         return getattr(element, kind).id.rsplit("-", 1)[-1]

@@ -23,7 +23,7 @@ import shown_charts
 
 from bench import bench_app, bench_browser, bench_load, processes
 from bench.registry import SECTIONS
-from deploy.launch import missing_browser
+from tools.launch import missing_browser
 
 BROWSER_MISSING = missing_browser()
 needs_browser = pytest.mark.skipif(BROWSER_MISSING is not None, reason=f"browser benchmark skipped: {BROWSER_MISSING}")

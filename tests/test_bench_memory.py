@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bench import bench_memory
-from deploy.launch import missing_browser
 from mha_core.config import LIMITS
+from tools.launch import missing_browser
 from ui.state.urlstate import config_from_params
 
 BROWSER_MISSING = missing_browser()
@@ -95,7 +95,7 @@ def test_both_pages_are_opened_in_turn_and_smollm2_at_its_prompt_cap():
 
 
 def test_the_caches_are_full_before_the_judged_pages():
-    from ui.charts import cached_figures
+    from ui.run import cached_figures
     from ui.run.compute import MAX_RESULTS
 
     assert max(MAX_RESULTS, cached_figures.CONFIGURATIONS_KEPT) < bench_memory.CACHES_FULL_AT

@@ -9,7 +9,8 @@ import pytest
 import shown_charts
 from streamlit.testing.v1 import AppTest
 
-from ui.charts.chart_image import current_page, file_stem, svg_button_options
+from ui.charts.chart_image import file_stem, svg_button_options
+from ui.state.device import current_page
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("heads", "step_by_step", "compare")

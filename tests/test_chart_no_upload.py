@@ -10,7 +10,7 @@ import pytest
 import shown_charts
 from streamlit.testing.v1 import AppTest
 
-from ui.charts import live
+from ui.widgets import live
 
 ROOT = Path(__file__).resolve().parents[1]
 # A page of each kind of chart: the heads grid, Step by step's panels, Decoding's steps, the lessons' figures.

@@ -23,7 +23,7 @@ import pytest
 import streamlit
 
 from bench.st_client import SEED_KEY, StreamlitClient
-from deploy.launch import free_port, run_coroutine, running_server
+from tools.launch import free_port, run_coroutine, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"

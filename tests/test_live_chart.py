@@ -1,4 +1,4 @@
-"""ui/charts/live.py without a browser: what a live chart sends is the figure plotly would send, numbers intact;
+"""ui/widgets/live.py without a browser: what a live chart sends is the figure plotly would send, numbers intact;
 AppTest sees it where the page put it, with its alt text; the plotly.js file it loads is in static/."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import plotly.io as pio
 import shown_charts
 from streamlit.testing.v1 import AppTest
 
-from ui.charts import live
 from ui.charts.sent import figure
+from ui.widgets import live
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,7 +48,7 @@ def test_apptest_sees_a_live_chart_in_its_column_with_its_key_and_alt(tmp_path):
     script.write_text(
         "import sys\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "import numpy as np\nimport streamlit as st\nfrom ui.charts.live import show_chart\nfrom ui.charts.sent import figure\n"
+        "import numpy as np\nimport streamlit as st\nfrom ui.widgets.live import show_chart\nfrom ui.charts.sent import figure\n"
         "left, right = st.columns(2)\n"
         "show_chart(figure([dict(type='heatmap', z=np.arange(6.0).reshape(2, 3))], {}), key='demo', where=right,\n"
         "           alt='two rows')\n"
@@ -72,13 +72,13 @@ def test_the_plotly_js_file_and_its_licence_are_in_static_and_served():
 
 
 def test_a_live_chart_leaves_no_presenter_in_session_state_and_its_state_still_reads(tmp_path):
-    """ui.charts.live drops the chart's session-state presenter (every selectbox presented every chart); a
+    """ui.widgets.live drops the chart's session-state presenter (every selectbox presented every chart); a
     Streamlit upgrade that moves that private state would put the presenter back: this test notices."""
     script = tmp_path / "page.py"
     script.write_text(
         "import sys\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "import numpy as np\nimport streamlit as st\nfrom ui.charts.live import show_chart\nfrom ui.charts.sent import figure\n"
+        "import numpy as np\nimport streamlit as st\nfrom ui.widgets.live import show_chart\nfrom ui.charts.sent import figure\n"
         "show_chart(figure([dict(type='heatmap', z=np.eye(2))], {}), key='demo')\n"
         "st.selectbox('pick', [1, 2], key='pick')\n"
         "from streamlit.runtime.state.session_state_proxy import get_session_state\n"

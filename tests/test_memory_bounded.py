@@ -1,7 +1,7 @@
 """The figure caches stay bounded in bytes when many sessions open the heaviest pages at the caps (issue 38).
 
 48 Step by step pages at the caps, each a new session, grew a server to 576 MB, 4.3 MB per page until
-page ~35: the figure caches (ui/charts/cached_figures.py) kept 256 panels and 85 rows of panels, and
+page ~35: the figure caches (ui/run/cached_figures.py) kept 256 panels and 85 rows of panels, and
 every cached figure held three copies of its arrays (float32, the base64 dictionary and the JSON).
 Here fresh AppTest sessions open Heads, then Step by step, at the caps with a new seed each; every figure a
 cache hands out is watched by a weak reference, so what stays alive after the sessions is what some
@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 
 from bench.bench_memory import caps_query
 from mha_core.config import run
-from ui.charts import cached_figures
+from ui.run import cached_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 2**20

@@ -1,4 +1,4 @@
-"""The notebook of a link (ui/charts/notebook.py), executed in a kernel that can import numpy but not this project.
+"""The notebook of a link (ui/pipeline/notebook.py, read from a link by ui/state/notebook_link.py), executed in a kernel that can import numpy but not this project.
 
 Each generated notebook is run with nbclient; a last cell added here saves the notebook's own arrays,
 which are compared with the app's download (``ui.charts.export.npz_bytes``, loaded as a file) to 1e-12: the
@@ -25,7 +25,9 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
 from mha_core.config import run  # noqa: E402
-from ui.charts import export, notebook, notebook_cells  # noqa: E402
+from ui.charts import export, notebook_cells  # noqa: E402
+from ui.pipeline import notebook  # noqa: E402
+from ui.state import notebook_link  # noqa: E402
 from ui.state.urlstate import config_from_params  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,7 +133,7 @@ def workdir(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("link", LINKS)
 def test_the_notebook_of_a_link_reproduces_the_apps_download(link, workdir):
-    nb, messages = notebook.notebook_for_link(link)
+    nb, messages = notebook_link.notebook_for_link(link)
     params = dict(parse_qsl(urlsplit(link).query or link.lstrip("?")))
     config, app_messages = config_from_params(params)
     assert messages == app_messages  # the app's own reader, repairs and messages
@@ -196,7 +198,7 @@ def _planted(monkeypatch, slug: str, old: str, new: str, table: dict | None = No
 ])
 def test_a_planted_wrong_step_fails_at_its_own_assert(monkeypatch, workdir, slug, old, new, failing):
     _planted(monkeypatch, slug, old, new)
-    nb, _ = notebook.notebook_for_link("?tokens=a+b+c+d&mask=causal")
+    nb, _ = notebook_link.notebook_for_link("?tokens=a+b+c+d&mask=causal")
     with pytest.raises(nbclient.exceptions.CellExecutionError) as error:
         execute(nb, workdir)
     assert "AssertionError" in str(error.value)
@@ -204,7 +206,7 @@ def test_a_planted_wrong_step_fails_at_its_own_assert(monkeypatch, workdir, slug
 
 
 def test_the_command_line_writes_a_notebook_and_reports_repairs(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "ui.charts.notebook", "?tokens=a+b&heads=3&d_model=8"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "ui.state.notebook_link", "?tokens=a+b&heads=3&d_model=8"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, check=True)
     nb = nbformat.reads(done.stdout, as_version=4)
     nbformat.validate(nb)
@@ -234,7 +236,7 @@ def test_the_pages_offer_the_notebook_of_their_own_view(downloads):
 
 
 def test_the_notebook_module_and_the_pack_builder_import_no_streamlit():
-    code = ("import sys, ui.charts.notebook, ui.charts.chart_image, deploy.static_pack; "
+    code = ("import sys, ui.state.notebook_link, ui.charts.chart_image, deploy.static_pack; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'streamlit', 'nbformat'}))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"  # nbformat too is imported only when a notebook is written
@@ -256,7 +258,7 @@ def test_a_scheme_added_to_the_engines_table_gets_a_notebook_that_runs(monkeypat
     for scheme in new:
         monkeypatch.setitem(positions.SCHEMES, scheme.name, scheme)
     for scheme in new:
-        nb, messages = notebook.notebook_for_link(f"?tokens=a+b+c+d&pe={scheme.name}&mask=causal")
+        nb, messages = notebook_link.notebook_for_link(f"?tokens=a+b+c+d&pe={scheme.name}&mask=causal")
         assert messages == []
         source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert (f"scheme {scheme.name!r}" in source) == (scheme.name != "plain")  # its numbers embedded
@@ -264,7 +266,7 @@ def test_a_scheme_added_to_the_engines_table_gets_a_notebook_that_runs(monkeypat
 
 
 def test_latent_attention_gets_a_message_not_a_traceback_or_a_notebook_that_skips_its_steps(capsys):
-    assert notebook.main(["http://host:8501/heads?mla_rank=8&seed=2"]) == 2
+    assert notebook_link.main(["http://host:8501/heads?mla_rank=8&seed=2"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: the notebook cannot be written for this link yet")
     # in the page's words, not the code's: the steps by their titles, and where to see them

@@ -15,7 +15,8 @@ pytest.importorskip("ipykernel")
 
 from mha_core.config import run  # noqa: E402
 from tests.test_notebook import GUARD, _planted, assert_close, execute  # noqa: E402
-from ui.charts import notebook, notebook_kernels  # noqa: E402
+from ui.charts import notebook_kernels  # noqa: E402
+from ui.state import notebook_link  # noqa: E402
 from ui.state.urlstate import config_from_params  # noqa: E402
 
 # Both kernels under every mask, RoPE (on each half for differential), K/V sharing, cross-attention, the scale
@@ -65,7 +66,7 @@ def workdir(tmp_path_factory):
 def test_the_notebook_of_a_kernel_link_holds_the_engines_intermediates(link, workdir):
     config, messages = config_from_params(dict(parse_qsl(urlsplit(link).query or link.lstrip("?"))))
     assert messages == [] and config.kernel in ("differential", "linear")
-    nb, _ = notebook.notebook_for_link(link)
+    nb, _ = notebook_link.notebook_for_link(link)
     saved = workdir / f"saved_{LINKS.index(link)}.npz"
     nb.cells.insert(0, nbformat.v4.new_code_cell(GUARD))
     nb.cells.append(nbformat.v4.new_code_cell(SAVE.format(path=str(saved), names=SAVED)))
@@ -92,7 +93,7 @@ def test_the_notebook_of_a_kernel_link_holds_the_engines_intermediates(link, wor
 ])
 def test_a_planted_wrong_kernel_step_fails_at_its_own_assert(monkeypatch, workdir, link, slug, old, new, failing):
     _planted(monkeypatch, slug, old, new, notebook_kernels.KERNEL_CELLS)
-    nb, _ = notebook.notebook_for_link(link)
+    nb, _ = notebook_link.notebook_for_link(link)
     with pytest.raises(nbclient.exceptions.CellExecutionError) as error:
         execute(nb, workdir)
     assert "AssertionError" in str(error.value)

@@ -18,8 +18,8 @@ import pytest
 from deploy import static_pack
 from mha_core.config import MHAConfig, run
 from mha_core.presets import PRESET_INITS
-from ui.charts.notebook import parse_link
 from ui.pages.lessons import LESSONS
+from ui.state.notebook_link import parse_link
 from ui.state.urlstate import config_from_params
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-# The server and Chromium are started as the benchmarks and deploy/smallest_host.py start them.
-from deploy.launch import chromium_context, missing_browser, streamlit_server
+# The server and Chromium are started as the benchmarks and bench/smallest_host.py start them.
+from tools.launch import chromium_context, missing_browser, streamlit_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -13,7 +13,7 @@ from conftest import (
 )
 from playwright.sync_api import expect
 
-from deploy.launch import VIEWPORT
+from tools.launch import VIEWPORT
 
 PAGES = ["Step by step", "Lessons", "Seed notebooks", "Real model", "About", "Heads"]
 

@@ -1,4 +1,4 @@
-"""Live charts (ui/charts/live.py) in Debian's chromium: a control change updates the chart element in place
+"""Live charts (ui/widgets/live.py) in Debian's chromium: a control change updates the chart element in place
 (the same DOM element, tagged before, carries the new data after) and what it then draws is the engine's."""
 
 from __future__ import annotations

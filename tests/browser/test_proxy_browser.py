@@ -25,8 +25,8 @@ import pandas as pd
 import pytest
 from conftest import exceptions_on_page, open_app, wait_for_charts, wait_idle
 
-from deploy.launch import free_port
 from mha_core import run
+from tools.launch import free_port
 from ui.state.urlstate import config_from_params
 
 ROOT = Path(__file__).resolve().parents[2]

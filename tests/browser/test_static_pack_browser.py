@@ -17,8 +17,8 @@ from deploy import static_pack
 from mha_core.config import MHAConfig, run
 from mha_core.presets import PRESET_INITS
 from tests.browser.conftest import open_app, screenshot, wait_for_charts
-from ui.charts.notebook import parse_link
 from ui.pages.lessons import LESSONS
+from ui.state.notebook_link import parse_link
 from ui.state.urlstate import config_from_params, view_from_params
 
 LINKS = [

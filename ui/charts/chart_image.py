@@ -4,16 +4,8 @@ after the page and the view, e.g. ``mha-explorer_step_by_step_weights.svg``. Pur
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 FILE_PREFIX = "mha-explorer"
-
-
-def current_page(url: str | None, pages, default: str) -> str:
-    """The page a URL opens, one of ``pages`` (``default`` for the app's root or an unknown path)."""
-    path = urlsplit(url or "").path.rstrip("/")
-    last = path.rsplit("/", 1)[-1] if path else ""
-    return last if last in pages else default
 
 
 def file_stem(*parts: str) -> str:

@@ -68,7 +68,7 @@ class SentFigure(go.Figure):
     form), made once and kept: a cached figure costs nothing to send again. Reading the figure any
     other way (``fig.data``, ``fig.layout``, ``update_layout``...) builds the ordinary Figure first,
     and from then on it is one, so tests and callers see plotly's own objects.
-    Read-only by contract, like every figure the pages show (``ui/charts/cached_figures.py``).
+    Read-only by contract, like every figure the pages show (``ui/run/cached_figures.py``).
     """
 
     def __init__(self, data: list[dict], layout: dict):  # noqa: D107 - the class docstring says it
@@ -103,7 +103,7 @@ class SentFigure(go.Figure):
         """What ``to_dict`` returns, made afresh and not kept when it is not kept already.
 
         For a caller that keeps what it makes of the dictionary instead: the live charts keep the figure's
-        JSON (``ui/charts/live.py``), and the kept dictionary beside it was a third copy of every array in
+        JSON (``ui/widgets/live.py``), and the kept dictionary beside it was a third copy of every array in
         the figure caches (issue 38: ~1.6 MB of a 4.6 MB Step by step configuration at the caps)."""
         if self._built or self._sent is not None:
             return self.to_dict()

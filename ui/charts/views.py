@@ -16,7 +16,7 @@ import numpy as np
 
 from mha_core.attention import AttentionTrace
 from mha_core.kernels import Kernel, attention_kernel
-from ui.state.records import RecordLabels
+from ui.charts.record_labels import RecordLabels
 
 SEQUENTIAL = "sequential"  # 0..top, viridis: weights
 DIVERGING = "diverging"  # centred on 0, red above and blue below: signed values

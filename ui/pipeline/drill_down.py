@@ -5,7 +5,7 @@ row by hand and keeps the engine's score beside it; the tables and LaTeX here pu
 screen. It knows every option that changes a logit or a weight, reading each from the trace:
 the key/value head a query head reads (K/V sharing), the rotated q and k (RoPE), the bias (ALiBi),
 the mask, the scale and the null key (softmax₁: one more key of logit 0 and value 0 in every row).
-Pure builders, no streamlit (drawn by ``ui.pipeline.step_views``).
+Pure builders, no streamlit (drawn by ``ui.widgets.step_views``).
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@ is told by its browser's User-Agent (every phone browser names itself "Mobi…",
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import streamlit as st
 
-from ui.charts.chart_image import current_page, svg_button_options
+from ui.charts.chart_image import svg_button_options
 from ui.state.navigation import DEFAULT_PAGE, PAGE_INFO
 
 PHONE_MARKERS = ("Mobi", "Android", "iPhone")
@@ -19,6 +21,13 @@ def is_phone(user_agent: str | None) -> bool:
 def on_phone() -> bool:
     """True when this session's browser is a phone's."""
     return is_phone(st.context.headers.get("User-Agent"))
+
+
+def current_page(url: str | None, pages, default: str) -> str:
+    """The page a URL opens, one of ``pages`` (``default`` for the app's root or an unknown path)."""
+    path = urlsplit(url or "").path.rstrip("/")
+    last = path.rsplit("/", 1)[-1] if path else ""
+    return last if last in pages else default
 
 
 def chart_config(view: str | None = None) -> dict:

@@ -21,10 +21,10 @@ from mha_core.masks import causal_mask
 from mha_core.mla import default_mla_rope
 from mha_core.positions import SCHEMES
 from mha_core.presets import PRESET_INITS, PRESETS
+from ui.charts.record_labels import RecordLabels
 from ui.charts.views import SHORT_VIEW_LABELS
 from ui.i18n import N_
 from ui.i18n.languages import DEFAULT_LANGUAGE, LANGUAGE_LABELS
-from ui.state.records import RecordLabels
 
 Values = Mapping[str, object]  # setting name -> value, for the rows read so far
 

@@ -1,11 +1,12 @@
-"""The "Notebook (.ipynb)" download button of Heads and Step by step (the notebook itself: ``ui.charts.notebook``)."""
+"""The "Notebook (.ipynb)" download button of Heads and Step by step (the notebook itself: ``ui.pipeline.notebook``)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from mha_core.config import MHAConfig
-from ui.charts.notebook import DEFAULT_APP_URL, notebook_bytes, view_url
+from ui.pipeline.notebook import notebook_bytes
+from ui.state.notebook_link import DEFAULT_APP_URL, view_url
 
 
 def mla_note(page: str) -> str:

@@ -22,10 +22,10 @@ from ui.pages.decoding.cache_policy import (
     spare_mass,
     spare_sentence,
 )
-from ui.pipeline import step_views as views
 from ui.pipeline.records import Panel
 from ui.state import page_params
 from ui.state.settings import values_of
+from ui.widgets import step_views as views
 from ui.widgets.presentation import figure_font_size
 from ui.widgets.state import KEEP, clamp_choice
 

@@ -17,9 +17,9 @@ from ui.pages.decoding.variants import (
     max_variant_difference,
     memory_table,
 )
-from ui.pipeline import step_views as views
 from ui.pipeline.records import Panel, dim_labels
 from ui.run.compute import result_later
+from ui.widgets import step_views as views
 from ui.widgets.presentation import figure_font_size
 from ui.widgets.state import KEEP, clamp_choice
 

@@ -7,11 +7,11 @@ import streamlit as st
 from mha_core.kernels import attention_kernel
 from ui.charts import describe, figures, numbers, tables
 from ui.charts.figures import MAX_DRAWN_CELLS
-from ui.charts.live import show_chart
 from ui.charts.views import matrix_view
 from ui.pages.heads import apart
 from ui.pages.heads.downloads import download_csv
 from ui.state.device import chart_config, on_phone
+from ui.widgets.live import show_chart
 from ui.widgets.number_columns import number_columns
 from ui.widgets.state import KEEP
 

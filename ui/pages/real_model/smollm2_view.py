@@ -18,13 +18,14 @@ import streamlit as st
 from mha_core import _smollm2_files as smol_files
 from mha_core import smollm2 as smol
 from mha_core import smollm2_runs as runs
-from ui.charts import cached_figures, describe, tables
-from ui.charts.live import show_chart
+from ui.charts import describe, tables
 from ui.pages.real_model import smollm2 as sb
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
-from ui.pipeline import step_views as views
 from ui.pipeline.drill_down import drill_down
+from ui.run import cached_figures
 from ui.state.device import chart_config, on_phone
+from ui.widgets import step_views as views
+from ui.widgets.live import show_chart
 from ui.widgets.number_columns import number_columns
 from ui.widgets.state import KEEP, clamp_choice
 

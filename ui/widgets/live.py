@@ -13,7 +13,7 @@ What reaches the browser is one bytes payload (``payload``): a JSON line of sett
 width, a digest of the figure, the plotly.js file), a newline, then the figure's JSON exactly as ``Figure.to_dict`` gives
 it (numpy arrays as plotly's typed-array spec {dtype, bdata, shape}, which plotly.js reads natively).
 The figure's JSON and digest are made once per figure object and kept on it: the cached figures
-(``ui/charts/cached_figures.py``) cost a byte copy to send again, and the browser skips a figure
+(``ui/run/cached_figures.py``) cost a byte copy to send again, and the browser skips a figure
 whose digest (and theme) it has already drawn. AppTest sees a ``bidi_component`` element whose
 ``proto.bytes`` is that payload; ``figure_from_payload`` reads the figure back.
 
@@ -76,7 +76,7 @@ def _json_text(spec: dict) -> str:
 def figure_json(fig: go.Figure) -> tuple[bytes, str]:
     """The figure's JSON (as ``to_dict`` gives it, typed arrays kept) and its digest, made once per figure object.
 
-    Figures are read-only by contract once built (``ui/charts/cached_figures.py``), so the text is kept on
+    Figures are read-only by contract once built (``ui/run/cached_figures.py``), so the text is kept on
     the object: a cached figure is encoded once, not once per rerun. The dictionary it is made from is not
     kept beside it (``SentFigure.sendable``): a cached figure holds its arrays and this text, not a third copy."""
     # Read from the instance's own dict: any other attribute read of a SentFigure (ui/charts/sent.py) builds

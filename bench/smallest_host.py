@@ -1,7 +1,7 @@
 """The smallest Streamlit Community Cloud host, reproduced: one app process, 690 MB, half a core.
 
-    python deploy/smallest_host.py            # every page, then the load ladder (~3 minutes)
-    python deploy/smallest_host.py --quick    # every page and one tiny rung (~30 s)
+    python bench/smallest_host.py            # every page, then the load ladder (~3 minutes)
+    python bench/smallest_host.py --quick    # every page and one tiny rung (~30 s)
 
 The limits come from a control group made for the run (needs root and a writable cgroup
 file system), in the first form this machine offers:
@@ -37,7 +37,7 @@ from bench.bench_capacity import PERIOD_S, capacity_row, ladder, server_command 
 from bench.processes import status_kb  # noqa: E402
 from bench.report import text_table  # noqa: E402
 from bench.st_client import StreamlitClient  # noqa: E402
-from deploy.launch import free_port, running_server  # noqa: E402
+from tools.launch import free_port, running_server  # noqa: E402
 
 MEMORY_MAX = 690 * 1024 * 1024  # Community Cloud's smallest host: 690 MB
 CPU_QUOTA_US, CPU_PERIOD_US = 50_000, 100_000  # half a core

@@ -11,9 +11,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from ui.charts import cached_figures
 from ui.charts.export import csv_bytes, npz_bytes
-from ui.charts.live import show_chart
 from ui.charts.markdown import literal
 from ui.charts.numbers import column_format, table_values
 from ui.pipeline.drill_down import (
@@ -33,8 +31,10 @@ from ui.pipeline.latex_lines import phone_lines
 from ui.pipeline.panels import panel_table
 from ui.pipeline.records import Panel, Step
 from ui.pipeline.step_export import run_step_frame, step_file_name
+from ui.run import cached_figures
 from ui.run.compute import result_later
 from ui.state.device import chart_config, on_phone
+from ui.widgets.live import show_chart
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import FONT_SIZE
 from ui.widgets.state import KEEP

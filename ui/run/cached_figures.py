@@ -28,7 +28,7 @@ from ui.run.compute import MAX_RESULTS
 # Bounds, in configurations: the figures of as many configurations as ui/run/compute.py keeps results for.
 # Per configuration Step by step draws 8 single panels and 3 rows of panels (11 charts), Decoding 9 and 1,
 # Heads one figure of each kind below. A cached figure holds its float32 arrays and its JSON
-# (ui/charts/live.py). At the caps (64 tokens, d_model 512, 16 heads) a panel is up to 0.3 MB, a row of
+# (ui/widgets/live.py). At the caps (64 tokens, d_model 512, 16 heads) a panel is up to 0.3 MB, a row of
 # panels 0.9 MB, an attention grid 0.6 MB; Heads and Step by step together 3.9 MB per configuration, 47 MB
 # for 12; every entry of all six caches at its largest, 77 MB (tests/test_memory_bounded.py measures both).
 # Issue 38: 256 panels, 85 rows and 32 of each figure, each holding a third copy of its arrays, let 48 Step by

@@ -1,4 +1,4 @@
-// MHA Explorer's live plotly chart (ui/charts/live.py): one graph div per element, redrawn with
+// MHA Explorer's live plotly chart (ui/widgets/live.py): one graph div per element, redrawn with
 // Plotly.react, so a rerun with new data updates the chart in place instead of mounting a new one.
 // Streamlit calls this function on mount and again with the same parentElement whenever the data or
 // the theme changes. `data` is the payload bytes: a JSON line of settings, "\n", the figure's JSON.

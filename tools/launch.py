@@ -3,7 +3,7 @@
     with streamlit_server(folder) as server:            # app.py on a free loopback port, healthy
         context = chromium_context(playwright, folder)  # Chromium, fresh profile (sync or async API)
 
-    python -m deploy.launch PORT                        # the same server from a shell (deploy/replicas.sh)
+    python -m tools.launch PORT                         # the same server from a shell (deploy/replicas.sh)
 
 A server runs on 127.0.0.1 only (without ``--server.address`` Streamlit looks up an external IP), on
 a port free right now, its output in a log file (a pipe could fill and stall it); it counts as up
@@ -171,5 +171,5 @@ def serve(port: int) -> None:
     os.execv(command[0], command)
 
 
-if __name__ == "__main__":  # python -m deploy.launch PORT
+if __name__ == "__main__":  # python -m tools.launch PORT
     serve(int(sys.argv[1]))
