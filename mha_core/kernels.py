@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mha_core.attention import apply_mask, attention_scores, scale_scores, softmax, weighted_sum
+from mha_core.steps import apply_mask, attention_scores, scale_scores, softmax, weighted_sum
 
 DIFF_NORM_EPS = 1e-5  # RMSNorm's epsilon on each differential head (the paper's code and DiffLlama's default)
 LAMBDA_STD = 0.1  # the paper's initialisation of the lambda vectors: normal(0, 0.1)
@@ -453,20 +453,3 @@ def attention_kernel(name: str) -> Kernel:
 def kernel_refusal(name: str, settings) -> Refusal | None:
     """The first refusal of kernel ``name`` that applies to ``settings`` (a configuration), or None."""
     return next((r for r in attention_kernel(name).refuses if r.applies(settings)), None)
-
-
-def split_sub_heads(x: np.ndarray, parts: int) -> np.ndarray:
-    """(n, T, hs) -> (n*parts, T, hs/parts): part p of head i becomes sub-head i*parts + p."""
-    if parts == 1:
-        return x
-    n, t, size = x.shape
-    return x.reshape(n, t, parts, size // parts).transpose(0, 2, 1, 3).reshape(n * parts, t, size // parts)
-
-
-def join_sub_heads(x: np.ndarray, parts: int) -> np.ndarray:
-    """(n*parts, T, hs/parts) -> (n, T, hs), the inverse of ``split_sub_heads``."""
-    if parts == 1:
-        return x
-    n_parts, t, size = x.shape
-    return x.reshape(n_parts // parts, parts, t, size).transpose(0, 2, 1, 3).reshape(n_parts // parts, t, size * parts)
-

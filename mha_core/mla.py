@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mha_core.attention import attention_scores, project, split_heads
 from mha_core.inputs import init_matrix
 from mha_core.kernels import rms_norm
 from mha_core.positions import ROPE_BASE, Positioned, apply_positions
+from mha_core.steps import attention_scores, project, split_heads
 
 LATENT_NORM_EPS = 1e-6  # DeepSeek's RMSNorm epsilon on the latent
 
