@@ -28,7 +28,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mha_core.steps import apply_mask, attention_scores, scale_scores, softmax, weighted_sum
+from mha_core.decoder_state import Attended, Decoder, Reading
+from mha_core.steps import (
+    apply_mask,
+    apply_positions_per_part,
+    attention_scores,
+    scale_scores,
+    softmax,
+    weighted_sum,
+)
 
 DIFF_NORM_EPS = 1e-5  # RMSNorm's epsilon on each differential head (the paper's code and DiffLlama's default)
 LAMBDA_STD = 0.1  # the paper's initialisation of the lambda vectors: normal(0, 0.1)
@@ -223,6 +231,19 @@ class LinearRecurrence:
     state_sum: np.ndarray
 
 
+def add_to_state(state: np.ndarray, state_sum: np.ndarray, phi_k_t, v_t):
+    """Token t into the state: S + phi(k_t) v_t^T (n,hs,hv) and z + phi(k_t) (n,hs), phi_k_t (n,hs), v_t (n,hv)."""
+    state = state + phi_k_t[:, :, None] * v_t[:, None, :]  # (n, hs, hv)
+    return state, state_sum + phi_k_t  # (n, hs, hv), (n, hs)
+
+
+def read_state(state: np.ndarray, state_sum: np.ndarray, phi_q_t) -> np.ndarray:
+    """phi(q_t)^T S / phi(q_t)^T z: the head output (nh,hv) from a state (nh,hs,hv), its sum (nh,hs), phi_q_t (nh,hs)."""
+    numerator = np.einsum("hd,hde->he", phi_q_t, state)  # (nh, hv)
+    denominator = np.einsum("hd,hd->h", phi_q_t, state_sum)  # (nh,), > 0: phi > 0
+    return numerator / denominator[:, None]  # (nh, hv)
+
+
 def linear_step(state: np.ndarray, state_sum: np.ndarray, phi_q_t, phi_k_t, v_t):
     """One token of the recurrence: add phi(k_t) v_t^T to S and phi(k_t) to z, then let phi(q_t) read them.
 
@@ -230,11 +251,8 @@ def linear_step(state: np.ndarray, state_sum: np.ndarray, phi_q_t, phi_k_t, v_t)
     returns the new state, the new sum and the head output ``(nh,hv)``. The token's own key is in
     the state it reads: query t attends to keys 0..t, as under a causal mask.
     """
-    state = state + phi_k_t[:, :, None] * v_t[:, None, :]  # (nh, hs, hv)
-    state_sum = state_sum + phi_k_t  # (nh, hs)
-    numerator = np.einsum("hd,hde->he", phi_q_t, state)  # (nh, hv)
-    denominator = np.einsum("hd,hd->h", phi_q_t, state_sum)  # (nh,), > 0: phi > 0
-    return state, state_sum, numerator / denominator[:, None]  # (nh, hs, hv), (nh, hs), (nh, hv)
+    state, state_sum = add_to_state(state, state_sum, phi_k_t, v_t)  # (nh, hs, hv), (nh, hs)
+    return state, state_sum, read_state(state, state_sum, phi_q_t)  # (nh, hs, hv), (nh, hs), (nh, hv)
 
 
 def linear_recurrence(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray) -> LinearRecurrence:
@@ -277,6 +295,50 @@ def linear_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = False
                         None if recurrent is None else recurrent.state,  # (nh, hs, hv)
                         None if recurrent is None else recurrent.state_sum)  # (nh, hs)
     return KernelOutput(scores, logits, weights, heads, heads, parts)
+
+
+@dataclass(frozen=True)
+class LinearState:
+    """What a linear-attention decoder keeps: ``state (kv,hs,hv)`` = S and ``state_sum (kv,hs)`` = z, the same size
+    at every step, and ``seen (kv,t,hs)``: phi(k) of past tokens, kept only to draw the row the state implies."""
+
+    state: np.ndarray
+    state_sum: np.ndarray
+    seen: np.ndarray
+
+
+def _start_linear_state(layer, dtype) -> LinearState:
+    kv, hs = layer.kv_heads, layer.weights.w_q.shape[1] // layer.n_heads
+    hv = layer.weights.w_v.shape[1] // kv
+    return LinearState(np.zeros((kv, hs, hv), dtype=dtype), np.zeros((kv, hs), dtype=dtype),  # (kv,hs,hv), (kv,hs)
+                       np.empty((kv, 0, hs), dtype=dtype))  # (kv, 0, hs)
+
+
+def _keep_in_linear_state(layer, kept: LinearState, token) -> tuple[LinearState, Reading]:
+    """Turn q and k at the token's position, add phi(k_t) v_t^T to S and phi(k_t) to z."""
+    here = np.array([token.position])  # (1,)
+    placed = apply_positions_per_part(layer.pe, token.q, token.k, here, here, layer.rope_base, 1)
+    phi_k = elu_plus_one(placed.k[:, 0])  # (kv, hs)
+    state, state_sum = add_to_state(kept.state, kept.state_sum, phi_k, token.v[:, 0])  # (kv,hs,hv), (kv,hs)
+    seen = np.concatenate([kept.seen, phi_k[:, None]], axis=1)  # (kv, t+1, hs)
+    return LinearState(state, state_sum, seen), Reading(placed.q)
+
+
+def _read_linear_state(layer, kept: LinearState, reading: Reading) -> Attended:
+    """phi(q_t) reads S and z of its key/value head; the row phi(q_t) . phi(k_j) / sum is drawn from ``seen``."""
+    phi_q = elu_plus_one(reading.q[:, 0])  # (nh, hs)
+    by_query = np.repeat(np.arange(layer.kv_heads), layer.n_heads // layer.kv_heads)  # (nh,) each query head's kv head
+    heads = read_state(kept.state[by_query], kept.state_sum[by_query], phi_q)  # (nh, hv)
+    similarity = np.einsum("hd,htd->ht", phi_q, kept.seen[by_query])  # (nh, t+1)
+    row = similarity / similarity.sum(axis=-1, keepdims=True)  # (nh, t+1)
+    return Attended(row[:, None], heads[:, None])  # (nh, 1, t+1), (nh, 1, hv)
+
+
+LINEAR_STATE = Decoder(
+    "linear state", _start_linear_state, _keep_in_linear_state, _read_linear_state,
+    lambda kept: (("state S", kept.state), ("state sum z", kept.state_sum)),
+    words="a **state of constant size**: S = Σ φ(k_t) v_tᵀ and z = Σ φ(k_t), updated once per token; no keys or "
+    "values are kept")
 
 
 # ---- the table of kernels --------------------------------------------------------------------
@@ -365,6 +427,7 @@ class Kernel:
     inputs: WeightInputs | None = SOFTMAX_INPUTS
     scores_caption: str = ""
     row_scale: RowScale | None = None  # None: a head's row i is Σ_j w_ij v_j as it is (c_i = 1)
+    decoder: Decoder | None = None  # what its decoder keeps per token and how a step reads it; None: a KV cache
 
     @property
     def rows_are_distributions(self) -> bool:
@@ -424,7 +487,7 @@ KERNELS: dict[str, Kernel] = {
                "φ(q)·φ(k) with φ = elu + 1 > 0 replaces exp, divided by its row sum; under a causal mask the "
                "heads come from a running state of constant size.",
                rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=linear_kernel,
-               recurrent=True,
+               recurrent=True, decoder=LINEAR_STATE,
                refuses=(_no_null_key("linear attention"), _no_alibi("linear attention"), _no_latent("linear attention"),
                         Refusal("scale_rule", "linear attention has no scale: φ(q)·φ(k) is divided by its row sum; "
                                 "keep the standard scale rule", lambda c: getattr(c, "scale_rule", "sqrt_dk") != "sqrt_dk",
