@@ -201,12 +201,15 @@ def decode_with_policy(
     rope_base: float = ROPE_BASE,
     scale: float | None = None,
     null_key: bool = False,
+    kernel: str = "softmax",
+    kernel_params=None,
 ) -> list[PolicyStep]:
     """Decode the tokens of ``x`` (T, C) one at a time, the cache evicting by ``POLICIES[policy]``.
 
     The cache holds each token's unturned key and its value with its original position; every step turns
     the held keys at the positions ``POSITIONINGS[positioning]`` gives (with original positions that is
-    the same as caching turned keys). The other options are ``multi_head_attention``'s.
+    the same as caching turned keys); the kernel's own ``attend`` reads the kept keys. The other options are
+    ``multi_head_attention``'s.
     """
     problem = cache_problem(policy, window, sinks, positioning)
     if problem is not None:
@@ -214,7 +217,7 @@ def decode_with_policy(
     x, weights, _ = cast_for_decoding(x, weights)
     check_inside_attention(pe, weights.w_q.shape[1] // n_heads, False, rope_base)
     layer = decoder_layer(weights, n_heads, kv_heads=kv_heads, pe=pe, rope_base=rope_base, scale=scale,
-                          null_key=null_key)
+                          null_key=null_key, kernel=kernel, kernel_params=kernel_params)
     steps = []
     for step in decode_tokens(x, layer, window_cache(policy, window, sinks, positioning), prompt=True):
         kept, attn = step.kept, step.attended.weights  # attn (nh, 1, n)
@@ -230,4 +233,5 @@ def policy_run(result: RunResult, policy: str, window: int, sinks: int, position
     return decode_with_policy(result.x_q, result.weights, config.n_heads, policy=policy, window=window,
                               sinks=sinks if POLICIES[policy].sinks else 0, positioning=positioning,
                               kv_heads=config.key_value_heads, pe=attention_scheme(config),
-                              rope_base=config.rope_base, scale=trace.scale, null_key=config.null_key)
+                              rope_base=config.rope_base, scale=trace.scale, null_key=config.null_key,
+                              kernel=config.kernel, kernel_params=result.kernel_params)

@@ -76,7 +76,9 @@ class Decoder:
 
     ``start(layer, dtype)`` -> the empty state; ``keep(layer, state, token)`` -> (the state with the token in,
     its ``Reading``); ``attend(layer, state, reading)`` -> ``Attended``; ``held(state)`` -> the kept arrays by
-    name; ``words``: what is kept, for captions.
+    name. Words for the Decoding page: ``words`` says what is kept (``{weights}`` stands for the kernel's
+    ``weights_label``), ``sizes(config)`` what it costs for a layer's dimensions (``head_size``,
+    ``key_value_heads``, ``mla_rank``, ``mla_rope``).
     """
 
     name: str
@@ -85,6 +87,7 @@ class Decoder:
     attend: Callable[[DecoderLayer, object, Reading], Attended]
     held: Callable[[object], tuple[tuple[str, np.ndarray], ...]]
     words: str = ""
+    sizes: Callable[[object], str] = lambda config: ""
 
 
 @dataclass(frozen=True)
@@ -151,4 +154,6 @@ def _keep_in_cache(layer: DecoderLayer, cache: KVCache, token: NewToken) -> tupl
 KV_CACHE = Decoder(
     "kv cache", _start_cache, _keep_in_cache, attend_over_keys,
     lambda cache: (("K cache", cache.k), ("V cache", cache.v)),
-    words="a **KV cache**: the keys and values of every token, read by the kernel's own attention at each step")
+    words="a **KV cache**, as softmax heads do; each step's row ({weights}) is taken over the whole cache",
+    sizes=lambda c: f"the keys and values of every token, as softmax heads do: {2 * c.key_value_heads * c.head_size} "
+    "numbers per token")

@@ -44,11 +44,18 @@ def decoder_layer(weights: AttentionWeights, n_heads: int, *, kernel: str = "sof
                         rope_base, null_key, kernel_params, mla)
 
 
-def decoder_of(layer: DecoderLayer) -> Decoder:
-    """What this layer keeps per token: the latent cache with MLA, the kernel's own record, or the KV cache."""
-    if layer.mla is not None:
+def decoder_for(kernel: str, latent: bool) -> Decoder:
+    """What a layer of kernel ``kernel`` keeps per token: the latent cache with MLA (``latent``), the kernel's own
+    record, or the KV cache read by the kernel's own attention."""
+    if latent:
         return LATENT_CACHE
-    return KV_CACHE if layer.kernel.decoder is None else layer.kernel.decoder
+    chosen = attention_kernel(kernel)
+    return KV_CACHE if chosen.decoder is None else chosen.decoder
+
+
+def decoder_of(layer: DecoderLayer) -> Decoder:
+    """``decoder_for`` this layer."""
+    return decoder_for(layer.kernel.name, layer.mla is not None)
 
 
 def cast_for_decoding(x: np.ndarray, weights: AttentionWeights, mla=None):

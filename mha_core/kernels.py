@@ -338,7 +338,9 @@ LINEAR_STATE = Decoder(
     "linear state", _start_linear_state, _keep_in_linear_state, _read_linear_state,
     lambda kept: (("state S", kept.state), ("state sum z", kept.state_sum)),
     words="a **state of constant size**: S = Σ φ(k_t) v_tᵀ and z = Σ φ(k_t), updated once per token; no keys or "
-    "values are kept")
+    "values are kept",
+    sizes=lambda c: f"a state S ({c.head_size}×{c.head_size}) and its sum z ({c.head_size}) per key/value head: "
+    f"{c.key_value_heads * c.head_size * (c.head_size + 1)} numbers, the same at every step, and no keys or values at all")
 
 
 # ---- the table of kernels --------------------------------------------------------------------
@@ -428,6 +430,7 @@ class Kernel:
     scores_caption: str = ""
     row_scale: RowScale | None = None  # None: a head's row i is Σ_j w_ij v_j as it is (c_i = 1)
     decoder: Decoder | None = None  # what its decoder keeps per token and how a step reads it; None: a KV cache
+    cache_policies: bool = False  # a sliding window or attention sinks may evict from its cache (StreamingLLM)
 
     @property
     def rows_are_distributions(self) -> bool:
@@ -458,7 +461,7 @@ KERNELS: dict[str, Kernel] = {
         Kernel("softmax", "softmax (2017)", "softmax",
                "Each query's scores go through a softmax: positive weights that sum to 1.",
                rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=softmax_kernel,
-               paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)"),
+               cache_policies=True, paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)"),
         Kernel("differential", "differential (A₁ − λA₂)", "differential",
                "Two softmax maps per head, from the two halves of q and k; the weights are the first minus λ "
                "times the second, so common-mode attention cancels and weights can be negative.",

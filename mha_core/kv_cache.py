@@ -59,6 +59,8 @@ def decode_step(
     rope_base: float = ROPE_BASE,
     scale: float | None = None,
     null_key: bool = False,
+    kernel: str = "softmax",
+    kernel_params=None,
 ) -> DecodeStep:
     """Attention of one new token to itself and every cached token, and the cache with it added.
 
@@ -67,7 +69,8 @@ def decode_step(
     x_new : ndarray, shape (1, C)
         The new token (with any sinusoidal encoding already added); its position is cache.length.
     cache : KVCache, from ``empty_cache`` or the previous step
-    weights, n_heads, kv_heads, pe, rope_base, scale, null_key : as in ``multi_head_attention``
+    weights, n_heads, kv_heads, pe, rope_base, scale, null_key, kernel, kernel_params : as in
+        ``multi_head_attention``; the kernel's own ``attend`` reads the cache
 
     Returns
     -------
@@ -75,7 +78,7 @@ def decode_step(
         Its weights and output equal row ``position`` of full causal attention over the tokens.
     """
     layer = decoder_layer(weights, n_heads, kv_heads=kv_heads, pe=pe, rope_base=rope_base, scale=scale,
-                          null_key=null_key)
+                          null_key=null_key, kernel=kernel, kernel_params=kernel_params)
     check_inside_attention(pe, weights.w_q.shape[1] // n_heads, False, rope_base)
     return _as_decode_step(decode_token(layer, KV_CACHE, cache, x_new, cache.length))  # the engine's one step
 

@@ -269,4 +269,6 @@ LATENT_CACHE = Decoder(
     "latent cache", _start_latent_cache, _keep_latent, _attend_to_latents,
     lambda kept: (("latent cache c", kept.latents), ("RoPE key cache k_R", kept.rope_keys)),
     words="a **latent cache**: one latent vector c and the shared RoPE key k_R per token, from which every head's "
-    "scores are taken the absorbed way (K and V are never built)")
+    "scores are taken the absorbed way (K and V are never built)",
+    sizes=lambda c: f"the latent c (r = {c.mla_rank}) and the shared RoPE key k_R ({c.mla_rope}) of every token: "
+    f"{c.mla_rank + c.mla_rope} numbers per token for all heads together")
