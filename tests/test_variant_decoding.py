@@ -50,12 +50,12 @@ def test_every_decoded_row_is_full_causal_attentions(name):
 
 
 def test_a_linear_state_whose_sum_miscounts_the_token_breaks_the_rows(monkeypatch):
-    from mha_core import kernels
+    from mha_core import linear_state
 
     def counts_twice(state, state_sum, phi_k_t, v_t):  # planted: z gets phi(k_t) twice, S once
         return state + phi_k_t[:, :, None] * v_t[:, None, :], state_sum + 2 * phi_k_t
 
-    monkeypatch.setattr(kernels, "add_to_state", counts_twice)  # the linear decoder's keep step (issue 33)
+    monkeypatch.setattr(linear_state, "add_to_state", counts_twice)  # the linear decoder's keep step (issue 33)
     result = run(CONFIGS["linear"])
     steps = decoded(result)
     assert max(np.max(np.abs(s.output - result.trace.output[s.position])) for s in steps) > 1e-3
