@@ -7,11 +7,10 @@ import streamlit as st
 from mha_core.config import MHAConfig, RunResult
 from mha_core.decoder import assembled_weights, decode_run, decoder_config, max_difference, step_cost
 from mha_core.offsets import diagonal_spread, rope_offset_scores
-from ui.charts.kernels import is_variant
 from ui.pages.decoding import position_configs
 from ui.pages.decoding.cache_policy_section import cache_policy_section, capture_links
 from ui.pages.decoding.variant_stepper import variant_stepper
-from ui.pages.decoding.variants import variant_intro
+from ui.pages.decoding.variants import plain_kv_cache, variant_intro
 from ui.pipeline.cache_table import cache_table
 from ui.pipeline.records import Panel, dim_labels
 from ui.run.compute import compute, result_later
@@ -179,7 +178,7 @@ def main() -> None:
     result = compute(decoder)
     if result is None:
         return
-    st.markdown(variant_intro(decoder) if is_variant(decoder) else (
+    st.markdown(variant_intro(decoder) if not plain_kv_cache(decoder) else (
         "A decoder generates one token per step. Attention at step t needs the keys and values of every earlier "
         "token: a **KV cache** keeps them, so each step computes one new query row and appends one key and value. "
         "The rows it assembles are exactly the rows of full causal attention, shown beside them."
@@ -187,11 +186,11 @@ def main() -> None:
     if decoder.scale_rule == "sqrt_t":
         st.caption(f"Scale 1/√T: every step uses T = {len(decoder.tokens)}, the whole sentence's length, as full "
                    "attention does. A generator that does not know T yet would take 1/√(t+1) and get other rows.")
-    if is_variant(decoder):  # a variant keeps other things than a KV cache (issue 26)
-        variant_stepper(result.config)
-    else:  # the cache policies evict from a softmax head's KV cache
+    if plain_kv_cache(decoder):  # the cache policies evict from this kernel's KV cache (its record says so)
         stepper(result.config)
         cache_policy_section(result, cache_links)
+    else:  # the layer's decoder record says what it keeps (issue 26, 33)
+        variant_stepper(result.config)
     compare_positions(decoder)
     rope_offsets(result)
 

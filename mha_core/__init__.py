@@ -20,8 +20,11 @@ RoPE and ALiBi act inside attention (``positions.apply_positions``, ``pe=`` of
 ``multi_head_attention``); ``kv_cache`` decodes one token at a time. Kernels: one table
 (``kernels.KERNELS``: softmax, differential, linear) that ``multi_head_attention`` dispatches through
 (``kernel=``); multi-head latent attention (``mla``, ``mla=``) draws keys and values from a latent;
-``variant_decoding`` decodes both one token at a time. This package never imports streamlit, plotly or pandas: it knows
-nothing of screens.
+``variant_decoding`` decodes both one token at a time.
+Layers, imported one way: ``steps`` (the primitive steps) <- ``kernels``, ``mla`` <- ``attention``
+(``multi_head_attention``); ``decoder_state`` (what a decoder keeps) <- ``decoding`` (the one decoding loop:
+project -> keep -> attend per token) <- ``kv_cache``, ``cache_policy``, ``variant_decoding``.
+This package never imports streamlit, plotly or pandas: it knows nothing of screens.
 """
 
 from mha_core.attention import (

@@ -1,4 +1,4 @@
-"""Multi-head attention, one function per step of the maths.
+"""Multi-head attention: the dispatcher above the kernels, built from the steps of ``mha_core.steps``.
 
     project -> split heads -> [rotate (RoPE)] -> scores -> scale -> [+ bias (ALiBi)] -> mask
     -> softmax -> weighted sum -> merge heads (concat) -> output projection
@@ -9,7 +9,6 @@ of them in a frozen ``AttentionTrace`` so that a page can show any intermediate.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,40 +22,52 @@ from mha_core.attention_checks import (
     is_cross_attention,
 )
 from mha_core.grouping import kv_head_of
-from mha_core.positions import ROPE_BASE, apply_positions, check_inside_attention, position_scheme
+from mha_core.kernels import attention_kernel, kernel_refusal
+from mha_core.mla import finish, latent_attention_inputs
+from mha_core.positions import ROPE_BASE, check_inside_attention, position_scheme
+from mha_core.steps import (
+    AttentionWeights,
+    apply_mask,
+    apply_positions_per_part,
+    attention_scores,
+    compute_dtype,
+    default_scale,
+    group_heads,
+    join_sub_heads,
+    merge_heads,
+    output_projection,
+    project,
+    scale_scores,
+    scaled_dot_product_attention,
+    softmax,
+    split_heads,
+    split_sub_heads,
+    weighted_sum,
+)
 
-
-@dataclass(frozen=True)
-class AttentionWeights:
-    """The learned parameters of one multi-head attention layer (row convention, ``x @ w + b``).
-
-    Parameters
-    ----------
-    w_q : ndarray, shape (C_q, nh*hs)
-    w_k : ndarray, shape (C_k, kv*hs); kv = nh unless keys and values are shared (kv_heads)
-    w_v : ndarray, shape (C_v, kv*hv)
-    w_o : ndarray, shape (nh*hv, C_out), or None for no output projection (output = concat)
-    b_q, b_k, b_v, b_o : ndarray, shape (nh*hs,), (kv*hs,), (kv*hv,), (C_out,), or None
-    """
-
-    w_q: np.ndarray
-    w_k: np.ndarray
-    w_v: np.ndarray
-    w_o: np.ndarray | None = None
-    b_q: np.ndarray | None = None
-    b_k: np.ndarray | None = None
-    b_v: np.ndarray | None = None
-    b_o: np.ndarray | None = None
-
-    def arrays(self) -> list[np.ndarray]:
-        """Every parameter that is set, in field order."""
-        fields = (self.w_q, self.w_k, self.w_v, self.w_o, self.b_q, self.b_k, self.b_v, self.b_o)
-        return [np.asarray(a) for a in fields if a is not None]
-
-    def astype(self, dtype: np.dtype) -> AttentionWeights:
-        """The same parameters as arrays of ``dtype`` (no copy where they already are)."""
-        return AttentionWeights(**{name: None if a is None else np.asarray(a, dtype=dtype)
-                                   for name, a in self.__dict__.items()})
+# The primitive steps live in ``mha_core.steps`` (below the kernels and MLA); they are named here too, so that
+# ``from mha_core.attention import softmax`` reads as it always did.
+__all__ = [
+    "AttentionTrace",
+    "AttentionWeights",
+    "apply_mask",
+    "apply_positions_per_part",
+    "attention_scores",
+    "compute_dtype",
+    "default_scale",
+    "group_heads",
+    "join_sub_heads",
+    "merge_heads",
+    "multi_head_attention",
+    "output_projection",
+    "project",
+    "scale_scores",
+    "scaled_dot_product_attention",
+    "softmax",
+    "split_heads",
+    "split_sub_heads",
+    "weighted_sum",
+]
 
 
 @dataclass(frozen=True)
@@ -132,158 +143,6 @@ class AttentionTrace:
         return self.v[[self.kv_head_of(h) for h in range(self.n_heads)]]  # (nh, Tk, hv)
 
 
-def project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """Linear map in row convention: (T, C_in) @ (C_in, C_out) + (C_out,) -> (T, C_out)."""
-    y = x @ w  # (T, C_out)
-    if b is not None:
-        y += b
-    return y
-
-
-def split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
-    """(T, nh*hs) -> (nh, T, hs): head i is the column block i*hs:(i+1)*hs."""
-    t, width = x.shape
-    return x.reshape(t, n_heads, width // n_heads).transpose(1, 0, 2)  # (nh, T, hs)
-
-
-def group_heads(x: np.ndarray, kv_heads: int) -> np.ndarray:
-    """(nh, T, d) -> (kv, nh/kv, T, d): the query heads that read the same key/value head, together."""
-    n_heads, t, size = x.shape
-    return x.reshape(kv_heads, n_heads // kv_heads, t, size)  # (kv, nh/kv, T, d)
-
-
-def attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Dot product of every query with every key: (nh,Tq,hs), (kv,Tk,hs) -> (nh,Tq,Tk).
-
-    Query head h meets key head h // (nh/kv); with kv = nh that is its own.
-    """
-    k_t = np.ascontiguousarray(k.transpose(0, 2, 1))  # (kv, hs, Tk)
-    # k^T copied to a plain array rather than passed as a transposed view: OpenBLAS multiplies
-    # a transposed operand on a slower path (row "scores q @ k^T" of bench/bench_kernels.py).
-    scores = group_heads(q, k.shape[0]) @ k_t[:, None]  # (kv, nh/kv, Tq, Tk)
-    return scores.reshape(q.shape[0], q.shape[1], k.shape[1])  # (nh, Tq, Tk)
-
-
-def default_scale(head_size: int) -> float:
-    """1 / sqrt(hs): keeps the scores' spread near 1 whatever the head size."""
-    return 1.0 / math.sqrt(head_size)
-
-
-def scale_scores(scores: np.ndarray, scale: float) -> np.ndarray:
-    """scores * scale, (nh, Tq, Tk); a Python float keeps float32 scores float32."""
-    return scores * scale  # (nh, Tq, Tk)
-
-
-def apply_mask(logits: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
-    """Logits with entries where ``mask`` is False set to exactly -inf, (nh, Tq, Tk).
-
-    ``mask`` may be any shape that broadcasts to the logits'; None leaves them as they are.
-    """
-    if mask is None:
-        return logits
-    return np.where(mask, logits, -np.inf)  # (nh, Tq, Tk)
-
-
-def softmax(logits: np.ndarray, axis: int = -1, *, null_key: bool = False) -> np.ndarray:
-    """Softmax along ``axis``, safe for any finite logits and for -inf (masked) entries.
-
-    The maximum is subtracted first, so no finite input overflows. Each slice sums to 1,
-    except a slice whose entries are all -inf: it comes out as all zeros, with no NaN and
-    no RuntimeWarning. Integer logits compute in float64.
-
-    ``null_key=True`` is softmax_1: exp(l_j) / (1 + sum_k exp(l_k)), as if every slice had
-    one more entry of logit 0 whose weight is left out; slices then sum to at most 1.
-    """
-    logits = np.asarray(logits)
-    if logits.dtype.kind != "f":
-        logits = logits.astype(np.float64)
-    peak = logits.max(axis=axis, keepdims=True)  # logits' shape with size 1 along axis
-    # The peak must be finite: an all -inf slice would give -inf - (-inf) = NaN. With the null
-    # key the slice's true maximum includes its logit 0.
-    floor = 0.0 if null_key else np.finfo(logits.dtype).min
-    np.maximum(peak, floor, out=peak)
-    weights = logits - peak  # logits' shape
-    np.exp(weights, out=weights)
-    total = weights.sum(axis=axis, keepdims=True)  # logits' shape with size 1 along axis
-    if null_key:
-        total += np.exp(-peak)  # the null key's exp(0 - peak); total >= 1 now
-    else:
-        # A slice with a finite entry sums to >= 1 (its maximum contributes exp(0) = 1); only
-        # an all -inf slice sums to 0, and it is all 0 already: dividing it by 1 keeps it so.
-        np.maximum(total, 1, out=total)
-    weights /= total
-    return weights
-
-
-def weighted_sum(weights: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Each query's average of the values under its weights: (nh,Tq,Tk), (kv,Tk,hv) -> (nh,Tq,hv)."""
-    heads = group_heads(weights, v.shape[0]) @ v[:, None]  # (kv, nh/kv, Tq, hv)
-    return heads.reshape(weights.shape[0], weights.shape[1], v.shape[-1])  # (nh, Tq, hv)
-
-
-def merge_heads(x: np.ndarray) -> np.ndarray:
-    """(nh, T, hs) -> (T, nh*hs), the inverse of ``split_heads`` (the concat of the heads)."""
-    n_heads, t, size = x.shape
-    return x.transpose(1, 0, 2).reshape(t, n_heads * size)  # (T, nh*hs)
-
-
-def output_projection(concat: np.ndarray, w_o: np.ndarray | None, b_o: np.ndarray | None) -> np.ndarray:
-    """W_O mixes the heads: (Tq, nh*hv) -> (Tq, C_out); without W_O the output is a copy of the concat."""
-    if w_o is None:
-        return concat.copy()  # (Tq, nh*hv)
-    return project(concat, w_o, b_o)  # (Tq, C_out)
-
-
-def scaled_dot_product_attention(
-    q: np.ndarray,
-    k: np.ndarray,
-    v: np.ndarray,
-    mask: np.ndarray | None = None,
-    scale: float | None = None,
-    *,
-    bias: np.ndarray | None = None,
-    null_key: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """softmax(q k^T * scale + bias, masked) @ v for every head at once.
-
-    Parameters
-    ----------
-    q : ndarray, shape (nh, Tq, hs)
-    k : ndarray, shape (kv, Tk, hs), kv dividing nh (query head h reads key head h // (nh/kv))
-    v : ndarray, shape (kv, Tk, hv)
-    mask : bool ndarray broadcastable to (nh, Tq, Tk), True = may attend; None = all keys
-    scale : float, default 1/sqrt(hs)
-    bias : ndarray broadcastable to (nh, Tq, Tk), optional; added to the scaled scores (ALiBi)
-    null_key : bool, default False; softmax_1 (an implicit key of logit 0 and value 0)
-
-    Returns
-    -------
-    scores, logits, weights : ndarray, shape (nh, Tq, Tk)
-        Raw q.k, scaled (+ bias) and masked (-inf where masked), softmax over keys (rows sum
-        to 1, except rows with every key masked, which are 0; below 1 with ``null_key``).
-    heads : ndarray, shape (nh, Tq, hv)
-    """
-    scale = default_scale(q.shape[-1]) if scale is None else scale
-    scores = attention_scores(q, k)  # (nh, Tq, Tk)
-    logits = scale_scores(scores, scale)  # (nh, Tq, Tk)
-    if bias is not None:
-        logits += bias
-    logits = apply_mask(logits, mask)  # (nh, Tq, Tk)
-    weights = softmax(logits, axis=-1, null_key=null_key)  # (nh, Tq, Tk)
-    heads = weighted_sum(weights, v)  # (nh, Tq, hv)
-    return scores, logits, weights, heads
-
-
-def compute_dtype(*arrays: np.ndarray) -> np.dtype:
-    """float32 stays float32, float64 stays float64, integers and booleans compute in float64."""
-    dtype = np.result_type(*arrays)
-    if dtype.kind != "f":
-        return np.dtype(np.float64)
-    if dtype.itemsize < 4:
-        return np.dtype(np.float32)
-    return dtype
-
-
 def multi_head_attention(
     x_q: np.ndarray,
     weights: AttentionWeights,
@@ -352,9 +211,7 @@ def multi_head_attention(
     dtype: float32 in, float32 throughout and out; float64 in, float64 out; integer inputs
     compute in float64.
     """
-    from mha_core import kernels  # they build on this module's steps
-
-    chosen = kernels.attention_kernel(kernel)
+    chosen = attention_kernel(kernel)
     cross_given = x_k is not None
     x_k = x_q if x_k is None else x_k
     kv_heads = n_heads if kv_heads is None else kv_heads
@@ -400,15 +257,13 @@ def _cast_and_check(x_q, x_k, x_v, weights: AttentionWeights, mla, n_heads: int,
 
 def _check_options(kernel: str, head_size: int, pe: str, null_key: bool, mla, cross: bool, rope_base: float) -> None:
     """ValueError when the kernel refuses the options, or the positional scheme cannot act on these heads."""
-    from mha_core import kernels
-
-    refusal = kernels.kernel_refusal(kernel, _KernelSettings(head_size, pe, null_key, 0 if mla is None else mla.rank))
+    refusal = kernel_refusal(kernel, _KernelSettings(head_size, pe, null_key, 0 if mla is None else mla.rank))
     if refusal is not None:
         raise ValueError(f"kernel={kernel!r}: {refusal.reason}")
     if mla is not None and position_scheme(pe).turns and not mla.rope_dims:
         raise ValueError(f"{pe} cannot turn MLA's latent keys (W_UK could no longer be folded into the query): "
                          "give the layer decoupled RoPE dimensions (w_kr with 2 or more columns)")
-    parts = kernels.attention_kernel(kernel).sub_heads
+    parts = attention_kernel(kernel).sub_heads
     turned_size = head_size // parts if mla is None else mla.rope_dims  # the features a scheme turns
     check_inside_attention(pe, turned_size, cross, rope_base)
 
@@ -418,9 +273,7 @@ def _queries_keys_values(x_q, x_k, x_v, weights: AttentionWeights, mla, n_heads:
     """Project and split q, k, v and place the positions (q and k turned, or a bias): (placed, v, latent inputs)."""
     q = split_heads(project(x_q, weights.w_q, weights.b_q), n_heads)  # (nh, Tq, hs)
     if mla is not None:
-        from mha_core import mla as latent
-
-        inputs = latent.latent_attention_inputs(q, x_k, mla, pe, q_positions, k_positions, rope_base)
+        inputs = latent_attention_inputs(q, x_k, mla, pe, q_positions, k_positions, rope_base)
         return inputs.placed, inputs.v, inputs  # q (nh,Tq,hs), k (nh,Tk,hs) turned; v (nh,Tk,hv)
     k = split_heads(project(x_k, weights.w_k, weights.b_k), kv_heads)  # (kv, Tk, hs)
     v = split_heads(project(x_v, weights.w_v, weights.b_v), kv_heads)  # (kv, Tk, hv)
@@ -429,9 +282,7 @@ def _queries_keys_values(x_q, x_k, x_v, weights: AttentionWeights, mla, n_heads:
 
 def _finish_latent(inputs, mla, scores: np.ndarray):
     """MLA's record of the latent, its keys and the absorbed scores (``mha_core.mla.finish``)."""
-    from mha_core import mla as latent
-
-    return latent.finish(inputs, mla, scores)
+    return finish(inputs, mla, scores)
 
 
 @dataclass(frozen=True)
@@ -442,19 +293,3 @@ class _KernelSettings:
     pe: str
     null_key: bool
     mla_rank: int
-
-
-def apply_positions_per_part(pe: str, q, k, q_positions, k_positions, rope_base: float, parts: int):
-    """A scheme acting on each of a head's ``parts`` (differential: its two halves), q and k joined back after."""
-    from mha_core.kernels import join_sub_heads, split_sub_heads
-    from mha_core.positions import Positioned
-
-    placed = apply_positions(pe, split_sub_heads(q, parts), split_sub_heads(k, parts), q_positions, k_positions,
-                             rope_base=rope_base)  # on (nh*parts, T, hs/parts)
-    if parts == 1:
-        return placed
-    join = lambda x: None if x is None else join_sub_heads(x, parts)  # noqa: E731
-    return Positioned(join(placed.q), join(placed.k), placed.bias, join(placed.q_unrotated),
-                      join(placed.k_unrotated), placed.q_angles, placed.k_angles)  # (nh,Tq,hs), (kv,Tk,hs)
-
-

@@ -4,12 +4,9 @@ would work. Pure NumPy."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-if TYPE_CHECKING:  # annotations only: attention imports these checks
-    from mha_core.attention import AttentionWeights
+from mha_core.steps import AttentionWeights
 
 
 def check_shapes(x_q, x_k, x_v, weights: AttentionWeights, n_heads: int, kv_heads: int) -> None:

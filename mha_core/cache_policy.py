@@ -8,7 +8,8 @@ them, and that keeping the first S tokens ("sinks") forever besides the window f
 A policy is one ``CachePolicy`` record of ``POLICIES``; how positions are counted inside the cache is one
 ``CachePositions`` record of ``POSITIONINGS``: a key keeps its original position, or is re-indexed by its
 slot in the cache (StreamingLLM: keys are cached before RoPE and turned by slot at every step, so the
-distances a head sees never exceed the cache's size). ``decode_with_policy`` decodes one token at a time,
+distances a head sees never exceed the cache's size). ``decode_with_policy`` decodes one token at a time
+through the engine's one loop (``mha_core.decoding``) with the policy's kept-state record (``window_cache``),
 evicting by the policy; each step's row is full causal attention restricted to the kept keys (with the
 original positions). Pure NumPy, shapes as in ``mha_core`` (n: keys held in the cache).
 """
@@ -17,21 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
-from mha_core.attention import (
-    AttentionWeights,
-    compute_dtype,
-    default_scale,
-    merge_heads,
-    output_projection,
-    project,
-    scaled_dot_product_attention,
-    split_heads,
-)
 from mha_core.config import RunResult, attention_scheme
-from mha_core.positions import ROPE_BASE, apply_positions, check_inside_attention
+from mha_core.decoder_state import Decoder, DecoderLayer, NewToken, Reading, attend_over_keys
+from mha_core.decoding import cast_for_decoding, decode_tokens, decoder_layer
+from mha_core.positions import ROPE_BASE, check_inside_attention
+from mha_core.steps import AttentionWeights, apply_positions_per_part
 
 
 @dataclass(frozen=True)
@@ -103,6 +98,64 @@ def cache_problem(policy: str, window: int, sinks: int, positioning: str) -> str
 
 
 @dataclass(frozen=True)
+class WindowCache:
+    """What a decoder under a cache policy keeps: ``held (n,)`` the original positions of the tokens in the cache,
+    ``k (kv,n,hs)`` their keys before RoPE, ``v (kv,n,hv)`` their values; ``evicted (e,)`` the positions the last
+    step dropped, ``key_positions (n,)`` and ``query_position`` where that step placed them."""
+
+    held: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    evicted: np.ndarray
+    key_positions: np.ndarray
+    query_position: int
+
+
+@dataclass(frozen=True)
+class WindowSettings:
+    """A policy's settings as its record's hooks read them."""
+
+    policy: CachePolicy
+    positions: CachePositions
+    window: int
+    sinks: int
+
+
+def _start_window(settings: WindowSettings, layer: DecoderLayer, dtype) -> WindowCache:
+    hs, hv = layer.weights.w_k.shape[1] // layer.kv_heads, layer.weights.w_v.shape[1] // layer.kv_heads
+    none = np.zeros(0, dtype=int)  # (0,)
+    return WindowCache(none, np.empty((layer.kv_heads, 0, hs), dtype=dtype),  # (kv, 0, hs)
+                       np.empty((layer.kv_heads, 0, hv), dtype=dtype), none, none, 0)  # (kv, 0, hv)
+
+
+def _keep_in_window(settings: WindowSettings, layer: DecoderLayer, kept: WindowCache,
+                    token: NewToken) -> tuple[WindowCache, Reading]:
+    """The new token in, the policy's evictions out, the held keys turned where the positioning places them."""
+    t = token.position
+    held = np.append(kept.held, t)  # (n+1,) the new token goes in
+    keeps = settings.policy.keeps(held, t, settings.window, settings.sinks)  # (n+1,)
+    k = np.concatenate([kept.k, token.k], axis=1)[:, keeps]  # (kv, n, hs) unturned
+    v = np.concatenate([kept.v, token.v], axis=1)[:, keeps]  # (kv, n, hv)
+    key_positions, query_position = settings.positions.place(held[keeps], t)  # (n,), int
+    placed = apply_positions_per_part(layer.pe, token.q, k, np.array([query_position]), key_positions,
+                                      layer.rope_base, layer.kernel.sub_heads)  # q (nh,1,hs), k (kv,n,hs)
+    kept = WindowCache(held[keeps], k, v, held[~keeps], np.asarray(key_positions), int(query_position))
+    return kept, Reading(placed.q, placed.k, v, placed.bias)  # bias (nh, 1, n) at most
+
+
+def _held_window(kept: WindowCache) -> tuple[tuple[str, np.ndarray], ...]:
+    return (("K cache (before RoPE)", kept.k), ("V cache", kept.v))
+
+
+def window_cache(policy: str, window: int, sinks: int, positioning: str) -> Decoder:
+    """The kept-state record of a cache policy: keep the new token, evict by ``POLICIES[policy]``, and turn the
+    held keys at the positions ``POSITIONINGS[positioning]`` gives at every step (keys are cached unturned)."""
+    settings = WindowSettings(POLICIES[policy], POSITIONINGS[positioning], window, sinks)
+    return Decoder(f"{policy} cache", partial(_start_window, settings), partial(_keep_in_window, settings),
+                   attend_over_keys, _held_window, words=settings.policy.summary)
+
+
+@dataclass(frozen=True)
 class PolicyStep:
     """One decoding step under a cache policy; arrays read-only.
 
@@ -148,40 +201,29 @@ def decode_with_policy(
     rope_base: float = ROPE_BASE,
     scale: float | None = None,
     null_key: bool = False,
+    kernel: str = "softmax",
+    kernel_params=None,
 ) -> list[PolicyStep]:
     """Decode the tokens of ``x`` (T, C) one at a time, the cache evicting by ``POLICIES[policy]``.
 
     The cache holds each token's unturned key and its value with its original position; every step turns
     the held keys at the positions ``POSITIONINGS[positioning]`` gives (with original positions that is
-    the same as caching turned keys). The other options are ``multi_head_attention``'s.
+    the same as caching turned keys); the kernel's own ``attend`` reads the kept keys. The other options are
+    ``multi_head_attention``'s.
     """
     problem = cache_problem(policy, window, sinks, positioning)
     if problem is not None:
         raise ValueError(problem)
-    rule, place = POLICIES[policy], POSITIONINGS[positioning].place
-    kv_heads = n_heads if kv_heads is None else kv_heads
-    dtype = compute_dtype(x, *weights.arrays())
-    x, weights = np.asarray(x, dtype=dtype), weights.astype(dtype)
+    x, weights, _ = cast_for_decoding(x, weights)
     check_inside_attention(pe, weights.w_q.shape[1] // n_heads, False, rope_base)
-    k_all = split_heads(project(x, weights.w_k, weights.b_k), kv_heads)  # (kv, T, hs) unturned
-    v_all = split_heads(project(x, weights.w_v, weights.b_v), kv_heads)  # (kv, T, hv)
-    q_all = split_heads(project(x, weights.w_q, weights.b_q), n_heads)  # (nh, T, hs)
-    scale = default_scale(q_all.shape[-1]) if scale is None else float(scale)
-    held = np.zeros(0, dtype=int)  # (n,) original positions in the cache
+    layer = decoder_layer(weights, n_heads, kv_heads=kv_heads, pe=pe, rope_base=rope_base, scale=scale,
+                          null_key=null_key, kernel=kernel, kernel_params=kernel_params)
     steps = []
-    for t in range(x.shape[0]):
-        held = np.append(held, t)  # (n+1,) the new token goes in
-        keep = rule.keeps(held, t, window, sinks)  # (n+1,)
-        evicted, held = held[~keep], held[keep]  # (e,), (n,)
-        key_positions, query_position = place(held, t)  # (n,), int
-        placed = apply_positions(pe, q_all[:, t : t + 1], k_all[:, held], np.array([query_position]),
-                                 key_positions, rope_base=rope_base)  # q (nh,1,hs), k (kv,n,hs); bias (nh,1,n)
-        _, logits, attn, heads = scaled_dot_product_attention(placed.q, placed.k, v_all[:, held], None, scale,
-                                                              bias=placed.bias, null_key=null_key)  # (nh,1,n) x2
-        output = output_projection(merge_heads(heads), weights.w_o, weights.b_o)  # (1, C_out)
+    for step in decode_tokens(x, layer, window_cache(policy, window, sinks, positioning), prompt=True):
+        kept, attn = step.kept, step.attended.weights  # attn (nh, 1, n)
         spare = 1.0 - attn[:, 0].sum(axis=-1) if null_key else np.zeros(n_heads)  # (nh,)
-        steps.append(PolicyStep(t, held, evicted, np.asarray(key_positions), int(query_position), logits, attn,
-                                heads, output, spare))
+        steps.append(PolicyStep(step.position, kept.held, kept.evicted, kept.key_positions, kept.query_position,
+                                step.attended.logits, attn, step.attended.heads, step.output, spare))
     return steps
 
 
@@ -191,4 +233,5 @@ def policy_run(result: RunResult, policy: str, window: int, sinks: int, position
     return decode_with_policy(result.x_q, result.weights, config.n_heads, policy=policy, window=window,
                               sinks=sinks if POLICIES[policy].sinks else 0, positioning=positioning,
                               kv_heads=config.key_value_heads, pe=attention_scheme(config),
-                              rope_base=config.rope_base, scale=trace.scale, null_key=config.null_key)
+                              rope_base=config.rope_base, scale=trace.scale, null_key=config.null_key,
+                              kernel=config.kernel, kernel_params=result.kernel_params)

@@ -34,14 +34,15 @@ def decode_run(result: RunResult) -> list[DecodeStep]:
 
     ``result`` must come from ``decoder_config``: the rows to compare with are its causal weights. The
     options are the layer's own: its weights (K/V heads cut already), key/value heads, positions and
-    RoPE base, null key, and the one scale full attention used. With scale rule ``sqrt_t`` that is
+    RoPE base, null key, its kernel (read over the cache by the kernel's own attention), and the one scale
+    full attention used. With scale rule ``sqrt_t`` that is
     1/sqrt(T) of the whole sentence at every step (not 1/sqrt(t+1) of the keys cached so far), so that
     every decoded row is the row of full causal attention.
     """
     config, trace = result.config, result.trace
     return decode(result.x_q, result.weights, config.n_heads, kv_heads=config.key_value_heads,
                   pe=attention_scheme(config), rope_base=config.rope_base, scale=trace.scale,
-                  null_key=config.null_key)
+                  null_key=config.null_key, kernel=config.kernel, kernel_params=result.kernel_params)
 
 
 def assembled_weights(steps: list[DecodeStep], upto: int) -> np.ndarray:

@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 
-from mha_core.attention import AttentionWeights
+from mha_core.steps import AttentionWeights
 
 # Independent random streams under one user seed.
 STREAM_EMBEDDING, STREAM_WEIGHTS, STREAM_BIAS = 0, 1, 2

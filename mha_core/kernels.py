@@ -28,7 +28,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mha_core.attention import apply_mask, attention_scores, scale_scores, softmax, weighted_sum
+from mha_core.decoder_state import Decoder
+from mha_core.linear_state import LINEAR_STATE, add_to_state, elu_plus_one, read_state
+from mha_core.steps import (
+    apply_mask,
+    attention_scores,
+    scale_scores,
+    softmax,
+    weighted_sum,
+)
 
 DIFF_NORM_EPS = 1e-5  # RMSNorm's epsilon on each differential head (the paper's code and DiffLlama's default)
 LAMBDA_STD = 0.1  # the paper's initialisation of the lambda vectors: normal(0, 0.1)
@@ -185,11 +193,6 @@ def differential_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool =
 # ---- linear ----------------------------------------------------------------------------------
 
 
-def elu_plus_one(x: np.ndarray) -> np.ndarray:
-    """phi(x) = elu(x) + 1: x + 1 for x > 0, exp(x) otherwise; always > 0. Shape kept."""
-    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))  # x's shape
-
-
 @dataclass(frozen=True)
 class LinearParts:
     """A linear-attention layer's own intermediates; arrays are read-only.
@@ -230,11 +233,8 @@ def linear_step(state: np.ndarray, state_sum: np.ndarray, phi_q_t, phi_k_t, v_t)
     returns the new state, the new sum and the head output ``(nh,hv)``. The token's own key is in
     the state it reads: query t attends to keys 0..t, as under a causal mask.
     """
-    state = state + phi_k_t[:, :, None] * v_t[:, None, :]  # (nh, hs, hv)
-    state_sum = state_sum + phi_k_t  # (nh, hs)
-    numerator = np.einsum("hd,hde->he", phi_q_t, state)  # (nh, hv)
-    denominator = np.einsum("hd,hd->h", phi_q_t, state_sum)  # (nh,), > 0: phi > 0
-    return state, state_sum, numerator / denominator[:, None]  # (nh, hs, hv), (nh, hs), (nh, hv)
+    state, state_sum = add_to_state(state, state_sum, phi_k_t, v_t)  # (nh, hs, hv), (nh, hs)
+    return state, state_sum, read_state(state, state_sum, phi_q_t)  # (nh, hs, hv), (nh, hs), (nh, hv)
 
 
 def linear_recurrence(phi_q: np.ndarray, phi_k: np.ndarray, v: np.ndarray) -> LinearRecurrence:
@@ -365,6 +365,8 @@ class Kernel:
     inputs: WeightInputs | None = SOFTMAX_INPUTS
     scores_caption: str = ""
     row_scale: RowScale | None = None  # None: a head's row i is Σ_j w_ij v_j as it is (c_i = 1)
+    decoder: Decoder | None = None  # what its decoder keeps per token and how a step reads it; None: a KV cache
+    cache_policies: bool = False  # a sliding window or attention sinks may evict from its cache (StreamingLLM)
 
     @property
     def rows_are_distributions(self) -> bool:
@@ -395,7 +397,7 @@ KERNELS: dict[str, Kernel] = {
         Kernel("softmax", "softmax (2017)", "softmax",
                "Each query's scores go through a softmax: positive weights that sum to 1.",
                rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=softmax_kernel,
-               paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)"),
+               cache_policies=True, paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)"),
         Kernel("differential", "differential (A₁ − λA₂)", "differential",
                "Two softmax maps per head, from the two halves of q and k; the weights are the first minus λ "
                "times the second, so common-mode attention cancels and weights can be negative.",
@@ -424,7 +426,7 @@ KERNELS: dict[str, Kernel] = {
                "φ(q)·φ(k) with φ = elu + 1 > 0 replaces exp, divided by its row sum; under a causal mask the "
                "heads come from a running state of constant size.",
                rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=linear_kernel,
-               recurrent=True,
+               recurrent=True, decoder=LINEAR_STATE,
                refuses=(_no_null_key("linear attention"), _no_alibi("linear attention"), _no_latent("linear attention"),
                         Refusal("scale_rule", "linear attention has no scale: φ(q)·φ(k) is divided by its row sum; "
                                 "keep the standard scale rule", lambda c: getattr(c, "scale_rule", "sqrt_dk") != "sqrt_dk",
@@ -453,20 +455,3 @@ def attention_kernel(name: str) -> Kernel:
 def kernel_refusal(name: str, settings) -> Refusal | None:
     """The first refusal of kernel ``name`` that applies to ``settings`` (a configuration), or None."""
     return next((r for r in attention_kernel(name).refuses if r.applies(settings)), None)
-
-
-def split_sub_heads(x: np.ndarray, parts: int) -> np.ndarray:
-    """(n, T, hs) -> (n*parts, T, hs/parts): part p of head i becomes sub-head i*parts + p."""
-    if parts == 1:
-        return x
-    n, t, size = x.shape
-    return x.reshape(n, t, parts, size // parts).transpose(0, 2, 1, 3).reshape(n * parts, t, size // parts)
-
-
-def join_sub_heads(x: np.ndarray, parts: int) -> np.ndarray:
-    """(n*parts, T, hs/parts) -> (n, T, hs), the inverse of ``split_sub_heads``."""
-    if parts == 1:
-        return x
-    n_parts, t, size = x.shape
-    return x.reshape(n_parts // parts, parts, t, size).transpose(0, 2, 1, 3).reshape(n_parts // parts, t, size * parts)
-

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mha_core.attention import attention_scores, project, split_heads
+from mha_core.decoder_state import Attended, Decoder, Reading
 from mha_core.inputs import init_matrix
 from mha_core.kernels import rms_norm
 from mha_core.positions import ROPE_BASE, Positioned, apply_positions
+from mha_core.steps import attention_scores, project, softmax, split_heads
 
 LATENT_NORM_EPS = 1e-6  # DeepSeek's RMSNorm epsilon on the latent
 
@@ -219,3 +220,55 @@ def absorbed_heads(weights: np.ndarray, latent: np.ndarray, w_uv: np.ndarray) ->
     """Heads without building V: (A_h c) W_UV,h, (nh,Tq,Tk), (Tk,r), (r,nh*hv) -> (nh,Tq,hv)."""
     return (weights @ latent) @ head_blocks(w_uv, weights.shape[0])  # (nh, Tq, hv)
 
+
+
+# ---- decoding: the latent cache -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LatentCache:
+    """What an MLA decoder keeps: ``latents (t,r)``, one latent per token, and ``rope_keys (1,t,d_rope)``, the shared
+    RoPE key part turned at each token's position: r + d_rope numbers per token for all heads together."""
+
+    latents: np.ndarray
+    rope_keys: np.ndarray
+
+
+def _start_latent_cache(layer, dtype) -> LatentCache:
+    return LatentCache(np.empty((0, layer.mla.rank), dtype=dtype),  # (0, r)
+                       np.empty((1, 0, layer.mla.rope_dims), dtype=dtype))  # (1, 0, d_rope)
+
+
+def _keep_latent(layer, kept: LatentCache, token) -> tuple[LatentCache, Reading]:
+    """Compress the token to its latent, turn q_R and k_R at its position, add c_t and k_R,t to the cache."""
+    mla = layer.mla
+    content = token.q.shape[-1] - mla.rope_dims
+    _, latent = compress(token.x, mla)  # (1, r)
+    k_rope = project(token.x, mla.w_kr)[None]  # (1, 1, d_rope)
+    here = np.array([token.position])  # (1,)
+    placed = apply_positions(layer.pe, token.q[..., content:], k_rope, here, here, rope_base=layer.rope_base,
+                             key_positions=np.arange(token.position + 1))  # q_R, k_R turned; a bias (nh,1,t+1) at most
+    kept = LatentCache(np.concatenate([kept.latents, latent], axis=0),  # (t+1, r)
+                       np.concatenate([kept.rope_keys, placed.k], axis=1))  # (1, t+1, d_rope)
+    q = np.concatenate([token.q[..., :content], placed.q], axis=-1)  # (nh, 1, hs), q_R turned
+    return kept, Reading(q, bias=placed.bias)
+
+
+def _attend_to_latents(layer, kept: LatentCache, reading: Reading) -> Attended:
+    """The absorbed scores (q_C W_UK,h^T) . c + q_R . k_R, softmax, and the heads (A c) W_UV,h: K and V never built."""
+    mla = layer.mla
+    content = reading.q.shape[-1] - mla.rope_dims
+    _, scores = absorbed_scores(reading.q[..., :content], reading.q[..., content:], kept.latents, kept.rope_keys,
+                                mla.w_uk)  # (nh, 1, t+1)
+    logits = scores * layer.scale + (0.0 if reading.bias is None else reading.bias)  # (nh, 1, t+1)
+    row = softmax(logits, axis=-1, null_key=layer.null_key)  # (nh, 1, t+1)
+    return Attended(row, absorbed_heads(row, kept.latents, mla.w_uv), logits)  # (nh,1,t+1), (nh,1,hv)
+
+
+LATENT_CACHE = Decoder(
+    "latent cache", _start_latent_cache, _keep_latent, _attend_to_latents,
+    lambda kept: (("latent cache c", kept.latents), ("RoPE key cache k_R", kept.rope_keys)),
+    words="a **latent cache**: one latent vector c and the shared RoPE key k_R per token, from which every head's "
+    "scores are taken the absorbed way (K and V are never built)",
+    sizes=lambda c: f"the latent c (r = {c.mla_rank}) and the shared RoPE key k_R ({c.mla_rope}) of every token: "
+    f"{c.mla_rank + c.mla_rope} numbers per token for all heads together")

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mha_core.attention import AttentionWeights
 from mha_core.inputs import vocabulary
+from mha_core.steps import AttentionWeights
 
 
 @dataclass(frozen=True)

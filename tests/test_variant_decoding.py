@@ -49,16 +49,13 @@ def test_every_decoded_row_is_full_causal_attentions(name):
         assert sizes == [(t + 1) * c.key_value_heads * 2 * hs for t in range(len(steps))]
 
 
-def test_a_linear_state_read_before_the_token_is_added_breaks_the_rows(monkeypatch):
-    from mha_core import variant_decoding
+def test_a_linear_state_whose_sum_miscounts_the_token_breaks_the_rows(monkeypatch):
+    from mha_core import linear_state
 
-    def read_first(state, state_sum, phi_q_t, phi_k_t, v_t):  # planted
-        num = np.einsum("hd,hde->he", phi_q_t, state)
-        den = np.einsum("hd,hd->h", phi_q_t, state_sum)
-        out = num / np.where(den > 0, den, 1.0)[:, None]
-        return state + phi_k_t[:, :, None] * v_t[:, None, :], state_sum + phi_k_t, out
+    def counts_twice(state, state_sum, phi_k_t, v_t):  # planted: z gets phi(k_t) twice, S once
+        return state + phi_k_t[:, :, None] * v_t[:, None, :], state_sum + 2 * phi_k_t
 
-    monkeypatch.setattr(variant_decoding, "linear_step", read_first)
+    monkeypatch.setattr(linear_state, "add_to_state", counts_twice)  # the linear decoder's keep step (issue 33)
     result = run(CONFIGS["linear"])
     steps = decoded(result)
     assert max(np.max(np.abs(s.output - result.trace.output[s.position])) for s in steps) > 1e-3

@@ -28,7 +28,8 @@ QK_AXES = ("query i", "key j")
 
 @st.fragment
 def variant_stepper(config: MHAConfig) -> None:
-    """The decoding stepper of a differential, linear or MLA layer: what it keeps, step by step, checked live."""
+    """The decoding stepper of a layer whose decoder record keeps something else than the plain KV cache (another
+    kernel, a linear state, a latent cache): what it keeps, step by step, checked live."""
     result = result_later(config)
     trace, labels = result.trace, result.query_labels
     last = len(labels) - 1

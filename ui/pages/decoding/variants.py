@@ -1,5 +1,5 @@
-"""The Decoding page's variant stepper (issue 26): what a differential, linear or MLA decoder keeps per step
-instead of an ordinary KV cache, as pure builders; ``variant_stepper`` draws them."""
+"""The Decoding page's variant stepper (issue 26): what a layer's decoder keeps per step (its record in the engine:
+a KV cache read by its kernel, a linear state, a latent cache), as pure builders; ``variant_stepper`` draws them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import numpy as np
 import pandas as pd
 
 from mha_core.config import MHAConfig
+from mha_core.decoder_state import Decoder
+from mha_core.decoding import decoder_for
+from mha_core.kernels import attention_kernel
 from mha_core.mla import cache_per_token
 from mha_core.variant_decoding import VariantStep
 
@@ -24,30 +27,28 @@ def assembled_variant_weights(steps: list[VariantStep], upto: int, n_tokens: int
     return rows
 
 
+def layer_decoder(config: MHAConfig) -> Decoder:
+    """What the layer's decoder keeps: the record the engine's loop decodes it with."""
+    return decoder_for(config.kernel, bool(config.mla_rank))
+
+
+def plain_kv_cache(config: MHAConfig) -> bool:
+    """The layer's kernel lets cache policies evict from its KV cache (its record says so) and it has no latent:
+    the page's KV-cache stepper and its cache policies show it; any other layer gets the variant stepper."""
+    return attention_kernel(config.kernel).cache_policies and not config.mla_rank
+
+
 def held_words(config: MHAConfig) -> str:
-    """What the variant's decoder keeps, in words."""
-    if config.mla_rank:
-        return (f"the latent c (r = {config.mla_rank}) and the shared RoPE key k_R ({config.mla_rope}) of every token: "
-                f"{config.mla_rank + config.mla_rope} numbers per token for all heads together")
-    hs, kv = config.head_size, config.key_value_heads
-    if config.kernel == "linear":
-        return (f"a state S ({hs}×{hs}) and its sum z ({hs}) per key/value head: {kv * hs * (hs + 1)} numbers, "
-                "the same at every step, and no keys or values at all")
-    return f"the keys and values of every token, as softmax heads do: {2 * kv * hs} numbers per token"
+    """What the variant's decoder keeps, in words, with its sizes (from the decoder's record)."""
+    return layer_decoder(config).sizes(config)
 
 
 def variant_intro(config: MHAConfig) -> str:
     """The Decoding page's opening sentence for a variant: what its decoder keeps instead of (or as) a KV cache."""
-    if config.mla_rank:
-        kept = ("a **latent cache**: one latent vector c and the shared RoPE key k_R per token, from which every "
-                "head's scores are taken the absorbed way (K and V are never built)")
-    elif config.kernel == "linear":
-        kept = ("a **state of constant size**: S = Σ φ(k_t) v_tᵀ and z = Σ φ(k_t), updated once per token; no "
-                "keys or values are kept")
-    else:
-        kept = "a **KV cache**, as softmax heads do; each step's row is A₁ − λA₂ over the whole cache"
-    return (f"A decoder generates one token per step. This layer keeps {kept}. The rows it assembles are exactly "
-            "the rows of full causal attention, shown beside them.")
+    kept = layer_decoder(config).words.format(weights=attention_kernel(config.kernel).weights_label)
+    return (f"A decoder generates one token per step. This layer keeps {kept}. The rows it assembles are shown beside "
+            "the rows of full causal attention; max |Δ| below says how far apart they are (0 up to rounding when "
+            "every step reads what full attention reads).")
 
 
 def memory_table(steps: list[VariantStep], labels: list[str], config: MHAConfig) -> pd.DataFrame:

@@ -1,0 +1,121 @@
+"""The engine's layers (issue 33): mha_core's modules import one another in one direction only.
+
+The import graph is read with ``ast`` from the source, every import counted wherever it stands (module level,
+under ``if TYPE_CHECKING``, inside a function or a class). The test fails on any cycle and on any import of an
+``mha_core`` module inside a function (the way a cycle used to be hidden); an external package imported late
+to save start-up time is allowed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "mha_core"
+
+
+def module_name(path: Path) -> str:
+    """mha_core/kernels.py -> mha_core.kernels; mha_core/__init__.py -> mha_core."""
+    return PACKAGE if path.name == "__init__.py" else f"{PACKAGE}.{path.stem}"
+
+
+def imported_modules(node: ast.Import | ast.ImportFrom, modules: set[str]) -> set[str]:
+    """The mha_core modules one import statement loads (``from mha_core import kernels`` loads mha_core.kernels)."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names if alias.name in modules}
+    if node.level or node.module is None:
+        raise AssertionError(f"relative import at line {node.lineno}: mha_core imports by absolute name")
+    found = {node.module} & modules
+    found |= {f"{node.module}.{alias.name}" for alias in node.names} & modules
+    return found
+
+
+def import_graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
+    """Edges module -> the mha_core modules it imports anywhere, and the imports found inside functions."""
+    paths = sorted((root / PACKAGE).glob("*.py"))
+    modules = {module_name(p) for p in paths}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    hidden: list[str] = []
+    for path in paths:
+        name = module_name(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for outer in ast.walk(tree):
+            inside_function = isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            body = ast.walk(outer) if inside_function else [outer]
+            for node in body:
+                if not isinstance(node, ast.Import | ast.ImportFrom):
+                    continue
+                targets = imported_modules(node, modules) - {name}
+                graph[name] |= targets
+                if inside_function and targets:
+                    hidden.append(f"{name} line {node.lineno} imports {sorted(targets)} inside a function")
+    return graph, sorted(set(hidden))
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan), each as a sorted list of its modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def test_the_cycle_finder_sees_a_cycle_and_a_line():
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_a_function_level_import_is_found(tmp_path):
+    (tmp_path / PACKAGE).mkdir()
+    (tmp_path / PACKAGE / "low.py").write_text("def f():\n    from mha_core import high\n    return high\n")
+    (tmp_path / PACKAGE / "high.py").write_text("from mha_core.low import f\n")
+    graph, hidden = import_graph(tmp_path)
+    assert graph == {"mha_core.low": {"mha_core.high"}, "mha_core.high": {"mha_core.low"}}
+    assert hidden == ["mha_core.low line 2 imports ['mha_core.high'] inside a function"]
+    assert find_cycles(graph) == [["mha_core.high", "mha_core.low"]]
+
+
+def test_mha_core_has_no_import_cycle():
+    graph, _ = import_graph(ROOT)
+    assert find_cycles(graph) == []
+
+
+def test_mha_core_hides_no_import_inside_a_function():
+    _, hidden = import_graph(ROOT)
+    assert hidden == []
+
+
+def test_the_primitive_steps_sit_below_the_variants():
+    """steps.py imports no kernel, MLA or dispatcher; kernels and MLA import the steps, not the dispatcher."""
+    graph, _ = import_graph(ROOT)
+    assert graph["mha_core.steps"] <= {"mha_core.positions"}
+    for module in ("mha_core.kernels", "mha_core.mla", "mha_core.inputs", "mha_core.attention_checks"):
+        assert "mha_core.steps" in graph[module] and "mha_core.attention" not in graph[module], module
