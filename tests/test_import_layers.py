@@ -145,9 +145,7 @@ def test_no_cycle_between_the_folders_of_ui():
     assert cycles(ui_folder_graph(GRAPH)) == []
 
 
-@pytest.mark.parametrize("folder", [pytest.param("mha_core", marks=pytest.mark.xfail(
-    strict=True, reason="issue 33: the engine's layers (attention.py <-> kernels, mla, inputs, ...) are a change of "
-                        "their own; remove this mark when it lands")), *[f for f in TOP_FOLDERS if f != "mha_core"]])
+@pytest.mark.parametrize("folder", TOP_FOLDERS)
 def test_no_import_cycle_among_modules(folder):
     assert [c for c in cycles(GRAPH) if any(m.split(".")[0] == folder for m in c)] == []
 
