@@ -132,8 +132,8 @@ def show_traffic(kernel: FlashRun) -> None:
                 f"keys in the {traffic.tiles_skipped} skipped tiles, each counted at its own width (a last key tile "
                 f"can be shorter than B_c).")
     st.markdown(sram_sentence(traffic))
-    st.caption(PAPER_FORMULA + ". Masks that are rules of i and j (causal, window, padding) and ALiBi's bias cost "
-               "no reads; a custom mask's bits are not counted.")
+    st.caption(PAPER_FORMULA + ". Masks that are rules of i and j (causal, window, padding) and a positional "
+               "scheme's bias (ALiBi's) cost no reads; a custom mask's bits are not counted.")
 
 
 def show_not_stored(kernel: FlashRun, result) -> None:
@@ -176,7 +176,7 @@ def main() -> None:
     kernel = cached_flash(config, head, values["br"], values["bc"])
     show_step(kernel, index, result)
     with st.expander("How each setting of this layer enters the tile loop"):
-        st.dataframe({"setting": [r.name for r in kernel_rules_in_force(config)],
+        st.dataframe({"setting": [r.named(config) for r in kernel_rules_in_force(config)],
                       "in the kernel": [r.enters for r in kernel_rules_in_force(config)]},
                      hide_index=True, key="flash_rules")
     show_traffic(kernel)

@@ -50,6 +50,11 @@ class KernelRule:
     applies: Callable[[MHAConfig], bool]
     enters: str
     refuse: Callable[[MHAConfig], str | None] = lambda config: None
+    label: Callable[[MHAConfig], str] | None = None  # its name for one configuration (e.g. the scheme's own)
+
+    def named(self, config: MHAConfig) -> str:
+        """The rule's name as the page shows it for ``config``."""
+        return self.name if self.label is None else self.label(config)
 
 
 def _scheme_refusal(config: MHAConfig) -> str | None:
@@ -63,16 +68,19 @@ def _scheme_refusal(config: MHAConfig) -> str | None:
 
 
 KERNEL_RULES: tuple[KernelRule, ...] = (
-    KernelRule("positional scheme", lambda c: c.pe != "none",
-               "placed by what its record does: added to x, q and k turned, or a bias per tile", _scheme_refusal),
+    KernelRule("positional scheme", lambda c: c.positions.acts,
+               "placed by what its record does: added to x, q and k turned, or a bias per tile", _scheme_refusal,
+               lambda c: f"positional scheme: {c.positions.short_label}"),
     KernelRule("scale", lambda c: True,
                "each tile of scores is multiplied by the layer's one scale factor as it is made"),
     KernelRule("mask", lambda c: c.mask != "none",
                "inside a tile, masked logits are −∞; a tile whose every pair is masked is skipped (never loaded)"),
-    KernelRule("RoPE", lambda c: c.positions.turns,
-               "q and k are turned before the kernel (as in real models): the kernel receives rotated Q and K"),
-    KernelRule("ALiBi", lambda c: c.positions.bias is not None,
-               "the bias −m_h |i − j| of a tile is computed from its rows' and columns' positions, never read"),
+    KernelRule("q and k turned", lambda c: c.positions.turns,
+               "q and k are turned before the kernel (as in real models): the kernel receives rotated Q and K",
+               label=lambda c: f"{c.positions.short_label}: q and k turned"),
+    KernelRule("a bias on the logits", lambda c: c.positions.has_bias,
+               "the bias of a tile (a function of its rows' and columns' positions) is computed, never read",
+               label=lambda c: f"{c.positions.short_label}: a bias on the logits"),
     KernelRule("positions added to the tokens", lambda c: c.positions.add_to_tokens is not None,
                "added to x before the projections: the kernel never sees them"),
     KernelRule("shared K/V heads (GQA/MQA)", lambda c: c.key_value_heads != c.n_heads,

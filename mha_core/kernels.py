@@ -30,6 +30,7 @@ import numpy as np
 
 from mha_core.decoder_state import Decoder
 from mha_core.linear_state import LINEAR_STATE, add_to_state, elu_plus_one, read_state
+from mha_core.positions import PositionScheme, position_scheme
 from mha_core.steps import (
     apply_mask,
     attention_scores,
@@ -386,9 +387,16 @@ def _no_latent(what: str) -> Refusal:
                    lambda c: bool(getattr(c, "mla_rank", 0)), {"mla_rank": 0, "mla_rope": 0})
 
 
-def _no_alibi(what: str) -> Refusal:
-    return Refusal("pe", f"ALiBi adds a distance penalty to softmax logits; {what} has no reference with it: choose "
-                   "RoPE, sinusoidal or no positions", lambda c: getattr(c, "pe", "none") == "alibi", {"pe": "none"})
+def _scheme_of(config) -> PositionScheme:
+    """The positional scheme record of ``config`` (none for a configuration without one)."""
+    return position_scheme(getattr(config, "pe", "none"))
+
+
+def _no_bias(what: str) -> Refusal:
+    """Refuses a positional scheme that adds a bias to the logits: what it does (ALiBi's, or any other), not its name."""
+    return Refusal("pe", f"the positional scheme adds a bias to softmax logits (as ALiBi's distance penalty does); {what} "
+                   "has no reference with a bias: choose a scheme that turns q and k, one added to the tokens, or no "
+                   "positions", lambda c: _scheme_of(c).has_bias, {"pe": "none"})
 
 
 KERNELS: dict[str, Kernel] = {
@@ -403,11 +411,11 @@ KERNELS: dict[str, Kernel] = {
                "times the second, so common-mode attention cancels and weights can be negative.",
                rows_sum_to_one=False, row_sums="each row sums to 1 − λ, and weights can be negative", signed=True,
                attend=differential_kernel, sub_heads=2, row_sum=lambda parts: 1.0 - parts.lam, row_sum_formula="1 − λ",
-               refuses=(_no_null_key("differential attention"), _no_alibi("differential attention"),
+               refuses=(_no_null_key("differential attention"), _no_bias("differential attention"),
                         _no_latent("differential attention"),
                         Refusal("n_heads", "differential attention splits each head's q and k in two halves: the head "
                                 "size must be even (with RoPE a multiple of 4, each half turning in pairs); use fewer heads",
-                                lambda c: c.head_size % (4 if getattr(c, "pe", "none") == "rope" else 2) != 0,
+                                lambda c: c.head_size % (4 if _scheme_of(c).turns else 2) != 0,
                                 {"kernel": "softmax"})),
                paper="Ye et al. 2024", formula="A = softmax(Q₁K₁ᵀ/√d) − λ·softmax(Q₂K₂ᵀ/√d)",
                row_scale=RowScale(_rms_norm_scale, "(1 − λ_init) / rms of row i of A·V (the head's RMSNorm)"),
@@ -427,7 +435,7 @@ KERNELS: dict[str, Kernel] = {
                "heads come from a running state of constant size.",
                rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=linear_kernel,
                recurrent=True, decoder=LINEAR_STATE,
-               refuses=(_no_null_key("linear attention"), _no_alibi("linear attention"), _no_latent("linear attention"),
+               refuses=(_no_null_key("linear attention"), _no_bias("linear attention"), _no_latent("linear attention"),
                         Refusal("scale_rule", "linear attention has no scale: φ(q)·φ(k) is divided by its row sum; "
                                 "keep the standard scale rule", lambda c: getattr(c, "scale_rule", "sqrt_dk") != "sqrt_dk",
                                 {"scale_rule": "sqrt_dk"})),

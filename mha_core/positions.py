@@ -11,9 +11,10 @@ Attention alone cannot tell word order. Each scheme in ``SCHEMES`` says it one w
   the distance, steeper in some heads than in others.
 
 A scheme is a ``PositionScheme`` record: what it does (add to the tokens, turn q and k, add a
-bias to the logits) and the rules it brings. Every list, label, rule and grid of the app reads
-``SCHEMES``; ``apply_positions`` is the one place that turns q and k and makes the bias, for full
-attention and for a decoding step alike.
+bias to the logits), the rules it brings, and its words: Step by step's title, formula and "why"
+for the step where it acts, and the NumPy lines of its notebook cell. Every list, label, rule,
+step and grid of the app reads ``SCHEMES`` and never asks which scheme it holds; ``apply_positions``
+is the one place that turns q and k and makes the bias, for full attention and for a decoding step alike.
 """
 
 from __future__ import annotations
@@ -94,6 +95,84 @@ def distance_bias(n_heads: int, q_positions: np.ndarray, k_positions: np.ndarray
     return alibi_bias(alibi_slopes(n_heads), q_positions, k_positions)  # (nh, Tq, Tk)
 
 
+# ---- the words of each scheme: its step and its notebook cell -----------------------------------
+
+
+@dataclass(frozen=True)
+class SchemeAt:
+    """What a scheme's words may put numbers in for: the head shown and the layer's sizes."""
+
+    head: int
+    n_heads: int
+    head_size: int
+    rope_base: float = ROPE_BASE
+
+
+def _sinusoidal_formula(at: SchemeAt) -> str:
+    return r"X = E + P,\quad P_{t,2i} = \sin\!\big(t / 10000^{2i/C}\big),\ P_{t,2i+1} = \cos\!\big(t / 10000^{2i/C}\big)"
+
+
+def _sinusoidal_why(at: SchemeAt) -> str:
+    return "Attention itself ignores word order; adding a position signal lets 'the' at 0 differ from 'the' at 4."
+
+
+def _sinusoidal_source(at: SchemeAt) -> str:
+    return ("# P[t, 2i] = sin(t / 10000^(2i/C)), P[t, 2i+1] = cos(same angle)\n"
+            "t = np.arange(max(T_q, T_k))[:, None]  # (T, 1)\n"
+            "i = np.arange(C)[None, :] // 2  # (1, C): i for columns 2i and 2i+1\n"
+            "angle = t / 10000.0 ** (2 * i / C)  # (T, C)\n"
+            "P = np.where(np.arange(C) % 2 == 0, np.sin(angle), np.cos(angle))  # (T, C)")
+
+
+def _rope_formula(at: SchemeAt) -> str:
+    return (r"\begin{pmatrix} q'_p \\ q'_{p+h/2} \end{pmatrix} = \begin{pmatrix} \cos t\omega_p & -\sin t\omega_p \\ "
+            r"\sin t\omega_p & \cos t\omega_p \end{pmatrix} \begin{pmatrix} q_p \\ q_{p+h/2} \end{pmatrix},\quad "
+            rf"\omega_p = {at.rope_base:g}^{{-2p/{at.head_size}}}")
+
+
+def _rope_why(at: SchemeAt) -> str:
+    half = at.head_size // 2
+    return (f"RoPE turns each pair of features (d_p, d_(p+{half})) of a query or key by an angle proportional to its "
+            f"position t, one speed per pair (base θ = {at.rope_base:g}). Lengths stay the same, only directions "
+            "turn; a dot product of two turned vectors depends on the **difference** of their angles, so the score "
+            "depends on the offset i − j, not on where the pair sits. Values are not rotated.")
+
+
+def _rope_source(at: SchemeAt) -> str:
+    return (f"# RoPE: pair p of a head of hs features turns by position * base^(-2p/hs)\n"
+            f"base = {float(at.rope_base)!r}\n"
+            "frequency = 1.0 / base ** (np.arange(0, hs, 2) / hs)  # (hs/2,)\n"
+            "theta_q = np.arange(T_q)[:, None] * frequency  # (T_q, hs/2)\n"
+            "theta_k = np.arange(T_k)[:, None] * frequency  # (T_k, hs/2)")
+
+
+def _alibi_formula(at: SchemeAt) -> str:
+    slope = float(alibi_slopes(at.n_heads)[at.head])
+    return rf"L_{{ij}} = S_{{ij}}\, s - m_{{{at.head}}}\, |i - j|,\qquad m_{{{at.head}}} = {slope:.4g}"
+
+
+def _alibi_why(at: SchemeAt) -> str:
+    slopes = alibi_slopes(at.n_heads)
+    listed = ", ".join(f"{m:.4g}" for m in slopes)
+    return (f"ALiBi adds no vector to the tokens: it subtracts a penalty growing with the distance from each logit. "
+            f"Head {at.head}'s slope is m = {float(slopes[at.head]):.4g} (all heads: {listed}); a steep head looks "
+            "near, a gentle one far. Nothing here was learned, so it works for longer sentences than those seen in "
+            "training.")
+
+
+ALIBI_SLOPES_SOURCE = (  # the notebook's lines for alibi_slopes: m (nh,) from nh
+    "below = 2 ** int(np.floor(np.log2(nh)))  # the power of two at or below nh\n"
+    "m = 2.0 ** (-8.0 / below * np.arange(1, below + 1))  # (below,)\n"
+    "if below < nh:  # then every other slope of the next power of two\n"
+    "    m = np.concatenate([m, (2.0 ** (-4.0 / below * np.arange(1, 2 * below + 1)))[0::2][: nh - below]])  # (nh,)\n")
+
+
+def _alibi_source(at: SchemeAt) -> str:
+    return ("# ALiBi: head h's slope m_h (the paper's geometric series), and the penalty -m_h |i - j|\n"
+            + ALIBI_SLOPES_SOURCE +
+            "B = -m[:, None, None] * np.abs(np.arange(T_q)[:, None] - np.arange(T_k)[None, :])  # (nh, T_q, T_k)")
+
+
 # ---- the table of schemes -------------------------------------------------------------------
 
 
@@ -116,6 +195,15 @@ class PositionScheme:
     bias: Callable[[int, np.ndarray, np.ndarray], np.ndarray] | None = None
     self_attention_only: bool = False  # it measures distances within one sentence
     paper: str = ""
+    # Its words, read by Step by step and the notebook for the step where it acts (every one optional: without
+    # them the step has a title and formula naming ``short_label``, and the notebook embeds the app's numbers).
+    step_title: str = ""  # Step by step's title of that step
+    bias_text: str = ""  # the bias in plain text, e.g. "−m·|i − j|" (panel titles, the drill-down)
+    formula: Callable[[SchemeAt], str] | None = None  # LaTeX of that step, numbers put in
+    why: Callable[[SchemeAt], str] | None = None  # Markdown: what that step does, for the head shown
+    # The notebook's NumPy lines making the scheme's array from the notebook's names (T_q, T_k, C, nh, hs):
+    # P (T, C) to add to the tokens, theta_q (T_q, hs/2) and theta_k (T_k, hs/2) to turn q and k, or B (nh, T_q, T_k)
+    numpy_source: Callable[[SchemeAt], str] | None = None
 
     @property
     def inside_attention(self) -> bool:
@@ -128,6 +216,26 @@ class PositionScheme:
         """It turns q and k in pairs of features: the head size must be even, and the base applies."""
         return self.angles is not None
 
+    @property
+    def has_bias(self) -> bool:
+        """It adds a bias to the logits (a rule about logits applies to it)."""
+        return self.bias is not None
+
+    @property
+    def acts(self) -> bool:
+        """It changes the computation at all (``none`` does not)."""
+        return self.add_to_tokens is not None or self.inside_attention
+
+    def title(self) -> str:
+        """Step by step's title of the step where the scheme acts."""
+        if self.step_title:
+            return self.step_title
+        if self.has_bias:
+            return f"Add the {self.short_label} bias to the logits"
+        if self.turns:
+            return f"Rotate queries and keys by position ({self.short_label})"
+        return f"Add positional encoding ({self.short_label})"
+
 
 SCHEMES: dict[str, PositionScheme] = {
     scheme.name: scheme
@@ -135,14 +243,20 @@ SCHEMES: dict[str, PositionScheme] = {
         PositionScheme("none", "none", "none", "No position signal: attention sees a bag of tokens."),
         PositionScheme("sinusoidal", "sinusoidal, added to the tokens", "sinusoidal",
                        "Sine and cosine waves of the position are added to every token before attention.",
-                       add_to_tokens=sinusoidal_positional_encoding, paper="Vaswani et al. 2017"),
+                       add_to_tokens=sinusoidal_positional_encoding, paper="Vaswani et al. 2017",
+                       step_title="Add positional encoding", formula=_sinusoidal_formula, why=_sinusoidal_why,
+                       numpy_source=_sinusoidal_source),
         PositionScheme("rope", "RoPE (rotate q and k)", "RoPE",
                        "Each pair of a query's and key's features is turned by an angle proportional to its "
                        "position, so q_i · k_j depends on i − j only.",
-                       angles=rope_angles, paper="Su et al. 2021"),
+                       angles=rope_angles, paper="Su et al. 2021",
+                       step_title="Rotate queries and keys by position (RoPE)", formula=_rope_formula, why=_rope_why,
+                       numpy_source=_rope_source),
         PositionScheme("alibi", "ALiBi (distance penalty on logits)", "ALiBi",
                        "−m_h |i − j| is added to head h's logits: a penalty growing with the distance.",
-                       bias=distance_bias, self_attention_only=True, paper="Press et al. 2022"),
+                       bias=distance_bias, self_attention_only=True, paper="Press et al. 2022",
+                       step_title="Add the ALiBi distance bias", bias_text="−m·|i − j|", formula=_alibi_formula,
+                       why=_alibi_why, numpy_source=_alibi_source),
     )
 }
 

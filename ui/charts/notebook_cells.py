@@ -12,6 +12,7 @@ import numpy as np
 
 from mha_core.attention import merge_heads
 from mha_core.config import MHAConfig, RunResult
+from mha_core.positions import SchemeAt
 from mha_core.presets import PRESET_INITS
 
 
@@ -82,6 +83,12 @@ class Context:
         nh, kv = self.config.n_heads, self.config.key_value_heads
         return np.arange(nh) // (nh // kv)
 
+    @property
+    def scheme_at(self) -> SchemeAt:
+        """What the positional scheme's NumPy lines may put numbers in for."""
+        c = self.config
+        return SchemeAt(0, c.n_heads, c.head_size, c.rope_base)
+
 
 def check(name: str, expected: str | None = None) -> str:
     """The assert line: same shape, and the same numbers as the app's (``app[...]``) to np.allclose's tolerance."""
@@ -96,6 +103,7 @@ class Cell:
     code: str
     asserts: str
     expected: dict[str, np.ndarray]
+    title: str = ""  # the step's own title, when it is not its kind's (a positional scheme's step)
 
 
 def _input_cell(ctx: Context) -> Cell:
@@ -112,19 +120,6 @@ def _input_cell(ctx: Context) -> Cell:
     return Cell("\n".join(lines), asserts, {})
 
 
-def _sinusoidal(ctx: Context) -> tuple[str, str]:
-    code = (
-        "# P[t, 2i] = sin(t / 10000^(2i/C)), P[t, 2i+1] = cos(same angle)\n"
-        "t = np.arange(max(T_q, T_k))[:, None]  # (T, 1)\n"
-        "i = np.arange(C)[None, :] // 2  # (1, C): i for columns 2i and 2i+1\n"
-        "angle = t / 10000.0 ** (2 * i / C)  # (T, C)\n"
-        "P = np.where(np.arange(C) % 2 == 0, np.sin(angle), np.cos(angle))  # (T, C)\n"
-        "X = E + P[:T_q]  # (T_q, C)\n"
-        "X_kv = E_kv + P[:T_k]  # (T_k, C)"
-    )
-    return code, "\n".join([check("X"), check("X_kv")])
-
-
 def _no_positions_on_tokens(ctx: Context) -> tuple[str, str]:
     why = "the hand-built heads carry their positions in dims 0-1 of E" if ctx.config.init in PRESET_INITS else (
         "no scheme adds to the tokens here")
@@ -132,31 +127,29 @@ def _no_positions_on_tokens(ctx: Context) -> tuple[str, str]:
         "\n".join([check("X"), check("X_kv")])
 
 
-# How each positional scheme that adds to the tokens is written in NumPy. A scheme of ``mha_core.positions.SCHEMES``
-# that is not here still gets a notebook: its P is the app's, embedded as data (no recipe to show).
-ADD_TO_TOKENS: dict[str, Callable[[Context], tuple[str, str]]] = {
-    "sinusoidal": _sinusoidal,
-}
-
-
-def _embedded_positions(ctx: Context) -> tuple[str, str]:
-    t = max(len(ctx.config.tokens), len(ctx.config.key_tokens))
-    p = ctx.config.positions.add_to_tokens(t, ctx.config.d_model)  # (T, C) the engine's own table
-    code = (f"# Positions of scheme {ctx.config.pe!r}: the app's table, embedded (this notebook has no NumPy recipe for it)\n"
-            f"P = {array_source(p)}  # (T, C)\n"
-            "X = E + P[:T_q]  # (T_q, C)\n"
-            "X_kv = E_kv + P[:T_k]  # (T_k, C)")
-    return code, "\n".join([check("X"), check("X_kv")])
+def scheme_source(ctx: Context, embedded: dict[str, tuple[np.ndarray, str]]) -> str:
+    """The positional scheme's NumPy lines from its record (``numpy_source``); a scheme without them gets its
+    arrays ``embedded`` (name -> (the engine's array, its shape comment)) as data."""
+    scheme = ctx.config.positions
+    if scheme.numpy_source is not None:
+        return scheme.numpy_source(ctx.scheme_at)
+    lines = [f"# The numbers of scheme {ctx.config.pe!r}: the app's, embedded (its record has no NumPy lines)"]
+    lines += [f"{name} = {array_source(array)}  # {shape}" for name, (array, shape) in embedded.items()]
+    return "\n".join(lines)
 
 
 def _positional_cell(ctx: Context) -> Cell:
     r = ctx.result
     if r.positional is None:
-        maker = _no_positions_on_tokens
-    else:
-        maker = ADD_TO_TOKENS.get(ctx.config.pe, _embedded_positions)
-    code, asserts = maker(ctx)
-    return Cell(code, asserts, {"X": r.x_q, "X_kv": r.x_kv})
+        code, asserts = _no_positions_on_tokens(ctx)
+        return Cell(code, asserts, {"X": r.x_q, "X_kv": r.x_kv})
+    t = max(len(ctx.config.tokens), len(ctx.config.key_tokens))
+    table = ctx.config.positions.add_to_tokens(t, ctx.config.d_model)  # (T, C) the engine's own table
+    code = (scheme_source(ctx, {"P": (table, "(T, C)")}) + "\n"
+            "X = E + P[:T_q]  # (T_q, C)\n"
+            "X_kv = E_kv + P[:T_k]  # (T_k, C)")
+    return Cell(code, "\n".join([check("X"), check("X_kv")]), {"X": r.x_q, "X_kv": r.x_kv},
+                ctx.config.positions.title())
 
 
 def weights_source(ctx: Context) -> str:
@@ -207,27 +200,20 @@ def _kv_share_cell(ctx: Context) -> Cell:
 
 def _rope_cell(ctx: Context) -> Cell:
     t = ctx.result.trace
-    code = (f"# RoPE: turn each pair (d_p, d_(p+hs/2)) of q and k by position * base^(-2p/hs)\n"
-            f"base = {_number(ctx.config.rope_base)}\n"
-            "frequency = 1.0 / base ** (np.arange(0, hs, 2) / hs)  # (hs/2,)\n"
-            "theta_q = np.arange(T_q)[:, None] * frequency  # (T_q, hs/2)\n"
-            "theta_k = np.arange(T_k)[:, None] * frequency  # (T_k, hs/2)\n"
+    angles = scheme_source(ctx, {"theta_q": (t.q_angles, "(T_q, hs/2)"), "theta_k": (t.k_angles, "(T_k, hs/2)")})
+    code = (f"{angles}\n"
             "\n"
-            "def rotate(x, theta):\n"
+            "def rotate(x, theta):  # turn each pair (d_p, d_(p+hs/2)) of every row by its angle\n"
             "    first, second = x[..., : hs // 2], x[..., hs // 2 :]  # (heads, T, hs/2) each\n"
             "    cos, sin = np.cos(theta), np.sin(theta)  # (T, hs/2) each\n"
             "    return np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)  # (heads, T, hs)\n"
             "\n"
             "Q_h = rotate(Q_h, theta_q)  # (nh, T_q, hs)\n"
             "K_h = rotate(K_h, theta_k)  # (nh or kv, T_k, hs)")
-    if ctx.config.pe != "rope":  # another scheme that turns q and k: its angles are the app's, embedded
-        start, stop = code.index("frequency ="), code.index("def rotate")
-        code = (code[:start] + f"theta_q = {array_source(t.q_angles)}  # (T_q, hs/2): scheme {ctx.config.pe!r}'s angles\n"
-                f"theta_k = {array_source(t.k_angles)}  # (T_k, hs/2)\n\n" + code[stop:])
     k = t.k[ctx.reads] if ctx.shared else t.k
     expected = {"theta_q": t.q_angles, "theta_k": t.k_angles, "Q_rot": t.q, "K_rot": k}
     asserts = "\n".join([check("theta_q"), check("theta_k"), check("Q_h", "Q_rot"), check("K_h", "K_rot")])
-    return Cell(code, asserts, expected)
+    return Cell(code, asserts, expected, ctx.config.positions.title())
 
 
 def _scores_cell(ctx: Context) -> Cell:
@@ -254,19 +240,11 @@ def _scale_cell(ctx: Context) -> Cell:
 
 
 def _alibi_cell(ctx: Context) -> Cell:
+    """The cell of a scheme that adds a bias to the logits (its slug is ALiBi's, the first such scheme)."""
     t = ctx.result.trace
-    code = ("# ALiBi: head h's slope m_h (the paper's geometric series), and the penalty -m_h |i - j|\n"
-            "below = 2 ** int(np.floor(np.log2(nh)))  # the power of two at or below nh\n"
-            "m = 2.0 ** (-8.0 / below * np.arange(1, below + 1))  # (below,)\n"
-            "if below < nh:  # then every other slope of the next power of two\n"
-            "    m = np.concatenate([m, (2.0 ** (-4.0 / below * np.arange(1, 2 * below + 1)))[0::2][: nh - below]])  # (nh,)\n"
-            "B = -m[:, None, None] * np.abs(np.arange(T_q)[:, None] - np.arange(T_k)[None, :])  # (nh, T_q, T_k)\n"
-            "L = L + B  # (nh, T_q, T_k)")
-    if ctx.config.pe != "alibi":  # another scheme that adds a bias: the app's, embedded
-        code = (f"B = {array_source(t.bias)}  # (nh, T_q, T_k): scheme {ctx.config.pe!r}'s bias, the app's\n"
-                "L = L + B  # (nh, T_q, T_k)")
+    code = scheme_source(ctx, {"B": (t.bias, "(nh, T_q, T_k)")}) + "\nL = L + B  # (nh, T_q, T_k)"
     expected = {"B": t.bias, "L_biased": t.scores * t.scale + t.bias}
-    return Cell(code, "\n".join([check("B"), check("L", "L_biased")]), expected)
+    return Cell(code, "\n".join([check("B"), check("L", "L_biased")]), expected, ctx.config.positions.title())
 
 
 def _mask_source(ctx: Context) -> str:

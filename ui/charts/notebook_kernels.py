@@ -5,11 +5,12 @@ streamlit in here. Latent attention (MLA) has no cells yet: its notebook is refu
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 
 import numpy as np
 
-from ui.charts.notebook_cells import Cell, Context, _mask_source, _number, array_source, check
+from ui.charts.notebook_cells import Cell, Context, _mask_source, _number, array_source, check, scheme_source
 
 SCALE_OF_A_HALF = {
     "sqrt_dk": "s = 1 / np.sqrt(h2)  # 1/sqrt(d) of a half: each map has hs/2 features",
@@ -38,13 +39,10 @@ def _key_heads(ctx: Context, array: np.ndarray) -> np.ndarray:
 
 def _part_rope_cell(ctx: Context) -> Cell:
     t = ctx.result.trace
-    angles = (f"base = {_number(ctx.config.rope_base)}\n"
-              "frequency = 1.0 / base ** (np.arange(0, h2, 2) / h2)  # (hs/4,): a half's pairs\n"
-              "theta_q = np.arange(T_q)[:, None] * frequency  # (T_q, hs/4)\n"
-              "theta_k = np.arange(T_k)[:, None] * frequency  # (T_k, hs/4)\n")
-    if ctx.config.pe != "rope":  # another scheme that turns q and k: its angles are the app's, embedded
-        angles = (f"theta_q = {array_source(t.q_angles)}  # (T_q, hs/4): scheme {ctx.config.pe!r}'s angles\n"
-                  f"theta_k = {array_source(t.k_angles)}  # (T_k, hs/4)\n")
+    source = scheme_source(ctx, {"theta_q": (t.q_angles, "(T_q, hs/4)"), "theta_k": (t.k_angles, "(T_k, hs/4)")})
+    angles = ("def half_angles(hs):  # the scheme's angles for heads of hs features, here a half of h2\n"
+              + textwrap.indent(source, "    ") + "\n    return theta_q, theta_k\n\n"
+              "theta_q, theta_k = half_angles(h2)  # (T_q, hs/4), (T_k, hs/4)\n")
     code = ("# RoPE on each half of a head on its own (the two maps of differential attention): in a half of\n"
             "# h2 = hs/2 features, pair (d_p, d_(p+h2/2)) turns by position * base^(-2p/h2)\n"
             "h2 = hs // 2\n" + angles + "\n"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mha_core.positions import position_scheme
 from ui.charts.numbers import DECIMALS, fixed, float_columns
 from ui.pipeline.records import StepInputs, dim_labels, latex_number
 
@@ -54,9 +55,10 @@ class DrillDown:
     kv_head: int  # the key/value head that k_j comes from (the head itself unless K/V heads are shared)
     kv_shared: bool  # fewer key/value heads than query heads (GQA, MQA)
     rotated: bool  # q_i and k_j are RoPE's rotated vectors
-    row_bias: np.ndarray | None  # (Tk,) ALiBi's bias added to the scaled scores, or None
+    row_bias: np.ndarray | None  # (Tk,) the positional scheme's bias added to the scaled scores, or None
     null_key: bool  # softmax₁: the row has one more key, logit 0 and value 0
     null_exp: float  # the null key's exp(0 - max); 0 without the null key
+    pe: str = "none"  # the positional scheme that acted inside attention (its words for the bias)
 
     @property
     def logit(self) -> float:
@@ -68,7 +70,7 @@ class DrillDown:
 
     @property
     def bias(self) -> float | None:
-        """ALiBi's b_ij, or None without a bias."""
+        """The scheme's bias b_ij, or None without a bias."""
         return None if self.row_bias is None else float(self.row_bias[self.j])
 
     @property
@@ -106,7 +108,7 @@ def drill_down(inputs: StepInputs, head: int, i: int, j: int) -> DrillDown:
     products = q_i * k_j  # (hs,)
     allowed_row = np.ones(tk, dtype=bool) if inputs.mask is None else np.asarray(inputs.mask[i], dtype=bool)  # (Tk,)
     row_scores = np.array([np.sum(q_i * trace.k[g, s]) for s in range(tk)])  # (Tk,) one dot product per key
-    bias = 0.0 if trace.bias is None else trace.bias[head, i]  # (Tk,) ALiBi's -m|i - j|, or nothing
+    bias = 0.0 if trace.bias is None else trace.bias[head, i]  # (Tk,) the scheme's bias (ALiBi: -m|i - j|), or nothing
     row_logits = np.where(allowed_row, row_scores * trace.scale + bias, -np.inf)  # (Tk,)
     fully = not allowed_row.any()
     peaks = [float(row_logits[allowed_row].max())] if not fully else []
@@ -144,6 +146,7 @@ def drill_down(inputs: StepInputs, head: int, i: int, j: int) -> DrillDown:
         row_bias=None if trace.bias is None else np.asarray(bias),
         null_key=bool(trace.null_key),
         null_exp=null_exp,
+        pe=trace.pe,
     )
 
 
@@ -158,11 +161,11 @@ def products_table(drill: DrillDown) -> pd.DataFrame:
     )
 
 
-BIAS_ROW = "ALiBi bias b = −m·|i − j|"
+BIAS_ROW = "positional bias b"  # the scheme's name and formula are in the notes under the table
 
 
 def score_table(drill: DrillDown) -> pd.DataFrame:
-    """The numbers from the products to the logit, each on its own row (ALiBi's bias when there is one)."""
+    """The numbers from the products to the logit, each on its own row (the scheme's bias when there is one)."""
     scaled = drill.score * drill.scale
     values = {
         SUM_ROW: drill.score,
@@ -219,7 +222,9 @@ def drill_notes(drill: DrillDown) -> list[str]:
         notes.append(f"**RoPE**: q_i and k_j are the vectors after the rotation by their positions ({i} and {j}), "
                      "so the score already depends on how far apart they are.")
     if drill.bias is not None:
-        notes.append(f"**ALiBi**: the bias b = −m·|i − j| = {drill.bias:.4f} is added to the scaled score: "
+        scheme = position_scheme(drill.pe)
+        formula = f" = {scheme.bias_text}" if scheme.bias_text else ""
+        notes.append(f"**{scheme.short_label}**: the bias b{formula} = {drill.bias:.4f} is added to the scaled score: "
                      "L = S·s + b.")
     if drill.null_key:
         notes.append(f"**Null key (softmax₁)**: row {i} has one more key, of logit 0 and value 0. Its e^(0 − m) "
@@ -253,7 +258,7 @@ def dot_product_latex(drill: DrillDown, per_line: int = 2) -> str:
 
 
 def logit_latex(drill: DrillDown, narrow: bool = False) -> str:
-    """The scaling, ALiBi's bias (when there is one) and the mask with the numbers put in.
+    """The scaling, the scheme's bias (when there is one) and the mask with the numbers put in.
 
     ``narrow`` (a phone): the notes are cut into parts that ``latex_lines`` puts one under another.
     """
@@ -267,9 +272,10 @@ def logit_latex(drill: DrillDown, narrow: bool = False) -> str:
         numbers = (rf"{latex_number(drill.score)} \times {latex_number(drill.scale)} + {_paren(drill.bias)}"
                    rf" = {latex_number(scaled + drill.bias)}")
     if drill.allowed:
-        bias_note = r"; b \text{ is ALiBi's bias}" if drill.bias is not None else ""
+        whose = rf"b \text{{ is {position_scheme(drill.pe).short_label}'s bias}}"
+        bias_note = f"; {whose}" if drill.bias is not None else ""
         if narrow and bias_note:
-            bias_note = r") \quad (b \text{ is ALiBi's bias}"
+            bias_note = rf") \quad ({whose}"
         return rf"L_{{{ij}}} = {symbols} = {numbers} \quad (\text{{allowed by the mask}}{bias_note})"
     if narrow:
         return (rf"L_{{{ij}}} = -\infty \quad (\text{{masked}}) \quad \text{{without the mask:}}"

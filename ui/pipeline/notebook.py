@@ -89,9 +89,9 @@ else:
     plt.show()"""
 
 
-def _title(slug: str, number: int) -> str:
+def _title(slug: str, number: int, title: str = "") -> str:
     kind = STEP_KINDS[slug]
-    return f"## {number}. {kind.title}\n\n{kind.summary}"
+    return f"## {number}. {title or kind.title}\n\n{kind.summary}"
 
 
 def unwritten_steps_message(slugs: list[str]) -> str:
@@ -143,7 +143,7 @@ def build_notebook(result: RunResult, link_back: str, messages: list[str] | tupl
         new_code_cell(weights_source(ctx)),
     ]
     for number, (slug, cell) in enumerate(steps, start=1):
-        cells += [new_markdown_cell(_title(slug, number)), new_code_cell(cell.code), new_code_cell(cell.asserts)]
+        cells += [new_markdown_cell(_title(slug, number, cell.title)), new_code_cell(cell.code), new_code_cell(cell.asserts)]
     cells += [
         new_markdown_cell("## The heads' weights"),
         new_code_cell(DRAW_SOURCE),

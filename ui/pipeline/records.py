@@ -62,6 +62,7 @@ class StepInputs:
     is_cross: bool = False  # queries from one sentence, keys and values from another
     hand_built: bool = False  # a preset head: the positions are written into E, not added as P
     rope_base: float = 10000.0  # RoPE's theta, for the text (the angles themselves are in the trace)
+    pe: str = "none"  # the run's positional scheme (mha_core.positions.SCHEMES): its words for the steps
 
 
 def step_inputs(result: RunResult) -> StepInputs:
@@ -84,6 +85,7 @@ def step_inputs(result: RunResult) -> StepInputs:
         is_cross=config.is_cross,
         hand_built=config.init in PRESET_INITS,
         rope_base=config.rope_base,
+        pe=config.pe,
     )
 
 

@@ -53,9 +53,9 @@ STEP_KINDS: dict[str, StepKind] = {kind.slug: kind for kind in (
     StepKind("scale", "Scale", "scale",
              "Dot products grow with the head size; scaling them (1/√d_k by default) keeps the softmax from "
              "saturating."),
-    StepKind("alibi", "Add the ALiBi distance bias", "ALiBi",
-             "A penalty growing with the distance |i − j| is added to the logits, steeper in some heads than in "
-             "others."),
+    StepKind("alibi", "Add a positional bias to the logits (ALiBi)", "bias",
+             "A scheme with a bias adds a number of the positions i and j to each logit (ALiBi: a penalty growing "
+             "with the distance |i − j|, steeper in some heads than in others)."),
     StepKind("mask", "Mask", "mask",
              "Some pairs are forbidden (the future in a decoder, padding): their logit becomes −∞, their weight "
              "exactly 0."),

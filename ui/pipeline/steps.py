@@ -18,7 +18,7 @@ import pandas as pd
 
 from mha_core.attention import AttentionTrace, merge_heads
 from mha_core.grouping import group_size, kv_sharing_matrix
-from mha_core.positions import alibi_slopes
+from mha_core.positions import PositionScheme, SchemeAt, position_scheme
 from ui.charts.figures import MAX_DRAWN_CELLS
 from ui.pipeline.kernel_steps import variant_steps
 from ui.pipeline.records import (
@@ -83,16 +83,27 @@ def _input_step(inputs: StepInputs) -> Step:
     return Step("input", "Token embeddings E", why, formula, shapes, panels)
 
 
+def _scheme_words(scheme: PositionScheme, at: SchemeAt, formula: str) -> tuple[str, str]:
+    """The scheme's "why" and formula for its step, from its record (``formula`` when the record has none)."""
+    why = scheme.why(at) if scheme.why is not None else f"{scheme.short_label}: {scheme.summary}"
+    return why, scheme.formula(at) if scheme.formula is not None else formula
+
+
+def _at(inputs: StepInputs, head: int) -> SchemeAt:
+    return SchemeAt(head, inputs.trace.n_heads, inputs.trace.q.shape[-1], inputs.rope_base)
+
+
 def _positional_step(inputs: StepInputs) -> Step:
     title = "Add positional encoding"
-    why = "Attention itself ignores word order; adding a position signal lets 'the' at 0 differ from 'the' at 4."
     if inputs.positional is None:
         note = "**Positional encoding is off**, so X = E (turn it on in the sidebar under *Inputs*)."
         if inputs.hand_built:
             note = "**Positional encoding is off**: the hand-built heads write each token's position into dims 0-1 of E."
         return Step("positional", title, "", "", "", note=note)  # one line, nothing else to show
     c = inputs.x_q.shape[1]
-    formula = r"X = E + P,\quad P_{t,2i} = \sin\!\big(t / 10000^{2i/C}\big),\ P_{t,2i+1} = \cos\!\big(t / 10000^{2i/C}\big)"
+    scheme = position_scheme(inputs.pe)
+    title = scheme.title()
+    why, formula = _scheme_words(scheme, _at(inputs, 0), r"X = E + P")
     panels = [
         Panel("P: positional encoding", inputs.positional, inputs.query_labels, dim_labels(c), "P"),
         Panel("X = E + P", inputs.x_q, inputs.query_labels, dim_labels(c), "x"),
@@ -235,38 +246,27 @@ def _rope_step(inputs: StepInputs, head: int) -> Step:
     if inputs.is_cross:
         panels.insert(1, Panel("θ_k: angle of each key position and pair", trace.k_angles, inputs.key_labels, pairs,
                                "angle", axis_titles=("position", "pair")))
-    why = (
-        f"RoPE turns each pair of features (d_p, d_(p+{half})) of a query or key by an angle proportional to its "
-        f"position t, one speed per pair (base θ = {inputs.rope_base:g}). Lengths stay the same, only directions "
-        "turn; a dot product of two turned vectors depends on the **difference** of their angles, so the score "
-        "depends on the offset i − j, not on where the pair sits. Values are not rotated."
-    )
-    formula = (r"\begin{pmatrix} q'_p \\ q'_{p+h/2} \end{pmatrix} = \begin{pmatrix} \cos t\omega_p & -\sin t\omega_p \\ "
-               r"\sin t\omega_p & \cos t\omega_p \end{pmatrix} \begin{pmatrix} q_p \\ q_{p+h/2} \end{pmatrix},\quad "
-               rf"\omega_p = {inputs.rope_base:g}^{{-2p/{hs}}}")
+    scheme = position_scheme(trace.pe)
+    why, formula = _scheme_words(scheme, _at(inputs, head), r"q'_i = R(\theta_i)\, q_i,\quad k'_j = R(\theta_j)\, k_j")
     shapes = f"θ {shape_text(trace.q_angles)} = (T, hs/2);  Q_{head} {shape_text(trace.q[head])} -> same shape"
-    return Step("rope", "Rotate queries and keys by position (RoPE)", why, formula, shapes, tuple(panels))
+    return Step("rope", scheme.title(), why, formula, shapes, tuple(panels))
 
 
 def _alibi_step(inputs: StepInputs, head: int, cell) -> Step:
+    """The step of a scheme that adds a bias to the logits (its slug is ALiBi's, the first such scheme)."""
     trace = inputs.trace
-    slope = float(alibi_slopes(trace.n_heads)[head])
+    scheme = position_scheme(trace.pe)
     scaled = trace.scores[head] * trace.scale  # (Tq, Tk) before the bias
+    bias_text = f" = {scheme.bias_text}" if scheme.bias_text else ""
     panels = (
-        Panel(f"B_{head} = −m·|i − j| (ALiBi bias)", trace.bias[head] + 0.0, inputs.query_labels, inputs.key_labels,  # -0 -> 0
-              "bias", cell=cell, axis_titles=QK_AXES),
+        Panel(f"B_{head}{bias_text} ({scheme.short_label} bias)", trace.bias[head] + 0.0, inputs.query_labels,  # -0 -> 0
+              inputs.key_labels, "bias", cell=cell, axis_titles=QK_AXES),
         Panel(f"S_{head} × scale + B_{head}", scaled + trace.bias[head], inputs.query_labels, inputs.key_labels,
               "logit before mask", cell=cell, axis_titles=QK_AXES),
     )
-    slopes = ", ".join(f"{m:.4g}" for m in alibi_slopes(trace.n_heads))
-    why = (
-        f"ALiBi adds no vector to the tokens: it subtracts a penalty growing with the distance from each logit. "
-        f"Head {head}'s slope is m = {slope:.4g} (all heads: {slopes}); a steep head looks near, a gentle one far. "
-        "Nothing here was learned, so it works for longer sentences than those seen in training."
-    )
-    formula = rf"L_{{ij}} = S_{{ij}}\, s - m_{{{head}}}\, |i - j|,\qquad m_{{{head}}} = {slope:.4g}"
+    why, formula = _scheme_words(scheme, _at(inputs, head), rf"L_{{ij}} = S_{{ij}}\, s + B^{{({head})}}_{{ij}}")
     shapes = f"B {shape_text(trace.bias)} = (nh, Tq, Tk); head {head}: {shape_text(trace.bias[head])}"
-    return Step("alibi", "Add the ALiBi distance bias", why, formula, shapes, panels)
+    return Step("alibi", scheme.title(), why, formula, shapes, panels)
 
 
 def _scores_step(inputs: StepInputs, head: int, cell) -> Step:

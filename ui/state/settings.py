@@ -276,8 +276,7 @@ SETTINGS: tuple[Setting, ...] = (
             short_choices=SHORT_POSITION_LABELS,
             default="none",
             legacy={"0": "none", "1": "sinusoidal"}, writes_legacy=True, disabled=_hand_built,
-            help="Sinusoidal is added to the tokens; RoPE turns q and k by position; ALiBi subtracts "
-            "slope × distance from the logits."),
+            help=" ".join(f"{s.short_label}: {s.summary}" for s in SCHEMES.values() if s.acts)),  # every row's words
     Setting("rope_base", "float", "rope_base", label=N_("RoPE base θ"), section=N_("Inputs"), widget="number",
             limits=(1.0, MAX_ROPE_BASE), widget_limits=(1.5, MAX_ROPE_BASE), applies=_turns,
             help="Pair p turns by position × θ^(−2p/d_k): a larger base turns the slow pairs slower."),

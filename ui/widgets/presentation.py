@@ -46,7 +46,7 @@ def summary_line(config: MHAConfig) -> str:
     parts = [sentence, f"{config.n_heads} heads", f"mask: {_choice('mask', config.mask)}"]
     if config.key_value_heads != config.n_heads:
         parts.append(f"{config.key_value_heads} K/V head{'s' if config.key_value_heads > 1 else ''}")
-    if config.pe != "none":
+    if config.positions.acts:  # a scheme that changes nothing (none) is not worth a word
         parts.append(f"positions: {_choice('pe', config.pe)}")
     if config.null_key:
         parts.append("null key")
