@@ -1,6 +1,6 @@
 """The notebook's cells for the steps of the other attention kernels (differential, linear), one per step slug
 of ``ui.pipeline.kernel_steps``, each with its assert against the engine's own intermediates
-(``trace.kernel_parts``). Used by ``ui.charts.notebook`` beside ``ui.charts.notebook_cells.STEP_CELLS``; no
+(``trace.kernel_parts``). Used by ``ui.pipeline.notebook`` beside ``ui.charts.notebook_cells.STEP_CELLS``; no
 streamlit in here. Latent attention (MLA) has no cells yet: its notebook is refused with a message."""
 
 from __future__ import annotations
