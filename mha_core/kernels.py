@@ -22,9 +22,11 @@ to remove the conflict; ``mha_core.config`` turns them into messages.
 
 from __future__ import annotations
 
+import inspect
 import math
+import textwrap
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -279,6 +281,22 @@ def linear_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = False
     return KernelOutput(scores, logits, weights, heads, heads, parts)
 
 
+# ---- a kernel whose weights are one map of the logits ---------------------------------------
+
+
+def map_kernel(weights_of: Callable[[np.ndarray], np.ndarray]) -> Callable[..., KernelOutput]:
+    """The kernel function of a row whose weights are ``weights_of(logits)``: the scaled (+ bias), masked
+    logits (nh, Tq, Tk), -inf where masked, in; the weights (nh, Tq, Tk), 0 where masked, out."""
+
+    def attend(q, k, v, mask, scale: float, bias=None, null_key: bool = False, params=None) -> KernelOutput:
+        scores, logits = _scaled_logits(q, k, mask, scale, bias)  # (nh, Tq, Tk) x2
+        weights = np.asarray(weights_of(logits), dtype=logits.dtype)  # (nh, Tq, Tk)
+        heads = weighted_sum(weights, v)  # (nh, Tq, hv)
+        return KernelOutput(scores, logits, weights, heads, heads)
+
+    return attend
+
+
 # ---- the table of kernels --------------------------------------------------------------------
 
 
@@ -339,11 +357,17 @@ def _rms_norm_scale(parts: DifferentialParts, heads: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Kernel:
-    """One attention kernel: its names, what is true of its weights, what it refuses, and its function.
+    """One attention kernel: its names, what is true of its weights, what it refuses, its function, and every
+    hook a page reads instead of asking which kernel it is.
 
     Its words for the pages: ``weights_label`` names its weights, ``inputs`` the maps it makes them from
     (None: no such view is offered), ``scores_caption`` what the whole head's raw q . k is to it ("": the
     page's own caption holds).
+
+    A kernel whose weights are one map of the scaled, masked logits gives ``weights_of`` (a ``def`` at module
+    level using only ``np``: the notebook embeds its source) and may leave out ``attend``; its Step by step
+    keeps scores, scale and mask and shows one step "its weights" titled ``weights_title`` with the LaTeX
+    ``weights_tex``. Its other words default from its names.
     """
 
     name: str  # the configuration's ``kernel`` and the link's value
@@ -353,7 +377,7 @@ class Kernel:
     rows_sum_to_one: bool  # every row of weights that sees a key sums to 1
     row_sums: str  # what is true of a row's sum, in words for captions
     signed: bool  # weights can be negative: show them on a diverging scale
-    attend: Callable[..., KernelOutput]
+    attend: Callable[..., KernelOutput] | None = None  # None: ``map_kernel(weights_of)``
     row_sum: Callable[[object], float] | None = None  # a row's sum in this run, from the kernel's parts; None: 1
     row_sum_formula: str = "1"  # the same sum as a formula, e.g. "1 − λ"
     sub_heads: int = 1  # q and k split into this many parts per head (positions act on each; scale is the part's)
@@ -361,15 +385,51 @@ class Kernel:
     refuses: tuple[Refusal, ...] = ()
     paper: str = ""
     formula: str = ""
-    weights_label: str = "weights (softmax)"
-    inputs: WeightInputs | None = SOFTMAX_INPUTS
+    weights_label: str = ""  # "": "weights (<short_label>)"
+    inputs: WeightInputs | None = SOFTMAX_INPUTS  # a map kernel's default: its logits, in its words
     scores_caption: str = ""
     row_scale: RowScale | None = None  # None: a head's row i is Σ_j w_ij v_j as it is (c_i = 1)
+    # --- hooks the pages read (Step by step, the notebook, captions, the drill-down, the engine's setup)
+    variant: bool = True  # pages say what it changes from the 2017 softmax head (row-sum captions, Decoding)
+    drill_down: bool = False  # Step by step's drill-down re-derives one of its rows (a softmax row)
+    params: Callable[[object], object] | None = None  # its learned parameters from a configuration; None: none
+    steps: tuple[str, ...] = ("kernel_weights",)  # Step by step's step slugs where the softmax step stands
+    drops: tuple[str, ...] = ()  # the softmax head's steps before that it has no use for ("scores", "scale", ...)
+    after_mix: tuple[str, ...] = ()  # its own steps after A·V
+    mix_why: str = ""  # what A·V is under it, when not an average ("": the page's own words)
+    weights_of: Callable[[np.ndarray], np.ndarray] | None = None  # logits (nh,Tq,Tk) -> weights, for a map kernel
+    weights_title: str = ""  # its weights step's title; "": "<Short label> weights, entry by entry"
+    weights_tex: str = ""  # its weights step's formula (LaTeX); "": ``formula`` as text
+    weights_why: str = ""  # its weights step's words; "": ``summary`` and ``row_sums``
+
+    def __post_init__(self) -> None:
+        if self.attend is None:
+            if self.weights_of is None:
+                raise ValueError(f"kernel {self.name!r} needs attend or weights_of: how its weights are made")
+            object.__setattr__(self, "attend", map_kernel(self.weights_of))
+        if not self.weights_label:
+            object.__setattr__(self, "weights_label", f"weights ({self.short_label})")
+        if self.weights_of is not None and self.inputs is SOFTMAX_INPUTS:
+            object.__setattr__(self, "inputs", replace(SOFTMAX_INPUTS, caption=(
+                "Colour = the score after scaling and masking, centred on 0 (red above, blue below). Grey cells "
+                f"are masked (−∞): {self.short_label} gives them weight 0.")))
+        if not self.weights_title:
+            object.__setattr__(self, "weights_title", f"{self.short_label[:1].upper()}{self.short_label[1:]} "
+                               "weights, entry by entry")
+        if not self.weights_tex:
+            object.__setattr__(self, "weights_tex", rf"\text{{{self.formula}}}")
+        if not self.weights_why:
+            object.__setattr__(self, "weights_why", f"{self.summary} Here {self.row_sums}.")
 
     @property
     def rows_are_distributions(self) -> bool:
         """Every row of weights is a probability distribution (no weight below 0, sum 1): it has an entropy."""
         return self.rows_sum_to_one and not self.signed
+
+    @property
+    def weights_source(self) -> str:
+        """The NumPy source of ``weights_of`` (its ``def``), as a notebook cell embeds it; "" without one."""
+        return "" if self.weights_of is None else textwrap.dedent(inspect.getsource(self.weights_of)).strip()
 
 
 def _no_null_key(what: str) -> Refusal:
@@ -395,7 +455,8 @@ KERNELS: dict[str, Kernel] = {
         Kernel("softmax", "softmax (2017)", "softmax",
                "Each query's scores go through a softmax: positive weights that sum to 1.",
                rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=softmax_kernel,
-               paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)"),
+               paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)", variant=False, drill_down=True,
+               steps=("softmax",)),
         Kernel("differential", "differential (A₁ − λA₂)", "differential",
                "Two softmax maps per head, from the two halves of q and k; the weights are the first minus λ "
                "times the second, so common-mode attention cancels and weights can be negative.",
@@ -410,6 +471,10 @@ KERNELS: dict[str, Kernel] = {
                paper="Ye et al. 2024", formula="A = softmax(Q₁K₁ᵀ/√d) − λ·softmax(Q₂K₂ᵀ/√d)",
                row_scale=RowScale(_rms_norm_scale, "(1 − λ_init) / rms of row i of A·V (the head's RMSNorm)"),
                weights_label="weights A₁ − λA₂",
+               params=lambda c: differential_params(c.head_size, c.seed), steps=("diff_maps", "diff_combine"),
+               drops=("scores", "scale", "mask"), after_mix=("diff_norm",),
+               mix_why="Each query's output is the sum of the value rows weighted by A₁ − λA₂: not an average, "
+               "since the weights can be negative and sum to 1 − λ. The next step normalises each head on its own.",
                inputs=WeightInputs(
                    ("L₁", "L₂"), lambda logits, parts: (parts.logits1, parts.logits2),
                    "half-head logits L₁, L₂ (scaled + masked)", "L₁, L₂", "scaled, masked half-head logit",
@@ -431,6 +496,7 @@ KERNELS: dict[str, Kernel] = {
                                 {"scale_rule": "sqrt_dk"})),
                paper="Katharopoulos et al. 2020", formula="A_ij = φ(q_i)·φ(k_j) / Σ_j' φ(q_i)·φ(k_j')",
                weights_label="weights φ(q)·φ(k) / row sum",
+               steps=("linear_phi", "linear_weights", "linear_state"), drops=("scores", "scale", "mask"),
                inputs=WeightInputs(
                    ("",), lambda logits, parts: (parts.similarity,), "φ(q)·φ(k), masked (before the row sum)",
                    "φ(q)·φ(k)", "φ(q)·φ(k)",
