@@ -401,6 +401,8 @@ class Kernel:
     weights_title: str = ""  # its weights step's title; "": "<Short label> weights, entry by entry"
     weights_tex: str = ""  # its weights step's formula (LaTeX); "": ``formula`` as text
     weights_why: str = ""  # its weights step's words; "": ``summary`` and ``row_sums``
+    scale_why: str = ""  # what the scale step is for under it ("": the softmax head's words)
+    mask_why: str = ""  # what a masked logit becomes under it ("": the softmax head's words)
 
     def __post_init__(self) -> None:
         if self.attend is None:
@@ -420,6 +422,14 @@ class Kernel:
             object.__setattr__(self, "weights_tex", rf"\text{{{self.formula}}}")
         if not self.weights_why:
             object.__setattr__(self, "weights_why", f"{self.summary} Here {self.row_sums}.")
+        if self.weights_of is not None and not self.scale_why:
+            object.__setattr__(self, "scale_why", (
+                f"The scores are multiplied by s before {self.short_label} turns them into weights: a dot product of "
+                f"d_k terms grows with d_k, and far from 0 {self.short_label} saturates."))
+        if self.weights_of is not None and not self.mask_why:
+            object.__setattr__(self, "mask_why", (
+                f"a masked cell's logit becomes −∞, so {self.short_label} gives it weight exactly 0"
+                + ("." if self.rows_sum_to_one else "; the other keys' weights stay as they were: nothing is shared out.")))
 
     @property
     def rows_are_distributions(self) -> bool:

@@ -117,7 +117,9 @@ def test_step_by_step_shows_every_step_in_the_rows_words_and_the_numbers_by_hand
     jump = next(m.value for m in at.markdown if m.value.startswith("**Jump to:**"))
     assert f"{SIGMOID.short_label}](#kernel_weights)" in jump
     text = "\n".join(m.value for m in at.markdown)
-    assert SIGMOID.weights_why in text and "softmax" not in SIGMOID.weights_why
+    for words in (SIGMOID.weights_why, SIGMOID.scale_why, SIGMOID.mask_why):  # the kept steps in the row's words
+        assert words in text and "softmax" not in words, words
+    assert "after the softmax" not in text and "softmax does not saturate" not in text
     assert any("sigmoid kernel's numbers are in its steps above" in c.value for c in at.caption)
     views = step_charts(at)
     allowed = engine_result(LINK).mask

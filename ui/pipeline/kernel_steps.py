@@ -53,7 +53,7 @@ def variant_steps(inputs: StepInputs, head: int, cell, steps: list[Step]) -> lis
             out.extend(made for slug in kernel.steps
                        if (made := step if slug == step.slug else KERNEL_STEPS[slug](inputs, head, cell)) is not None)
         elif step.slug not in kernel.drops:
-            out.append(step)
+            out.append(_in_kernel_words(step, kernel, inputs))
         if step.slug == "positional" and trace.mla is not None:
             out.append(latent_step(inputs, head))  # in place of the projection step (no W_K, W_V)
         if step.slug == "scores" and trace.mla is not None:
@@ -63,6 +63,15 @@ def variant_steps(inputs: StepInputs, head: int, cell, steps: list[Step]) -> lis
                 out[-1] = replace(step, why=kernel.mix_why)
             out.extend(KERNEL_STEPS[slug](inputs, head, cell) for slug in kernel.after_mix)
     return out
+
+
+def _in_kernel_words(step: Step, kernel, inputs: StepInputs) -> Step:
+    """A softmax head's scale or mask step as the kernel's record words it (``Kernel.scale_why``, ``mask_why``)."""
+    if step.slug == "scale" and kernel.scale_why:
+        return replace(step, why=kernel.scale_why)
+    if step.slug == "mask" and kernel.mask_why and inputs.mask is not None:
+        return replace(step, why=f"Mask '{inputs.mask_name}': {kernel.mask_why}")
+    return step
 
 
 def _mask_words(inputs: StepInputs) -> str:
