@@ -25,12 +25,13 @@ from __future__ import annotations
 import inspect
 import math
 import textwrap
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from mha_core.attention import apply_mask, attention_scores, scale_scores, softmax, weighted_sum
+from mha_core.kernel_records import SOFTMAX_INPUTS, Refusal, RowScale, WeightInputs, default_words
 
 DIFF_NORM_EPS = 1e-5  # RMSNorm's epsilon on each differential head (the paper's code and DiffLlama's default)
 LAMBDA_STD = 0.1  # the paper's initialisation of the lambda vectors: normal(0, 0.1)
@@ -281,9 +282,6 @@ def linear_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = False
     return KernelOutput(scores, logits, weights, heads, heads, parts)
 
 
-# ---- a kernel whose weights are one map of the logits ---------------------------------------
-
-
 def map_kernel(weights_of: Callable[[np.ndarray], np.ndarray]) -> Callable[..., KernelOutput]:
     """The kernel function of a row whose weights are ``weights_of(logits)``: the scaled (+ bias), masked
     logits (nh, Tq, Tk), -inf where masked, in; the weights (nh, Tq, Tk), 0 where masked, out."""
@@ -300,56 +298,6 @@ def map_kernel(weights_of: Callable[[np.ndarray], np.ndarray]) -> Callable[..., 
 # ---- the table of kernels --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Refusal:
-    """A setting a kernel cannot run with: when ``applies`` (read on a configuration, or anything with its
-    attribute names), say ``reason`` and set ``fix`` (field -> value) to remove the conflict."""
-
-    setting: str  # the configuration field it concerns
-    reason: str
-    applies: Callable[[object], bool]
-    fix: Mapping[str, object]
-
-
-@dataclass(frozen=True)
-class WeightInputs:
-    """The (nh, Tq, Tk) maps a kernel turns into its weights, in the words of every page that shows them.
-
-    ``maps(logits, parts)`` takes a kernel's output (``KernelOutput.logits`` and ``.parts``, or a trace's
-    ``logits`` and ``kernel_parts``) and returns one (nh, Tq, Tk) array per name of ``names``: the logits
-    for softmax; L1 and L2, each half-head's scaled, masked logits, for differential; phi(q) . phi(k) for linear.
-    """
-
-    names: tuple[str, ...]  # one per map a head makes; ("",) for a single map
-    maps: Callable[[np.ndarray, object], tuple[np.ndarray, ...]]
-    label: str  # what the maps are: the switch's option, the CSV button
-    short_label: str  # the same on a phone and in the presentation bar
-    value_name: str  # one cell: the hover's and the colour bar's word
-    caption: str  # under the figure
-    file_stem: str  # the CSV's file name without .csv
-    signed: bool = True  # centred on 0 (logits); False: from 0 up (a similarity, > 0)
-    masked_is_neginf: bool = True  # masked cells are -inf in the maps; False: 0
-
-
-SOFTMAX_INPUTS = WeightInputs(
-    ("",), lambda logits, parts: (logits,), "scaled + masked logits", "logits", "scaled, masked logit",
-    "Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
-    "Grey cells are masked (−∞): the softmax gives them weight 0.", "logits")
-
-
-@dataclass(frozen=True)
-class RowScale:
-    """What a kernel does to a head's A·V before the concatenation when that is more than A·V itself: it
-    multiplies row i by one number c_i (so row i is still Σ_j c_i w_ij v_j: key j's exact share is c_i w_ij v_j).
-
-    ``of(parts, heads)`` takes a trace's ``kernel_parts`` and ``heads (nh,Tq,hv)`` = A·V and returns c (nh,Tq);
-    ``formula`` is c_i in words for captions.
-    """
-
-    of: Callable[[object, np.ndarray], np.ndarray]
-    formula: str
-
-
 def _rms_norm_scale(parts: DifferentialParts, heads: np.ndarray) -> np.ndarray:
     """c_i = (1 - lambda_init) / sqrt(mean(row i of A·V ^ 2) + eps): ``rms_norm`` and the gain, per row. (nh, Tq)."""
     return parts.output_gain / np.sqrt(np.mean(heads * heads, axis=-1) + DIFF_NORM_EPS)  # (nh, Tq)
@@ -364,10 +312,8 @@ class Kernel:
     (None: no such view is offered), ``scores_caption`` what the whole head's raw q . k is to it ("": the
     page's own caption holds).
 
-    A kernel whose weights are one map of the scaled, masked logits gives ``weights_of`` (a ``def`` at module
-    level using only ``np``: the notebook embeds its source) and may leave out ``attend``; its Step by step
-    keeps scores, scale and mask and shows one step "its weights" titled ``weights_title`` with the LaTeX
-    ``weights_tex``. Its other words default from its names.
+    A kernel whose weights are one map of the scaled, masked logits gives ``weights_of`` (a module-level ``def``
+    using only ``np``: the notebook embeds its source) instead of ``attend``; its words default from its names.
     """
 
     name: str  # the configuration's ``kernel`` and the link's value
@@ -409,27 +355,8 @@ class Kernel:
             if self.weights_of is None:
                 raise ValueError(f"kernel {self.name!r} needs attend or weights_of: how its weights are made")
             object.__setattr__(self, "attend", map_kernel(self.weights_of))
-        if not self.weights_label:
-            object.__setattr__(self, "weights_label", f"weights ({self.short_label})")
-        if self.weights_of is not None and self.inputs is SOFTMAX_INPUTS:
-            object.__setattr__(self, "inputs", replace(SOFTMAX_INPUTS, caption=(
-                "Colour = the score after scaling and masking, centred on 0 (red above, blue below). Grey cells "
-                f"are masked (−∞): {self.short_label} gives them weight 0.")))
-        if not self.weights_title:
-            object.__setattr__(self, "weights_title", f"{self.short_label[:1].upper()}{self.short_label[1:]} "
-                               "weights, entry by entry")
-        if not self.weights_tex:
-            object.__setattr__(self, "weights_tex", rf"\text{{{self.formula}}}")
-        if not self.weights_why:
-            object.__setattr__(self, "weights_why", f"{self.summary} Here {self.row_sums}.")
-        if self.weights_of is not None and not self.scale_why:
-            object.__setattr__(self, "scale_why", (
-                f"The scores are multiplied by s before {self.short_label} turns them into weights: a dot product of "
-                f"d_k terms grows with d_k, and far from 0 {self.short_label} saturates."))
-        if self.weights_of is not None and not self.mask_why:
-            object.__setattr__(self, "mask_why", (
-                f"a masked cell's logit becomes −∞, so {self.short_label} gives it weight exactly 0"
-                + ("." if self.rows_sum_to_one else "; the other keys' weights stay as they were: nothing is shared out.")))
+        for field, value in default_words(self).items():  # the words the row leaves out, made from its names
+            object.__setattr__(self, field, value)
 
     @property
     def rows_are_distributions(self) -> bool:
