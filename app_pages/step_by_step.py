@@ -118,9 +118,9 @@ def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_tabl
 def drill_down_section(result, inputs: StepInputs, head: int, weights_shown: bool) -> None:
     """One cell, number by number: drawn only while its expander is open."""
     st.header("Drill-down: one cell, number by number", anchor="drill-down")
-    kernel = result.config.kernel
-    if kernel != "softmax":  # the drill-down re-derives one softmax row (issue 26)
-        st.caption(f"The drill-down follows a softmax head; the {kernel} kernel's numbers are in its steps above.")
+    kernel = result.config.attention_kernel
+    if not kernel.drill_down:  # the drill-down re-derives one softmax row (issue 26)
+        st.caption(f"The drill-down follows a softmax head; the {kernel.name} kernel's numbers are in its steps above.")
         return
     # Drawn only while open: three tables and three formulas, about a sixth of a rerun's server time
     # (py-spy). A link that names a cell (qi=, kj=) opens it; so does a cell picked earlier in the session.

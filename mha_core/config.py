@@ -22,7 +22,7 @@ from mha_core.inputs import (
     token_labels,
     vocabulary,
 )
-from mha_core.kernels import KERNELS, DifferentialParams, Kernel, attention_kernel, differential_params, kernel_refusal
+from mha_core.kernels import KERNELS, DifferentialParams, Kernel, attention_kernel, kernel_refusal
 from mha_core.masks import causal_mask, padding_mask, window_mask
 from mha_core.mla import MLAWeights, default_mla_rope, mla_weights
 from mha_core.positions import ROPE_BASE, SCHEMES, PositionScheme, position_scheme, scheme_problem
@@ -386,7 +386,8 @@ def run(config: MHAConfig) -> RunResult:
         latent = mla_weights(config.d_model, config.n_heads, config.head_size, config.mla_rank, config.mla_rope,
                              config.seed, config.init)
         weights = replace(weights, w_k=None, w_v=None, b_k=None, b_v=None)  # keys and values come from the latent
-    params = differential_params(config.head_size, config.seed) if config.kernel == "differential" else None
+    kernel = attention_kernel(config.kernel)
+    params = None if kernel.params is None else kernel.params(config)  # its learned parameters (differential: λ)
     mask = build_mask(config)
     trace = multi_head_attention(x_q, weights, config.n_heads, x_k=x_kv, mask=mask, scale=scale,
                                  kv_heads=config.key_value_heads, pe=attention_scheme(config), rope_base=config.rope_base,

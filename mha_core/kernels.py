@@ -22,13 +22,16 @@ to remove the conflict; ``mha_core.config`` turns them into messages.
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Callable, Mapping
+import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from mha_core.decoder_state import Decoder
+from mha_core.kernel_records import SOFTMAX_INPUTS, Refusal, RowScale, WeightInputs, default_words
 from mha_core.linear_state import LINEAR_STATE, add_to_state, elu_plus_one, read_state
 from mha_core.positions import PositionScheme, position_scheme
 from mha_core.steps import (
@@ -280,57 +283,20 @@ def linear_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = False
     return KernelOutput(scores, logits, weights, heads, heads, parts)
 
 
+def map_kernel(weights_of: Callable[[np.ndarray], np.ndarray]) -> Callable[..., KernelOutput]:
+    """The kernel function of a row whose weights are ``weights_of(logits)``: the scaled (+ bias), masked
+    logits (nh, Tq, Tk), -inf where masked, in; the weights (nh, Tq, Tk), 0 where masked, out."""
+
+    def attend(q, k, v, mask, scale: float, bias=None, null_key: bool = False, params=None) -> KernelOutput:
+        scores, logits = _scaled_logits(q, k, mask, scale, bias)  # (nh, Tq, Tk) x2
+        weights = np.asarray(weights_of(logits), dtype=logits.dtype)  # (nh, Tq, Tk)
+        heads = weighted_sum(weights, v)  # (nh, Tq, hv)
+        return KernelOutput(scores, logits, weights, heads, heads)
+
+    return attend
+
+
 # ---- the table of kernels --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A setting a kernel cannot run with: when ``applies`` (read on a configuration, or anything with its
-    attribute names), say ``reason`` and set ``fix`` (field -> value) to remove the conflict."""
-
-    setting: str  # the configuration field it concerns
-    reason: str
-    applies: Callable[[object], bool]
-    fix: Mapping[str, object]
-
-
-@dataclass(frozen=True)
-class WeightInputs:
-    """The (nh, Tq, Tk) maps a kernel turns into its weights, in the words of every page that shows them.
-
-    ``maps(logits, parts)`` takes a kernel's output (``KernelOutput.logits`` and ``.parts``, or a trace's
-    ``logits`` and ``kernel_parts``) and returns one (nh, Tq, Tk) array per name of ``names``: the logits
-    for softmax; L1 and L2, each half-head's scaled, masked logits, for differential; phi(q) . phi(k) for linear.
-    """
-
-    names: tuple[str, ...]  # one per map a head makes; ("",) for a single map
-    maps: Callable[[np.ndarray, object], tuple[np.ndarray, ...]]
-    label: str  # what the maps are: the switch's option, the CSV button
-    short_label: str  # the same on a phone and in the presentation bar
-    value_name: str  # one cell: the hover's and the colour bar's word
-    caption: str  # under the figure
-    file_stem: str  # the CSV's file name without .csv
-    signed: bool = True  # centred on 0 (logits); False: from 0 up (a similarity, > 0)
-    masked_is_neginf: bool = True  # masked cells are -inf in the maps; False: 0
-
-
-SOFTMAX_INPUTS = WeightInputs(
-    ("",), lambda logits, parts: (logits,), "scaled + masked logits", "logits", "scaled, masked logit",
-    "Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
-    "Grey cells are masked (−∞): the softmax gives them weight 0.", "logits")
-
-
-@dataclass(frozen=True)
-class RowScale:
-    """What a kernel does to a head's A·V before the concatenation when that is more than A·V itself: it
-    multiplies row i by one number c_i (so row i is still Σ_j c_i w_ij v_j: key j's exact share is c_i w_ij v_j).
-
-    ``of(parts, heads)`` takes a trace's ``kernel_parts`` and ``heads (nh,Tq,hv)`` = A·V and returns c (nh,Tq);
-    ``formula`` is c_i in words for captions.
-    """
-
-    of: Callable[[object, np.ndarray], np.ndarray]
-    formula: str
 
 
 def _rms_norm_scale(parts: DifferentialParts, heads: np.ndarray) -> np.ndarray:
@@ -340,11 +306,15 @@ def _rms_norm_scale(parts: DifferentialParts, heads: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Kernel:
-    """One attention kernel: its names, what is true of its weights, what it refuses, and its function.
+    """One attention kernel: its names, what is true of its weights, what it refuses, its function, and every
+    hook a page reads instead of asking which kernel it is.
 
     Its words for the pages: ``weights_label`` names its weights, ``inputs`` the maps it makes them from
     (None: no such view is offered), ``scores_caption`` what the whole head's raw q . k is to it ("": the
     page's own caption holds).
+
+    A kernel whose weights are one map of the scaled, masked logits gives ``weights_of`` (a module-level ``def``
+    using only ``np``: the notebook embeds its source) instead of ``attend``; its words default from its names.
     """
 
     name: str  # the configuration's ``kernel`` and the link's value
@@ -354,7 +324,7 @@ class Kernel:
     rows_sum_to_one: bool  # every row of weights that sees a key sums to 1
     row_sums: str  # what is true of a row's sum, in words for captions
     signed: bool  # weights can be negative: show them on a diverging scale
-    attend: Callable[..., KernelOutput]
+    attend: Callable[..., KernelOutput] | None = None  # None: ``map_kernel(weights_of)``
     row_sum: Callable[[object], float] | None = None  # a row's sum in this run, from the kernel's parts; None: 1
     row_sum_formula: str = "1"  # the same sum as a formula, e.g. "1 − λ"
     sub_heads: int = 1  # q and k split into this many parts per head (positions act on each; scale is the part's)
@@ -362,17 +332,44 @@ class Kernel:
     refuses: tuple[Refusal, ...] = ()
     paper: str = ""
     formula: str = ""
-    weights_label: str = "weights (softmax)"
-    inputs: WeightInputs | None = SOFTMAX_INPUTS
+    weights_label: str = ""  # "": "weights (<short_label>)"
+    inputs: WeightInputs | None = SOFTMAX_INPUTS  # a map kernel's default: its logits, in its words
     scores_caption: str = ""
     row_scale: RowScale | None = None  # None: a head's row i is Σ_j w_ij v_j as it is (c_i = 1)
     decoder: Decoder | None = None  # what its decoder keeps per token and how a step reads it; None: a KV cache
     cache_policies: bool = False  # a sliding window or attention sinks may evict from its cache (StreamingLLM)
+    # --- hooks the pages read (Step by step, the notebook, captions, the drill-down, the engine's setup)
+    variant: bool = True  # pages say what it changes from the 2017 softmax head (row-sum captions, Decoding)
+    drill_down: bool = False  # Step by step's drill-down re-derives one of its rows (a softmax row)
+    params: Callable[[object], object] | None = None  # its learned parameters from a configuration; None: none
+    steps: tuple[str, ...] = ("kernel_weights",)  # Step by step's step slugs where the softmax step stands
+    drops: tuple[str, ...] = ()  # the softmax head's steps before that it has no use for ("scores", "scale", ...)
+    after_mix: tuple[str, ...] = ()  # its own steps after A·V
+    mix_why: str = ""  # what A·V is under it, when not an average ("": the page's own words)
+    weights_of: Callable[[np.ndarray], np.ndarray] | None = None  # logits (nh,Tq,Tk) -> weights, for a map kernel
+    weights_title: str = ""  # its weights step's title; "": "<Short label> weights, entry by entry"
+    weights_tex: str = ""  # its weights step's formula (LaTeX); "": ``formula`` as text
+    weights_why: str = ""  # its weights step's words; "": ``summary`` and ``row_sums``
+    scale_why: str = ""  # what the scale step is for under it ("": the softmax head's words)
+    mask_why: str = ""  # what a masked logit becomes under it ("": the softmax head's words)
+
+    def __post_init__(self) -> None:
+        if self.attend is None:
+            if self.weights_of is None:
+                raise ValueError(f"kernel {self.name!r} needs attend or weights_of: how its weights are made")
+            object.__setattr__(self, "attend", map_kernel(self.weights_of))
+        for field, value in default_words(self).items():  # the words the row leaves out, made from its names
+            object.__setattr__(self, field, value)
 
     @property
     def rows_are_distributions(self) -> bool:
         """Every row of weights is a probability distribution (no weight below 0, sum 1): it has an entropy."""
         return self.rows_sum_to_one and not self.signed
+
+    @property
+    def weights_source(self) -> str:
+        """The NumPy source of ``weights_of`` (its ``def``), as a notebook cell embeds it; "" without one."""
+        return "" if self.weights_of is None else textwrap.dedent(inspect.getsource(self.weights_of)).strip()
 
 
 def _no_null_key(what: str) -> Refusal:
@@ -405,7 +402,8 @@ KERNELS: dict[str, Kernel] = {
         Kernel("softmax", "softmax (2017)", "softmax",
                "Each query's scores go through a softmax: positive weights that sum to 1.",
                rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=softmax_kernel,
-               cache_policies=True, paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)"),
+               cache_policies=True, paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)", variant=False,
+               drill_down=True, steps=("softmax",)),
         Kernel("differential", "differential (A₁ − λA₂)", "differential",
                "Two softmax maps per head, from the two halves of q and k; the weights are the first minus λ "
                "times the second, so common-mode attention cancels and weights can be negative.",
@@ -420,6 +418,10 @@ KERNELS: dict[str, Kernel] = {
                paper="Ye et al. 2024", formula="A = softmax(Q₁K₁ᵀ/√d) − λ·softmax(Q₂K₂ᵀ/√d)",
                row_scale=RowScale(_rms_norm_scale, "(1 − λ_init) / rms of row i of A·V (the head's RMSNorm)"),
                weights_label="weights A₁ − λA₂",
+               params=lambda c: differential_params(c.head_size, c.seed), steps=("diff_maps", "diff_combine"),
+               drops=("scores", "scale", "mask"), after_mix=("diff_norm",),
+               mix_why="Each query's output is the sum of the value rows weighted by A₁ − λA₂: not an average, "
+               "since the weights can be negative and sum to 1 − λ. The next step normalises each head on its own.",
                inputs=WeightInputs(
                    ("L₁", "L₂"), lambda logits, parts: (parts.logits1, parts.logits2),
                    "half-head logits L₁, L₂ (scaled + masked)", "L₁, L₂", "scaled, masked half-head logit",
@@ -441,6 +443,7 @@ KERNELS: dict[str, Kernel] = {
                                 {"scale_rule": "sqrt_dk"})),
                paper="Katharopoulos et al. 2020", formula="A_ij = φ(q_i)·φ(k_j) / Σ_j' φ(q_i)·φ(k_j')",
                weights_label="weights φ(q)·φ(k) / row sum",
+               steps=("linear_phi", "linear_weights", "linear_state"), drops=("scores", "scale", "mask"),
                inputs=WeightInputs(
                    ("",), lambda logits, parts: (parts.similarity,), "φ(q)·φ(k), masked (before the row sum)",
                    "φ(q)·φ(k)", "φ(q)·φ(k)",

@@ -17,7 +17,7 @@ from ui.charts.views import kernel_view
 
 def is_variant(config: MHAConfig) -> bool:
     """Another kernel than softmax, or multi-head latent attention."""
-    return config.kernel != "softmax" or bool(config.mla_rank)
+    return config.attention_kernel.variant or bool(config.mla_rank)
 
 
 def weights_signed(trace: AttentionTrace) -> bool:
@@ -44,9 +44,9 @@ def first_upper(words: str) -> str:
 
 def row_sums_sentence(trace: AttentionTrace) -> str | None:
     """What the rows sum to under a kernel other than softmax, with the numbers of this run; None for softmax."""
-    if trace.kernel == "softmax":
-        return None
     kernel = KERNELS[trace.kernel]
+    if not kernel.variant:  # the softmax head: the pages' own captions say it
+        return None
     if kernel.row_sum is not None:  # a sum this run's parameters set (differential: 1 − λ)
         negative = ", and weights can be negative, so the colours are centred on 0 (blue below)" if kernel.signed else ""
         return (f"{first_upper(kernel.label)}: each row sums to {kernel.row_sum_formula} = "

@@ -262,7 +262,7 @@ def _mask_source(ctx: Context) -> str:
                 "M = np.abs(np.arange(T_q)[:, None] - np.arange(T_k)[None, :]) <= window  # (T_q, T_k): |i - j| <= window")
     if config.mask == "custom":
         return f"M = {array_source(mask)}  # (T_q, T_k): the link's custom mask, True = may attend"
-    raise NotImplementedError(f"the notebook has no NumPy cell for mask {config.mask!r}: add it to ui.pipeline.notebook._mask_source")
+    raise NotImplementedError(f"the notebook has no NumPy cell for mask {config.mask!r}: add it to ui.charts.notebook_cells._mask_source")
 
 
 def _mask_cell(ctx: Context) -> Cell:

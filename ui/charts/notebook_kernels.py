@@ -1,4 +1,4 @@
-"""The notebook's cells for the steps of the other attention kernels (differential, linear), one per step slug
+"""The notebook's cells for the steps of the other attention kernels (differential, linear, one map), one per step slug
 of ``ui.pipeline.kernel_steps``, each with its assert against the engine's own intermediates
 (``trace.kernel_parts``). Used by ``ui.pipeline.notebook`` beside ``ui.charts.notebook_cells.STEP_CELLS``; no
 streamlit in here. Latent attention (MLA) has no cells yet: its notebook is refused with a message."""
@@ -56,6 +56,18 @@ def _part_rope_cell(ctx: Context) -> Cell:
     expected = {"theta_q": t.q_angles, "theta_k": t.k_angles, "Q_rot": t.q, "K_rot": _key_heads(ctx, t.k)}
     asserts = "\n".join([check("theta_q"), check("theta_k"), check("Q_h", "Q_rot"), check("K_h", "K_rot")])
     return Cell(code, asserts, expected)
+
+
+# ---- a kernel whose weights are one map of the logits ----------------------------------------------
+
+
+def _kernel_weights_cell(ctx: Context) -> Cell:
+    kernel = ctx.config.attention_kernel
+    function = kernel.weights_of.__name__
+    code = (f"# {kernel.weights_title}: {kernel.formula} (the kernel's own function, as the app runs it)\n"
+            f"{kernel.weights_source}\n\n"
+            f"A = {function}(L)  # (nh, T_q, T_k): {kernel.row_sums}")
+    return Cell(code, check("A"), {"A": ctx.result.trace.weights})
 
 
 # ---- differential ----------------------------------------------------------------------------------
@@ -156,6 +168,7 @@ def _linear_state_cell(ctx: Context) -> Cell:
 
 # One NumPy cell per step slug of ``ui.pipeline.kernel_steps`` (MLA's steps are not here yet).
 KERNEL_CELLS: dict[str, Callable[[Context], Cell]] = {
+    "kernel_weights": _kernel_weights_cell,
     "part_rope": _part_rope_cell,
     "diff_maps": _diff_maps_cell,
     "diff_combine": _diff_combine_cell,

@@ -1,19 +1,23 @@
 """The steps of the attention variants (issue 26): what Step by step shows instead of, or besides, a softmax head's.
 
-``variant_steps`` takes the softmax pipeline ``ui.pipeline.steps.build_steps`` made and returns the variant's:
+``variant_steps`` takes the softmax pipeline ``ui.pipeline.steps.build_steps`` made and returns the variant's, as
+the kernel's record names them (``Kernel.steps``, ``drops``, ``after_mix``; builders by slug in ``KERNEL_STEPS``):
 
 - MLA: the projection step becomes "compress to a latent, up-project keys and values"; an "absorbed scores"
   step follows the scores (the same scores without building K, max |Δ| shown);
 - differential: scores, scale, mask and softmax become "two softmax maps" and "A₁ − λA₂" (signed), and a
   "normalise each head" step follows A·V;
 - linear: they become "feature map φ", "φ(q)·φ(k) over its row sum" and, under a causal mask, "the
-  recurrent form" (a state of constant size, max |Δ| against the parallel form shown).
+  recurrent form" (a state of constant size, max |Δ| against the parallel form shown);
+- a kernel whose weights are one map of the logits (``Kernel.weights_of``): the softmax step becomes its weights
+  step, in the row's words.
 
 Every matrix is an array of the engine's trace (``trace.kernel_parts``, ``trace.mla``). Pure: no streamlit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -29,44 +33,45 @@ from ui.pipeline.records import (
     latex_number,
     shape_text,
 )
-
-REPLACED_BY_KERNEL = ("scores", "scale", "mask", "softmax")  # the softmax head's steps another kernel replaces
+from ui.pipeline.step_kinds import StepKind
 
 
 def variant_steps(inputs: StepInputs, head: int, cell, steps: list[Step]) -> list[Step]:
-    """The steps of ``inputs``' variant, made from the softmax pipeline ``steps`` (returned as they are for it)."""
+    """The steps of ``inputs``' variant, made from the softmax pipeline ``steps`` (the same list for a softmax head).
+
+    The kernel's record says which of the softmax head's steps it drops (``Kernel.drops``), which steps stand
+    where the softmax step stands (``Kernel.steps``) and which follow A·V (``Kernel.after_mix``); each is built
+    by its slug (``KERNEL_STEPS``).
+    """
     trace = inputs.trace
-    if trace.kernel == "softmax" and trace.mla is None:
-        return steps
+    kernel = KERNELS[trace.kernel]
     out: list[Step] = []
     for step in steps:
-        if step.slug == "rope" and (trace.mla is not None or KERNELS[trace.kernel].sub_heads > 1):
+        if step.slug == "rope" and (trace.mla is not None or kernel.sub_heads > 1):
             out.append(part_rope_step(inputs, head))
-        elif trace.kernel != "softmax" and step.slug in REPLACED_BY_KERNEL:
-            if step.slug == "softmax":
-                out.extend(kernel_steps(inputs, head, cell))
-        else:
-            out.append(step)
+        elif step.slug == "softmax":
+            out.extend(made for slug in kernel.steps
+                       if (made := step if slug == step.slug else KERNEL_STEPS[slug](inputs, head, cell)) is not None)
+        elif step.slug not in kernel.drops:
+            out.append(_in_kernel_words(step, kernel, inputs))
         if step.slug == "positional" and trace.mla is not None:
             out.append(latent_step(inputs, head))  # in place of the projection step (no W_K, W_V)
         if step.slug == "scores" and trace.mla is not None:
             out.append(absorbed_step(inputs, head, cell))
-        if step.slug == "mix" and trace.kernel == "differential":
-            out[-1] = replace(step, why=(  # not an average: the weights are signed and sum to 1 − λ
-                "Each query's output is the sum of the value rows weighted by A₁ − λA₂: not an average, since the "
-                "weights can be negative and sum to 1 − λ. The next step normalises each head on its own."))
-            out.append(differential_norm_step(inputs, head))
+        if step.slug == "mix":
+            if kernel.mix_why:  # not an average (differential: signed weights that sum to 1 − λ)
+                out[-1] = replace(step, why=kernel.mix_why)
+            out.extend(KERNEL_STEPS[slug](inputs, head, cell) for slug in kernel.after_mix)
     return out
 
 
-def kernel_steps(inputs: StepInputs, head: int, cell) -> list[Step]:
-    """The steps a kernel has in place of scores, scale, mask and softmax."""
-    if inputs.trace.kernel == "differential":
-        return [differential_maps_step(inputs, head, cell), differential_combine_step(inputs, head, cell)]
-    steps = [linear_phi_step(inputs, head), linear_weights_step(inputs, head, cell)]
-    if inputs.trace.kernel_parts.recurrent_heads is not None:
-        steps.append(linear_state_step(inputs, head))
-    return steps
+def _in_kernel_words(step: Step, kernel, inputs: StepInputs) -> Step:
+    """A softmax head's scale or mask step as the kernel's record words it (``Kernel.scale_why``, ``mask_why``)."""
+    if step.slug == "scale" and kernel.scale_why:
+        return replace(step, why=kernel.scale_why)
+    if step.slug == "mask" and kernel.mask_why and inputs.mask is not None:
+        return replace(step, why=f"Mask '{inputs.mask_name}': {kernel.mask_why}")
+    return step
 
 
 def _mask_words(inputs: StepInputs) -> str:
@@ -152,6 +157,25 @@ def part_rope_step(inputs: StepInputs, head: int) -> Step:
     return Step("part_rope", "Rotate the RoPE features by position", why, formula, shapes, panels)
 
 
+# ---- a kernel whose weights are one map of the logits -----------------------------------------
+
+
+def kernel_weights_step(inputs: StepInputs, head: int, cell) -> Step:
+    """The weights of a kernel that makes them from the scaled, masked logits in one map (``Kernel.weights_of``),
+    in the record's words: its title, its formula, its row-sum rule; its "Jump to" name is its short label."""
+    trace = inputs.trace
+    kernel = KERNELS[trace.kernel]
+    q, k = inputs.query_labels, inputs.key_labels
+    panels = (
+        Panel(f"L_{head} (scaled, masked logits)", trace.logits[head], q, k, "logit", cell=cell, axis_titles=QK_AXES),
+        Panel(f"A_{head}: {kernel.formula}", trace.weights[head], q, k, "weight",
+              kind="signed" if kernel.signed else "weights", cell=cell, axis_titles=QK_AXES),
+    )
+    kind = StepKind("kernel_weights", kernel.weights_title, kernel.short_label, kernel.summary)  # the row's words
+    return Step("kernel_weights", kernel.weights_title, kernel.weights_why + _mask_words(inputs), kernel.weights_tex,
+                f"{shape_text(trace.logits[head])} -> same shape, entry by entry", panels, own_kind=kind)
+
+
 # ---- differential ----------------------------------------------------------------------------
 
 
@@ -195,7 +219,7 @@ def differential_combine_step(inputs: StepInputs, head: int, cell) -> Step:
     return Step("diff_combine", "Subtract: A₁ − λA₂ (differential)", why, formula, shapes, panels)
 
 
-def differential_norm_step(inputs: StepInputs, head: int) -> Step:
+def differential_norm_step(inputs: StepInputs, head: int, cell=None) -> Step:
     trace, parts = inputs.trace, inputs.trace.kernel_parts
     hv = trace.v.shape[-1]
     panels = (
@@ -218,7 +242,7 @@ def differential_norm_step(inputs: StepInputs, head: int) -> Step:
 # ---- linear ----------------------------------------------------------------------------------
 
 
-def linear_phi_step(inputs: StepInputs, head: int) -> Step:
+def linear_phi_step(inputs: StepInputs, head: int, cell=None) -> Step:
     trace, parts = inputs.trace, inputs.trace.kernel_parts
     g = trace.kv_head_of(head)
     hs = trace.q.shape[-1]
@@ -249,8 +273,10 @@ def linear_weights_step(inputs: StepInputs, head: int, cell) -> Step:
                 f"{shape_text(parts.similarity[head])}, row by row", panels)
 
 
-def linear_state_step(inputs: StepInputs, head: int) -> Step:
+def linear_state_step(inputs: StepInputs, head: int, cell=None) -> Step | None:
     trace, parts = inputs.trace, inputs.trace.kernel_parts
+    if parts.recurrent_heads is None:  # no causal mask over one sentence: no recurrent form
+        return None
     hs, hv = trace.q.shape[-1], trace.v.shape[-1]
     gap = float(np.max(np.abs(parts.recurrent_heads - trace.heads)))
     panels = (
@@ -267,3 +293,16 @@ def linear_state_step(inputs: StepInputs, head: int) -> Step:
                r"o_t = \frac{\varphi(q_t)^\top S_t}{\varphi(q_t)^\top z_t}")
     return Step("linear_state", "The recurrent form: a state of constant size (linear)", why, formula,
                 f"S {shape_text(parts.state[head])}, z ({hs},) per head, whatever T", panels)
+
+
+# The builders of the kernels' own steps, by the slug a kernel's record names (``Kernel.steps``, ``.after_mix``);
+# each takes (inputs, head, cell) and returns a Step, or None when the run has no such step.
+KERNEL_STEPS: dict[str, Callable[[StepInputs, int, object], Step | None]] = {
+    "kernel_weights": kernel_weights_step,
+    "diff_maps": differential_maps_step,
+    "diff_combine": differential_combine_step,
+    "diff_norm": differential_norm_step,
+    "linear_phi": linear_phi_step,
+    "linear_weights": linear_weights_step,
+    "linear_state": linear_state_step,
+}

@@ -28,15 +28,16 @@ from mha_core.config import MHAConfig, RunResult, run
 from ui.charts.notebook_cells import STEP_CELLS, Context, array_source, weights_source
 from ui.charts.notebook_kernels import KERNEL_CELLS
 from ui.pipeline.records import step_inputs
-from ui.pipeline.step_kinds import STEP_KINDS
+from ui.pipeline.step_kinds import STEP_KINDS, StepKind
 from ui.pipeline.steps import build_steps
 
 # ---- numbers as Python source --------------------------------------------------------------------
 
 
-def step_slugs(result: RunResult) -> list[str]:
-    """The steps of this run, in the Step-by-step page's order (its own builder decides the optional ones)."""
-    return [step.slug for step in build_steps(step_inputs(result), head=0)]
+def step_kinds(result: RunResult) -> list[StepKind]:
+    """The steps of this run, in the Step-by-step page's order (its own builder decides the optional ones); a step
+    a kernel's record makes brings its own kind (its title in the kernel's words)."""
+    return [step.kind for step in build_steps(step_inputs(result), head=0)]
 
 
 # ---- the notebook -------------------------------------------------------------------------------
@@ -89,8 +90,7 @@ else:
     plt.show()"""
 
 
-def _title(slug: str, number: int, title: str = "") -> str:
-    kind = STEP_KINDS[slug]
+def _title(kind: StepKind, number: int, title: str = "") -> str:
     return f"## {number}. {title or kind.title}\n\n{kind.summary}"
 
 
@@ -107,7 +107,8 @@ def build_notebook(result: RunResult, link_back: str, messages: list[str] | tupl
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook  # ~0.1 s: only when a notebook is made
 
     ctx = Context(result)
-    slugs = step_slugs(result)
+    kinds = step_kinds(result)
+    slugs = [kind.slug for kind in kinds]
     makers = {**STEP_CELLS, **KERNEL_CELLS}  # the softmax head's steps and the other kernels'
     missing = [slug for slug in slugs if slug not in makers]
     if missing:  # a developer adds a cell to ui.charts.notebook_cells.STEP_CELLS or notebook_kernels.KERNEL_CELLS
@@ -142,8 +143,8 @@ def build_notebook(result: RunResult, link_back: str, messages: list[str] | tupl
         new_markdown_cell("## The weights\n\nW_Q, W_K, W_V, W_O (and biases) exactly as the app has them."),
         new_code_cell(weights_source(ctx)),
     ]
-    for number, (slug, cell) in enumerate(steps, start=1):
-        cells += [new_markdown_cell(_title(slug, number, cell.title)), new_code_cell(cell.code), new_code_cell(cell.asserts)]
+    for number, (kind, (_slug, cell)) in enumerate(zip(kinds, steps, strict=True), start=1):
+        cells += [new_markdown_cell(_title(kind, number, cell.title)), new_code_cell(cell.code), new_code_cell(cell.asserts)]
     cells += [
         new_markdown_cell("## The heads' weights"),
         new_code_cell(DRAW_SOURCE),

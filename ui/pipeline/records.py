@@ -125,10 +125,14 @@ class Step:
     shapes: str  # e.g. "(6, 16) @ (16, 16) -> (6, 16)" ("" when off)
     panels: tuple[Panel, ...] = ()
     note: str = ""  # markdown shown under the formula (e.g. "positional encoding is off")
+    own_kind: StepKind | None = None  # a step a kernel's record describes (its weights): its kind in the row's words
 
     @property
     def kind(self) -> StepKind:
-        """The step's record in ``STEP_KINDS`` (the toy pipeline's steps; the Real model adds one of its own)."""
+        """The step's record in ``STEP_KINDS`` (the toy pipeline's steps; the Real model adds one of its own), or
+        the one it carries (``own_kind``)."""
+        if self.own_kind is not None:
+            return self.own_kind
         if self.slug not in STEP_KINDS:
             raise ValueError(f"step {self.slug!r} has no record in STEP_KINDS: add its names and summary there")
         return STEP_KINDS[self.slug]
