@@ -90,7 +90,7 @@ KERNEL_RULES: tuple[KernelRule, ...] = (
                "counted before the first tile"),
     KernelRule("cross-attention", lambda c: c.is_cross,
                "the query blocks come from one sentence and the key/value blocks from the other"),
-    KernelRule("attention kernel", lambda c: c.kernel != "softmax",
+    KernelRule("attention kernel", lambda c: not c.attention_kernel.tiled,
                "the online softmax tiles a softmax head only",
                lambda c: f"the {c.kernel} kernel has no softmax row to tile; choose Attention kernel: softmax"),
     KernelRule("multi-head latent attention", lambda c: bool(c.mla_rank),

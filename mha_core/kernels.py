@@ -338,6 +338,7 @@ class Kernel:
     row_scale: RowScale | None = None  # None: a head's row i is Σ_j w_ij v_j as it is (c_i = 1)
     decoder: Decoder | None = None  # what its decoder keeps per token and how a step reads it; None: a KV cache
     cache_policies: bool = False  # a sliding window or attention sinks may evict from its cache (StreamingLLM)
+    tiled: bool = False  # FlashAttention's online softmax tiles its rows (its weights are a softmax of the logits)
     # --- hooks the pages read (Step by step, the notebook, captions, the drill-down, the engine's setup)
     variant: bool = True  # pages say what it changes from the 2017 softmax head (row-sum captions, Decoding)
     drill_down: bool = False  # Step by step's drill-down re-derives one of its rows (a softmax row)
@@ -402,7 +403,7 @@ KERNELS: dict[str, Kernel] = {
         Kernel("softmax", "softmax (2017)", "softmax",
                "Each query's scores go through a softmax: positive weights that sum to 1.",
                rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=softmax_kernel,
-               cache_policies=True, paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)", variant=False,
+               cache_policies=True, tiled=True, paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)", variant=False,
                drill_down=True, steps=("softmax",)),
         Kernel("differential", "differential (A₁ − λA₂)", "differential",
                "Two softmax maps per head, from the two halves of q and k; the weights are the first minus λ "

@@ -14,13 +14,6 @@ from mha_core.kernels import KERNELS
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("app.py", "app_pages", "ui", "mha_core", "content")
 TABLE = "mha_core/kernels.py"  # the rows themselves
-# Files other helpers of issue 33 rework at the same time; the lead empties this list after merging them.
-ALLOWED = {
-    "ui/pages/decoding/variants.py",  # Decoding's kernel hook (Kernel.decoder): the `engine` helper
-    "app_pages/decoding.py",  # the `engine` helper
-    "mha_core/variant_decoding.py",  # the `engine` helper's one decoding loop
-    "mha_core/flash.py",  # FlashAttention's rules: the `schemes` helper
-}
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -70,7 +63,7 @@ def test_no_code_outside_the_table_branches_on_a_kernel_name():
     found = {}
     for path in app_files():
         name = path.relative_to(ROOT).as_posix()
-        if name == TABLE or name in ALLOWED or name.startswith("ui/pages/decoding/"):
+        if name == TABLE:
             continue
         if hits := branches_on_kernel_names(path.read_text(encoding="utf-8")):
             found[name] = hits

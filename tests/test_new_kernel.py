@@ -168,10 +168,10 @@ def test_the_notebook_embeds_the_rows_function_runs_and_reproduces_the_numbers(s
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     from tests.test_notebook import execute
-    from ui.charts import notebook
+    from ui.state import notebook_link
 
     link = "?" + "&".join(f"{k}={v.replace(' ', '+')}" for k, v in LINK.items())
-    nb, messages = notebook.notebook_for_link(link)
+    nb, messages = notebook_link.notebook_for_link(link)
     assert messages == []
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert "def sigmoid_weights(logits):" in source and "A = sigmoid_weights(L)" in source
@@ -244,7 +244,6 @@ def test_the_other_pages_open_with_it(sigmoid, page):
     open_page_named(page, kernel="sigmoid")
 
 
-@pytest.mark.skip(reason="Decoding's kernel hook (Kernel.decoder) is the engine helper's work (issue 33)")
 def test_decoding_decodes_it(sigmoid):
     open_page_named("decoding", kernel="sigmoid", mask="causal")
 

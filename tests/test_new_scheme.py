@@ -37,7 +37,7 @@ from tests.test_app_decoding import open_page
 from tests.test_app_heads import grid_matrices
 from tests.test_app_step_by_step import charts, table_with_index, z_of
 from tests.test_stated_numbers_downloads import blocks, csv, offered, opened  # noqa: F401 (offered: a fixture)
-from ui.pipeline import notebook
+from ui.state import notebook_link
 from ui.pipeline.drill_down import BIAS_ROW
 from ui.state.urlstate import config_from_params, params_from_config
 
@@ -253,7 +253,7 @@ def _executed(book: bytes | str) -> dict:
 
 
 def test_its_notebook_rebuilds_the_bias_with_the_rows_own_numpy_lines(kerple):
-    nb, messages = notebook.notebook_for_link("?pe=kerple_log&mask=causal")
+    nb, messages = notebook_link.notebook_for_link("?pe=kerple_log&mask=causal")
     assert messages == []
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert KERPLE.numpy_source(SchemeAt(0, 4, 4)) in source and "np.log1p" in source  # not the app's B embedded

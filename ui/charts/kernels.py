@@ -10,14 +10,8 @@
 from __future__ import annotations
 
 from mha_core.attention import AttentionTrace
-from mha_core.config import MHAConfig
 from mha_core.kernels import KERNELS
 from ui.charts.views import kernel_view
-
-
-def is_variant(config: MHAConfig) -> bool:
-    """Another kernel than softmax, or multi-head latent attention."""
-    return config.attention_kernel.variant or bool(config.mla_rank)
 
 
 def weights_signed(trace: AttentionTrace) -> bool:
