@@ -37,8 +37,8 @@ from tests.test_app_decoding import open_page
 from tests.test_app_heads import grid_matrices
 from tests.test_app_step_by_step import charts, table_with_index, z_of
 from tests.test_stated_numbers_downloads import blocks, csv, offered, opened  # noqa: F401 (offered: a fixture)
-from ui.state import notebook_link
 from ui.pipeline.drill_down import BIAS_ROW
+from ui.state import notebook_link
 from ui.state.urlstate import config_from_params, params_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
