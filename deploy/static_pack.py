@@ -1,6 +1,6 @@
 """The lessons as a static pack: a folder of HTML pages that any static host, an LMS or a USB stick serves.
 
-    python -m deploy.static_pack OUT_DIR [--links FILE] [--app-url URL] [--force]
+    python -m deploy.static_pack OUT_DIR [--links FILE] [--app-url URL] [--force] [--lang {en,zh-CN,es}]
 
 writes ``index.html``, one page per lesson (``ui.pages.lessons.LESSONS``), one per hand-built head preset
 (``mha_core.presets.PRESET_INITS``) and one per link in the teacher's FILE (one link or query string a
@@ -61,6 +61,7 @@ from ui.charts.head_panels import (
     with_averages,
 )
 from ui.charts.kernels import view_kind, weights_signed
+from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, _, current_language, using_language
 from ui.charts.views import kernel_views, matrix_view
 from ui.pages import compare
 from ui.pages.flash import (
@@ -530,7 +531,7 @@ def compare_link(link: Link, app_url: str) -> Page:
                      for label, a, b in changed) or "nothing (B is A)"
     heads = compare.head_changes(comparison, *labels)
     intro = (link.intro + f"<p>B differs from A in: {said}. {html.escape(comparison.note)}</p><ul>"
-             + "".join(f"<li>{html.escape(compare.summary_line(row))}</li>" for _, row in heads.iterrows()) + "</ul>")
+             + "".join(f"<li>{html.escape(compare.summary_line(row))}</li>" for _index, row in heads.iterrows()) + "</ul>")
     live = {**s.live_params(), **compare.b_params(s.config, config_b)}
     return Page(link.file, f"Link {link.number}: compare A and B", [Section(intro, tuple(panels))],
                 f"A: {describe(s.config)} | B: {describe(config_b)}", live_link(app_url, link.page, live))
@@ -638,7 +639,7 @@ def render(page: Page, version: str, template: dict, nav: list[tuple[str, str]])
     live = f" · <a class='live' href='{html.escape(page.live_url)}'>Open this view in the live app</a>" if page.live_url else ""
     menu = "".join(f"<a href='{html.escape(f)}'>{html.escape(t)}</a>" for f, t in nav)
     return f"""<!doctype html>
-<html lang="en">
+<html lang="{current_language()}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -686,7 +687,7 @@ def render_index(pages: list[tuple[str, list[Page]]], skipped: list[Skipped], ve
         problems = f"<h2>Links not built</h2><ul class='skipped'>{items}</ul>"
     live = f"<p>The live app: <a href='{html.escape(app_url)}'>{html.escape(app_url)}</a></p>" if app_url else ""
     return f"""<!doctype html>
-<html lang="en">
+<html lang="{current_language()}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -732,8 +733,15 @@ def prepare_output(out_dir: Path, force: bool) -> None:
                               "not deleting it even with --force; choose another OUT_DIR")
 
 
-def build_pack(out_dir: Path, links: list[str] | None = None, app_url: str = "", force: bool = False) -> BuildReport:
-    """Write the pack into ``out_dir`` (built in a temporary folder beside it, then moved into place)."""
+def build_pack(out_dir: Path, links: list[str] | None = None, app_url: str = "", force: bool = False,
+               lang: str = DEFAULT_LANGUAGE) -> BuildReport:
+    """Write the pack into ``out_dir`` (built in a temporary folder beside it, then moved into place), its prose in
+    ``lang`` (a code of ``ui.i18n.LANGUAGES``; the numbers are the engine's in every language)."""
+    with using_language(lang):
+        return _build_pack(out_dir, links, app_url, force)
+
+
+def _build_pack(out_dir: Path, links: list[str] | None, app_url: str, force: bool) -> BuildReport:
     start = time.perf_counter()
     out_dir = Path(out_dir)
     prepare_output(out_dir, force)
@@ -742,7 +750,7 @@ def build_pack(out_dir: Path, links: list[str] | None = None, app_url: str = "",
     presets = [preset_page(init, app_url) for init in PRESET_INITS]
     linked, skipped = link_pages(links or [], app_url)
     groups = [("Lessons", lessons), ("Hand-built heads", presets), ("The teacher's links", linked)]
-    every = [p for _, group in groups for p in group]
+    every = [p for _name, group in groups for p in group]
     nav = [("index.html", "Index")] + [(p.file, p.title) for p in every]
     template = plotly.io.templates[plotly.io.templates.default].to_plotly_json()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -774,10 +782,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--links", type=Path, help="a text file with one app link or query string per line")
     parser.add_argument("--app-url", default="", help="the live app's address, e.g. https://mha.example.org")
     parser.add_argument("--force", action="store_true", help="replace OUT_DIR when it is a pack written earlier")
+    parser.add_argument("--lang", default=DEFAULT_LANGUAGE, choices=list(LANGUAGES),
+                        help=f"the pack's language (default: {DEFAULT_LANGUAGE}); the numbers are the same in each")
     args = parser.parse_args(argv)
     lines = args.links.read_text(encoding="utf-8").splitlines() if args.links else []
     try:
-        report = build_pack(args.out_dir, lines, args.app_url, args.force)
+        report = build_pack(args.out_dir, lines, args.app_url, args.force, args.lang)
     except FileExistsError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
