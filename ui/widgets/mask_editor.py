@@ -33,7 +33,7 @@ def custom_grid(tokens, key_tokens, start: MHAConfig) -> tuple[tuple[bool, ...],
         ["none", "causal", "padding", "window"],
         key="w_grid_start",
         persist_state=KEEP,
-        format_func=lambda mask: _(MASK_LABELS[mask]),
+        format_func={mask: _(label) for mask, label in MASK_LABELS.items()}.get,
     )
     if st.button(_("Reset the grid to it"), key="grid_reset"):
         mask = build_mask(replace(start, mask=base))

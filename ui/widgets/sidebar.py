@@ -131,10 +131,17 @@ def _heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     return int(heads)
 
 
+def choice_labels(row: Setting):
+    """The row's choice labels in this run's language, fixed now: Streamlit (and AppTest) may format an option
+    after the run, where no language is set."""
+    labels = {value: row.choice_label(value) for value in row.choices}
+    return lambda value: labels.get(value, str(value))
+
+
 def _select_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     choices = row.link_choices() if place.link_only else row.choices
     value = st.selectbox(
-        place.label(row), list(choices), key=place.key(row.name), help=row.help_text, format_func=row.choice_label,
+        place.label(row), list(choices), key=place.key(row.name), help=row.help_text, format_func=choice_labels(row),
         disabled=row.disabled(values), **place.options,
     )
     note = row.note and row.note({**values, row.name: value})

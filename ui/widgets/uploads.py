@@ -52,6 +52,7 @@ NOT_REAL_KINDS = {
     "O": N_("Python objects"),
     "V": N_("records (a structured array)"),
 }
+NOT_NUMBERS = N_("values that are not numbers")  # any other dtype kind
 
 
 def _npy_dtype(data: bytes) -> np.dtype:
@@ -66,7 +67,7 @@ def _npy_dtype(data: bytes) -> np.dtype:
 def _refuse_unless_real(dtype: np.dtype) -> None:
     """ValueError naming what the array holds unless it holds real numbers (integers or floats)."""
     if dtype.kind not in "iuf":
-        what = _(NOT_REAL_KINDS.get(dtype.kind, N_("values that are not numbers")))
+        what = _(NOT_REAL_KINDS.get(dtype.kind, NOT_NUMBERS))
         raise ValueError(_("it must be a 2-D matrix of numbers, but it holds {what} (dtype {dtype}).").format(
             what=what, dtype=dtype))
 
