@@ -49,12 +49,12 @@ LINKS = {
 }
 
 
-def own_msgids() -> set[str]:
-    """Every msgid (singular and plural) marked in the controls' files."""
+def own_msgids(folders=OWN, files: str = "**.py") -> set[str]:
+    """Every msgid (singular and plural) marked in ``files`` of ``folders`` (by default the controls' files)."""
     found = set()
-    for folder in OWN:
+    for folder in folders:
         for _file, _line, message, _comments, _context in extract_from_dir(
-                str(ROOT / folder), keywords=KEYWORDS, method_map=[("**.py", "python")]):
+                str(ROOT / folder), keywords=KEYWORDS, method_map=[(files, "python")]):
             found.update(message if isinstance(message, tuple) else (message,))
     return found
 
@@ -62,13 +62,13 @@ def own_msgids() -> set[str]:
 MSGIDS = own_msgids()
 
 
-def english_parts(lang: str) -> list[str]:
+def english_parts(lang: str, msgids: set[str] = MSGIDS) -> list[str]:
     """The English text of every msgid of these files that ``lang``'s catalog translates: the whole msgid when it
     has no placeholder, else each literal part between placeholders long enough to be words (8+ characters) that
     the translation does not keep as it is ("tokens, d_model ≤": token and d_model stay English by the glossary)."""
     catalog = translations(lang)
     parts = []
-    for msgid in MSGIDS:
+    for msgid in msgids:
         if catalog.gettext(msgid) == msgid and catalog.ngettext(msgid, msgid, 2) == msgid:
             continue  # the same in both languages (a symbol, a name) or a plural's other form
         literals = [lit for lit, *_rest in string.Formatter().parse(msgid)]
@@ -99,9 +99,9 @@ def shown_texts(node) -> list[str]:
     return texts
 
 
-def untranslated(texts: list[str], lang: str) -> list[tuple[str, str]]:
+def untranslated(texts: list[str], lang: str, msgids: set[str] = MSGIDS) -> list[tuple[str, str]]:
     """(English msgid text, where it is shown) for every English msgid of these files found in ``texts``."""
-    parts = english_parts(lang)
+    parts = english_parts(lang, msgids)
     found = []
     for text in texts:
         if text in ALLOWED:
