@@ -1,6 +1,6 @@
 """The lessons as a static pack: a folder of HTML pages that any static host, an LMS or a USB stick serves.
 
-    python -m deploy.static_pack OUT_DIR [--links FILE] [--app-url URL] [--force]
+    python -m deploy.static_pack OUT_DIR [--links FILE] [--app-url URL] [--force] [--lang {en,zh-CN,es}]
 
 writes ``index.html``, one page per lesson (``ui.pages.lessons.LESSONS``), one per hand-built head preset
 (``mha_core.presets.PRESET_INITS``) and one per link in the teacher's FILE (one link or query string a
@@ -62,6 +62,7 @@ from ui.charts.head_panels import (
 )
 from ui.charts.kernels import view_kind, weights_signed
 from ui.charts.views import kernel_views, matrix_view
+from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, _, current_language, using_language
 from ui.pages import compare
 from ui.pages.flash import (
     FLASH_SETTINGS,
@@ -254,7 +255,8 @@ def lesson_page(number: int, lesson: Lesson, app_url: str) -> Page:
         target = live_link(app_url, "heads", params)
         shown = f"<a href='{html.escape(target)}'>{html.escape(panel.caption)}</a>" if target else html.escape(panel.caption)
         links.append(f"<li>{shown}: <code>{html.escape(describe(panel.config))}</code></li>")
-    after += f"<h2>Configurations</h2><ul class='configs'>{''.join(links)}</ul>"
+    configurations = _text(_("Configurations"))
+    after += f"<h2>{configurations}</h2><ul class='configs'>{''.join(links)}</ul>"
     configuration = " | ".join(f"{p.caption}: {describe(p.config)}" for p in lesson.panels)
     return Page(f"lesson-{lesson.key}.html", f"{number}. {lesson.title}", [Section(intro, tuple(panels)), Section(after)],
                 configuration, live_link(app_url, "lessons", {"lesson": lesson.key}))
@@ -267,8 +269,9 @@ def heads_page(file: str, title: str, intro: str, config: MHAConfig, view: Mappi
     stem = file.removesuffix(".html")
     shown, colours = str(view.get("view", "weights")), str(view.get("colours", "fixed"))
     caption = view_caption(result.trace, shown, colours, None)  # None: the pack has no colour-range switch to name
-    view_line = (f"<p class='view'>Showing: {html.escape(shown_view(result.trace, shown).label)}. Rows = queries, "
-                 f"columns = keys; grey cells are masked.</p><p class='note'>{_markdown(caption)}</p>")
+    showing = _("Showing: {view}. Rows = queries, columns = keys; grey cells are masked.").format(
+        view=_(shown_view(result.trace, shown).label))
+    view_line = f"<p class='view'>{_text(showing)}</p><p class='note'>{_markdown(caption)}</p>"
     panels = head_panels(result, shown, stem, average=bool(view.get("avg")), colours=colours)
     return Page(file, title, [Section(intro + view_line, tuple(panels))], describe(config),
                 live_link(app_url, "heads", live_params))
@@ -277,8 +280,8 @@ def heads_page(file: str, title: str, intro: str, config: MHAConfig, view: Mappi
 def preset_page(init: str, app_url: str) -> Page:
     """A hand-built head preset on the app's default sentence."""
     config = MHAConfig(init=init)
-    intro = f"<p>{html.escape(PRESETS[init].description)}</p>"
-    return heads_page(f"preset-{init}.html", f"Hand-built head: {init}", intro, config, {}, app_url,
+    intro = f"<p>{html.escape(_(PRESETS[init].description))}</p>"
+    return heads_page(f"preset-{init}.html", _("Hand-built head: {init}").format(init=init), intro, config, {}, app_url,
                       params_from_config(config))
 
 
@@ -317,7 +320,8 @@ class Link:
 
     @property
     def intro(self) -> str:
-        return f"<p>Line {self.number} of the teacher's list: <code>{html.escape(self.text)}</code></p>"
+        line = _text(_("Line {number} of the teacher's list: {link}"))
+        return f"<p>{line.format(number=self.number, link=f'<code>{html.escape(self.text)}</code>')}</p>"
 
 
 def read_link(number: int, text: str) -> Link:
@@ -336,11 +340,12 @@ def read_link(number: int, text: str) -> Link:
     elif text.strip("/") in LINK_PAGES:
         path, query = text, ""
     else:
-        raise NotBuilt("not a link: write an address of the app (https://host/step_by_step?tokens=the+cat+sat), "
-                       "a page and its query (flash?tokens=a+b+c&tile=2) or a query string (?tokens=the+cat+sat).")
+        raise NotBuilt(_("not a link: write an address of the app (https://host/step_by_step?tokens=the+cat+sat), "
+                         "a page and its query (flash?tokens=a+b+c&tile=2) or a query string (?tokens=the+cat+sat)."))
     page = path.strip("/").rsplit("/", 1)[-1] or DEFAULT_LINK_PAGE
     if page not in LINK_PAGES:
-        raise NotBuilt(f"'{page}' is not a page of the app (its pages: {', '.join(LINK_PAGES)}).")
+        raise NotBuilt(_("'{name}' is not a page of the app (its pages: {pages}).").format(
+            name=page, pages=", ".join(LINK_PAGES)))
     return Link(number, text, page, dict(parse_qsl(query, keep_blank_values=True)))
 
 
@@ -348,8 +353,9 @@ def check_names(link: Link, known: set[str]) -> None:
     """Refuse a parameter the page does not read: the app would drop it without a word (a typo, ``token=``)."""
     unknown = [name for name in link.params if name not in known]
     if unknown:
-        title = LINK_PAGES[link.page].title
-        raise NotBuilt(*(f"`{name}` is not a parameter of the {title} page (the app would ignore it)." for name in unknown))
+        title = _(LINK_PAGES[link.page].title)
+        raise NotBuilt(*(_("`{name}` is not a parameter of the {page} page (the app would ignore it).").format(
+            name=name, page=title) for name in unknown))
 
 
 SIDEBAR_PARAMS = frozenset(row.param for row in (*model_settings(), *VIEW_SETTINGS))
@@ -380,6 +386,11 @@ def read_settings_of(link: Link, rows: Sequence[Setting] = (), extra: frozenset[
     return Settings(config, view, {row.name: own[row.name] for row in rows})
 
 
+def _text(text: str) -> str:
+    """A translated sentence as HTML text (its apostrophes kept as they are); ``{fields}`` are filled in after."""
+    return html.escape(text, quote=False)
+
+
 def _markdown(text: str) -> str:
     """The app's short Markdown (bold, italics, code spans, line breaks) as HTML."""
     out = html.escape(text, quote=False)
@@ -403,7 +414,8 @@ def step_section(number: int, step: Step, stem: str, extra: str = "") -> Section
     if step.formula:
         parts.append(f"<pre class='formula'>{html.escape(step.formula)}</pre>")
     if step.shapes:
-        parts.append(f"<p>Shapes: <code>{html.escape(step.shapes)}</code></p>")
+        shapes = _text(_("Shapes: {shapes}")).format(shapes=f"<code>{html.escape(step.shapes)}</code>")
+        parts.append(f"<p>{shapes}</p>")
     if step.note:
         parts.append(f"<p>{_markdown(step.note)}</p>")
     panels = tuple(panel_of(p, f"{stem}_{step.slug}_{i}") for i, p in enumerate(step.panels))
@@ -417,12 +429,13 @@ def heads_link(link: Link, app_url: str) -> Page:
     if view not in kernel_views(kernel):  # the app shows the weights instead, with this message
         raise NotBuilt(missing_view(kernel, view))
     if view == "weights" and colours not in ("fixed", *offered_ranges(attention_kernel(kernel).signed)):
-        raise NotBuilt(unoffered_colours(kernel, colours, COLOUR_RANGE_LABELS[colours]))  # the app: fixed, this message
-    title = f"Link {link.number}: {' '.join(s.config.tokens)}"
+        raise NotBuilt(unoffered_colours(kernel, colours, _(COLOUR_RANGE_LABELS[colours])))  # the app: fixed, this message
+    title = _("Link {number}: {sentence}").format(number=link.number, sentence=" ".join(s.config.tokens))
     drawn = ("view", "avg", "colours")  # the rest (chosen head, cell, knock-out, presentation) is the live page's
     kept = {name: value for name, value in view_params(s.view).items() if name not in drawn}
-    intro = link.intro + (f"<p class='note'>Kept for the live app: <code>{html.escape(urlencode(kept))}</code> "
-                          f"(this page shows every head).</p>" if kept else "")
+    kept_line = _text(_("Kept for the live app: {params} (this page shows every head)."))
+    intro = link.intro + (f"<p class='note'>{kept_line.format(params=f'<code>{html.escape(urlencode(kept))}</code>')}</p>"
+                          if kept else "")
     return heads_page(link.file, title, intro, s.config, s.view, app_url, s.live_params())
 
 
@@ -433,17 +446,19 @@ def step_by_step_link(link: Link, app_url: str) -> Page:
     inputs = step_inputs(result)
     head, cell = int(s.view["head"]), (int(s.view["qi"]), int(s.view["kj"]))
     stem = link.file.removesuffix(".html")
-    sections = [Section(link.intro + f"<p class='view'>Head {head} followed from the embeddings to the output; "
-                                     f"the drill-down's cell (query {cell[0]}, key {cell[1]}) is outlined.</p>")]
+    followed = _("Head {head} followed from the embeddings to the output; the drill-down's cell (query {query}, "
+                 "key {key}) is outlined.").format(head=head, query=cell[0], key=cell[1])
+    sections = [Section(link.intro + f"<p class='view'>{_text(followed)}</p>")]
     for number, step in enumerate(build_steps(inputs, head, cell), start=1):
         extra = ""
         if step.slug == "softmax":
             extra = _table_html(row_sums_heading(inputs.trace).replace("**", ""), row_sums_table(inputs, head),
                                 index=True)
             if inputs.trace.fully_masked[head].any():
-                extra += f"<p class='note'>{_markdown(FULLY_MASKED_POLICY)}</p>"
+                extra += "<p class='note'>" + _markdown(_(FULLY_MASKED_POLICY)) + "</p>"
         sections.append(step_section(number, step, stem, extra))
-    return Page(link.file, f"Link {link.number}: step by step, head {head}", sections, describe(s.config),
+    return Page(link.file, _("Link {number}: step by step, head {head}").format(number=link.number, head=head),
+                sections, describe(s.config),
                 live_link(app_url, link.page, s.live_params()))
 
 
@@ -453,7 +468,7 @@ def flash_link(link: Link, app_url: str) -> Page:
     s = read_settings_of(link, FLASH_SETTINGS)
     problem = kernel_problem(s.config)
     if problem is not None:
-        raise NotBuilt(f"The tiled kernel cannot run these settings: {problem}.")
+        raise NotBuilt(_("The tiled kernel cannot run these settings: {problem}.").format(problem=problem))
     result = run(s.config)
     head, index = int(s.view["head"]), int(s.own["tile"])
     kernel = flash_of_run(result, head, int(s.own["br"]), int(s.own["bc"]))
@@ -461,38 +476,46 @@ def flash_link(link: Link, app_url: str) -> Page:
     q_labels, k_labels = result.query_labels, result.key_labels
     stem = link.file.removesuffix(".html")
     check = live_check(kernel, index, result.trace)
-    numbers = (f"<p>Step {index + 1} of {len(kernel.steps)} · tiles skipped so far "
-               f"{sum(t.skipped for t in kernel.steps[: index + 1])} of {kernel.traffic.tiles_skipped} · max |Δ| O vs "
-               f"engine {'—' if check.output is None else f'{check.output:.1e}'} (over the {check.rows_finished} of "
-               f"{check.rows} rows finished) · max |Δ| m + log ℓ vs log-sum-exp "
-               f"{'—' if check.lse is None else f'{check.lse:.1e}'}</p>")
-    intro = (link.intro + f"<p>The layer's attention tile by tile with the online softmax: "
-             f"{html.escape(config_note(s.config))}; head {head}, B_r = {s.own['br']}, B_c = {s.own['bc']}.</p>"
+    numbers = "<p>" + _("Step {step} of {steps} · tiles skipped so far {skipped} of {skipped_all} · max |Δ| O vs "
+                        "engine {output_gap} (over the {finished} of {rows} rows finished) · max |Δ| m + log ℓ vs "
+                        "log-sum-exp {lse_gap}").format(
+        step=index + 1, steps=len(kernel.steps), skipped=sum(t.skipped for t in kernel.steps[: index + 1]),
+        skipped_all=kernel.traffic.tiles_skipped, output_gap="—" if check.output is None else f"{check.output:.1e}",
+        finished=check.rows_finished, rows=check.rows, lse_gap="—" if check.lse is None else f"{check.lse:.1e}") + "</p>"
+    tiled = _text(_("The layer's attention tile by tile with the online softmax: {settings}; head {head}, B_r = {br}, "
+                    "B_c = {bc}.")).format(settings=html.escape(config_note(s.config)), head=head, br=s.own["br"],
+                                           bc=s.own["bc"])
+    intro = (link.intro + f"<p>{tiled}</p>"
              f"<p>{_markdown(step_sentence(kernel, index, q_labels, k_labels))}</p>" + numbers)
     tile = tile_panels(step, q_labels, k_labels)
     hv = kernel.output.shape[1]
     outputs = (
-        StepPanel(f"O after step {index + 1} (head {head})", kernel.output_after(index), q_labels,
+        StepPanel(_("O after step {step} (head {head})").format(step=index + 1, head=head), kernel.output_after(index),
+                  q_labels,
                   dim_labels(hv, head * hv), "output", row_block=step.rows),
-        StepPanel(f"softmax(S) V from the engine (head {head})", np.asarray(result.trace.heads[head]), q_labels,
+        StepPanel(_("softmax(S) V from the engine (head {head})").format(head=head), np.asarray(result.trace.heads[head]),
+                  q_labels,
                   dim_labels(hv, head * hv), "output", row_block=step.rows),
     )
     point = not_stored(kernel, result)
     sections = [
         Section(intro, tuple(panel_of(p, f"{stem}_tile_{i}") for i, p in enumerate(tile))),
-        Section(_table_html("The running state of this tile's rows", state_table(step, q_labels), index=True),
+        Section(_table_html(_("The running state of this tile's rows"), state_table(step, q_labels), index=True),
                 tuple(panel_of(p, f"{stem}_output_{i}") for i, p in enumerate(outputs))),
-        Section("<p class='note'>Rows not started yet are blank. A row is finished once its last tile is done.</p>"
-                + _table_html("The tiles in the kernel's order (query blocks one after another; within one, the key "
-                              "blocks)", tile_map(kernel, index, q_labels, k_labels), index=True)
-                + "<h2>Memory traffic</h2>" + _table_html(PAPER_FORMULA, traffic_table(kernel.traffic), index=True)
+        Section("<p class='note'>" + _("Rows not started yet are blank. A row is finished once its last tile is done.")
+                + "</p>"
+                + _table_html(_("The tiles in the kernel's order (query blocks one after another; within one, the key "
+                                "blocks)"), tile_map(kernel, index, q_labels, k_labels), index=True)
+                + "<h2>" + _text(_("Memory traffic")) + "</h2>" + _table_html(_(PAPER_FORMULA), traffic_table(kernel.traffic), index=True)
                 + f"<p>{_markdown(sram_sentence(kernel.traffic))}</p>"
-                + f"<h2>The weights were never stored</h2><p>The kernel wrote <strong>{point.written:,}</strong> numbers "
-                  f"for head {head}: its output O and one log-sum-exp per row; returning the weights would write "
-                  f"<strong>{point.weights:,}</strong> more. Rebuilt from the saved log-sum-exp: max |Δ| against the "
-                  f"engine's weights = <strong>{point.recomputed_gap:.1e}</strong>.</p>"),
+                + "<h2>" + _text(_("The weights were never stored")) + "</h2><p>"
+                + _markdown(_("The kernel wrote **{written:,}** numbers for head {head}: its output O and one log-sum-exp "
+                              "per row; returning the weights would write **{weights:,}** more. Rebuilt from the saved "
+                              "log-sum-exp: max |Δ| against the engine's weights = **{gap:.1e}**.").format(
+                    written=point.written, head=head, weights=point.weights, gap=point.recomputed_gap)) + "</p>"),
     ]
-    return Page(link.file, f"Link {link.number}: FlashAttention, tile {index + 1} of {len(kernel.steps)}", sections,
+    return Page(link.file, _("Link {number}: FlashAttention, tile {tile} of {tiles}").format(
+        number=link.number, tile=index + 1, tiles=len(kernel.steps)), sections,
                 describe(s.config) + f" · br={s.own['br']} · bc={s.own['bc']} · tile={index}",
                 live_link(app_url, link.page, s.live_params(FLASH_SETTINGS)))
 
@@ -518,21 +541,23 @@ def compare_link(link: Link, app_url: str) -> Page:
         for name, matrix, mask, shown in (("A", comparison.weights_a[h], result_a.mask, kind),
                                           ("B", comparison.weights_b[h], result_b.mask, kind),
                                           ("B − A", comparison.delta[h], None, "difference")):
-            figure = attention_grid(matrix[None], *labels, kind=shown, titles=[f"{name}: head {h}"], max_cols=1,
+            title = _("{name}: head {head}").format(name=name, head=h)
+            figure = attention_grid(matrix[None], *labels, kind=shown, titles=[title], max_cols=1,
                                     panel_px=PANEL_PX, square=True, mask=mask)
             spec = _figure_dict(figure, f"{stem}_{name.replace(' − ', '_minus_')}_head{h}")
             if shown == "difference":  # one scale centred on 0 for every head, as the app's one figure has
                 bound = signed_range(comparison.delta)
                 spec["layout"]["coloraxis"] = {**spec["layout"]["coloraxis"], "cmin": -bound, "cmax": bound}
-            panels.append(Panel(f"{name}: head {h}", spec, np.asarray(matrix)))
+            panels.append(Panel(title, spec, np.asarray(matrix)))
     changed = compare.differences(s.config, config_b)
     said = "; ".join(f"<strong>{html.escape(label)}</strong> {html.escape(str(a))} → {html.escape(str(b))}"
-                     for label, a, b in changed) or "nothing (B is A)"
+                     for label, a, b in changed) or html.escape(_("nothing (B is A)"))
     heads = compare.head_changes(comparison, *labels)
-    intro = (link.intro + f"<p>B differs from A in: {said}. {html.escape(comparison.note)}</p><ul>"
-             + "".join(f"<li>{html.escape(compare.summary_line(row))}</li>" for _, row in heads.iterrows()) + "</ul>")
+    differs = _text(_("B differs from A in: {changes}.")).format(changes=said)
+    intro = (link.intro + f"<p>{differs} {html.escape(comparison.note)}</p><ul>"
+             + "".join(f"<li>{html.escape(compare.summary_line(row))}</li>" for _index, row in heads.iterrows()) + "</ul>")
     live = {**s.live_params(), **compare.b_params(s.config, config_b)}
-    return Page(link.file, f"Link {link.number}: compare A and B", [Section(intro, tuple(panels))],
+    return Page(link.file, _("Link {number}: compare A and B").format(number=link.number), [Section(intro, tuple(panels))],
                 f"A: {describe(s.config)} | B: {describe(config_b)}", live_link(app_url, link.page, live))
 
 
@@ -544,16 +569,17 @@ def lesson_link(link: Link, app_url: str) -> Page:
     check_names(link, {"lesson"} | {row.param for row in LESSON_ROWS})
     key = link.params.get("lesson")
     if key is None:
-        raise NotBuilt("the Lessons overview is this pack's index: name a lesson (lessons?lesson=causal).")
+        raise NotBuilt(_("the Lessons overview is this pack's index: name a lesson (lessons?lesson=causal)."))
     if key not in LESSONS:
-        raise NotBuilt(f"There is no lesson called '{key}'. Choose one of: {', '.join(LESSONS)}.")
+        raise NotBuilt(_("There is no lesson called '{key}'. Choose one of: {lessons}.").format(
+            key=key, lessons=", ".join(LESSONS)))
     messages: list[str] = []
     present = read_settings(link.params, LESSON_ROWS, {}, messages)["present"]
     if messages:
         raise NotBuilt(*messages)
     number = list(LESSONS).index(key) + 1
     page = lesson_page(number, LESSONS[key], app_url)
-    page.file, page.title = link.file, f"Link {link.number}: {page.title}"
+    page.file, page.title = link.file, _("Link {number}: {sentence}").format(number=link.number, sentence=page.title)
     page.sections = [Section(link.intro), *page.sections]
     page.live_url = live_link(app_url, "lessons", {"lesson": key, **({"present": "1"} if present else {})})
     return page
@@ -570,22 +596,22 @@ class LinkPage:
 
 # One row per page of the app (ui/state/navigation.py PAGES, in its order; a test holds the two together).
 LINK_PAGES = {
-    "heads": LinkPage("Heads", heads_link),
-    "step_by_step": LinkPage("Step by step", step_by_step_link),
-    "decoding": LinkPage("Decoding", refusal=(
+    "heads": LinkPage(N_("Heads"), heads_link),
+    "step_by_step": LinkPage(N_("Step by step"), step_by_step_link),
+    "decoding": LinkPage(N_("Decoding"), refusal=N_(
         "the Decoding page is a stepper: the token being generated and the head are chosen on the page, not in the "
         "link, so a static page could show only its first step; open it in the live app, or link the same "
         "settings with mask=causal on Heads or Step by step.")),
-    "flash": LinkPage("FlashAttention", flash_link),
-    "lessons": LinkPage("Lessons", lesson_link),
-    "seeds": LinkPage("Seed notebooks", refusal=(
+    "flash": LinkPage(N_("FlashAttention"), flash_link),
+    "lessons": LinkPage(N_("Lessons"), lesson_link),
+    "seeds": LinkPage(N_("Seed notebooks"), refusal=N_(
         "the Seed notebooks page recomputes the five seed documents, the same for every link: it has no view of "
         "a link's settings to freeze.")),
-    "compare": LinkPage("Compare A/B", compare_link),
-    "real_model": LinkPage("Real model", refusal=(
+    "compare": LinkPage(N_("Compare A/B"), compare_link),
+    "real_model": LinkPage(N_("Real model"), refusal=N_(
         "the Real model page runs a pretrained checkpoint on the server; the pack holds only the toy engine's "
         "numbers.")),
-    "about": LinkPage("About", refusal="the About page shows no numbers of a configuration."),
+    "about": LinkPage(N_("About"), refusal=N_("the About page shows no numbers of a configuration.")),
 }
 DEFAULT_LINK_PAGE = "heads"
 
@@ -595,7 +621,7 @@ def link_page(number: int, text: str, app_url: str) -> Page:
     link = read_link(number, text)
     row = LINK_PAGES[link.page]
     if row.build is None:
-        raise NotBuilt(f"{row.title} pages are not built: {row.refusal}")
+        raise NotBuilt(_("{page} pages are not built: {reason}").format(page=_(row.title), reason=_(row.refusal)))
     return row.build(link, app_url)
 
 
@@ -635,10 +661,18 @@ def render(page: Page, version: str, template: dict, nav: list[tuple[str, str]])
         text = f"<section class='text'>{section.text}</section>" if section.text else ""
         grid = f"<section class='panels' data-count='{len(section.panels)}'>{figures_html}</section>" if figures_html else ""
         sections.append(text + grid)
-    live = f" · <a class='live' href='{html.escape(page.live_url)}'>Open this view in the live app</a>" if page.live_url else ""
+    open_live = _text(_("Open this view in the live app"))
+    live = f" · <a class='live' href='{html.escape(page.live_url)}'>{open_live}</a>" if page.live_url else ""
+    previous, following = html.escape(_("previous panel")), html.escape(_("next panel"))
+    present_hint, present = html.escape(_("P, or add #present to the address")), _text(_("Presentation"))
+    more = _text(_("More pages"))
     menu = "".join(f"<a href='{html.escape(f)}'>{html.escape(t)}</a>" for f, t in nav)
+    built = _text(_("Built from MHA Explorer {version}. Configuration: {configuration}")).format(
+        version=html.escape(version), configuration=f"<code>{html.escape(page.configuration)}</code>")
+    hover = _text(_("The numbers were computed by the app's engine when this pack was built; hover a cell for its "
+                    "value.\n← → step through the panels, P switches the presentation layout."))
     return f"""<!doctype html>
-<html lang="en">
+<html lang="{current_language()}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -650,20 +684,19 @@ def render(page: Page, version: str, template: dict, nav: list[tuple[str, str]])
 <a class="home" href="index.html">MHA Explorer</a>
 <h1>{html.escape(page.title)}</h1>
 <nav class="controls">
-<button id="prev" type="button" aria-label="previous panel">◀</button>
+<button id="prev" type="button" aria-label="{previous}">◀</button>
 <span id="position"></span>
-<button id="next" type="button" aria-label="next panel">▶</button>
-<button id="present" type="button" title="P, or add #present to the address">Presentation</button>
+<button id="next" type="button" aria-label="{following}">▶</button>
+<button id="present" type="button" title="{present_hint}">{present}</button>
 </nav>
 </header>
 <main>
 {"".join(sections)}
 </main>
 <footer>
-<p>Built from MHA Explorer {html.escape(version)}. Configuration: <code>{html.escape(page.configuration)}</code>{live}</p>
-<p>The numbers were computed by the app's engine when this pack was built; hover a cell for its value.
-← → step through the panels, P switches the presentation layout.</p>
-<details><summary>More pages</summary><p class="menu">{menu}</p></details>
+<p>{built}{live}</p>
+<p>{hover}</p>
+<details><summary>{more}</summary><p class="menu">{menu}</p></details>
 </footer>
 <script src="assets/plotly.min.js"></script>
 <script>window.PACK = {_script_json({"figures": figures, "template": template})};</script>
@@ -681,26 +714,31 @@ def render_index(pages: list[tuple[str, list[Page]]], skipped: list[Skipped], ve
         for name, group in pages if group)
     problems = ""
     if skipped:
-        items = "".join(f"<li>line {s.line} (<code>{html.escape(s.text)}</code>): "
-                        f"{html.escape(' '.join(s.messages))}</li>" for s in skipped)
-        problems = f"<h2>Links not built</h2><ul class='skipped'>{items}</ul>"
-    live = f"<p>The live app: <a href='{html.escape(app_url)}'>{html.escape(app_url)}</a></p>" if app_url else ""
+        line = _text(_("line {line} ({link}): {reasons}"))
+        items = "".join("<li>" + line.format(line=s.line, link=f"<code>{html.escape(s.text)}</code>",
+                                             reasons=html.escape(" ".join(s.messages))) + "</li>" for s in skipped)
+        problems = "<h2>" + _text(_("Links not built")) + f"</h2><ul class='skipped'>{items}</ul>"
+    live_app = _text(_("The live app:"))
+    live = f"<p>{live_app} <a href='{html.escape(app_url)}'>{html.escape(app_url)}</a></p>" if app_url else ""
+    built = _text(_("Built from MHA Explorer {version}.")).format(version=html.escape(version))
+    pack = _text(_("lesson pack"))
+    about = _text(_("Multi-head attention, every number of it: the lessons and hand-built heads of MHA Explorer, "
+                    "computed when this\npack was built. No server and no network needed: open any page in a browser."))
     return f"""<!doctype html>
-<html lang="en">
+<html lang="{current_language()}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>MHA Explorer · lesson pack</title>
+<title>MHA Explorer · {pack}</title>
 <link rel="stylesheet" href="assets/pack.css">
 </head>
 <body class="index">
-<header><h1>MHA Explorer · lesson pack</h1></header>
+<header><h1>MHA Explorer · {pack}</h1></header>
 <main>
-<p>Multi-head attention, every number of it: the lessons and hand-built heads of MHA Explorer, computed when this
-pack was built. No server and no network needed: open any page in a browser.</p>
+<p>{about}</p>
 {live}{groups}{problems}
 </main>
-<footer><p>Built from MHA Explorer {html.escape(version)}.</p></footer>
+<footer><p>{built}</p></footer>
 </body>
 </html>
 """
@@ -732,8 +770,15 @@ def prepare_output(out_dir: Path, force: bool) -> None:
                               "not deleting it even with --force; choose another OUT_DIR")
 
 
-def build_pack(out_dir: Path, links: list[str] | None = None, app_url: str = "", force: bool = False) -> BuildReport:
-    """Write the pack into ``out_dir`` (built in a temporary folder beside it, then moved into place)."""
+def build_pack(out_dir: Path, links: list[str] | None = None, app_url: str = "", force: bool = False,
+               lang: str = DEFAULT_LANGUAGE) -> BuildReport:
+    """Write the pack into ``out_dir`` (built in a temporary folder beside it, then moved into place), its prose in
+    ``lang`` (a code of ``ui.i18n.LANGUAGES``; the numbers are the engine's in every language)."""
+    with using_language(lang):
+        return _build_pack(out_dir, links, app_url, force)
+
+
+def _build_pack(out_dir: Path, links: list[str] | None, app_url: str, force: bool) -> BuildReport:
     start = time.perf_counter()
     out_dir = Path(out_dir)
     prepare_output(out_dir, force)
@@ -741,9 +786,9 @@ def build_pack(out_dir: Path, links: list[str] | None = None, app_url: str = "",
     lessons = [lesson_page(n, lesson, app_url) for n, lesson in enumerate(LESSONS.values(), start=1)]
     presets = [preset_page(init, app_url) for init in PRESET_INITS]
     linked, skipped = link_pages(links or [], app_url)
-    groups = [("Lessons", lessons), ("Hand-built heads", presets), ("The teacher's links", linked)]
-    every = [p for _, group in groups for p in group]
-    nav = [("index.html", "Index")] + [(p.file, p.title) for p in every]
+    groups = [(_("Lessons"), lessons), (_("Hand-built heads"), presets), (_("The teacher's links"), linked)]
+    every = [p for _name, group in groups for p in group]
+    nav = [("index.html", _("Index"))] + [(p.file, p.title) for p in every]
     template = plotly.io.templates[plotly.io.templates.default].to_plotly_json()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
@@ -774,10 +819,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--links", type=Path, help="a text file with one app link or query string per line")
     parser.add_argument("--app-url", default="", help="the live app's address, e.g. https://mha.example.org")
     parser.add_argument("--force", action="store_true", help="replace OUT_DIR when it is a pack written earlier")
+    parser.add_argument("--lang", default=DEFAULT_LANGUAGE, choices=list(LANGUAGES),
+                        help=f"the pack's language (default: {DEFAULT_LANGUAGE}); the numbers are the same in each")
     args = parser.parse_args(argv)
     lines = args.links.read_text(encoding="utf-8").splitlines() if args.links else []
     try:
-        report = build_pack(args.out_dir, lines, args.app_url, args.force)
+        report = build_pack(args.out_dir, lines, args.app_url, args.force, args.lang)
     except FileExistsError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -21,6 +21,7 @@ import pickle
 import streamlit as st
 
 from ui.charts import figures
+from ui.i18n import current_language
 from ui.pipeline import panels as panel_figures
 from ui.pipeline.records import Panel
 from ui.run.compute import MAX_RESULTS
@@ -44,8 +45,10 @@ def digest(*parts) -> str:
 
     Streamlit's own argument hasher walks every list, label and dataclass field in Python: on Step by step it
     took ~6 ms of a ~50 ms rerun (py-spy, ``_make_value_key``) for ~17 panels, all of them misses after a
-    Seed +. Equal inputs pickle to equal bytes (a false miss at worst, never a wrong hit)."""
-    return hashlib.md5(pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL), usedforsecurity=False).hexdigest()
+    Seed +. Equal inputs pickle to equal bytes (a false miss at worst, never a wrong hit). The run's language is
+    part of the key: a builder that translates its titles (``_()``) must not answer one language with another's."""
+    keyed = (current_language(), *parts)
+    return hashlib.md5(pickle.dumps(keyed, protocol=pickle.HIGHEST_PROTOCOL), usedforsecurity=False).hexdigest()
 
 
 def panel_figure(panel: Panel, *, font_size: int, width_px: float):

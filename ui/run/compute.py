@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 from mha_core.config import MHAConfig, RunResult, run
+from ui.i18n import _
 
 # One result per configuration, shared by every session: st.cache_resource hands out the object itself,
 # where st.cache_data unpickled a copy on every hit (21 ms per hit at the caps, twice per Heads rerun: the
@@ -43,7 +44,7 @@ def compute(config: MHAConfig) -> RunResult | None:
     try:
         return cached_run(config)
     except ValueError as err:
-        st.error(f"These settings cannot be computed: {err}")
+        st.error(_("These settings cannot be computed: {error}").format(error=err))
         return None
 
 

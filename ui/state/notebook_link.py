@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from mha_core.config import MHAConfig
+from ui.i18n import N_, _
 from ui.pipeline.notebook import notebook_for_config
 from ui.state.page_table import PAGE_INFO
 from ui.state.settings import VIEW_SETTINGS, model_settings
@@ -31,8 +32,8 @@ DEFAULT_APP_URL = "http://localhost:8501"
 DEFAULT_PAGE = "heads"
 NOTEBOOK_PAGES = ("heads", "step_by_step")  # the pages with a "Notebook (.ipynb)" button
 # What a notebook holds, for a teacher whose link names another page.
-NOTEBOOK_COVERS = ("a notebook rebuilds one attention layer in plain NumPy, step by step, as the Heads and Step by "
-                   "step pages show it (the model settings of the link: sentence, heads, mask, positions, kernel, ...)")
+NOTEBOOK_COVERS = N_("a notebook rebuilds one attention layer in plain NumPy, step by step, as the Heads and Step by "
+                      "step pages show it (the model settings of the link: sentence, heads, mask, positions, kernel, ...)")
 # The parameters the Heads and Step by step pages read: the model's and the view's (which head, which cell, ...).
 PAGE_PARAMS = frozenset(row.param for row in (*model_settings(), *VIEW_SETTINGS))
 
@@ -64,17 +65,19 @@ def _page_and_root(path: str, absolute: bool) -> tuple[str, str]:
         return last, path[: len(path) - len(last)].strip("/")
     if absolute or not last:
         return DEFAULT_PAGE, path
-    raise NotANotebookLink(f"'{last}' is not a page of the app (its pages: {', '.join(PAGE_INFO)}).")
+    raise NotANotebookLink(_("'{name}' is not a page of the app (its pages: {pages}).").format(
+        name=last, pages=", ".join(PAGE_INFO)))
 
 
 def _refusal(page: str, params: dict[str, str], root: str) -> NotANotebookLink:
     """Why a link to ``page`` gets no notebook, and the Step by step link of its model settings that does."""
     model = {name: value for name, value in params.items() if name in {row.param for row in model_settings()}}
-    instead = (f"for the same settings, use {root.rstrip('/')}/step_by_step?{urlencode(model)}" if model else
-               "open Heads or Step by step with the settings you want and use its Notebook (.ipynb) button")
+    instead = (_("for the same settings, use {link}").format(link=f"{root.rstrip('/')}/step_by_step?{urlencode(model)}")
+               if model else _("open Heads or Step by step with the settings you want and use its Notebook (.ipynb) "
+                               "button"))
     return NotANotebookLink(
-        f"this is a link to the {PAGE_INFO[page].title} page, which has no notebook: {NOTEBOOK_COVERS}. "
-        f"Instead, {instead}.")
+        _("this is a link to the {page} page, which has no notebook: {covers}. Instead, {instead}.").format(
+            page=_(PAGE_INFO[page].title), covers=_(NOTEBOOK_COVERS), instead=instead))
 
 
 def parse_link(link: str, app_url: str | None = None) -> Link:
@@ -97,8 +100,9 @@ def parse_link(link: str, app_url: str | None = None) -> Link:
     app_root = app_url or root or DEFAULT_APP_URL
     if page not in NOTEBOOK_PAGES:
         raise _refusal(page, params, app_root)
-    notes = tuple(f"`{name}` is not a parameter of the {PAGE_INFO[page].title} page: the app ignores it, and so "
-                  "does this notebook." for name in params if name not in PAGE_PARAMS)
+    notes = tuple(_("`{name}` is not a parameter of the {page} page: the app ignores it, and so does this "
+                    "notebook.").format(name=name, page=_(PAGE_INFO[page].title))
+                  for name in params if name not in PAGE_PARAMS)
     return Link(app_root, page, params, notes)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
+from ui.i18n import _
 from ui.state.settings import Setting
 from ui.state.urlstate import read_settings, write_settings
 
@@ -46,7 +47,7 @@ def seed_and_report(rows: Sequence[Setting], raw: Mapping[str, str] | None, base
     if raw is not None:
         st.session_state[messages_key] = seed(rows, raw, base)
     for message in st.session_state.get(messages_key, []):
-        st.warning(f"Link: {message}")
+        st.warning(_("Link: {message}").format(message=message))
 
 
 def clamp(row: Setting, values: Mapping[str, object]) -> int:

@@ -23,7 +23,7 @@ from mha_core.positions import SCHEMES
 from mha_core.presets import PRESET_INITS, PRESETS
 from ui.charts.record_labels import RecordLabels
 from ui.charts.views import SHORT_VIEW_LABELS
-from ui.i18n import N_
+from ui.i18n import N_, _
 from ui.i18n.languages import DEFAULT_LANGUAGE, LANGUAGE_LABELS
 
 Values = Mapping[str, object]  # setting name -> value, for the rows read so far
@@ -51,7 +51,7 @@ class Setting:
     url: str | None = None  # URL parameter name, when it is not ``name``
     label: str = ""
     short_label: str = ""  # the label in a summary ("Heads"), when ``label`` says more
-    help: str | None = None
+    help: str | Callable[[], str] | None = None  # a callable: words made from a table at each run
     section: str = ""  # the sidebar header the widget sits under
     widget: str = ""  # how the sidebar draws it (ui/widgets/ WIDGETS); "" = a page draws it
     default: object = FROM_CONFIG  # a value, or a function of the values so far
@@ -100,12 +100,25 @@ class Setting:
 
     @property
     def short_name(self) -> str:
-        """The setting's name in a summary line or a list of differences."""
-        return self.short_label or self.label or self.name
+        """The setting's name in a summary line or a list of differences (in the run's language)."""
+        return _(self.short_label or self.label) if (self.short_label or self.label) else self.name
 
     def short_choice(self, value: str) -> str:
-        """A choice's label in a summary line: its short label, else the widget's."""
-        return self.short_choices.get(value) or self.choices.get(value, value)
+        """A choice's label in a summary line: its short label, else the widget's (in the run's language)."""
+        label = self.short_choices.get(value) or self.choices.get(value)
+        return _(label) if label else value
+
+    def choice_label(self, value: str) -> str:
+        """A choice's label as its widget shows it, in the run's language (the table's labels are marked N_)."""
+        label = self.choices.get(value)
+        return _(label) if label else value
+
+    @property
+    def help_text(self) -> str | None:
+        """The widget's help, in the run's language."""
+        if callable(self.help):  # words made from a table's rows, each row's words translated
+            return self.help()
+        return _(self.help) if self.help else None
 
 
 def key_tokens(values: Values) -> tuple[str, ...]:
@@ -120,9 +133,10 @@ def fit_sentence(tokens: tuple[str, ...], example) -> tuple[tuple[str, ...] | No
     """
     limit = LIMITS["max_tokens"]
     if not tokens:
-        return example, None if example is None else f"is empty: using '{' '.join(example)}'"
+        return example, None if example is None else _("is empty: using '{example}'").format(example=" ".join(example))
     if len(tokens) > limit:
-        return tokens[:limit], f"has {len(tokens)} tokens; the limit is {limit}: keeping the first {limit}"
+        return tokens[:limit], _("has {n} tokens; the limit is {limit}: keeping the first {limit}").format(
+        n=len(tokens), limit=limit)
     return tokens, None
 
 
@@ -137,7 +151,8 @@ def _fit_heads(heads: int, values: Values) -> tuple[int, str | None]:
     fitting = fitting_heads(heads, d_model)
     if fitting == heads:
         return heads, None
-    return fitting, f"does not divide d_model {d_model} (choose {', '.join(map(str, valid_head_counts(d_model)))})"
+    return fitting, _("does not divide d_model {d_model} (choose {choices})").format(
+        d_model=d_model, choices=", ".join(map(str, valid_head_counts(d_model))))
 
 
 def fitting_kv_heads(kv_heads: int, heads: int) -> int:
@@ -158,8 +173,8 @@ def kv_heads_after(heads: int, before_heads: int, before_kv: int) -> tuple[int, 
         return heads // group, None
     choices = valid_kv_head_counts(heads)
     nearest = min(choices, key=lambda k: (abs(heads / k - group), k))
-    return nearest, (f"cannot keep groups of {group} query heads per K/V head with {heads} heads; the nearest "
-                     f"is groups of {heads // nearest}")
+    return nearest, _("cannot keep groups of {group} query heads per K/V head with {heads} heads; the nearest "
+                       "is groups of {nearest}").format(group=group, heads=heads, nearest=heads // nearest)
 
 
 def _fit_kv_heads(kv_heads: int, values: Values) -> tuple[int, str | None]:
@@ -170,12 +185,14 @@ def _fit_kv_heads(kv_heads: int, values: Values) -> tuple[int, str | None]:
     heads, asked = values["heads"], values.get(ASKED.format("heads"), values["heads"])
     if asked != heads and 1 <= kv_heads <= asked:
         fitted, reason = kv_heads_after(heads, asked, kv_heads)
-        kept = f"keeps groups of {asked // kv_heads} query heads per K/V head with {heads} heads"
+        kept = _("keeps groups of {group} query heads per K/V head with {heads} heads").format(
+            group=asked // kv_heads, heads=heads)
         return fitted, None if fitted == kv_heads else reason or kept
     fitting = fitting_kv_heads(kv_heads, heads)
     if fitting == kv_heads:
         return kv_heads, None
-    return fitting, f"does not divide {heads} heads (choose {', '.join(map(str, valid_kv_head_counts(heads)))})"
+    return fitting, _("does not divide {heads} heads (choose {choices})").format(
+        heads=heads, choices=", ".join(map(str, valid_kv_head_counts(heads))))
 
 
 def _turns(values: Values) -> bool:
@@ -188,28 +205,28 @@ def _hand_built(values: Values) -> bool:
 
 
 INIT_LABELS = {
-    "xavier": "Xavier / Glorot normal (default)",
-    "uniform": "uniform [0, 1)  (seed 000)",
-    "normal": "standard normal  (seed 003)",
-    "he": "He normal  (seed 004)",
+    "xavier": N_("Xavier / Glorot normal (default)"),
+    "uniform": N_("uniform [0, 1)  (seed 000)"),
+    "normal": N_("standard normal  (seed 003)"),
+    "he": N_("He normal  (seed 004)"),
     **{init: preset.label for init, preset in PRESETS.items()},  # the hand-built heads (mha_core/presets.py)
 }
 SCALE_LABELS = {
-    "sqrt_dk": "1/√d_k  (standard)",
-    "sqrt_t": "1/√T  (seed 001: number of keys)",
-    "none": "none (×1)",
-    "temperature": "1/temperature",
+    "sqrt_dk": N_("1/√d_k  (standard)"),
+    "sqrt_t": N_("1/√T  (seed 001: number of keys)"),
+    "none": N_("none (×1)"),
+    "temperature": N_("1/temperature"),
 }
 # Shorter labels for a summary line, where the widget's label explains more.
-INIT_SHORT_LABELS = {"xavier": "Xavier", "uniform": "uniform [0, 1)", "normal": "standard normal", "he": "He normal"}
-SCALE_SHORT_LABELS = {"sqrt_dk": "1/√d_k", "sqrt_t": "1/√T", "none": "none"}
-MASK_SHORT_LABELS = {"causal": "causal", "padding": "padding", "custom": "custom"}
+INIT_SHORT_LABELS = {"xavier": "Xavier", "uniform": N_("uniform [0, 1)"), "normal": N_("standard normal"), "he": N_("He normal")}
+SCALE_SHORT_LABELS = {"sqrt_dk": "1/√d_k", "sqrt_t": "1/√T", "none": N_("none")}
+MASK_SHORT_LABELS = {"causal": N_("causal"), "padding": N_("padding"), "custom": N_("custom")}
 MASK_LABELS = {
-    "none": "none",
-    "causal": "causal (no peeking ahead)",
-    "padding": "padding (valid length)",
-    "window": "sliding window",
-    "custom": "custom (edit the grid)",
+    "none": N_("none"),
+    "causal": N_("causal (no peeking ahead)"),
+    "padding": N_("padding (valid length)"),
+    "window": N_("sliding window"),
+    "custom": N_("custom (edit the grid)"),
 }
 
 
@@ -219,17 +236,18 @@ def causal_cross_note(values: Values) -> str | None:
         return None
     tq, tk = len(values["tokens"]), len(values["kv_tokens"])
     allowed = causal_mask(tq, tk)  # (Tq, Tk), the mask the engine applies
-    note = ("Cross-attention with a causal mask: the two sentences are lined up from their first tokens, and "
-            "query i may attend to keys 0..i of the key/value sentence (key j only when j ≤ i).")
+    note = _("Cross-attention with a causal mask: the two sentences are lined up from their first tokens, and "
+             "query i may attend to keys 0..i of the key/value sentence (key j only when j ≤ i).")
     sees_all = [i for i in range(tq) if allowed[i].all()]
     if sees_all:
-        note += f" Queries {sees_all[0]}..{tq - 1} see all {tk} keys." if len(sees_all) > 1 else \
-            f" Query {sees_all[0]} sees all {tk} keys."
+        note += " " + (_("Queries {first}..{last} see all {tk} keys.").format(first=sees_all[0], last=tq - 1, tk=tk)
+                       if len(sees_all) > 1 else _("Query {first} sees all {tk} keys.").format(first=sees_all[0], tk=tk))
     unseen = [j for j in range(tk) if not allowed[:, j].any()]
     if unseen:
-        note += f" Keys {unseen[0]}..{tk - 1} come after the last query: no query sees them." if len(unseen) > 1 else \
-            f" Key {unseen[0]} comes after the last query: no query sees it."
-    return note + " (An encoder–decoder's cross-attention uses no mask: every query sees every key.)"
+        note += " " + (_("Keys {first}..{last} come after the last query: no query sees them.").format(
+            first=unseen[0], last=tk - 1) if len(unseen) > 1 else
+            _("Key {first} comes after the last query: no query sees it.").format(first=unseen[0]))
+    return note + " " + _("(An encoder–decoder's cross-attention uses no mask: every query sees every key.)")
 
 
 def _mla_rope_default(values: Values) -> int:
@@ -240,24 +258,24 @@ def _mla_rope_default(values: Values) -> int:
 POSITION_LABELS = RecordLabels(SCHEMES, "label")
 SHORT_POSITION_LABELS = RecordLabels(SCHEMES, "short_label")
 KERNEL_LABELS = RecordLabels(KERNELS, "label")
-EMBEDDING_LABELS = {"random": "seeded random", "onehot": "one-hot", "custom": "uploaded matrix"}
+EMBEDDING_LABELS = {"random": N_("seeded random"), "onehot": N_("one-hot"), "custom": N_("uploaded matrix")}
 LINK_EMBEDDINGS = tuple(e for e in EMBEDDINGS if e != "custom")  # an uploaded matrix cannot travel in a link
 COLOUR_RANGE_LABELS = {  # the weights view's colour range (ui/charts/colour_ranges.py)
-    "fixed": "0..1, all heads",
-    "max": "0..largest shown",
-    "head": "each head 0..its largest",
+    "fixed": N_("0..1, all heads"),
+    "max": N_("0..largest shown"),
+    "head": N_("each head 0..its largest"),
 }
 
 # The model's settings, in sidebar order. Rows below may depend on rows above.
 SETTINGS: tuple[Setting, ...] = (
     Setting("tokens", "tokens", "tokens", label=N_("Sentence"), section=N_("Model"), widget="sentence",
-            help="Words separated by spaces; repeated words stay separate tokens."),
+            help=N_("Words separated by spaces; repeated words stay separate tokens.")),
     Setting("kv_tokens", "tokens", "kv_tokens", label=N_("Key/value sentence"), section=N_("Model"), widget="second_sentence",
-            help="The tokens the queries look at."),
+            help=N_("The tokens the queries look at.")),
     Setting("d_model", "int", "d_model", label=N_("d_model (model width)"), short_label="d_model", section=N_("Model"),
             widget="number",
             limits=(1, LIMITS["max_d_model"])),
-    Setting("heads", "int", "n_heads", label=N_("Heads (only those dividing d_model)"), short_label="Heads", section=N_("Model"),
+    Setting("heads", "int", "n_heads", label=N_("Heads (only those dividing d_model)"), short_label=N_("Heads"), section=N_("Model"),
             widget="heads",
             limits=(1, LIMITS["max_heads"]), fit=_fit_heads),
     Setting("seed", "int", "seed", label=N_("Seed"), section=N_("Model"), widget="number", limits=(0, LIMITS["max_seed"])),
@@ -266,48 +284,48 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("bias", "flag", "bias", label=N_("Biases"), section=N_("Model"), widget="toggle", disabled=_hand_built),
     Setting("wo", "flag", "output_projection", label=N_("Output projection W_O"), section=N_("Model"), widget="toggle",
             written="changed"),
-    Setting("kv_heads", "int", "kv_heads", label=N_("Key/value heads (GQA; 1 = MQA)"), short_label="K/V heads", section=N_("Model"),
+    Setting("kv_heads", "int", "kv_heads", label=N_("Key/value heads (GQA; 1 = MQA)"), short_label=N_("K/V heads"), section=N_("Model"),
             widget="kv_heads", default=lambda v: v["heads"], limits=lambda v: (1, v["heads"]), fit=_fit_kv_heads,
-            written="changed", help="Query heads in a group share one key/value head: fewer K/V heads, a "
-            "smaller KV cache. Equal to heads: ordinary multi-head attention."),
+            written="changed", help=N_("Query heads in a group share one key/value head: fewer K/V heads, a "
+            "smaller KV cache. Equal to heads: ordinary multi-head attention.")),
     Setting("embedding", "choice", "embedding", url="emb", label=N_("Embeddings"), section=N_("Inputs"), widget="select",
             choices=EMBEDDING_LABELS, url_choices=LINK_EMBEDDINGS, written="changed"),
     Setting("pe", "choice", "pe", label=N_("Positions"), section=N_("Inputs"), widget="select", choices=POSITION_LABELS,
             short_choices=SHORT_POSITION_LABELS,
             default="none",
             legacy={"0": "none", "1": "sinusoidal"}, writes_legacy=True, disabled=_hand_built,
-            help=" ".join(f"{s.short_label}: {s.summary}" for s in SCHEMES.values() if s.acts)),  # every row's words
+            help=lambda: " ".join(f"{_(s.short_label)}: {_(s.summary)}" for s in SCHEMES.values() if s.acts)),  # rows
     Setting("rope_base", "float", "rope_base", label=N_("RoPE base θ"), section=N_("Inputs"), widget="number",
             limits=(1.0, MAX_ROPE_BASE), widget_limits=(1.5, MAX_ROPE_BASE), applies=_turns,
-            help="Pair p turns by position × θ^(−2p/d_k): a larger base turns the slow pairs slower."),
+            help=N_("Pair p turns by position × θ^(−2p/d_k): a larger base turns the slow pairs slower.")),
     Setting("scale", "choice", "scale_rule", label=N_("Scale"), section=N_("Scores"), widget="select", choices=SCALE_LABELS,
             short_choices=SCALE_SHORT_LABELS),
     Setting("temperature", "float", "temperature", label=N_("Temperature"), section=N_("Scores"), widget="number",
             limits=(0.0, LIMITS["max_temperature"]), widget_limits=(0.01, LIMITS["max_temperature"]), applies=lambda v: v["scale"] == "temperature", kept_unused=True),
-    Setting("null_key", "flag", "null_key", url="null", label=N_("Null key (softmax₁)"), short_label="Null key",
+    Setting("null_key", "flag", "null_key", url="null", label=N_("Null key (softmax₁)"), short_label=N_("Null key"),
             section=N_("Scores"), widget="toggle",
-            written="changed", help="An extra key of score 0 and value 0 that every query may attend to: each row's "
-            "weights then sum to at most 1, and a row may put its weight 'nowhere' (softmax with +1 in the denominator)."),
+            written="changed", help=N_("An extra key of score 0 and value 0 that every query may attend to: each row's "
+            "weights then sum to at most 1, and a row may put its weight 'nowhere' (softmax with +1 in the denominator).")),
     Setting("kernel", "choice", "kernel", label=N_("Attention kernel"), section=N_("Scores"), widget="select",
             choices=KERNEL_LABELS, written="changed",
-            help="softmax: the 2017 head. differential: two softmax maps, the first minus λ times the second "
-            "(weights can be negative). linear: φ(q)·φ(k) with φ = elu + 1, a constant-size state when decoding."),
+            help=N_("softmax: the 2017 head. differential: two softmax maps, the first minus λ times the second "
+            "(weights can be negative). linear: φ(q)·φ(k) with φ = elu + 1, a constant-size state when decoding.")),
     Setting("mla_rank", "int", "mla_rank", label=N_("Latent rank r (MLA; 0 = off)"), section=N_("Scores"), widget="number",
             limits=lambda v: (0, v["d_model"]), widget_limits=(0, LIMITS["max_d_model"]), written="changed",
-            help="Multi-head latent attention (DeepSeek-V2): keys and values are up-projected from one latent of "
-            "r numbers per token, which is all the decoder caches (plus the RoPE part)."),
+            help=N_("Multi-head latent attention (DeepSeek-V2): keys and values are up-projected from one latent of "
+            "r numbers per token, which is all the decoder caches (plus the RoPE part).")),
     Setting("mla_rope", "int", "mla_rope", label=N_("Decoupled RoPE dims per head (MLA)"), section=N_("Scores"),
             widget="number", default=_mla_rope_default, limits=lambda v: (0, max(v["d_model"] // v["heads"] - 1, 0)),
             widget_limits=(0, LIMITS["max_d_model"] - 1), applies=lambda v: bool(v["mla_rank"]), written="changed",
-            help="With RoPE, MLA turns only these last features of each query head and one key part shared by "
-            "every head; the latent's keys stay unturned so W_UK can be folded into the query."),
+            help=N_("With RoPE, MLA turns only these last features of each query head and one key part shared by "
+            "every head; the latent's keys stay unturned so W_UK can be folded into the query.")),
     Setting("mask", "choice", "mask", label=N_("Mask"), section=N_("Scores"), widget="select", choices=MASK_LABELS,
             short_choices=MASK_SHORT_LABELS, note=causal_cross_note),
-    Setting("valid_len", "int", "valid_len", label=N_("Valid length (keys that are real)"), short_label="Valid length",
+    Setting("valid_len", "int", "valid_len", label=N_("Valid length (keys that are real)"), short_label=N_("Valid length"),
             section=N_("Scores"),
             widget="slider", default=lambda v: len(key_tokens(v)), limits=lambda v: (0, len(key_tokens(v))),
             applies=lambda v: v["mask"] == "padding"),
-    Setting("window", "int", "window", label=N_("Window radius |i − j| ≤"), short_label="Window", section=N_("Scores"),
+    Setting("window", "int", "window", label=N_("Window radius |i − j| ≤"), short_label=N_("Window"), section=N_("Scores"),
             widget="slider",
             limits=(0, LIMITS["max_tokens"]), widget_limits=lambda v: (0, max(len(key_tokens(v)) - 1, 1)),
             applies=lambda v: v["mask"] == "window", kept_unused=True),

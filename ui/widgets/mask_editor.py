@@ -9,6 +9,7 @@ import streamlit as st
 
 from mha_core.config import MHAConfig, build_mask
 from mha_core.inputs import token_labels
+from ui.i18n import _
 from ui.state.settings import MASK_LABELS
 from ui.widgets.state import KEEP, set_grid
 
@@ -17,7 +18,7 @@ def _fitted_grid(tq: int, tk: int) -> tuple[tuple[bool, ...], ...]:
     """The custom mask, or all allowed when it was made for another sentence."""
     grid = st.session_state.get("custom_grid")
     if grid is None or len(grid) != tq or any(len(r) != tk for r in grid):
-        grid = tuple(tuple(True for _ in range(tk)) for _ in range(tq))
+        grid = tuple(tuple(True for _col in range(tk)) for _row in range(tq))
         set_grid(grid)
     return grid
 
@@ -28,17 +29,17 @@ def custom_grid(tokens, key_tokens, start: MHAConfig) -> tuple[tuple[bool, ...],
     tq, tk = len(tokens), len(key_tokens)
     grid = _fitted_grid(tq, tk)
     base = st.selectbox(
-        "Start the grid from",
+        _("Start the grid from"),
         ["none", "causal", "padding", "window"],
         key="w_grid_start",
         persist_state=KEEP,
-        format_func=MASK_LABELS.get,
+        format_func={mask: _(label) for mask, label in MASK_LABELS.items()}.get,
     )
-    if st.button("Reset the grid to it", key="grid_reset"):
+    if st.button(_("Reset the grid to it"), key="grid_reset"):
         mask = build_mask(replace(start, mask=base))
         grid = tuple(tuple(bool(c) for c in row) for row in (np.ones((tq, tk), bool) if mask is None else mask))
         set_grid(grid)
-    st.caption("Edit the grid on the page, beside the heatmap: a click on a cell allows or blocks that key.")
+    st.caption(_("Edit the grid on the page, beside the heatmap: a click on a cell allows or blocks that key."))
     return grid
 
 
@@ -67,7 +68,7 @@ def mask_editor(config: MHAConfig) -> None:
         base = ss.grid_base
     columns = token_labels(config.key_tokens)
     key = f"grid_{ss.grid_version}"
-    st.markdown("**Custom mask** — ticked: the query (row) may attend to the key (column).")
+    st.markdown(_("**Custom mask** — ticked: the query (row) may attend to the key (column)."))
     st.data_editor(
         pd.DataFrame(list(base), index=token_labels(config.tokens), columns=columns),
         key=key,

@@ -5,15 +5,18 @@ from __future__ import annotations
 import streamlit as st
 
 from mha_core.config import MHAConfig
+from ui.i18n import _
 from ui.pipeline.notebook import notebook_bytes
 from ui.state.notebook_link import DEFAULT_APP_URL, view_url
 
 
 def mla_note(page: str) -> str:
     """Why there is no notebook for latent attention, and where its steps are instead (as seen from ``page``)."""
-    where = ("every step, latent attention's included, is shown below with its numbers" if page == "step_by_step"
-             else "Step by step shows each of its steps with its numbers")
-    return f"Notebook (.ipynb): not written for latent attention (MLA) yet; {where}."
+    if page == "step_by_step":
+        return _("Notebook (.ipynb): not written for latent attention (MLA) yet; every step, latent attention's "
+                 "included, is shown below with its numbers.")
+    return _("Notebook (.ipynb): not written for latent attention (MLA) yet; Step by step shows each of its steps "
+             "with its numbers.")
 
 
 def notebook_button(config: MHAConfig, page: str, key: str = "dl_notebook") -> None:
@@ -32,6 +35,6 @@ def notebook_button(config: MHAConfig, page: str, key: str = "dl_notebook") -> N
     def build() -> bytes:
         return notebook_bytes(config, link_back)
 
-    st.download_button("Notebook (.ipynb)", data=build, file_name=f"mha_{page}.ipynb",
+    st.download_button(_("Notebook (.ipynb)"), data=build, file_name=f"mha_{page}.ipynb",
                        mime="application/x-ipynb+json", key=key, on_click="ignore", icon=":material/download:",
-                       help="This view rebuilt step by step in plain NumPy, each step checked against the app's numbers.")
+                       help=_("This view rebuilt step by step in plain NumPy, each step checked against the app's numbers."))

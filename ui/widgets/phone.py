@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui.i18n import _
 from ui.state.device import on_phone
 
 RUNS = "phone_runs"  # session state: how many times the app has run in this session (not a w_ widget key)
@@ -59,7 +60,8 @@ def swipe_hint(columns) -> str:
     """What a table wider than a phone says above it: a table scrolls sideways on a phone with no scroll bar, so
     its far columns looked cut off. Names every column (the index first), so the reader knows what is there."""
     names = [str(name) for name in columns]
-    return f"↔ Swipe the table sideways for all its {len(names)} columns: {', '.join(names)}."
+    return "↔ " + _("Swipe the table sideways for all its {n} columns: {names}.").format(
+        n=len(names), names=", ".join(names))
 
 
 def phone_page() -> None:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from mha_core.config import MHAConfig
 from ui.charts.markdown import literal
+from ui.i18n import _, ngettext
 from ui.state.settings import VIEW_SETTINGS, model_setting
 from ui.state.urlstate import read_settings
 from ui.widgets.state import KEEP
@@ -30,7 +31,7 @@ def _short(tokens: tuple[str, ...], words: int = 6) -> str:
     """A sentence cut to its first ``words`` words, saying how long it is when cut (keeps the bar one line)."""
     if len(tokens) <= words:
         return " ".join(tokens)
-    return " ".join(tokens[:words]) + f" … ({len(tokens)} tokens)"
+    return " ".join(tokens[:words]) + " … " + _("({n} tokens)").format(n=len(tokens))
 
 
 def _choice(name: str, value: str) -> str:
@@ -43,19 +44,20 @@ def summary_line(config: MHAConfig) -> str:
     sentence = f"**{literal(_short(config.tokens))}**"  # as typed: no emoji, maths or italics from the words
     if config.kv_tokens is not None:
         sentence += f" → **{literal(_short(config.kv_tokens))}**"
-    parts = [sentence, f"{config.n_heads} heads", f"mask: {_choice('mask', config.mask)}"]
+    parts = [sentence, ngettext("{n} head", "{n} heads", config.n_heads).format(n=config.n_heads),
+             _("mask: {mask}").format(mask=_choice("mask", config.mask))]
     if config.key_value_heads != config.n_heads:
-        parts.append(f"{config.key_value_heads} K/V head{'s' if config.key_value_heads > 1 else ''}")
+        parts.append(ngettext("{n} K/V head", "{n} K/V heads", config.key_value_heads).format(n=config.key_value_heads))
     if config.positions.acts:  # a scheme that changes nothing (none) is not worth a word
-        parts.append(f"positions: {_choice('pe', config.pe)}")
+        parts.append(_("positions: {scheme}").format(scheme=_choice("pe", config.pe)))
     if config.null_key:
-        parts.append("null key")
+        parts.append(_("null key"))
     if config.init != "xavier":
-        parts.append(f"weights: {_choice('init', config.init)}")
+        parts.append(_("weights: {init}").format(init=_choice("init", config.init)))
     if config.scale_rule != "sqrt_dk":
-        parts.append(f"scale: {_choice('scale', config.scale_rule)}")
+        parts.append(_("scale: {scale}").format(scale=_choice("scale", config.scale_rule)))
     if not config.output_projection:
-        parts.append("no W_O")
+        parts.append(_("no W_O"))
     return " · ".join(parts)
 
 
@@ -93,8 +95,8 @@ def presentation_bar():
     st.html(PRESENTATION_CSS)
     bar = st.container(horizontal=True, vertical_alignment="center", gap="medium", key="present_bar")
     summary = bar.empty()
-    controls = bar.popover("Show controls", icon=":material/tune:")
-    bar.toggle("Presenting", key="w_present", persist_state=KEEP, help="Off: the controls go back to the sidebar.")
+    controls = bar.popover(_("Show controls"), icon=":material/tune:")
+    bar.toggle(_("Presenting"), key="w_present", persist_state=KEEP, help=_("Off: the controls go back to the sidebar."))
     return summary, controls
 
 
@@ -111,15 +113,15 @@ def presentation_switch() -> bool:
         ss[PRESENT_MESSAGES] = messages
     if presenting():
         st.html(PRESENTATION_CSS)
-        st.toggle("Presenting", key="w_present", persist_state=KEEP, help="Off: back to the normal layout.")
+        st.toggle(_("Presenting"), key="w_present", persist_state=KEEP, help=_("Off: back to the normal layout."))
         for message in ss.pop(PRESENT_MESSAGES, []):  # once, not on every rerun in front of the class
-            st.warning(f"Link: {message}")
+            st.warning(_("Link: {message}").format(message=message))
     else:
         st.sidebar.toggle(
-            "Presentation mode", key="w_present", persist_state=KEEP, help="For a projector: big text, no sidebar."
+            _("Presentation mode"), key="w_present", persist_state=KEEP, help=_("For a projector: big text, no sidebar.")
         )
         for message in ss.get(PRESENT_MESSAGES, []):
-            st.sidebar.warning(f"Link: {message}")
+            st.sidebar.warning(_("Link: {message}").format(message=message))
     if presenting():
         st.query_params["present"] = "1"
     elif "present" in st.query_params:

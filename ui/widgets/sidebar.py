@@ -35,7 +35,7 @@ from ui.widgets.uploads import uploaded_embedding
 def _sentence(row: Setting, place: Place) -> tuple[str, ...]:
     """A text box of words; an empty one gives the example sentence, a long one its first tokens."""
     label = place.label(row)
-    typed = tokenize(st.text_input(label, key=place.key(row.name), help=row.help, **place.options))
+    typed = tokenize(st.text_input(label, key=place.key(row.name), help=row.help_text, **place.options))
     tokens, reason = fit_sentence(typed, MHAConfig().tokens)
     if reason:
         (st.warning if typed else st.error)(_("{label} {reason}.").format(label=label, reason=reason))
@@ -114,7 +114,7 @@ def _number_widget(row: Setting, values, place: Place = SIDEBAR) -> int | float:
     low, high = row.widget_bounds(values)
     step = 1 if row.kind == "int" else 0.1
     value = st.number_input(place.label(row), min_value=low, max_value=high, step=step, key=place.key(row.name),
-                            help=row.help, **place.options)
+                            help=row.help_text, **place.options)
     return int(value) if row.kind == "int" else float(value)
 
 
@@ -125,16 +125,23 @@ def _heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     choices = valid_head_counts(d_model)
     if ss.get(key) not in choices:
         ss[key] = fitting_heads(ss.get(key) or 1, d_model)
-    heads = st.selectbox(place.label(row), choices, key=key, help=row.help, **place.options)
+    heads = st.selectbox(place.label(row), choices, key=key, help=row.help_text, **place.options)
     st.caption(_("Head size d_k = {hs}. Limits: {tokens} tokens, d_model ≤ {d_model}, {heads} heads.").format(
         hs=d_model // heads, tokens=LIMITS["max_tokens"], d_model=LIMITS["max_d_model"], heads=LIMITS["max_heads"]))
     return int(heads)
 
 
+def choice_labels(row: Setting):
+    """The row's choice labels in this run's language, fixed now: Streamlit (and AppTest) may format an option
+    after the run, where no language is set."""
+    labels = {value: row.choice_label(value) for value in row.choices}
+    return lambda value: labels.get(value, str(value))
+
+
 def _select_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     choices = row.link_choices() if place.link_only else row.choices
     value = st.selectbox(
-        place.label(row), list(choices), key=place.key(row.name), help=row.help, format_func=row.choices.get,
+        place.label(row), list(choices), key=place.key(row.name), help=row.help_text, format_func=choice_labels(row),
         disabled=row.disabled(values), **place.options,
     )
     note = row.note and row.note({**values, row.name: value})
@@ -157,7 +164,7 @@ def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     if ss.get(key) not in choices:
         ss[key] = fitting_kv_heads(ss.get(key) or heads, heads)
     ss[heads_of] = heads
-    kv = st.segmented_control(place.label(row), choices, key=key, help=row.help, required=True, **place.options)
+    kv = st.segmented_control(place.label(row), choices, key=key, help=row.help_text, required=True, **place.options)
     group = heads // kv
     kind = _("multi-head (MHA).") if kv == heads else _("multi-query (MQA).") if kv == 1 else _("grouped-query (GQA).")
     st.caption(ngettext("{n} query head per K/V head: {kind}", "{n} query heads per K/V head: {kind}", group).format(
@@ -168,12 +175,12 @@ def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
 def _init_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     init = _select_widget(row, values, place)
     if init in PRESETS:
-        st.caption(PRESETS[init].description + " " + _("Inputs are hand-built too: position in dims 0-1, word in dims 2-3."))
+        st.caption(_(PRESETS[init].description) + " " + _("Inputs are hand-built too: position in dims 0-1, word in dims 2-3."))
     return init
 
 
 def _toggle_widget(row: Setting, values, place: Place = SIDEBAR) -> bool:
-    return bool(st.toggle(place.label(row), key=place.key(row.name), help=row.help, disabled=row.disabled(values),
+    return bool(st.toggle(place.label(row), key=place.key(row.name), help=row.help_text, disabled=row.disabled(values),
                           **place.options))
 
 
@@ -182,7 +189,7 @@ def _slider_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     ss, key = st.session_state, place.key(row.name)
     low, high = row.widget_bounds(values)
     ss[key] = min(max(int(ss.get(key, row.default_for(values))), low), high)
-    return int(st.slider(place.label(row), low, high, key=key, help=row.help, **place.options))
+    return int(st.slider(place.label(row), low, high, key=key, help=row.help_text, **place.options))
 
 
 def _grid_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[tuple[bool, ...], ...]:
