@@ -7,7 +7,8 @@ import streamlit as st
 from mha_core.config import MHAConfig, RunResult
 from mha_core.decoder import assembled_weights, decode_run, decoder_config, max_difference, step_cost
 from mha_core.offsets import diagonal_spread, rope_offset_scores
-from ui.pages.decoding import position_configs
+from ui.i18n import _
+from ui.pages.decoding import CACHE_TABLE_NAMES, position_configs, qk_axes, shown_table
 from ui.pages.decoding.cache_policy_section import cache_policy_section, capture_links
 from ui.pages.decoding.variant_stepper import variant_stepper
 from ui.pages.decoding.variants import plain_kv_cache, variant_intro
@@ -21,7 +22,6 @@ from ui.widgets.presentation import figure_font_size
 from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP, clamp_choice
 
-QK_AXES = ("query i", "key j")
 MAX_OFFSET_POSITIONS = 8  # the RoPE offset matrix: positions 0..7
 
 
@@ -44,57 +44,59 @@ def stepper(config: MHAConfig) -> None:
     clamp_choice("w_dec_step", last + 1)
     clamp_choice("w_dec_head", trace.n_heads)
     left, back, forward, right = st.columns([6, 1, 1, 3], vertical_alignment="bottom")
-    t = left.slider("Step t (the token being generated)", 0, last, key="w_dec_step", persist_state=KEEP)
-    back.button("◀", key="dec_back", on_click=move_step, args=(-1, last), disabled=t == 0, help="previous token")
-    forward.button("▶", key="dec_next", on_click=move_step, args=(1, last), disabled=t == last, help="next token")
-    head = right.selectbox("Head", range(trace.n_heads), key="w_dec_head", persist_state=KEEP,
-                           format_func=lambda h: f"head {h}")
+    t = left.slider(_("Step t (the token being generated)"), 0, last, key="w_dec_step", persist_state=KEEP)
+    back.button("◀", key="dec_back", on_click=move_step, args=(-1, last), disabled=t == 0, help=_("previous token"))
+    forward.button("▶", key="dec_next", on_click=move_step, args=(1, last), disabled=t == last, help=_("next token"))
+    head = right.selectbox(_("Head"), range(trace.n_heads), key="w_dec_head", persist_state=KEEP,
+                           format_func=lambda h: _("head {h}").format(h=h))
     say_step(steps[t], step_cost(steps[t]), t, max_difference(steps, t, trace.weights), trace, labels)
     show_cache(steps[t], t, head, trace.kv_head_of(head), labels)
     left, right = st.columns(2)
     width = views.plot_px(1 / 2)
     with left:
-        views.show_panel(Panel(f"Decoded rows 0..{t} (head {head})", assembled_weights(steps, t)[head], labels, labels,
-                               "weight", kind="weights", row_block=(t, t + 1), axis_titles=QK_AXES,
-                               allowed=result.mask),
+        views.show_panel(Panel(_("Decoded rows 0..{t} (head {head})").format(t=t, head=head),
+                               assembled_weights(steps, t)[head], labels, labels, _("weight"), kind="weights",
+                               row_block=(t, t + 1), axis_titles=qk_axes(), allowed=result.mask),
                          "dec_assembled", width_px=width, font_size=figure_font_size())
     with right:
-        views.show_panel(Panel(f"Full causal attention (head {head})", trace.weights[head], labels, labels,
-                               "weight", kind="weights", row_block=(t, t + 1), axis_titles=QK_AXES,
-                               allowed=result.mask),
+        views.show_panel(Panel(_("Full causal attention (head {head})").format(head=head), trace.weights[head],
+                               labels, labels, _("weight"), kind="weights", row_block=(t, t + 1),
+                               axis_titles=qk_axes(), allowed=result.mask),
                          "dec_full", width_px=width, font_size=figure_font_size())
-    with st.expander("The cache step by step (numbers and bytes)"):
-        st.dataframe(cache_table(steps[: t + 1], labels, trace.n_heads), key="dec_table")
-        st.caption("Every step reads the whole cache and computes only one row: the work per token is small, "
-                   "the memory read grows with the sentence. That is why decoding is memory-bound, and why fewer "
-                   "key/value heads (the last column: the same cache with one K/V head per query head) help.")
+    with st.expander(_("The cache step by step (numbers and bytes)")):
+        st.dataframe(shown_table(cache_table(steps[: t + 1], labels, trace.n_heads), CACHE_TABLE_NAMES),
+                     key="dec_table")
+        st.caption(_("Every step reads the whole cache and computes only one row: the work per token is small, "
+                     "the memory read grows with the sentence. That is why decoding is memory-bound, and why fewer "
+                     "key/value heads (the last column: the same cache with one K/V head per query head) help."))
 
 
 def say_step(step, cost, t: int, delta: float, trace, labels: list[str]) -> None:
     """The cache's size, the check against full attention, and what step ``t`` computes fresh and reuses."""
     metrics = st.columns(4)
-    metrics[0].metric("Tokens in the cache", step.cache.length)
-    metrics[1].metric("Cache size (numbers)", f"{cost.cache_numbers:,}")
-    metrics[2].metric("Cache size (bytes, float64)", f"{cost.cache_bytes:,}")
-    metrics[3].metric("max |Δ| vs full causal", f"{delta:.1e}", help="Over the rows decoded so far, all heads.")
-    reused = (f"the keys and values of tokens 0..{t - 1} from the cache, never recomputed" if t else
-              "nothing yet, the cache starts empty")
-    st.markdown(
-        f"Step {t} generates **{labels[t]}**. Computed **fresh**: its query for all {trace.n_heads} heads and its "
-        f"key and value for the {trace.kv_heads} key/value head(s) (outlined, the last row). **Reused**: {reused}. "
-        f"Its weights are one new row. Numbers computed fresh: **{cost.fresh:,}**; read from the cache: "
-        f"**{cost.reused:,}**."
-    )
+    metrics[0].metric(_("Tokens in the cache"), step.cache.length)
+    metrics[1].metric(_("Cache size (numbers)"), f"{cost.cache_numbers:,}")
+    metrics[2].metric(_("Cache size (bytes, float64)"), f"{cost.cache_bytes:,}")
+    metrics[3].metric(_("max |Δ| vs full causal"), f"{delta:.1e}", help=_("Over the rows decoded so far, all heads."))
+    reused = (_("the keys and values of tokens 0..{last} from the cache, never recomputed").format(last=t - 1) if t
+              else _("nothing yet, the cache starts empty"))
+    st.markdown(_(
+        "Step {t} generates **{token}**. Computed **fresh**: its query for all {heads} heads and its key and value "
+        "for the {kv} key/value head(s) (outlined, the last row). **Reused**: {reused}. Its weights are one new row. "
+        "Numbers computed fresh: **{fresh}**; read from the cache: **{read}**."
+    ).format(t=t, token=labels[t], heads=trace.n_heads, kv=trace.kv_heads, reused=reused, fresh=f"{cost.fresh:,}",
+             read=f"{cost.reused:,}"))
 
 
 def show_cache(step, t: int, head: int, g: int, labels: list[str]) -> None:
     """Step ``t``'s new query and the K and V caches it reads, the new rows outlined."""
     hs, hv = step.cache.k.shape[-1], step.cache.v.shape[-1]
     panels = (
-        Panel(f"q_{t} (head {head}, new query)", step.q[head], [labels[t]], dim_labels(hs, head * hs), "q"),
-        Panel(f"K cache (K/V head {g})", step.cache.k[g], labels[: t + 1], dim_labels(hs, g * hs), "k",
+        Panel(_("q_{t} (head {head}, new query)").format(t=t, head=head), step.q[head], [labels[t]],
+              dim_labels(hs, head * hs), "q"),
+        Panel(_("K cache (K/V head {g})").format(g=g), step.cache.k[g], labels[: t + 1], dim_labels(hs, g * hs), "k",
               row_block=(t, t + 1)),
-        Panel(f"V cache (K/V head {g})", step.cache.v[g], labels[: t + 1], dim_labels(hv, g * hv), "v",
+        Panel(_("V cache (K/V head {g})").format(g=g), step.cache.v[g], labels[: t + 1], dim_labels(hv, g * hv), "v",
               row_block=(t, t + 1)),
     )
     views.show_panels(panels, "dec_cache", font_size=figure_font_size())
@@ -102,10 +104,11 @@ def show_cache(step, t: int, head: int, g: int, labels: list[str]) -> None:
 
 def compare_positions(config) -> None:
     """The same heads' weights under every positional scheme, side by side."""
-    st.header("Compare positions on the same sentence", anchor="positions")
+    st.header(_("Compare positions on the same sentence"), anchor="positions")
     clamp_choice("w_dec_head", config.n_heads)
     head = int(st.session_state.get("w_dec_head", 0))
-    st.markdown(f"Head {head}, the same tokens and weights (causal mask); only the positional scheme changes.")
+    st.markdown(_("Head {head}, the same tokens and weights (causal mask); only the positional scheme changes.").format(
+        head=head))
     schemes = list(position_configs(config).items())
     for start in range(0, len(schemes), 2):  # two across: four leave no room for the numbers
         for column, (pe, pe_config) in zip(st.columns(2), schemes[start : start + 2], strict=False):
@@ -118,22 +121,22 @@ def position_panel(pe: str, pe_config: MHAConfig, head: int) -> None:
     try:
         pe_config.validate()
     except ValueError as err:
-        st.markdown(f"**{POSITION_LABELS[pe]}**")
-        st.caption(f"Not available here: {err}.")
+        st.markdown(f"**{_(POSITION_LABELS[pe])}**")
+        st.caption(_("Not available here: {reason}.").format(reason=err))
         return
     result = compute(pe_config)
     labels = result.query_labels
-    views.show_panel(Panel(POSITION_LABELS[pe], result.trace.weights[head], labels, labels, "weight",
-                           kind="weights", axis_titles=QK_AXES, allowed=result.mask),
+    views.show_panel(Panel(_(POSITION_LABELS[pe]), result.trace.weights[head], labels, labels, _("weight"),
+                           kind="weights", axis_titles=qk_axes(), allowed=result.mask),
                      f"dec_pe_{pe}", width_px=views.plot_px(1 / 2), font_size=figure_font_size())
 
 
 def rope_offsets(result: RunResult) -> None:
     """One query vector and one key vector moved along the sentence: RoPE's score depends on i − j only."""
-    st.header("RoPE: the score depends only on the offset i − j", anchor="rope-offset")
+    st.header(_("RoPE: the score depends only on the offset i − j"), anchor="rope-offset")
     config, trace = result.config, result.trace
     if config.head_size % 2:
-        st.caption(f"RoPE needs an even head size (it is {config.head_size} here).")
+        st.caption(_("RoPE needs an even head size (it is {hs} here).").format(hs=config.head_size))
         return
     head = int(st.session_state.get("w_dec_head", 0))
     q = (trace.q if trace.q_unrotated is None else trace.q_unrotated)[head, 0]  # (hs,) the first token's query, unturned
@@ -142,50 +145,54 @@ def rope_offsets(result: RunResult) -> None:
     n = min(MAX_OFFSET_POSITIONS, len(config.tokens))
     scores = rope_offset_scores(q, k, n, config.rope_base)  # (P, P)
     spread = diagonal_spread(scores)
-    st.markdown(
-        f"Take head {head}'s query of token 0 and key of token 1 (before rotation) and place them at positions "
-        f"p and p′ = 0..{n - 1}. Each cell is the score after RoPE turns both: **every diagonal (one offset, "
-        f"shifted) holds a single number** (largest spread along a diagonal: {spread:.1e})."
-    )
+    st.markdown(_(
+        "Take head {head}'s query of token 0 and key of token 1 (before rotation) and place them at positions "
+        "p and p′ = 0..{last}. Each cell is the score after RoPE turns both: **every diagonal (one offset, "
+        "shifted) holds a single number** (largest spread along a diagonal: {spread})."
+    ).format(head=head, last=n - 1, spread=f"{spread:.1e}"))
     left, right = st.columns([2, 1])
     with left:
-        views.show_panel(Panel("q at p · k at p′ after RoPE", scores, [f"p={p}" for p in range(n)],
-                               [f"p′={p}" for p in range(n)], "score", axis_titles=("query position p", "key position p′")),
+        views.show_panel(Panel(_("q at p · k at p′ after RoPE"), scores, [f"p={p}" for p in range(n)],
+                               [f"p′={p}" for p in range(n)], _("score"),
+                               axis_titles=(_("query position p"), _("key position p′"))),
                          "dec_rope_offsets", width_px=views.plot_px(2 / 3), font_size=figure_font_size())
     with right:
         offsets = np.arange(-(n - 1), n)
-        st.dataframe({"offset p − p′": offsets, "score": [scores.diagonal(-o)[0] for o in offsets]},
-                     key="dec_rope_offset_table", hide_index=True, column_config=number_columns(["score"]))
+        score = _("score")
+        st.dataframe({_("offset p − p′"): offsets, score: [scores.diagonal(-o)[0] for o in offsets]},
+                     key="dec_rope_offset_table", hide_index=True, column_config=number_columns([score]))
 
 
 def decoder_notes(config: MHAConfig) -> None:
     """Say what the page changed to make the sidebar's configuration a decoder's."""
     notes = []
     if config.is_cross:
-        notes.append("a decoder attends to its own tokens: the key/value sentence is set aside")
+        notes.append(_("a decoder attends to its own tokens: the key/value sentence is set aside"))
     if config.mask != "causal":
-        notes.append(f"a decoder never sees the future: the causal mask replaces mask '{config.mask}'")
+        notes.append(_("a decoder never sees the future: the causal mask replaces mask '{mask}'").format(
+            mask=config.mask))
     if notes:
-        st.info("This page decodes the sentence token by token, so " + "; ".join(notes) + ".")
+        st.info(_("This page decodes the sentence token by token, so {notes}.").format(notes=_("; ").join(notes)))
 
 
 def main() -> None:
     cache_links = capture_links()  # before the sidebar rewrites the address bar
     config = sidebar()
-    st.title("Decoding with a KV cache")
+    st.title(_("Decoding with a KV cache"))
     decoder = decoder_config(config)
     decoder_notes(config)
     result = compute(decoder)
     if result is None:
         return
-    st.markdown(variant_intro(decoder) if not plain_kv_cache(decoder) else (
+    st.markdown(variant_intro(decoder) if not plain_kv_cache(decoder) else _(
         "A decoder generates one token per step. Attention at step t needs the keys and values of every earlier "
         "token: a **KV cache** keeps them, so each step computes one new query row and appends one key and value. "
         "The rows it assembles are exactly the rows of full causal attention, shown beside them."
     ))
     if decoder.scale_rule == "sqrt_t":
-        st.caption(f"Scale 1/√T: every step uses T = {len(decoder.tokens)}, the whole sentence's length, as full "
-                   "attention does. A generator that does not know T yet would take 1/√(t+1) and get other rows.")
+        st.caption(_("Scale 1/√T: every step uses T = {T}, the whole sentence's length, as full attention does. A "
+                     "generator that does not know T yet would take 1/√(t+1) and get other rows.").format(
+            T=len(decoder.tokens)))
     if plain_kv_cache(decoder):  # the cache policies evict from this kernel's KV cache (its record says so)
         stepper(result.config)
         cache_policy_section(result, cache_links)

@@ -25,6 +25,7 @@ import numpy as np
 from mha_core.config import RunResult, attention_scheme
 from mha_core.decoder_state import Decoder, DecoderLayer, NewToken, Reading, attend_over_keys
 from mha_core.decoding import cast_for_decoding, decode_tokens, decoder_layer
+from mha_core.marks import N_
 from mha_core.positions import ROPE_BASE, check_inside_attention
 from mha_core.steps import AttentionWeights, apply_positions_per_part
 
@@ -51,12 +52,12 @@ class CachePolicy:
 POLICIES: dict[str, CachePolicy] = {
     policy.name: policy
     for policy in (
-        CachePolicy("full", "full cache", "Every token stays: the cache grows by one token per step."),
-        CachePolicy("window", "sliding window of W tokens", "Only the W most recent tokens stay (the new one "
-                    "included); older ones are evicted.", slides=True,
+        CachePolicy("full", N_("full cache"), N_("Every token stays: the cache grows by one token per step.")),
+        CachePolicy("window", N_("sliding window of W tokens"), N_("Only the W most recent tokens stay (the new one "
+                    "included); older ones are evicted."), slides=True,
                     paper="Xiao et al. 2023 (StreamingLLM), its window-attention baseline"),
-        CachePolicy("sinks", "window of W + S attention sinks", "The first S tokens are never evicted; besides them "
-                    "the W most recent stay.", slides=True, sinks=True, paper="Xiao et al. 2023 (StreamingLLM)"),
+        CachePolicy("sinks", N_("window of W + S attention sinks"), N_("The first S tokens are never evicted; "
+                    "besides them the W most recent stay."), slides=True, sinks=True, paper="Xiao et al. 2023 (StreamingLLM)"),
     )
 }
 
@@ -75,11 +76,11 @@ class CachePositions:
 POSITIONINGS: dict[str, CachePositions] = {
     p.name: p
     for p in (
-        CachePositions("original", "original positions", "A key keeps the position it had in the text; the "
-                       "query stands at t. Distances can exceed the cache's size.",
+        CachePositions("original", N_("original positions"), N_("A key keeps the position it had in the text; the "
+                       "query stands at t. Distances can exceed the cache's size."),
                        lambda held, t: (held, t)),
-        CachePositions("cache", "re-indexed by cache slot (StreamingLLM)", "Keys are numbered by their slot in "
-                       "the cache, 0..n−1, and the query by n−1: distances never exceed the cache's size.",
+        CachePositions("cache", N_("re-indexed by cache slot (StreamingLLM)"), N_("Keys are numbered by their slot "
+                       "in the cache, 0..n−1, and the query by n−1: distances never exceed the cache's size."),
                        lambda held, t: (np.arange(held.size), held.size - 1)),
     )
 }

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha_core.marks import N_
 from mha_core.positions import ROPE_BASE
 from mha_core.steps import AttentionWeights, apply_positions_per_part
 
@@ -76,9 +77,10 @@ class Decoder:
 
     ``start(layer, dtype)`` -> the empty state; ``keep(layer, state, token)`` -> (the state with the token in,
     its ``Reading``); ``attend(layer, state, reading)`` -> ``Attended``; ``held(state)`` -> the kept arrays by
-    name. Words for the Decoding page: ``words`` says what is kept (``{weights}`` stands for the kernel's
-    ``weights_label``), ``sizes(config)`` what it costs for a layer's dimensions (``head_size``,
-    ``key_value_heads``, ``mla_rank``, ``mla_rope``).
+    name. Words for the Decoding page, marked with ``N_`` and translated where shown: ``words`` says what is kept
+    (``{weights}`` stands for the kernel's ``weights_label``); ``size_words`` what it costs, its ``{placeholders}``
+    filled by ``size_values(config)`` from a layer's dimensions (``head_size``, ``key_value_heads``, ``mla_rank``,
+    ``mla_rope``). ``sizes(config)``: the same in English, for a record that gives no ``size_words``.
     """
 
     name: str
@@ -88,6 +90,14 @@ class Decoder:
     held: Callable[[object], tuple[tuple[str, np.ndarray], ...]]
     words: str = ""
     sizes: Callable[[object], str] = lambda config: ""
+    size_words: str = ""
+    size_values: Callable[[object], dict] = lambda config: {}
+
+    def sizes_in(self, config, translate: Callable[[str], str] = str) -> str:
+        """What the kept state costs for ``config``, its words passed through ``translate`` (the page's ``_``)."""
+        if not self.size_words:
+            return self.sizes(config)
+        return translate(self.size_words).format(**self.size_values(config))
 
 
 @dataclass(frozen=True)
@@ -153,7 +163,7 @@ def _keep_in_cache(layer: DecoderLayer, cache: KVCache, token: NewToken) -> tupl
 
 KV_CACHE = Decoder(
     "kv cache", _start_cache, _keep_in_cache, attend_over_keys,
-    lambda cache: (("K cache", cache.k), ("V cache", cache.v)),
-    words="a **KV cache**, as softmax heads do; each step's row ({weights}) is taken over the whole cache",
-    sizes=lambda c: f"the keys and values of every token, as softmax heads do: {2 * c.key_value_heads * c.head_size} "
-    "numbers per token")
+    lambda cache: ((N_("K cache"), cache.k), (N_("V cache"), cache.v)),
+    words=N_("a **KV cache**, as softmax heads do; each step's row ({weights}) is taken over the whole cache"),
+    size_words=N_("the keys and values of every token, as softmax heads do: {numbers} numbers per token"),
+    size_values=lambda c: {"numbers": 2 * c.key_value_heads * c.head_size})

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mha_core.decoder_state import Attended, Decoder, Reading
+from mha_core.marks import N_
 from mha_core.steps import apply_positions_per_part
 
 
@@ -72,8 +73,9 @@ def _read_linear_state(layer, kept: LinearState, reading: Reading) -> Attended:
 
 LINEAR_STATE = Decoder(
     "linear state", _start_linear_state, _keep_in_linear_state, _read_linear_state,
-    lambda kept: (("state S", kept.state), ("state sum z", kept.state_sum)),
-    words="a **state of constant size**: S = Σ φ(k_t) v_tᵀ and z = Σ φ(k_t), updated once per token; no keys or "
-    "values are kept",
-    sizes=lambda c: f"a state S ({c.head_size}×{c.head_size}) and its sum z ({c.head_size}) per key/value head: "
-    f"{c.key_value_heads * c.head_size * (c.head_size + 1)} numbers, the same at every step, and no keys or values at all")
+    lambda kept: ((N_("state S"), kept.state), (N_("state sum z"), kept.state_sum)),
+    words=N_("a **state of constant size**: S = Σ φ(k_t) v_tᵀ and z = Σ φ(k_t), updated once per token; no keys or "
+             "values are kept"),
+    size_words=N_("a state S ({hs}×{hs}) and its sum z ({hs}) per key/value head: {numbers} numbers, the same at "
+                  "every step, and no keys or values at all"),
+    size_values=lambda c: {"hs": c.head_size, "numbers": c.key_value_heads * c.head_size * (c.head_size + 1)})

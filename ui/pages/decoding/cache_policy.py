@@ -12,36 +12,41 @@ import pandas as pd
 from mha_core.attention import multi_head_attention
 from mha_core.cache_policy import POLICIES, POSITIONINGS, PolicyStep
 from mha_core.config import RunResult, attention_scheme
+from ui.i18n import N_, _
 from ui.state.settings import Setting
 
 DEFAULT_WINDOW = 3
 
 CACHE_SETTINGS: tuple[Setting, ...] = (
-    Setting("cache", "choice", label="Cache policy", default="full",
+    Setting("cache", "choice", label=N_("Cache policy"), default="full",
             choices={name: policy.label for name, policy in POLICIES.items()}),
-    Setting("cache_window", "int", label="Window W (recent tokens kept, the new one included)",
+    Setting("cache_window", "int", label=N_("Window W (recent tokens kept, the new one included)"),
             default=lambda v: min(DEFAULT_WINDOW, len(v["tokens"])), limits=lambda v: (1, len(v["tokens"])),
             applies=lambda v: POLICIES[v["cache"]].slides),
-    Setting("sinks", "int", label="Sinks S (first tokens never evicted)", default=1,
+    Setting("sinks", "int", label=N_("Sinks S (first tokens never evicted)"), default=1,
             limits=lambda v: (0, len(v["tokens"])), applies=lambda v: POLICIES[v["cache"]].sinks),
-    Setting("cache_rope", "choice", label="Positions inside the cache", default="original",
+    Setting("cache_rope", "choice", label=N_("Positions inside the cache"), default="original",
             choices={name: p.label for name, p in POSITIONINGS.items()}),
 )
 SETTING = {row.name: row for row in CACHE_SETTINGS}
 
 
 HELD, SINK, EVICTED = "■", "S", "✗"
+STEP, CACHE_SIZE = N_("step t"), N_("cache size n")
+TOKEN, TEXT_POSITION, USED_POSITION, DISTANCE, SLOT = (N_("token"), N_("position in the text"), N_("position used"),
+                                                       N_("distance to the query"), N_("cache slot"))
+TABLE_NAMES = (STEP, CACHE_SIZE, TOKEN, TEXT_POSITION, USED_POSITION, DISTANCE, SLOT)  # translated where shown
 
 
 def held_table(steps: list[PolicyStep], labels: list[str], sinks: int) -> pd.DataFrame:
     """One row per step, one column per token: held (■), held as a sink (S), evicted at this step (✗)."""
-    grid = pd.DataFrame("", index=pd.Index([s.position for s in steps], name="step t"), columns=labels)
+    grid = pd.DataFrame("", index=pd.Index([s.position for s in steps], name=STEP), columns=labels)
     for step in steps:
         for position in step.held:
             grid.iat[step.position, position] = SINK if position < sinks else HELD
         for position in step.evicted:
             grid.iat[step.position, position] = EVICTED
-    grid["cache size n"] = [s.cache_size for s in steps]
+    grid[CACHE_SIZE] = [s.cache_size for s in steps]
     return grid
 
 
@@ -86,9 +91,9 @@ def restricted_gap(result: RunResult, steps: list[PolicyStep], positioning: str)
 
 def positions_table(step: PolicyStep, labels: list[str]) -> pd.DataFrame:
     """The keys held at one step: their position in the text and the position RoPE / ALiBi give them."""
-    return pd.DataFrame({"token": [labels[p] for p in step.held], "position in the text": step.held,
-                         "position used": step.key_positions, "distance to the query": step.query_position
-                         - step.key_positions}, index=pd.Index(range(step.cache_size), name="cache slot"))
+    return pd.DataFrame({TOKEN: [labels[p] for p in step.held], TEXT_POSITION: step.held,
+                         USED_POSITION: step.key_positions, DISTANCE: step.query_position - step.key_positions},
+                        index=pd.Index(range(step.cache_size), name=SLOT))
 
 
 @dataclass(frozen=True)
@@ -111,13 +116,16 @@ def spare_mass(step: PolicyStep, full: PolicyStep, head: int) -> SpareMass:
 
 
 def spare_sentence(mass: SpareMass, null_key: bool) -> str:
-    """The spare mass in words (Markdown)."""
+    """The spare mass in words (Markdown), in the reader's language."""
     if mass.evicted_share == 0:
-        return "Nothing has been evicted from this row yet: its weights are full attention's."
-    text = (f"Full attention gave the evicted keys **{mass.evicted_share:.4f}** of this row. Under the policy the kept "
-            f"keys get **{mass.kept_gain:+.4f}** more")
+        return _("Nothing has been evicted from this row yet: its weights are full attention's.")
+    numbers = dict(evicted=f"{mass.evicted_share:.4f}", gain=f"{mass.kept_gain:+.4f}",
+                   null_full=f"{mass.null_full:.4f}", null_policy=f"{mass.null_policy:.4f}")
     if not null_key:
-        return text + ": the softmax shares the evicted keys' weight out over the keys that remain (rows still sum to 1)."
-    return (text + f", and the null key's weight goes from {mass.null_full:.4f} to **{mass.null_policy:.4f}**: the "
-            "evicted weight is split between the kept keys and the null key in proportion to e^logit (the null key's "
-            "e^0 = 1), so part of it goes nowhere (value 0).")
+        return _("Full attention gave the evicted keys **{evicted}** of this row. Under the policy the kept keys get "
+                 "**{gain}** more: the softmax shares the evicted keys' weight out over the keys that remain (rows "
+                 "still sum to 1).").format(**numbers)
+    return _("Full attention gave the evicted keys **{evicted}** of this row. Under the policy the kept keys get "
+             "**{gain}** more, and the null key's weight goes from {null_full} to **{null_policy}**: the evicted "
+             "weight is split between the kept keys and the null key in proportion to e^logit (the null key's e^0 = "
+             "1), so part of it goes nowhere (value 0).").format(**numbers)

@@ -14,6 +14,10 @@ from mha_core.decoding import decoder_for
 from mha_core.kernels import attention_kernel
 from mha_core.mla import cache_per_token
 from mha_core.variant_decoding import VariantStep
+from ui.i18n import N_, _
+
+STEP, TOKEN, KEPT = N_("step t"), N_("token"), N_("kept (this layer)")
+KV_CACHE_COLUMN = N_("{kind} KV cache")  # one column per cache kind (MHA, GQA, MQA): read as keys in English
 
 
 def assembled_variant_weights(steps: list[VariantStep], upto: int, n_tokens: int | None = None) -> np.ndarray:
@@ -39,16 +43,17 @@ def plain_kv_cache(config: MHAConfig) -> bool:
 
 
 def held_words(config: MHAConfig) -> str:
-    """What the variant's decoder keeps, in words, with its sizes (from the decoder's record)."""
-    return layer_decoder(config).sizes(config)
+    """What the variant's decoder keeps, in words, with its sizes (from the decoder's record), in the reader's
+    language."""
+    return layer_decoder(config).sizes_in(config, _)
 
 
 def variant_intro(config: MHAConfig) -> str:
     """The Decoding page's opening sentence for a variant: what its decoder keeps instead of (or as) a KV cache."""
-    kept = layer_decoder(config).words.format(weights=attention_kernel(config.kernel).weights_label)
-    return (f"A decoder generates one token per step. This layer keeps {kept}. The rows it assembles are shown beside "
-            "the rows of full causal attention; max |Δ| below says how far apart they are (0 up to rounding when "
-            "every step reads what full attention reads).")
+    kept = _(layer_decoder(config).words).format(weights=_(attention_kernel(config.kernel).weights_label))
+    return _("A decoder generates one token per step. This layer keeps {kept}. The rows it assembles are shown beside "
+             "the rows of full causal attention; max |Δ| below says how far apart they are (0 up to rounding when "
+             "every step reads what full attention reads).").format(kept=kept)
 
 
 def memory_table(steps: list[VariantStep], labels: list[str], config: MHAConfig) -> pd.DataFrame:
@@ -57,16 +62,27 @@ def memory_table(steps: list[VariantStep], labels: list[str], config: MHAConfig)
     rows = []
     for step in steps:
         t = step.position + 1
-        row = {"token": labels[step.position], "kept (this layer)": step.numbers}
-        row.update({f"{name} KV cache": size * t for name, size in per_token.items()})
+        row = {TOKEN: labels[step.position], KEPT: step.numbers}
+        row.update({KV_CACHE_COLUMN.format(kind=name): size * t for name, size in per_token.items()})
         rows.append(row)
-    return pd.DataFrame(rows, index=pd.Index([step.position for step in steps], name="step t"))
+    return pd.DataFrame(rows, index=pd.Index([step.position for step in steps], name=STEP))
+
+
+def shown_memory_table(table: pd.DataFrame) -> pd.DataFrame:
+    """``memory_table`` with its column names in the reader's language (the code reads the English ones)."""
+    names = {TOKEN: _(TOKEN), KEPT: _(KEPT)}
+    names.update({c: _(KV_CACHE_COLUMN).format(kind=c.removesuffix(" KV cache")) for c in table.columns
+                  if c.endswith(" KV cache")})
+    shown = table.rename(columns=names)
+    shown.index = shown.index.rename(_(STEP))
+    return shown
 
 
 @dataclass(frozen=True)
 class CacheComparison:
     """The metric beside what the variant keeps: a softmax layer's KV cache with the same K/V heads, and a sentence
-    with multi-head attention's (one K/V head per query head) when that differs ("" otherwise)."""
+    with multi-head attention's (one K/V head per query head) when that differs ("" otherwise); in the reader's
+    language."""
 
     label: str
     numbers: int
@@ -78,13 +94,14 @@ def cache_comparison(table: pd.DataFrame, config: MHAConfig, t: int) -> CacheCom
     mha = int(table["MHA KV cache"].iloc[t])
     shared = [name for name in table.columns if name.endswith(" KV cache") and name != "MHA KV cache"]
     if not shared:  # one K/V head per query head: the layer's own cache is MHA's
-        return CacheComparison("MHA's KV cache would hold", mha, "")
+        return CacheComparison(_("MHA's KV cache would hold"), mha, "")
     kind, kv = shared[0].removesuffix(" KV cache"), config.key_value_heads
     same = int(table[shared[0]].iloc[t])
     return CacheComparison(
-        f"{kind} KV cache ({kv} K/V heads)", same,
-        f"A softmax layer with the same {kv} K/V heads ({kind}) would have cached **{same:,}** numbers by now; with "
-        f"one K/V head per query head (MHA, {config.n_heads}), **{mha:,}**.")
+        _("{kind} KV cache ({kv} K/V heads)").format(kind=kind, kv=kv), same,
+        _("A softmax layer with the same {kv} K/V heads ({kind}) would have cached **{same}** numbers by now; with "
+          "one K/V head per query head (MHA, {heads}), **{mha}**.").format(
+            kv=kv, kind=kind, same=f"{same:,}", heads=config.n_heads, mha=f"{mha:,}"))
 
 
 def max_variant_difference(steps: list[VariantStep], upto: int, weights: np.ndarray) -> float:
