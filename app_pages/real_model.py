@@ -42,7 +42,7 @@ KEY_PREFIX = "rm"
 GRID_PANEL_PX = 170  # about square panels, 4 across the ~820 px main column of a 1280 px screen
 
 
-@st.cache_resource(max_entries=2, show_spinner="Loading all-MiniLM-L6-v2 (90 MB, once per server)…")
+@st.cache_resource(max_entries=2, show_spinner=False)  # the spinner is the caller's, in the page's language
 def cached_model(model_dir: str | None) -> MiniLM:
     """The verified model. ``model_dir`` ($MHA_MINILM_DIR) is only the cache key: load_minilm reads it itself."""
     return load_minilm()
@@ -53,7 +53,7 @@ def cached_model(model_dir: str | None) -> MiniLM:
 # st.cache_data would unpickle a copy on every hit: 3 MB at 21 pieces, 29 MB and ~23 ms at 128.
 
 
-@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the sentence through the model…")
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)  # spinner: the caller's
 def cached_forward(text: str, _model: MiniLM) -> MiniLMRun:
     """One sentence through the model, every intermediate kept; keyed on the text (the model is one per server)."""
     return _model.forward(text)
@@ -89,7 +89,8 @@ def model_or_message() -> MiniLM | None:
     failed = st.session_state.get("rm_model_error")
     if failed is None or failed[0] != model_dir:
         try:
-            return cached_model(model_dir)
+            with st.spinner(_("Loading all-MiniLM-L6-v2 (90 MB, once per server)…")):  # shown after 0.5 s only
+                return cached_model(model_dir)
         except RuntimeError as error:  # ModelUnavailableError, ModelIntegrityError: their message says what to do
             failed = (model_dir, str(error))
             st.session_state.rm_model_error = failed
@@ -360,7 +361,8 @@ def main() -> None:
         ).format(repo=HUB_REPO, licence=MODEL_LICENSE, source=model.source.describe(), env=ENV_VAR))
     text = sentence_input()
     try:
-        run = cached_forward(text, model)
+        with st.spinner(_("Running the sentence through the model…")):
+            run = cached_forward(text, model)
     except ValueError:  # more word pieces than the cap: say how much to cut
         n = len(model.tokenize(text))
         st.error(_("The text has {n} word pieces ([CLS] and [SEP] included), more than the limit of {limit}. Shorten "

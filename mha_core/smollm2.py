@@ -261,7 +261,7 @@ class SmolLM2:
 
     def missing_characters(self, text: str) -> list[str]:
         """The characters of ``text`` the vocabulary cannot spell (a byte with no token of its own, e.g. the lead
-        byte f1 of U+40000..U+7FFFF, control bytes 04, 06): the tokenizer drops them, once each."""
+        byte f1 of U+40000..U+7FFFF, f2, control bytes 04, 06, 13, 14, 16, 1d): the tokenizer drops them; each listed once."""
         spelled = _spelled_bytes(self.vocabulary)
         return list(dict.fromkeys(c for c in text if any(b not in spelled for b in c.encode("utf-8"))))
 

@@ -187,3 +187,13 @@ def test_the_check_sees_english_on_the_english_page(minilm_pages, smollm2_pages,
     """The untranslated-text check is not blind: on the English pages it finds this page's msgids."""
     assert len(untranslated(minilm_pages["en"], lang)) > 10
     assert len(untranslated(smollm2_pages["en"], lang)) > 10
+
+
+def test_smollm2_names_the_characters_it_cannot_spell_in_the_language(smollm2_pages):
+    """A character with a byte the vocabulary lacks (U+40000: lead byte f1) is named, not silently dropped."""
+    at = open_page({"model": "smollm2", "rm_text": "a\U00040000b 注", "lang": "es"})
+    with using_language("es"):
+        expected = translate("The tokenizer cannot write {chars}: a byte of each has no token in SmolLM2's "
+                             "vocabulary, so these characters are left out of the tokens.").format(chars="U+40000")
+    assert expected in [w.value for w in at.warning]
+    assert not open_page({"model": "smollm2", "rm_text": "a b 注", "lang": "es"}).warning

@@ -82,7 +82,7 @@ def leave_the_other_models_settings() -> None:
 # ---- loading and running ----
 
 
-@st.cache_resource(max_entries=1, show_spinner="Loading SmolLM2-135M (98 MB, 4-bit, once per server)…")
+@st.cache_resource(max_entries=1, show_spinner=False)  # the spinners are the callers', in the page's language
 def cached_model(model_file: str | None) -> smol.SmolLM2:
     """The verified model, from a file already on this server; ``model_file`` ($MHA_SMOLLM2_FILE) is only the
     cache key. ModelNotFetchedError when it must be downloaded first (``fetch_with_progress``)."""
@@ -112,14 +112,17 @@ def fetch_with_progress(target: Path) -> None:
 
 def load_or_fetch(model_file: str | None) -> smol.SmolLM2:
     """The model; a first use on a server without the file downloads it first, showing the progress."""
+    loading = _("Loading SmolLM2-135M (98 MB, 4-bit, once per server)…")  # a spinner shows after 0.5 s only
     try:
-        return cached_model(model_file)
+        with st.spinner(loading):
+            return cached_model(model_file)
     except smol.ModelNotFetchedError as missing:
         fetch_with_progress(missing.target)
-    return cached_model(model_file)
+    with st.spinner(loading):
+        return cached_model(model_file)
 
 
-@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the prompt through 30 layers…")
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
 def cached_forward(text: str, _model: smol.SmolLM2) -> runs.SmolRun:
     """One prompt through the model, keeping every layer's attention weights, keys and values (no full traces)."""
     return _model.forward(text, traces=())
@@ -130,12 +133,12 @@ def cached_lens(text: str, _model: smol.SmolLM2, _run: runs.SmolRun) -> runs.Log
     return _model.logit_lens(_run)
 
 
-@st.cache_resource(max_entries=4, show_spinner="Building a repeated random sequence and running it…")
+@st.cache_resource(max_entries=4, show_spinner=False)
 def cached_induction(half: int, seed: int, _model: smol.SmolLM2) -> runs.InductionScores:
     return _model.induction(half=half, seed=seed)
 
 
-@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Decoding the prompt again, one token at a time…")
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
 def cached_cache_check(text: str, _model: smol.SmolLM2, _run: runs.SmolRun) -> dict:
     """Decode the prompt's tokens after the first with the KV cache; the largest gaps to the full forward."""
     ids = _run.token_ids
@@ -307,7 +310,8 @@ def kv_cache_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
     if not box.open:
         return
     with box:
-        check = cached_cache_check(text, model, run)
+        with st.spinner(_("Decoding the prompt again, one token at a time…")):
+            check = cached_cache_check(text, model, run)
         st.dataframe(check["rows"], key="sm_cache_rows", hide_index=True, column_config={
             name: st.column_config.Column(_(name)) for name in CACHE_COLUMNS})
         st.caption(_("Largest difference of an attention weight: {weights}; of a next-token logit after the last "
@@ -345,7 +349,8 @@ def induction_section(model: smol.SmolLM2) -> None:
         ss.sm_induction = True
     if not ss.get("sm_induction"):
         return
-    scores = cached_induction(24, 0, model)
+    with st.spinner(_("Building a repeated random sequence and running it…")):
+        scores = cached_induction(24, 0, model)
     first, second = sb.loss_halves(scores)
     st.markdown(_("Loss predicting the next token: **{first}** nats in the first copy, **{second}** in the second "
                   "({half} random tokens, repeated).").format(first=f"{first:.2f}", second=f"{second:.2f}",
@@ -455,7 +460,8 @@ def main_body() -> None:
         st.error(_("The prompt has {n} tokens, more than the limit of {limit}. Shorten it by about {cut} tokens (a "
                    "word is 1 to 3 tokens).").format(n=n_tokens, limit=model.max_tokens, cut=n_tokens - model.max_tokens))
         return
-    run = cached_forward(text, model)
+    with st.spinner(_("Running the prompt through 30 layers…")):
+        run = cached_forward(text, model)
     labels = model.token_labels(run.token_ids)
     st.html(sb.token_chips_html(run.tokens, sb.token_hovers(labels)))
     st.caption(_("{n} tokens of at most {limit} (byte-level BPE; ␣ marks a leading space). No start token is added, "
