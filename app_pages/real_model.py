@@ -22,6 +22,7 @@ import streamlit as st
 from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
 from ui.charts import describe, tables
 from ui.charts.markdown import literals
+from ui.i18n import N_, _, current_language
 from ui.pages import real_model as rm
 from ui.pages.real_model import layer_steps as rm_steps
 from ui.pages.real_model import overview as rm_overview
@@ -42,7 +43,7 @@ KEY_PREFIX = "rm"
 GRID_PANEL_PX = 170  # about square panels, 4 across the ~820 px main column of a 1280 px screen
 
 
-@st.cache_resource(max_entries=2, show_spinner="Loading all-MiniLM-L6-v2 (90 MB, once per server)…")
+@st.cache_resource(max_entries=2, show_spinner=False)  # the spinner is the caller's, in the page's language
 def cached_model(model_dir: str | None) -> MiniLM:
     """The verified model. ``model_dir`` ($MHA_MINILM_DIR) is only the cache key: load_minilm reads it itself."""
     return load_minilm()
@@ -53,7 +54,7 @@ def cached_model(model_dir: str | None) -> MiniLM:
 # st.cache_data would unpickle a copy on every hit: 3 MB at 21 pieces, 29 MB and ~23 ms at 128.
 
 
-@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the sentence through the model…")
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)  # spinner: the caller's
 def cached_forward(text: str, _model: MiniLM) -> MiniLMRun:
     """One sentence through the model, every intermediate kept; keyed on the text (the model is one per server)."""
     return _model.forward(text)
@@ -73,7 +74,7 @@ def layer_tables(text: str, layer: int, _run: MiniLMRun) -> tuple[pd.DataFrame, 
 
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
-def overview_chart(text: str, _run: MiniLMRun):
+def overview_chart(text: str, language: str, _run: MiniLMRun):
     """The layers x heads overview figure of the sentence ``text`` (72 small heatmaps: built once, then reused)
     and the same in words (its alt)."""
     return rm_overview.overview_figure(_run.attentions), rm_overview.overview_sentence(_run.attentions)
@@ -89,16 +90,17 @@ def model_or_message() -> MiniLM | None:
     failed = st.session_state.get("rm_model_error")
     if failed is None or failed[0] != model_dir:
         try:
-            return cached_model(model_dir)
+            with st.spinner(_("Loading all-MiniLM-L6-v2 (90 MB, once per server)…")):  # shown after 0.5 s only
+                return cached_model(model_dir)
         except RuntimeError as error:  # ModelUnavailableError, ModelIntegrityError: their message says what to do
             failed = (model_dir, str(error))
             st.session_state.rm_model_error = failed
-    st.error(
+    st.error(_(
         "The real model could not be loaded on this server, so this page cannot run it "
         "(the other pages do not need it). What to do:"
-    )
+    ))
     st.code(failed[1], language=None, wrap_lines=True)
-    st.button("Try again", key="rm_retry", on_click=st.session_state.pop, args=("rm_model_error", None))
+    st.button(_("Try again"), key="rm_retry", on_click=st.session_state.pop, args=("rm_model_error", None))
     return None
 
 
@@ -129,98 +131,106 @@ def jump_to(layer: int, head: int) -> None:
 def sentence_input() -> str:
     """The sentence box; an empty box falls back to the example with a message."""
     text = st.text_input(
-        "Sentence",
+        _("Sentence"),
         key="w_rm_text",
         persist_state=KEEP,
         max_chars=rm.MAX_TEXT_CHARS,
-        help="Any English text; the model cuts it into word pieces. Press Enter to run it.",
+        help=_("Any English text; the model cuts it into word pieces. Press Enter to run it."),
     )
     if not text.strip():
-        st.warning(f"The sentence is empty: showing the example '{rm.DEFAULT_SENTENCE}'.")
+        st.warning(_("The sentence is empty: showing the example '{example}'.").format(example=rm.DEFAULT_SENTENCE))
         return rm.DEFAULT_SENTENCE
     return text
 
 
-def pieces_section(model: MiniLM, run: MiniLMRun) -> None:
-    st.html(rm.piece_chips_html(run.tokens))
+def pieces_section(model: MiniLM, text: str, run: MiniLMRun) -> None:
+    st.html(rm.piece_chips_html(run.tokens, model.piece_sources(text)))
     split = rm.split_words(run.tokens, run.word_ids)
-    note = f"Split words: {literals(split, '; ')}." if split else "No word is split into pieces."
-    st.caption(
-        f"{run.n_tokens} word pieces of at most {model.max_tokens}. [CLS] (start) and [SEP] (end) are added by the "
-        f"tokenizer; a yellow piece starting with ## continues the word before it. {note}"
-    )
+    note = (_("Split words: {words}.").format(words=literals(split, "; ")) if split
+            else _("No word is split into pieces."))
+    st.caption(" ".join((_(
+        "{n} word pieces of at most {limit}. [CLS] (start) and [SEP] (end) are added by the tokenizer; a yellow "
+        "piece starting with ## continues the word before it."
+    ).format(n=run.n_tokens, limit=model.max_tokens), note)))
+    if "[UNK]" in run.tokens:
+        st.caption(_("[UNK] stands for a character MiniLM's vocabulary of word pieces does not have (many Chinese "
+                     "characters, every emoji): hover it for the text it replaced."))
 
 
 def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
     trace = run.traces[layer]
     matrices, labels, block = rm_overview.grid_matrices(trace.weights, run.tokens)  # (nh, P, P)
-    st.subheader(f"Layer {layer}: all {trace.n_heads} heads")
-    titles = [f"head {h} ◀ chosen" if h == head else f"head {h}" for h in range(trace.n_heads)]
+    st.subheader(_("Layer {layer}: all {n} heads").format(layer=layer, n=trace.n_heads))
+    titles = [_("head {head} ◀ chosen").format(head=h) if h == head else _("head {head}").format(head=h)
+              for h in range(trace.n_heads)]
     fig = cached_figures.attention_grid(
         matrices, labels, labels, kind="weights", titles=titles, max_cols=1 if on_phone() else 4,
         panel_px=GRID_PANEL_PX, colorbar_below=on_phone(),
     )
     show_chart(fig, key="rm_grid", config=chart_config(),
                alt=" ".join(describe.grid_lines(matrices, labels, labels, kind="weights", titles=titles)))
-    rows = "each row sums to 1" if block == 1 else "a row of the full matrix sums to 1"
+    rows = _("each row sums to 1") if block == 1 else _("a row of the full matrix sums to 1")
     shrink = (
-        f" At {run.n_tokens} pieces each cell shows the largest weight of a {block}×{block} block of pieces (its "
-        "labels name them), so the page stays light and sharp lines stay visible; the exact numbers of the chosen "
-        "head are in the step-by-step section below."
+        " " + _("At {n} pieces each cell shows the largest weight of a {block}×{block} block of pieces (its "
+                "labels name them), so the page stays light and sharp lines stay visible; the exact numbers of the "
+                "chosen head are in the step-by-step section below.").format(n=run.n_tokens, block=block)
         if block > 1
         else ""
     )
-    st.caption(
+    st.caption(_(
         "Rows = queries (the piece that looks), columns = keys (the pieces looked at); colour = attention weight, "
-        f"{rows}. Hover a cell for its numbers. Layers and heads are counted from 0.{shrink}"
-    )
+        "{rows}. Hover a cell for its numbers. Layers and heads are counted from 0."
+    ).format(rows=rows) + shrink)
 
 
 def diagnostics_section(text: str, run: MiniLMRun, layer: int) -> None:
-    st.subheader(f"What each head of layer {layer} does")
+    st.subheader(_("What each head of layer {layer} does").format(layer=layer))
     frame, similarity = layer_tables(text, layer, run)
     help_texts = dict(tables.DIAGNOSTIC_COLUMNS.values()) | dict(rm.REAL_COLUMNS.values())
     config = number_columns(frame.columns, NUMBER, help_texts)
+    for label, meaning in rm.REAL_COLUMNS.values():  # this page's own columns, in the page's language
+        config[label] = st.column_config.NumberColumn(_(label), help=_(meaning), format=NUMBER)
     st.dataframe(frame, column_config=config, height="content", key="rm_head_table")
-    st.caption(
+    st.caption(_(
         "Means over the query rows; hover a column name for its meaning. Key 0 is [CLS], so 'on first token' is "
         "the weight on [CLS]."
-    )
+    ))
     left, right = st.columns([3, 2], vertical_alignment="center")
     show_chart(cached_figures.similarity_heatmap(similarity), key="rm_similarity", where=left, config=chart_config(),
-               alt=describe.describe_similarity(similarity, title=f"Layer {layer}"))
-    right.markdown(
+               alt=describe.describe_similarity(similarity, title=_("Layer {layer}").format(layer=layer)))
+    right.markdown(_(
         "**Which heads look alike?** Cosine similarity of two heads' weight matrices on this sentence: "
         "1 = the same pattern, 0 = no overlap. A bright block off the diagonal is a group of heads doing "
         "much the same job."
-    )
+    ))
 
 
 def patterns_section(text: str, run: MiniLMRun) -> None:
-    st.subheader("Patterns worth looking for")
-    st.markdown(
+    st.subheader(_("Patterns worth looking for"))
+    st.markdown(_(
         "Trained heads are not random: many do one recognisable job. Each pattern below has a look in the heatmap "
         "and a number that measures it; the sentence after it is **computed for your sentence** over all "
-        f"{len(run.layers)} layers. Press *Show* to open that head above."
-    )
+        "{n} layers. Press *Show* to open that head above."
+    ).format(n=len(run.layers)))
     for finding in sentence_findings(text, run):
         pattern = finding.pattern
         text, button = st.columns([6, 1], vertical_alignment="center")
-        text.markdown(f"**{pattern.name}**: {pattern.look_for}  \n→ {finding.sentence()}")
+        text.markdown(f"**{_(pattern.name)}**: {_(pattern.look_for)}  \n→ {finding.sentence()}")
         if finding.layer is not None:
             button.button(
-                "Show",
+                _("Show"),
                 key=f"rm_show_{pattern.slug}",
                 on_click=jump_to,
                 args=(finding.layer, finding.head),
-                help=f"Open layer {finding.layer}, head {finding.head}",
+                help=_("Open layer {layer}, head {head}").format(layer=finding.layer, head=finding.head),
             )
 
 
 def overview_section(text: str, run: MiniLMRun) -> None:
     """All heads of all layers, drawn only while its expander is open (72 heatmaps: the page's heaviest figure)."""
     n_layers, n_heads, t = len(run.layers), run.traces[0].n_heads, run.n_tokens
-    box = st.expander(f"All {n_layers} layers × {n_heads} heads at a glance", key="w_rm_overview", on_change="rerun")
+    box = st.expander(_("All {layers} layers × {heads} heads at a glance").format(layers=n_layers, heads=n_heads),
+                      key="w_rm_overview", on_change="rerun")
     if not box.open:
         return
     with box:
@@ -228,31 +238,32 @@ def overview_section(text: str, run: MiniLMRun) -> None:
 
 
 def overview_body(text: str, run: MiniLMRun, t: int) -> None:
-    figure, alt = overview_chart(text, run)
+    figure, alt = overview_chart(text, current_language(), run)  # the figure's words are the language's
     show_chart(figure, key="rm_overview", config=chart_config(), alt=alt)
     block = rm_overview.pool_block(t)
     shrink = (
-        f" With {t} pieces each small square shows the largest weight of a {block}×{block} block, so sharp lines stay "
-        "visible."
+        " " + _("With {n} pieces each small square shows the largest weight of a {block}×{block} block, so sharp "
+                "lines stay visible.").format(n=t, block=block)
         if block > 1
         else ""
     )
     st.caption(
-        "Each small square is one head (rows = queries, columns = keys, query 0 at the top), same colours as above."
+        _("Each small square is one head (rows = queries, columns = keys, query 0 at the top), same colours as above.")
         + shrink
     )
 
 
 def steps_section(model: MiniLM, run: MiniLMRun, layer: int, head: int) -> None:
-    st.subheader(f"Step by step: layer {layer}, head {head}")
+    st.subheader(_("Step by step: layer {layer}, head {head}").format(layer=layer, head=head))
     shown = st.toggle(
-        "Show every matrix from this layer's input to its output, and one cell number by number",
+        _("Show every matrix from this layer's input to its output, and one cell number by number"),
         key="w_rm_steps",
         persist_state=KEEP,
-        help="The same steps as the Step-by-step page, with the real weights. About 1 MB more to draw.",
+        help=_("The same steps as the Step-by-step page, with the real weights. About 1 MB more to draw."),
     )
     if not shown:
-        st.caption("Off: turn it on to follow the chosen head through the maths (the same views as the toy pages).")
+        st.caption(_("Off: turn it on to follow the chosen head through the maths (the same views as the toy "
+                     "pages)."))
         return
     inputs = rm_steps.layer_inputs(run, layer, model.layers[layer].attention)
     labels = inputs.query_labels
@@ -261,12 +272,12 @@ def steps_section(model: MiniLM, run: MiniLMRun, layer: int, head: int) -> None:
     cell = (int(st.session_state.get("w_rm_qi", 0)), int(st.session_state.get("w_rm_kj", 0)))
     for number, step in enumerate(rm_steps.real_steps(run, inputs, layer, head, cell), start=1):
         views.show_step(number, step, KEY_PREFIX, level=4)
-    st.markdown("#### Drill-down: one cell, number by number")
+    st.markdown("#### " + _("Drill-down: one cell, number by number"))
     i, j = views.cell_picker(labels, labels, ("w_rm_qi", "w_rm_kj"))
     views.show_drill_down(drill_down(inputs, head, i, j), KEY_PREFIX, outlined="above", mask_line=False)
 
 
-SINK_CITATION = (
+SINK_CITATION = N_(
     "Many BERT-style heads put most of their weight on [CLS] or [SEP] (Clark et al. 2019, *What does BERT look "
     "at?*): a head with nothing useful to read parks its weight there. Weighting by what the key carries, "
     "weight × ‖v_j W_O(h)‖ (Kobayashi et al. 2020, *Attention is not only a weight*), shows how little of it reaches "
@@ -290,28 +301,38 @@ def sentence_masses(text: str, _model: MiniLM, _run: MiniLMRun) -> tuple[dict[st
 
 def sink_section(text: str, model: MiniLM, run: MiniLMRun) -> None:
     """Mass on [CLS] and [SEP] per layer and head, beside the norm-weighted share (mha_core/sinks.py); drawn while open."""
-    box = st.expander("Where the mass goes: [CLS] and [SEP]", key="w_rm_sink", on_change="rerun")
+    box = st.expander(_("Where the mass goes: [CLS] and [SEP]"), key="w_rm_sink", on_change="rerun")
     if not box.open:
         return
     with box:
         sink_body(text, model, run)
 
 
+def mass_name(key: str) -> str:
+    """A mass's title in the page's language ("weight on [CLS]" -> "[CLS] 上的权重"); the key stays the CSV's column."""
+    for kind in (N_("weight on {token}"), N_("norm-weighted share on {token}")):
+        for token in ("[CLS]", "[SEP]"):
+            if key == kind.format(token=token):
+                return _(kind).format(token=token)
+    return key
+
+
 def sink_body(text: str, model: MiniLM, run: MiniLMRun) -> None:
     masses, csv = sentence_masses(text, model, run)
-    layers = [f"layer {n}" for n in range(len(run.layers))]
+    layers = [_("layer {layer}").format(layer=n) for n in range(len(run.layers))]
     heads = [str(h) for h in range(run.traces[0].n_heads)]
     columns = st.columns(2)
-    for n, (name, matrix) in enumerate(masses.items()):
+    for n, (key, matrix) in enumerate(masses.items()):
+        name = mass_name(key)
         show_chart(
             cached_figures.matrix_heatmap(matrix, layers, heads, title=name, value_name=name, signed=False, zmin=0.0,
-                                          zmax=1.0, height=260, row_name="", col_name="head", width_px=420),
+                                          zmax=1.0, height=260, row_name="", col_name=_("head"), width_px=420),
             key=f"rm_sink_{n}", where=columns[n % 2], config=chart_config(),
             alt=describe.describe_matrix(matrix, [str(i) for i in range(len(layers))], heads, title=name,
-                                         value_name=name, row_name="layer", col_name="head"),
+                                         value_name=name, row_name=_("layer"), col_name=_("head")),
         )
-    st.markdown(SINK_CITATION)
-    st.download_button("Mass on [CLS] / [SEP] (CSV)", data=csv, file_name="cls_sep_mass.csv",
+    st.markdown(_(SINK_CITATION))
+    st.download_button(_("Mass on [CLS] / [SEP] (CSV)"), data=csv, file_name="cls_sep_mass.csv",
                        mime="text/csv", key="dl_rm_sink", on_click="ignore", icon=":material/download:")
 
 
@@ -320,33 +341,37 @@ def main() -> None:
     if smollm2_view.model_switch() == "smollm2":
         smollm2_view.main_body()
         return
-    st.title("Real model: all-MiniLM-L6-v2")
+    st.title(_("Real model: all-MiniLM-L6-v2"))
     model = model_or_message()
     if model is None:
         return
     config = model.config
     read_link(config.n_layers, config.n_heads)
     for message in st.session_state.get("rm_link_messages", []):
-        st.warning(f"Link: {message}")
-    st.caption(
-        f"A real, trained sentence encoder: {config.n_layers} layers of {config.n_heads} heads, d_model "
-        f"{config.d_model}, head size {config.head_size}, run here in NumPy through the same attention function "
-        "as the toy pages. Type a sentence and look at what its heads learned to do."
-    )
-    with st.expander("Where the model comes from"):
-        st.markdown(
-            f"**{HUB_REPO}** (sentence-transformers, licence {MODEL_LICENSE}), loaded from "
-            f"{model.source.describe()}. Its files are checked against known SHA-256 hashes before use; "
-            f"another copy can be named with the environment variable `{ENV_VAR}`."
-        )
+        st.warning(_("Link: {message}").format(message=message))
+    st.caption(_(
+        "A real, trained sentence encoder: {layers} layers of {heads} heads, d_model {d_model}, head size {hs}, run "
+        "here in NumPy through the same attention function as the toy pages. Type a sentence and look at what its "
+        "heads learned to do."
+    ).format(layers=config.n_layers, heads=config.n_heads, d_model=config.d_model, hs=config.head_size))
+    with st.expander(_("Where the model comes from")):
+        st.markdown(_(
+            "**{repo}** (sentence-transformers, licence {licence}), loaded from {source}. Its files are checked "
+            "against known SHA-256 hashes before use; another copy can be named with the environment variable "
+            "`{env}`."
+        ).format(repo=HUB_REPO, licence=MODEL_LICENSE, source=model.source.describe(), env=ENV_VAR))
     text = sentence_input()
     try:
-        run = cached_forward(text, model)
-    except ValueError as error:  # more word pieces than the cap: the message says how much to cut
-        st.error(str(error))
+        with st.spinner(_("Running the sentence through the model…")):
+            run = cached_forward(text, model)
+    except ValueError:  # more word pieces than the cap: say how much to cut
+        n = len(model.tokenize(text))
+        st.error(_("The text has {n} word pieces ([CLS] and [SEP] included), more than the limit of {limit}. Shorten "
+                   "it by about {cut} pieces (a word is 1 to 3 pieces).").format(n=n, limit=model.max_tokens,
+                                                                                cut=n - model.max_tokens))
         write_link(rm.RealView(text, int(st.session_state.w_rm_layer), int(st.session_state.w_rm_head)))
         return
-    pieces_section(model, run)
+    pieces_section(model, text, run)
     layer_view(text, model)
 
 
@@ -362,19 +387,19 @@ def layer_view(text: str, model: MiniLM) -> None:
     clamp_choice("w_rm_head", config.n_heads)
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     layer = left.radio(
-        "Layer",
+        _("Layer"),
         range(config.n_layers),
         key="w_rm_layer",
         persist_state=KEEP,
         horizontal=True,
-        format_func=lambda n: f"layer {n}",
+        format_func=lambda n: _("layer {layer}").format(layer=n),
     )
     head = right.selectbox(
-        "Head (for the step-by-step)",
+        _("Head (for the step-by-step)"),
         range(config.n_heads),
         key="w_rm_head",
         persist_state=KEEP,
-        format_func=lambda h: f"head {h}",
+        format_func=lambda h: _("head {head}").format(head=h),
     )
     write_link(rm.RealView(text, int(layer), int(head)))
     heads_section(run, layer, head)

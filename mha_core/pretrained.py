@@ -385,6 +385,11 @@ class MiniLM:
         """The word pieces of ``text``, with [CLS] first and [SEP] last; never truncated (count them against max_tokens)."""
         return list(self._encode(text).tokens)
 
+    def piece_sources(self, text: str) -> tuple[str, ...]:
+        """The text each word piece stands for, cut from ``text`` by the tokenizer's offsets ('' for [CLS] and
+        [SEP]): what an [UNK] replaced ('🙂'), a '##' piece's letters as typed ('é' for '##e')."""
+        return tuple(text[start:stop] for start, stop in self._encode(text).offsets)
+
     def forward(self, text: str) -> MiniLMRun:
         """Run one sentence through the embeddings and every encoder layer, keeping every intermediate.
 

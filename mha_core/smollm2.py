@@ -28,6 +28,7 @@ Tokens: the file's byte-level BPE (``mha_core.bpe``). No torch here.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ from mha_core._smollm2_files import (
     verify_gguf,
 )
 from mha_core.attention import AttentionTrace, AttentionWeights, multi_head_attention
-from mha_core.bpe import build_tokenizer, token_bytes
+from mha_core.bpe import TokenLabel, build_tokenizer, byte_alphabet, label_tokens, token_bytes
 from mha_core.gguf_reader import GGUFContents, QuantizedMatrix, read_gguf
 from mha_core.kv_cache import KVCache, decode_step
 from mha_core.masks import causal_mask
@@ -250,6 +251,24 @@ class SmolLM2:
         """What one token writes: its bytes as UTF-8, an incomplete character shown as U+FFFD."""
         return token_bytes(self.vocabulary[int(token_id)]).decode("utf-8", errors="replace")
 
+    def token_pieces(self, token_ids: Sequence[int]) -> tuple[bytes, ...]:
+        """The bytes each token holds, in order (joined they are the prompt's UTF-8)."""
+        return tuple(token_bytes(self.vocabulary[int(i)]) for i in token_ids)
+
+    def token_labels(self, token_ids: Sequence[int]) -> tuple[TokenLabel, ...]:
+        """Each token's label in the sequence: its text, a character it holds in part marked ("中¹⁄₂")."""
+        return label_tokens(self.token_pieces(token_ids))
+
+    def missing_characters(self, text: str) -> list[str]:
+        """The characters of ``text`` the vocabulary cannot spell (a byte with no token of its own, e.g. the lead
+        byte f1 of U+40000..U+7FFFF, f2, control bytes 04, 06, 13, 14, 16, 1d): the tokenizer drops them; each listed once."""
+        spelled = _spelled_bytes(self.vocabulary)
+        return list(dict.fromkeys(c for c in text if any(b not in spelled for b in c.encode("utf-8"))))
+
+    def token_label(self, token_id: int) -> str:
+        """One token's label alone (a table row): its text, or its bytes "⟨e6 b3⟩" when they are no whole character."""
+        return self.token_labels([token_id])[0].text
+
     def decode(self, token_ids: Sequence[int]) -> str:
         """The text of several tokens (whole characters across token borders)."""
         return b"".join(token_bytes(self.vocabulary[int(i)]) for i in token_ids).decode("utf-8", errors="replace")
@@ -314,7 +333,7 @@ class SmolLM2:
             runs.append(self.layer(x, index, keep_trace=traces is None or index in traces))
             x = runs[-1].output  # (T, C)
         final = self.norm(x)  # (T, C)
-        return SmolRun(token_ids=ids, tokens=tuple(self.token_text(i) for i in ids), layers=tuple(runs),
+        return SmolRun(token_ids=ids, tokens=tuple(label.text for label in self.token_labels(ids)), layers=tuple(runs),
                        final=final, next_logits=self.unembed(final[-1:])[0])
 
     def logits(self, run: SmolRun) -> np.ndarray:
@@ -411,6 +430,13 @@ def _layer_weights(contents: GGUFContents, index: int, config: SmolConfig) -> De
         w_up=QuantizedMatrix.from_packed(matrices["ffn_up"]),
         w_down=QuantizedMatrix.from_packed(matrices["ffn_down"]),
     )
+
+
+@functools.cache
+def _spelled_bytes(vocabulary: tuple[str, ...]) -> frozenset[int]:
+    """The bytes that have a single-byte token in ``vocabulary`` (any other byte cannot be written)."""
+    tokens = set(vocabulary)
+    return frozenset(b for b, char in byte_alphabet().items() if char in tokens)
 
 
 def load_model_from(found: SmolSource) -> SmolLM2:

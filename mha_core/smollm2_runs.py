@@ -46,7 +46,7 @@ class SmolLayerRun:
 class SmolRun:
     """One prompt through the whole model.
 
-    ``token_ids (T,)``, ``tokens`` each token's text; ``layers`` one ``SmolLayerRun`` each;
+    ``token_ids (T,)``, ``tokens`` each token's label (``mha_core.bpe.label_tokens``); ``layers`` one ``SmolLayerRun`` each;
     ``final (T, C)`` = RMSNorm of the last layer's output; ``next_logits (V,)`` the logits of the
     token after the last one.
     """

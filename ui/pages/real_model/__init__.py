@@ -25,6 +25,7 @@ from mha_core.attention import AttentionTrace
 from mha_core.diagnostics import encoder_patterns
 from mha_core.pretrained import MiniLMRun
 from ui.charts.tables import head_summary_frame
+from ui.i18n import N_, _
 from ui.state.settings import Setting
 from ui.state.urlstate import read_settings
 
@@ -48,8 +49,8 @@ class RealView:
 def view_rows(n_layers: int, n_heads: int) -> tuple[Setting, Setting]:
     """The layer and head as settings rows, read and written by the link reader every other page uses."""
     return (
-        Setting("rm_layer", "int", label="Layer", default=0, limits=(0, n_layers - 1)),
-        Setting("rm_head", "int", label="Head", default=0, limits=(0, n_heads - 1)),
+        Setting("rm_layer", "int", label=N_("Layer"), default=0, limits=(0, n_layers - 1)),
+        Setting("rm_head", "int", label=N_("Head"), default=0, limits=(0, n_heads - 1)),
     )
 
 
@@ -59,10 +60,11 @@ def link_text(params: Mapping[str, str], default: str, max_chars: int, what: str
     if text is None:
         return default
     if not text.strip():
-        messages.append(f"`rm_text` is empty: using the example {what} '{default}'.")
+        messages.append(_("`rm_text` is empty: using the example {what} '{example}'.").format(what=_(what), example=default))
         return default
     if len(text) > max_chars:
-        messages.append(f"`rm_text` has {len(text):,} characters; keeping the first {max_chars:,}.")
+        messages.append(_("`rm_text` has {n} characters; keeping the first {limit}.").format(
+            n=f"{len(text):,}", limit=f"{max_chars:,}"))
         return text[:max_chars]
     return text
 
@@ -70,7 +72,7 @@ def link_text(params: Mapping[str, str], default: str, max_chars: int, what: str
 def view_from_params(params: Mapping[str, str], n_layers: int, n_heads: int) -> tuple[RealView, list[str]]:
     """The view a link asks for, and a message for every value that could not be used as given."""
     messages: list[str] = []
-    text = link_text(params, DEFAULT_SENTENCE, MAX_TEXT_CHARS, "sentence", messages)
+    text = link_text(params, DEFAULT_SENTENCE, MAX_TEXT_CHARS, N_("sentence"), messages)
     values = read_settings(params, view_rows(n_layers, n_heads), {}, messages)
     return RealView(text=text, layer=values["rm_layer"], head=values["rm_head"]), messages
 
@@ -97,14 +99,20 @@ def piece_kind(token: str) -> str:
     return "piece" if token.startswith("##") else "start"
 
 
-def piece_chips_html(tokens: list[str] | tuple[str, ...]) -> str:
-    """The word pieces as chips, each with its position above it; continuation pieces in yellow."""
+def piece_chips_html(tokens: list[str] | tuple[str, ...], sources: list[str] | tuple[str, ...] | None = None) -> str:
+    """The word pieces as chips, each with its position above it; continuation pieces in yellow.
+
+    ``sources`` (one per piece, ``MiniLM.piece_sources``): the text each piece stands for, shown on hover, so an
+    [UNK] names the character it replaced.
+    """
     chips = []
     for position, token in enumerate(tokens):
         style = CHIP_STYLES[piece_kind(token)]
+        source = sources[position] if sources else ""
+        hover = f' title="{html.escape(_("from the text: {text}").format(text=source))}"' if source else ""
         chips.append(
-            '<span style="display: inline-flex; flex-direction: column; align-items: center; margin: 0 4px 6px 0; '
-            f'padding: 2px 8px; border-radius: 8px; {style}">'
+            f'<span{hover} style="display: inline-flex; flex-direction: column; align-items: center; '
+            f'margin: 0 4px 6px 0; padding: 2px 8px; border-radius: 8px; {style}">'
             f'<span style="font-size: 0.75em; opacity: 0.7;">{position}</span>'
             f'<span style="font-family: monospace; font-size: 1.1em;">{html.escape(token)}</span></span>'
         )
@@ -130,7 +138,7 @@ class Pattern:
 
     slug: str
     name: str
-    phrase: str  # completes "layer 2 head 5 ..." with {value}
+    phrase: str  # completes "layer 2 head 5 ..." with {value} (two decimals)
     look_for: str  # what the heatmap looks like (markdown)
     threshold: float
 
@@ -138,50 +146,50 @@ class Pattern:
 PATTERNS = (
     Pattern(
         "previous",
-        "Previous token",
-        "puts {value:.2f} of its weight on the previous token",
-        "a bright line one step left of the diagonal: every piece reads the piece just before it. "
-        "Word order reaches the next layers through heads like this.",
+        N_("Previous token"),
+        N_("puts {value} of its weight on the previous token"),
+        N_("a bright line one step left of the diagonal: every piece reads the piece just before it. "
+          "Word order reaches the next layers through heads like this."),
         STRONG,
     ),
     Pattern(
         "next",
-        "Next token",
-        "puts {value:.2f} of its weight on the next token",
-        "the mirror image: a line one step right of the diagonal. An encoder sees both directions at once.",
+        N_("Next token"),
+        N_("puts {value} of its weight on the next token"),
+        N_("the mirror image: a line one step right of the diagonal. An encoder sees both directions at once."),
         STRONG,
     ),
     Pattern(
         "cls",
-        "[CLS]",
-        "puts {value:.2f} of its weight on [CLS]",
-        "a bright first column. When a head finds nothing it is built for, it parks its weight on a "
-        "token that carries little information, and [CLS] is always there.",
+        N_("[CLS]"),
+        N_("puts {value} of its weight on [CLS]"),
+        N_("a bright first column. When a head finds nothing it is built for, it parks its weight on a "
+          "token that carries little information, and [CLS] is always there."),
         STRONG,
     ),
     Pattern(
         "sep",
-        "[SEP]",
-        "puts {value:.2f} of its weight on [SEP]",
-        "a bright last column: the same parking habit, on the closing token. Some models prefer [SEP], "
-        "some [CLS]; compare the two numbers.",
+        N_("[SEP]"),
+        N_("puts {value} of its weight on [SEP]"),
+        N_("a bright last column: the same parking habit, on the closing token. Some models prefer [SEP], "
+          "some [CLS]; compare the two numbers."),
         STRONG,
     ),
     Pattern(
         "word",
-        "Pieces of one word",
-        "puts {value:.2f} of its weight on the other pieces of the same word",
-        "small bright squares where a split word's pieces (un, ##bel, ...) look at each other: the head "
-        "glues the pieces back into one word. A previous-token head scores here too, since a word's pieces "
-        "sit side by side; look for one that also looks *forward* inside the word.",
+        N_("Pieces of one word"),
+        N_("puts {value} of its weight on the other pieces of the same word"),
+        N_("small bright squares where a split word's pieces (un, ##bel, ...) look at each other: the head "
+          "glues the pieces back into one word. A previous-token head scores here too, since a word's pieces "
+          "sit side by side; look for one that also looks *forward* inside the word."),
         STRONG,
     ),
     Pattern(
         "broad",
-        "Broad",
-        "spreads its weight most evenly: entropy {value:.2f}, where 1 is perfectly even",
-        "no bright cell at all, an even wash of colour. The output is close to the average of the sentence: "
-        "a summary of the context rather than a link between two tokens.",
+        N_("Broad"),
+        N_("spreads its weight most evenly: entropy {value}, where 1 is perfectly even"),
+        N_("no bright cell at all, an even wash of colour. The output is close to the average of the sentence: "
+          "a summary of the context rather than a link between two tokens."),
         BROAD,
     ),
 )
@@ -225,15 +233,18 @@ class Finding:
     def sentence(self) -> str:
         """E.g. 'layer 0 head 2 puts 1.00 of its weight on the previous token (1 of 72 heads reach 0.5).'"""
         if self.layer is None:
-            return (
+            return _(
                 "No word of this sentence is split into pieces; try one with a long or rare word (e.g. 'unbelievably')."
             )
+        threshold = f"{self.pattern.threshold:g}"
         strong = (
-            f"{self.n_strong} of {self.n_heads} heads reach {self.pattern.threshold:g}"
+            _("{n} of {total} heads reach {threshold}").format(n=self.n_strong, total=self.n_heads, threshold=threshold)
             if self.n_strong
-            else f"no head reaches {self.pattern.threshold:g}"
+            else _("no head reaches {threshold}").format(threshold=threshold)
         )
-        return f"Layer {self.layer} head {self.head} {self.pattern.phrase.format(value=self.value)} ({strong})."
+        does = _(self.pattern.phrase).format(value=f"{self.value:.2f}")
+        return _("Layer {layer} head {head} {does} ({strong}).").format(layer=self.layer, head=self.head, does=does,
+                                                                       strong=strong)
 
 
 def findings(measures: Mapping[str, np.ndarray]) -> list[Finding]:
@@ -252,9 +263,9 @@ def findings(measures: Mapping[str, np.ndarray]) -> list[Finding]:
 
 # Extra columns of the diagnostics table that only a real sentence has (with help texts).
 REAL_COLUMNS = {
-    "sep": ("on [SEP]", "mean weight on the last key, [SEP]"),
-    "word": ("on its word", "mean weight a piece of a split word puts on the other pieces of that word"),
-    "next": ("on next", "mean weight of token i on key i+1"),
+    "sep": (N_("on [SEP]"), N_("mean weight on the last key, [SEP]")),
+    "word": (N_("on its word"), N_("mean weight a piece of a split word puts on the other pieces of that word")),
+    "next": (N_("on next"), N_("mean weight of token i on key i+1")),
 }
 
 
@@ -265,7 +276,7 @@ def real_head_frame(trace: AttentionTrace, word_ids) -> pd.DataFrame:
     """
     frame = head_summary_frame(trace)
     measures = layer_measures(trace, word_ids)
-    for slug, (label, _) in REAL_COLUMNS.items():
+    for slug, (label, _meaning) in REAL_COLUMNS.items():
         frame[label] = measures[slug]
     return frame
 

