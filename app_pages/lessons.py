@@ -4,12 +4,15 @@
 This page has its own configurations and does not draw the sidebar controls.
 """
 
+from dataclasses import replace
+
 import streamlit as st
 
 from mha_core.presets import PRESETS
 from ui.charts import describe
 from ui.charts.figures import attention_grid, matrix_heatmap
 from ui.charts.marks import claim_list
+from ui.i18n import LANGUAGES, _, current_language, using_language
 from ui.pages.lessons import (
     LESSONS,
     PRESET_CONFIGS,
@@ -62,13 +65,15 @@ def font_size() -> int:
     return PRESENT_FONT_SIZE if presenting() else FONT_SIZE
 
 
-# One entry per lesson: the findings depend on the lesson's key only (its configurations are fixed), so the
-# cache can never hold more than the lessons; the saturation and sqrt(d_k) tables take 40-60 ms each.
-@st.cache_data(max_entries=len(LESSONS), show_spinner=False)
-def lesson_findings(key: str) -> Findings:
-    """The findings of lesson ``key``, computed once per server."""
+# One entry per lesson and language: the findings depend on the lesson's key only (its configurations are fixed)
+# and their sentences on the language, so the cache can never hold more than the lessons in every language; the
+# saturation and sqrt(d_k) tables take 40-60 ms each.
+@st.cache_data(max_entries=len(LESSONS) * len(LANGUAGES), show_spinner=False)
+def lesson_findings(key: str, language: str) -> Findings:
+    """The findings of lesson ``key``, their sentences in ``language``, computed once per server."""
     lesson = LESSONS[key]
-    return lesson.findings(lesson.panels)
+    with using_language(language):
+        return lesson.findings(lesson.panels)
 
 
 @st.cache_data(max_entries=1, show_spinner=False)  # the presets are fixed: one grid
@@ -116,7 +121,7 @@ def draw_figures(lesson: Lesson, figures) -> None:
     for i, grid in enumerate(f for f in figures if isinstance(f, Grid)):
         draw_grid(grid, f"lesson_{lesson.key}_grid_{i}")
     if heatmaps:
-        columns = [st.container() for _ in heatmaps] if on_phone() else st.columns(len(heatmaps))
+        columns = [st.container() for _heat in heatmaps] if on_phone() else st.columns(len(heatmaps))
         rows, cols = heatmaps[0].matrix.shape
         lone_square = len(heatmaps) == 1 and rows == cols and not on_phone()
         heat = heatmaps[0]
@@ -151,63 +156,66 @@ def open_button(label: str, config, view, key: str) -> None:
     row = st.container(horizontal=True, vertical_alignment="center", gap="small", key=key)
     row.page_link(navigation.page("heads"), label=label, query_params=explorer_params(config, view),
                   icon=":material/arrow_forward:")
-    row.link_button("New tab", full_link(explorer_query(config, view)), icon=":material/open_in_new:")
+    row.link_button(_("New tab"), full_link(explorer_query(config, view)), icon=":material/open_in_new:")
 
 
 def render_lesson(lesson: Lesson) -> None:
     keys = list(LESSONS)
     position = keys.index(lesson.key)
-    st.header(f"{position + 1}. {lesson.title}")
-    source = f"[{lesson.source}]({lesson.source_url})" if lesson.source_url else lesson.source
-    st.markdown(f"*“{lesson.question}”* — {source}")
+    st.header(f"{position + 1}. {_(lesson.title)}")
+    source = f"[{_(lesson.source)}]({lesson.source_url})" if lesson.source_url else _(lesson.source)
+    st.markdown(f"*“{_(lesson.question)}”* — {source}")
     if answer_hidden(lesson):
         lesson_navigation(keys, position)
         return
-    findings = lesson_findings(lesson.key)
+    findings = lesson_findings(lesson.key, current_language())
+    if findings.warning:
+        st.warning(findings.warning, icon=":material/warning:")
     draw_figures(lesson, findings.figures)
     if findings.note:
         st.caption(findings.note)
     st.markdown(claim_list(findings.claims))
-    st.info(lesson.explanation, icon=":material/lightbulb:")
+    st.info(_(lesson.explanation), icon=":material/lightbulb:")
     for caption, table in findings.tables:
         st.caption(caption)
-        st.dataframe(table, hide_index=True, column_config=number_formats(table))
-    st.subheader("Open in the explorer")
+        shown = table.rename(columns=_)  # column names are marked where the lesson builds its table
+        st.dataframe(shown, hide_index=True, column_config=number_formats(shown))
+    st.subheader(_("Open in the explorer"))
     for i, panel in enumerate(lesson.panels):
         left, right = st.columns([2, 3], vertical_alignment="center")
         with left:
-            open_button(panel.caption, panel.config, panel.view, f"lesson_open_{lesson.key}_{i}")
+            open_button(_(panel.caption), panel.config, panel.view, f"lesson_open_{lesson.key}_{i}")
         with right:
             st.code(full_link(explorer_query(panel.config, {**panel.view, "present": presenting()})), language=None,
                     wrap_lines=True)
-    st.caption("Link to this lesson, for a slide:")
+    st.caption(_("Link to this lesson, for a slide:"))
     st.code(full_link(lesson_query(lesson.key, presenting()), PAGE_PATH), language=None, wrap_lines=True)
     lesson_navigation(keys, position)
 
 
 def lesson_navigation(keys: list[str], position: int) -> None:
     """Links to the previous and next lesson: real links, so the browser's Back returns to this one."""
-    back, _, forward = st.columns([1, 2, 1])
+    back, _middle, forward = st.columns([1, 2, 1])
     lessons = navigation.page(PAGE_PATH)
     if position > 0:
         with back.container(key="lesson_prev"):
-            st.page_link(lessons, label="← previous lesson", query_params=lesson_params(keys[position - 1], presenting()))
+            st.page_link(lessons, label=_("← previous lesson"), query_params=lesson_params(keys[position - 1], presenting()))
     if position < len(keys) - 1:
         with forward.container(key="lesson_next"):
-            st.page_link(lessons, label="next lesson →", query_params=lesson_params(keys[position + 1], presenting()))
+            st.page_link(lessons, label=_("next lesson →"), query_params=lesson_params(keys[position + 1], presenting()))
 
 
 def answer_hidden(lesson: Lesson) -> bool:
     """Predict first (toggle ``w_lesson_predict``): the figures, claims and explanation wait behind a Reveal
     button, once per lesson, so a class can answer the question before it sees the numbers."""
-    if not st.toggle("Predict first: hide the answer until the class has guessed", key="w_lesson_predict",
+    if not st.toggle(_("Predict first: hide the answer until the class has guessed"), key="w_lesson_predict",
                      persist_state=KEEP):
         return False
     revealed = st.session_state.setdefault("lessons_revealed", set())
     if lesson.key in revealed:
         return False
-    st.info("Answer the question first, then reveal what the numbers say.", icon=":material/help:")
-    st.button("Reveal the answer", key=f"lesson_reveal_{lesson.key}", on_click=revealed.add, args=(lesson.key,),
+    st.info(_("Answer the question first, then reveal what the numbers say."), icon=":material/help:")
+    st.button(_("Reveal the answer"), key=f"lesson_reveal_{lesson.key}", on_click=revealed.add, args=(lesson.key,),
               type="primary")
     return True
 
@@ -221,33 +229,35 @@ def number_formats(table) -> dict:
 
 def render_overview() -> None:
     st.write(
-        f"{len(LESSONS)} short lessons, one for each confusion learners keep reporting about multi-head attention. "
-        "Each shows a configuration that makes the point, the numbers behind it, and a link for your slides."
+        _("{n} short lessons, one for each confusion learners keep reporting about multi-head attention. Each shows "
+          "a configuration that makes the point, the numbers behind it, and a link for your slides.").format(
+            n=len(LESSONS))
     )
     for key, lesson in LESSONS.items():
         left, right = st.columns(2, vertical_alignment="center")
         with left:
-            st.markdown(f"**{lesson.title}**  \n*“{lesson.question}”* ({lesson.source})")
+            st.markdown(f"**{_(lesson.title)}**  \n*“{_(lesson.question)}”* ({_(lesson.source)})")
         with right:
-            st.button("Show this lesson", key=f"lesson_show_{key}", on_click=pick, args=(key,))
+            st.button(_("Show this lesson"), key=f"lesson_show_{key}", on_click=pick, args=(key,))
             st.code(full_link(lesson_query(key, presenting()), PAGE_PATH), language=None, wrap_lines=True)
     render_presets()
 
 
 def render_presets() -> None:
-    st.header("Hand-built heads")
+    st.header(_("Hand-built heads"))
     st.write(
-        "These heads' weights are constructed, not drawn at random, so you know the pattern before you look: "
-        "a good first picture before random weights. Shown here: head 0 of each, on the sentence "
-        f"'{' '.join(next(iter(PRESET_CONFIGS.values())).tokens)}'."
+        _("These heads' weights are constructed, not drawn at random, so you know the pattern before you look: a "
+          "good first picture before random weights. Shown here: head 0 of each, on the sentence '{sentence}'.").format(
+            sentence=" ".join(next(iter(PRESET_CONFIGS.values())).tokens))
     )
-    draw_grid(cached_preset_grid(), "preset_grid")
+    grid = cached_preset_grid()
+    draw_grid(replace(grid, titles=[_(title) for title in grid.titles]), "preset_grid")
     for init, config in PRESET_CONFIGS.items():
         preset = PRESETS[init]
         left, right = st.columns(2, vertical_alignment="center")
         with left:
-            st.markdown(f"**{preset.name}** — {preset.description}")
-            open_button(f"Open the {preset.name} head", config, {}, f"preset_open_{init}")
+            st.markdown(f"**{_(preset.name)}** — {_(preset.description)}")
+            open_button(_("Open the {name} head").format(name=_(preset.name)), config, {}, f"preset_open_{init}")
         with right:
             st.code(full_link(explorer_query(config)), language=None, wrap_lines=True)
 
@@ -256,7 +266,8 @@ def requested_lesson() -> str | None:
     """The lesson the link asks for (``?lesson=``); an unknown one gets a warning and the overview."""
     requested = st.query_params.get("lesson")
     if requested is not None and requested not in LESSONS:
-        st.warning(f"There is no lesson called '{requested}'. Choose one of: {', '.join(LESSONS)}.")
+        st.warning(_("There is no lesson called '{requested}'. Choose one of: {keys}.").format(
+            requested=requested, keys=", ".join(LESSONS)))
         return None
     return requested
 
@@ -279,17 +290,17 @@ def main() -> None:
     top = st.container()  # the overview's title goes above the picker
     follow_link(requested)
     choice = st.pills(
-        "Lesson",
+        _("Lesson"),
         [OVERVIEW, *LESSONS],
         key="lesson_pick",
         required=True,
-        format_func=lambda k: "All lessons" if k == OVERVIEW else lesson_label(k),
+        format_func=lambda k: _("All lessons") if k == OVERVIEW else lesson_label(k),
         label_visibility="collapsed",
     )
     if choice == OVERVIEW:
         if "lesson" in st.query_params:
             del st.query_params["lesson"]
-        top.title("Lessons")
+        top.title(_("Lessons"))
         st.session_state.lesson_written = OVERVIEW
         render_overview()
     else:

@@ -374,3 +374,68 @@ def test_sqrt_dk_table_and_claims_are_averages_over_the_seeds(findings):
     assert_states(first, [sizes[0], sizes[-1], raw_spread[-1] / raw_spread[0], sizes[-1] // sizes[0],
                           np.sqrt(sizes[-1] / sizes[0]), scaled_spread.min(), scaled_spread.max()])
     assert_states(second, [raw_max[0], raw_max[-1], scaled_max.mean()])
+
+
+# ---- lesson 18, tokens across scripts: counts from the real tokenizers, loaded here by the models' own loaders ----
+
+
+def token_counts(text: str, smollm2, model) -> dict[str, int]:
+    """What the lesson should state for ``text``: recounted from the models' tokenizers (conftest's fixtures load the
+    whole models, not the lesson's tokenizer-only path). A character is cut when no token's bytes decode to it whole:
+    a lone piece of a UTF-8 sequence never decodes, so ``errors="ignore"`` keeps exactly the whole characters."""
+    from mha_core.bpe import token_bytes
+
+    pieces = [token_bytes(smollm2.vocabulary[i]) for i in smollm2.tokenizer.encode(text).ids]
+    words = model.tokenize(text)[1:-1]  # [CLS] ... [SEP]
+    whole = sum(len(piece.decode("utf-8", errors="ignore")) for piece in pieces)
+    assert b"".join(pieces) == text.encode("utf-8")  # the pieces are the text's bytes, in order
+    return {"chars": len(text), "bytes": len(text.encode("utf-8")), "smollm2": len(pieces), "cut": len(text) - whole,
+            "minilm": len(words), "unk": words.count("[UNK]")}
+
+
+def test_tokens_lesson_states_the_tokenizers_counts(findings, smollm2, model):
+    from ui.pages.lessons.tokens import CHINESE, ENGLISH, SENTENCES, SPANISH
+
+    counted = [token_counts(row[lang], smollm2, model) for row in SENTENCES for lang in (ENGLISH, CHINESE, SPANISH)]
+    en, zh, es = counted[:3]
+    en_total, zh_total = sum(c["smollm2"] for c in counted[0::3]), sum(c["smollm2"] for c in counted[1::3])
+    shown = findings("tokens")
+    by_bytes, smol_first, smol_total, cut, minilm_zh, minilm_es = shown.claims
+    assert_states(by_bytes, [zh["chars"], zh["bytes"], zh["bytes"] / zh["chars"], en["bytes"]])
+    assert_states(smol_first, [en["smollm2"], zh["smollm2"], zh["chars"], en["chars"]])
+    assert_states(smol_total, [len(SENTENCES), zh_total, en_total, zh_total / en_total])
+    assert_states(cut, [zh["cut"], zh["chars"]])
+    assert_states(minilm_zh, [zh["minilm"], zh["chars"], zh["unk"]])
+    assert_states(minilm_es, [es["unk"], es["minilm"]])
+    assert zh_total > 2 * en_total and zh["unk"] > 0  # the lesson's point, on these sentences
+    counts = shown.tables[0]
+    columns = ["characters", "UTF-8 bytes", "SmolLM2 tokens", "characters cut into byte pieces", "MiniLM pieces",
+               "[UNK] pieces"]
+    keys = ["chars", "bytes", "smollm2", "cut", "minilm", "unk"]
+    assert counts[columns].to_numpy().tolist() == [[c[k] for k in keys] for c in counted]
+
+
+def piece_bytes(piece: str) -> bytes:
+    """The bytes a shown SmolLM2 piece stands for: ␣ a space, 'X‹e7 8c›' the bytes e7 8c of X, else the text."""
+    out, rest = b"", piece
+    while rest:
+        if len(rest) > 1 and rest[1] == "‹":
+            held, rest = rest[2:].split("›", 1)
+            out += bytes.fromhex(held)
+        else:
+            out += b" " if rest[0] == "␣" else rest[0].encode("utf-8")
+            rest = rest[1:]
+    return out
+
+
+def test_tokens_lesson_pieces_round_trip_to_each_sentence(findings, smollm2, model):
+    from ui.pages.lessons.tokens import CHINESE, ENGLISH, SENTENCES, SPANISH
+
+    texts = [row[lang] for row in SENTENCES for lang in (ENGLISH, CHINESE, SPANISH)]
+    pieces = findings("tokens").tables[1]
+    for text, smol, words in zip(texts, pieces["SmolLM2 pieces"], pieces["MiniLM word pieces"], strict=True):
+        shown = smol.split(" | ")
+        assert b"".join(piece_bytes(p) for p in shown) == text.encode("utf-8"), (text, smol)
+        assert len(shown) == len(smollm2.tokenizer.encode(text).ids)
+        assert words.split(" | ") == model.tokenize(text)[1:-1]
+    assert "猫‹" in pieces["SmolLM2 pieces"].iloc[1]  # a character cut between tokens is shown with its bytes

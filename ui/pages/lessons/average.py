@@ -9,6 +9,7 @@ import pandas as pd
 
 from mha_core.config import run
 from mha_core.diagnostics import max_weight
+from ui.i18n import N_, _
 from ui.pages.lessons.records import BASE, Claim, Findings, Grid, Lesson, LessonPanel, head_titles
 
 
@@ -24,24 +25,25 @@ def average_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     n_rows = len(config.tokens)
     table = pd.DataFrame(
         {
-            "panel": [*(f"head {h}" for h in range(config.n_heads)), "average"],
-            "mean row maximum": [*per_head, of_average],
-            "rows whose strongest key matches the average's": [*(f"{a} of {n_rows}" for a in agree), "—"],
+            N_("panel"): [*head_titles("", config.n_heads), _("average")],
+            N_("mean row maximum"): [*per_head, of_average],
+            N_("rows whose strongest key matches the average's"): [
+                *(_("{agree} of {rows}").format(agree=a, rows=n_rows) for a in agree), "—"],
         }
     )
     claims = (
         Claim(
-            f"The average's mean row maximum is {of_average:.2f}, lower than every single head's "
-            f"({per_head.min():.2f} to {per_head.max():.2f}): averaging blurs.",
+            _("The average's mean row maximum is {average:.2f}, lower than every single head's ({low:.2f} to "
+              "{high:.2f}): averaging blurs.").format(average=of_average, low=per_head.min(), high=per_head.max()),
             bool(of_average < per_head.min()),
         ),
         Claim(
-            f"The average's strongest key matches a head's in only {agree.min()} to {agree.max()} of "
-            f"{n_rows} rows: it shows a pattern no single head computes.",
+            _("The average's strongest key matches a head's in only {low} to {high} of {rows} rows: it shows a "
+              "pattern no single head computes.").format(low=agree.min(), high=agree.max(), rows=n_rows),
             bool(agree.min() < n_rows),
         ),
     )
-    titles = [*head_titles("", config.n_heads), "average of the heads"]
+    titles = [*head_titles("", config.n_heads), _("average of the heads")]
     figures = (
         Grid(
             np.concatenate([weights, average[None]]),  # (nh + 1, T, T)
@@ -51,22 +53,21 @@ def average_findings(panels: tuple[LessonPanel, ...]) -> Findings:
             max_cols=config.n_heads + 1,
         ),
     )
-    note = (
-        "Weights drawn standard normal (as in seed 003): each head is sharp, so the blur of the average is easy to see."
-    )
-    return Findings(figures, claims, (("Each head against the average.", table),), note)
+    note = _("Weights drawn standard normal (as in seed 003): each head is sharp, so the blur of the average is easy "
+             "to see.")
+    return Findings(figures, claims, ((_("Each head against the average."), table),), note)
 
 
 LESSONS = (
     Lesson(
         key="average",
-        title="Averaging heads hides what each head does",
-        short_title="Average of heads",
-        question="Should I look at the average over heads, or at each head separately?",
-        source="asked in BertViz #111 and pytorch #47583",
+        title=N_("Averaging heads hides what each head does"),
+        short_title=N_("Average of heads"),
+        question=N_("Should I look at the average over heads, or at each head separately?"),
+        source=N_("asked in BertViz #111 and pytorch #47583"),
         source_url="https://github.com/jessevig/bertviz/issues/111",
-        panels=(LessonPanel("Four heads and their average", replace(BASE, init="normal"), {"avg": True}),),
-        explanation=(
+        panels=(LessonPanel(N_("Four heads and their average"), replace(BASE, init="normal"), {"avg": True}),),
+        explanation=N_(
             "Each head computes its own weights and its own output, and the layer concatenates them: it never "
             "averages. The average is a summary for the eye only: it is flatter than every head, and where the "
             "heads disagree it shows a blend that no head computes. torch's nn.MultiheadAttention returns this "

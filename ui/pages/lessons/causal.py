@@ -10,6 +10,7 @@ import pandas as pd
 from mha_core.config import run
 from mha_core.diagnostics import renormalised_rows
 from ui.charts.markdown import literal
+from ui.i18n import N_, _
 from ui.pages.lessons.records import BASE, Claim, Findings, Grid, Lesson, LessonPanel, tiny
 
 CAUSAL_ROW = 3  # the query row whose renormalisation the lesson spells out
@@ -30,29 +31,30 @@ def causal_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     kept_mass = float(w_free[i, : i + 1].sum())
     row_table = pd.DataFrame(
         {
-            "key": labels,
-            "may attend": ["yes" if m else "no (masked)" for m in causal.mask[i]],
-            "weight without mask": w_free[i],
-            "÷ kept mass": expected[i],
-            "weight with causal mask": w_causal[i],
+            N_("key"): labels,
+            N_("may attend"): [_("yes") if m else _("no (masked)") for m in causal.mask[i]],
+            N_("weight without mask"): w_free[i],
+            N_("÷ kept mass"): expected[i],
+            N_("weight with causal mask"): w_causal[i],
         }
     )
     shift_table = pd.DataFrame(
         {
-            "position": labels,
-            "its output mixes": [" ".join(tokens[: t + 1]) for t in range(len(tokens))],
-            "a language model uses it to predict": [*tokens[1:], "(the word after the sentence)"],
+            N_("position"): labels,
+            N_("its output mixes"): [" ".join(tokens[: t + 1]) for t in range(len(tokens))],
+            N_("a language model uses it to predict"): [*tokens[1:], _("(the word after the sentence)")],
         }
     )
     claims = (
         Claim(
-            f"Every weight above the diagonal is 0 (largest: {tiny(upper.max())}) and every row still sums to 1 "
-            f"(max |sum − 1| = {tiny(np.abs(row_sums - 1).max())}).",
+            _("Every weight above the diagonal is 0 (largest: {largest}) and every row still sums to 1 "
+              "(max |sum − 1| = {gap}).").format(largest=tiny(upper.max()), gap=tiny(np.abs(row_sums - 1).max())),
             bool(np.all(upper == 0) and np.all(np.abs(row_sums - 1) <= 1e-12)),
         ),
         Claim(
-            f"Each causal row is the unmasked row cut to keys 0..i and divided by what is left: row {row} "
-            f"keeps {kept_mass:.3f} of its weight and every kept weight is divided by it (max |Δ| = {tiny(gap)}).",
+            _("Each causal row is the unmasked row cut to keys 0..i and divided by what is left: row {row} keeps "
+              "{kept:.3f} of its weight and every kept weight is divided by it (max |Δ| = {gap}).").format(
+                row=row, kept=kept_mass, gap=tiny(gap)),
             gap <= 1e-12,
         ),
     )
@@ -61,14 +63,15 @@ def causal_findings(panels: tuple[LessonPanel, ...]) -> Findings:
             np.stack([w_free, w_causal]),  # (2, T, T)
             free.query_labels,
             labels,
-            ["no mask", "causal mask"],
+            [_("no mask"), _("causal mask")],
             max_cols=2,
             mask=np.stack([np.ones_like(causal.mask), causal.mask]),  # (2, T, T)
         ),
     )
     tables = (
-        (f"Row {row}, step by step: the masked keys' weight is shared out again in proportion.", row_table),
-        ("The 'shift': position i only sees tokens 0..i, so it is trained to predict token i+1.", shift_table),
+        (_("Row {row}, step by step: the masked keys' weight is shared out again in proportion.").format(row=row),
+         row_table),
+        (_("The 'shift': position i only sees tokens 0..i, so it is trained to predict token i+1."), shift_table),
     )
     return Findings(figures, claims, tables)
 
@@ -76,16 +79,16 @@ def causal_findings(panels: tuple[LessonPanel, ...]) -> Findings:
 LESSONS = (
     Lesson(
         key="causal",
-        title="Causal mask: rows renormalise, outputs 'shift'",
-        short_title="Causal mask",
-        question="With a causal mask, what happens to each row, and why does the output look shifted by one?",
-        source="asked in llm-viz #13",
+        title=N_("Causal mask: rows renormalise, outputs 'shift'"),
+        short_title=N_("Causal mask"),
+        question=N_("With a causal mask, what happens to each row, and why does the output look shifted by one?"),
+        source=N_("asked in llm-viz #13"),
         source_url="https://github.com/bbycroft/llm-viz/issues/13",
         panels=(
-            LessonPanel("No mask", replace(BASE, n_heads=1)),
-            LessonPanel("Causal mask", replace(BASE, n_heads=1, mask="causal")),
+            LessonPanel(N_("No mask"), replace(BASE, n_heads=1)),
+            LessonPanel(N_("Causal mask"), replace(BASE, n_heads=1, mask="causal")),
         ),
-        explanation=(
+        explanation=N_(
             "The mask sets the scores of later tokens to −∞ before the softmax, so they get weight exactly 0 and "
             "the softmax hands the whole weight to the keys the row may see: the surviving weights are the "
             "unmasked ones divided by their sum. Row i therefore mixes only tokens 0..i. A language model uses "

@@ -10,6 +10,7 @@ import pandas as pd
 from mha_core.config import run
 from mha_core.contributions import head_share_of_output
 from mha_core.diagnostics import max_weight
+from ui.i18n import N_, _
 from ui.pages.lessons.records import (
     BASE,
     Claim,
@@ -35,39 +36,41 @@ def colour_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     brightest, strongest = int(np.argmax(brightness)), int(np.argmax(shares))
     table = pd.DataFrame(
         {
-            "head": [f"head {h}" for h in range(config.n_heads)],
-            "brightest cell": weights.max(axis=(1, 2)),
-            "mean row maximum": brightness,
-            "every row sums to": row_sums.mean(axis=1),
-            "share of the output (%)": 100 * shares,
+            N_("head"): head_titles("", config.n_heads),
+            N_("brightest cell"): weights.max(axis=(1, 2)),
+            N_("mean row maximum"): brightness,
+            N_("every row sums to"): row_sums.mean(axis=1),
+            N_("share of the output (%)"): 100 * shares,
         }
     )
     claims = (
         Claim(
-            f"Every row of every head sums to 1 (max |sum − 1| = {tiny(np.abs(row_sums - 1).max())}), "
-            "whether it looks bright or faint.",
+            _("Every row of every head sums to 1 (max |sum − 1| = {gap}), whether it looks bright or faint.").format(
+                gap=tiny(np.abs(row_sums - 1).max())),
             bool(np.all(np.abs(row_sums - 1) <= 1e-12)),
         ),
         Claim(
-            f"The brightest head (head {brightest}, mean row maximum {brightness[brightest]:.2f}) supplies "
-            f"{pct(shares[brightest])} of the output; head {strongest} supplies the most ({pct(shares[strongest])}).",
+            _("The brightest head (head {brightest}, mean row maximum {maximum:.2f}) supplies {share} of the output; "
+              "head {strongest} supplies the most ({most}).").format(
+                brightest=brightest, maximum=brightness[brightest], share=pct(shares[brightest]), strongest=strongest,
+                most=pct(shares[strongest])),
             brightest != strongest,
         ),
     )
     figures = (Grid(weights, result.query_labels, result.key_labels, head_titles("", config.n_heads)),)
-    return Findings(figures, claims, (("Brightness is not importance.", table),))
+    return Findings(figures, claims, ((_("Brightness is not importance."), table),))
 
 
 LESSONS = (
     Lesson(
         key="colours",
-        title="Colour is a weight within one row, not a head's importance",
-        short_title="Colours",
-        question="Does a brighter colour mean a more important head, or a stronger connection?",
-        source="asked in BertViz #61",
+        title=N_("Colour is a weight within one row, not a head's importance"),
+        short_title=N_("Colours"),
+        question=N_("Does a brighter colour mean a more important head, or a stronger connection?"),
+        source=N_("asked in BertViz #61"),
         source_url="https://github.com/jessevig/bertviz/issues/61",
-        panels=(LessonPanel("Four heads on one 0..1 colour scale", replace(BASE, seed=1)),),
-        explanation=(
+        panels=(LessonPanel(N_("Four heads on one 0..1 colour scale"), replace(BASE, seed=1)),),
+        explanation=N_(
             "In BertViz's head view a colour marks which head a line belongs to and its shade marks the weight, so "
             "several colours on one word are several heads drawn on top of each other. Here every head has its own "
             "panel and colour means one thing only: the share of that query row's attention given to that key, on "

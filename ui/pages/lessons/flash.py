@@ -17,6 +17,7 @@ from mha_core.cache_policy import policy_run
 from mha_core.config import MHAConfig, run
 from mha_core.decoder import decoder_config
 from mha_core.flash import FlashRun, flash_of_run, weights_from_lse
+from ui.i18n import N_, _
 from ui.pages.lessons.links import short_params
 from ui.pages.lessons.records import BASE, Claim, Findings, Heatmap, Lesson, LessonPanel, tiny
 
@@ -77,24 +78,25 @@ def online_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     labels = result.key_labels
     seen = weights_so_far(kernel, row)  # (Tk, Tk)
     claims = (
-        Claim(f"Row {labels[row]}: the tile of key {labels[step.cols[0]]} raises the maximum from "
-              f"{step.m_old[0]:.3f} to {step.m_new[0]:.3f}, so ℓ and O~ are first multiplied by "
-              f"e^({step.m_old[0]:.3f} − {step.m_new[0]:.3f}) = {step.rescale[0]:.3f}: a factor below 1, never above.",
+        Claim(_("Row {row}: the tile of key {key} raises the maximum from {old:.3f} to {new:.3f}, so ℓ and O~ are first "
+                "multiplied by e^({old:.3f} − {new:.3f}) = {rescale:.3f}: a factor below 1, never above.").format(
+            row=labels[row], key=labels[step.cols[0]], old=step.m_old[0], new=step.m_new[0], rescale=step.rescale[0]),
               bool(0 < step.rescale[0] < 1) and all(np.all(s.rescale <= 1) for s in kernel.steps)),
-        Claim(f"After that tile the output so far is a weighted average: {share:.3f} × the old partial O + "
-              f"{1 - share:.3f} × the new key's value (max |Δ| = {tiny(mix_gap)}). A larger maximum pulls O "
-              "towards the new key; the keys seen before keep their proportions among themselves.",
+        Claim(_("After that tile the output so far is a weighted average: {share:.3f} × the old partial O + "
+                "{rest:.3f} × the new key's value (max |Δ| = {gap}). A larger maximum pulls O towards the new key; the "
+                "keys seen before keep their proportions among themselves.").format(share=share, rest=1 - share,
+                                                                                    gap=tiny(mix_gap)),
               mix_gap <= 1e-12),
-        Claim(f"After the last tile O equals the engine's softmax(S)·V (max |Δ| = {tiny(final_gap)}), and other "
-              f"block sizes give the same output (max |Δ| = {tiny(blocks_gap)}).",
+        Claim(_("After the last tile O equals the engine's softmax(S)·V (max |Δ| = {gap}), and other block sizes give "
+                "the same output (max |Δ| = {blocks}).").format(gap=tiny(final_gap), blocks=tiny(blocks_gap)),
               final_gap <= 1e-12 and blocks_gap <= 1e-12),
     )
-    figure = Heatmap(seen, [f"after key {labels[j]}" for j in range(seen.shape[0])], labels,
-                     f"Row {labels[row]}: the weights the running state implies, tile by tile", "weight",
-                     "step", "key")
-    note = ("Each row is the state after one more tile (B_c = 1): exp(S_j − m) / ℓ for the keys seen so far. When a "
-            "key with a larger logit arrives, every earlier weight shrinks by the same factor. The last row is the "
-            f"softmax itself. Step through it: {flash_link(config, br=1, bc=1, tile=step.index)}")
+    figure = Heatmap(seen, [_("after key {key}").format(key=labels[j]) for j in range(seen.shape[0])], labels,
+                     _("Row {row}: the weights the running state implies, tile by tile").format(row=labels[row]),
+                     _("weight"), _("step"), _("key"))
+    note = _("Each row is the state after one more tile (B_c = 1): exp(S_j − m) / ℓ for the keys seen so far. When a "
+             "key with a larger logit arrives, every earlier weight shrinks by the same factor. The last row is the "
+             "softmax itself. Step through it: {link}").format(link=flash_link(config, br=1, bc=1, tile=step.index))
     return Findings((figure,), claims, note=note)
 
 
@@ -107,9 +109,9 @@ def traffic_rows(base: MHAConfig, block: int) -> pd.DataFrame:
     for t in TRAFFIC_LENGTHS:
         config = replace(base, tokens=tuple(f"w{i}" for i in range(t)), mask="causal")
         traffic = flash_of_run(run(config), 0, min(block, t), min(block, t)).traffic
-        rows.append({"tokens T": t, "standard: HBM numbers": traffic.standard_reads + traffic.standard_writes,
-                     "tiled: HBM numbers": traffic.flash_reads + traffic.flash_writes,
-                     "weights to return (T²)": traffic.weights_numbers})
+        rows.append({N_("tokens T"): t, N_("standard: HBM numbers"): traffic.standard_reads + traffic.standard_writes,
+                     N_("tiled: HBM numbers"): traffic.flash_reads + traffic.flash_writes,
+                     N_("weights to return (T²)"): traffic.weights_numbers})
     return pd.DataFrame(rows)
 
 
@@ -125,21 +127,23 @@ def never_stored_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     ratio = last["standard: HBM numbers"] / last["tiled: HBM numbers"]
     t = len(config.tokens)
     claims = (
-        Claim(f"The kernel writes {kernel.traffic.flash_writes} numbers for this head: O ({t} × "
-              f"{kernel.output.shape[1]}) and one log-sum-exp per row. Returning the weights would add "
-              f"{kernel.traffic.weights_numbers} = {t}² more.",
+        Claim(_("The kernel writes {writes} numbers for this head: O ({t} × {hv}) and one log-sum-exp per row. "
+                "Returning the weights would add {weights} = {t}² more.").format(
+            writes=kernel.traffic.flash_writes, t=t, hv=kernel.output.shape[1], weights=kernel.traffic.weights_numbers),
               kernel.traffic.flash_writes == t * (kernel.output.shape[1] + 1) and kernel.traffic.weights_numbers == t * t),
-        Claim(f"At {int(last['tokens T'])} tokens, standard attention moves {int(last['standard: HBM numbers']):,} "
-              f"numbers through HBM and the tiled kernel {int(last['tiled: HBM numbers']):,}: {ratio:.1f}× fewer, and "
-              "the gap widens with T (the T² terms are what it avoids).",
+        Claim(_("At {t} tokens, standard attention moves {standard:,} numbers through HBM and the tiled kernel "
+                "{tiled:,}: {ratio:.1f}× fewer, and the gap widens with T (the T² terms are what it avoids).").format(
+            t=int(last["tokens T"]), standard=int(last["standard: HBM numbers"]), tiled=int(last["tiled: HBM numbers"]),
+            ratio=ratio),
               bool(np.all(np.diff(table["standard: HBM numbers"] / table["tiled: HBM numbers"]) > 0)) and ratio > 1),
-        Claim(f"The saved log-sum-exp is enough to rebuild any weight as exp(S_ij − lse_i), tile by tile, as the "
-              f"backward pass does: max |Δ| against the engine's weights = {tiny(gap)}.", gap <= 1e-12),
+        Claim(_("The saved log-sum-exp is enough to rebuild any weight as exp(S_ij − lse_i), tile by tile, as the "
+                "backward pass does: max |Δ| against the engine's weights = {gap}.").format(gap=tiny(gap)),
+              gap <= 1e-12),
     )
-    figure = Heatmap(rebuilt, result.query_labels, result.key_labels, "Weights rebuilt from the log-sum-exp",
-                     "weight", "query", "key")
-    note = f"On the FlashAttention page: {flash_link(config, br=2, bc=2)}"
-    return Findings((figure,), claims, (("One causal head, B_r = B_c = 8 (numbers, not bytes).", table),), note)
+    figure = Heatmap(rebuilt, result.query_labels, result.key_labels, _("Weights rebuilt from the log-sum-exp"),
+                     _("weight"), _("query"), _("key"))
+    note = _("On the FlashAttention page: {link}").format(link=flash_link(config, br=2, bc=2))
+    return Findings((figure,), claims, ((_("One causal head, B_r = B_c = 8 (numbers, not bytes)."), table),), note)
 
 
 # ---- 3. causal skipping ------------------------------------------------------------------------
@@ -153,8 +157,8 @@ def skip_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     for block in SKIP_BLOCKS:
         kernel = flash_of_run(result, 0, block, block)
         tiles = len(kernel.steps)
-        rows.append({"B_r = B_c": block, "tiles": tiles, "skipped": kernel.traffic.tiles_skipped,
-                     "skipped (%)": 100 * kernel.traffic.tiles_skipped / tiles})
+        rows.append({"B_r = B_c": block, N_("tiles"): tiles, N_("skipped"): kernel.traffic.tiles_skipped,
+                     N_("skipped (%)"): 100 * kernel.traffic.tiles_skipped / tiles})
         gaps.append(float(np.max(np.abs(kernel.output - result.trace.heads[0]))))
     table = pd.DataFrame(rows)
     small = run(config)
@@ -163,24 +167,27 @@ def skip_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     n = -(-len(config.tokens) // 2)
     above = [(i, j) for i in range(n) for j in range(n) if j > i]
     claims = (
-        Claim(f"With {len(config.tokens)} tokens in tiles of 2 × 2, the kernel skips the {len(skipped)} tiles above "
-              f"the diagonal, {', '.join(map(str, skipped))}: every query in them comes before every key.",
+        Claim(_("With {t} tokens in tiles of 2 × 2, the kernel skips the {n} tiles above the diagonal, {tiles}: every "
+                "query in them comes before every key.").format(t=len(config.tokens), n=len(skipped),
+                                                                tiles=", ".join(map(str, skipped))),
               skipped == above),
-        Claim(f"At 64 tokens the skipped share grows as tiles shrink, from {table['skipped (%)'].iloc[0]:.0f}% "
-              f"(tiles of {SKIP_BLOCKS[0]}) to {table['skipped (%)'].iloc[-1]:.1f}% (tiles of 1), towards half.",
+        Claim(_("At 64 tokens the skipped share grows as tiles shrink, from {first:.0f}% (tiles of {block}) to "
+                "{last:.1f}% (tiles of 1), towards half.").format(first=table["skipped (%)"].iloc[0],
+                                                                  block=SKIP_BLOCKS[0],
+                                                                  last=table["skipped (%)"].iloc[-1]),
               bool(np.all(np.diff(table["skipped (%)"]) > 0)) and table["skipped (%)"].iloc[-1] < 50),
-        Claim(f"Skipping changes no number: the output equals the engine's for every block size "
-              f"(max |Δ| = {tiny(max(gaps))}), because a skipped tile would only add exp(−∞) = 0.",
+        Claim(_("Skipping changes no number: the output equals the engine's for every block size (max |Δ| = {gap}), "
+                "because a skipped tile would only add exp(−∞) = 0.").format(gap=tiny(max(gaps))),
               max(gaps) <= 1e-12),
     )
     n_tiles = np.zeros((n, n))  # (tiles, tiles) 1 = computed, 0 = skipped
     for step in kernel.steps:
         n_tiles[step.row_block, step.col_block] = 0.0 if step.skipped else 1.0
-    figure = Heatmap(n_tiles, [f"queries {2 * i}–{2 * i + 1}" for i in range(n)],
-                     [f"keys {2 * j}–{2 * j + 1}" for j in range(n)], "Tiles computed (1) and skipped (0)", "computed",
-                     "query block", "key block")
-    note = f"On the FlashAttention page: {flash_link(config, br=2, bc=2)}"
-    return Findings((figure,), claims, (("64 tokens, causal.", table),), note)
+    figure = Heatmap(n_tiles, [_("queries {first}–{last}").format(first=2 * i, last=2 * i + 1) for i in range(n)],
+                     [_("keys {first}–{last}").format(first=2 * j, last=2 * j + 1) for j in range(n)],
+                     _("Tiles computed (1) and skipped (0)"), _("computed"), _("query block"), _("key block"))
+    note = _("On the FlashAttention page: {link}").format(link=flash_link(config, br=2, bc=2))
+    return Findings((figure,), claims, ((_("64 tokens, causal."), table),), note)
 
 
 # ---- 4. attention sinks ------------------------------------------------------------------------
@@ -203,15 +210,17 @@ def sink_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     with_sink = sink_deviation(sink_head, "sinks", 1)
     random_window, random_sink = sink_deviation(random_head, "window", 0), sink_deviation(random_head, "sinks", 1)
     claims = (
-        Claim(f"This hand-built head puts {on_first:.0%} of every row on the first token, as many trained heads "
-              "park their spare weight there.", on_first > 0.99),
-        Claim(f"A window of {SINK_WINDOW} tokens evicts it: the outputs change by {window:.0%} of their size "
-              "(the head has nowhere to put its weight, so the softmax hands it to whatever is left).", window > 0.5),
-        Claim(f"Keeping one sink (S = 1) besides the same window brings the change to {tiny(with_sink)}: what the "
-              "head computes is back, to rounding (it gave the evicted recent tokens almost nothing).",
-              with_sink <= 1e-6),
-        Claim(f"A random head does not rely on token 0 as much: one sink reduces its change from {random_window:.0%} to "
-              f"{random_sink:.0%}, less dramatic but still a gain.", random_sink < random_window),
+        Claim(_("This hand-built head puts {share:.0%} of every row on the first token, as many trained heads park "
+                "their spare weight there.").format(share=on_first), on_first > 0.99),
+        Claim(_("A window of {window} tokens evicts it: the outputs change by {change:.0%} of their size (the head has "
+                "nowhere to put its weight, so the softmax hands it to whatever is left).").format(
+            window=SINK_WINDOW, change=window), window > 0.5),
+        Claim(_("Keeping one sink (S = 1) besides the same window brings the change to {change}: what the head "
+                "computes is back, to rounding (it gave the evicted recent tokens almost nothing).").format(
+            change=tiny(with_sink)), with_sink <= 1e-6),
+        Claim(_("A random head does not rely on token 0 as much: one sink reduces its change from {before:.0%} to "
+                "{after:.0%}, less dramatic but still a gain.").format(before=random_window, after=random_sink),
+              random_sink < random_window),
     )
     steps = policy_run(result, "window", SINK_WINDOW, 0, "original")
     rows = np.zeros((len(steps), len(steps)))  # (T, T)
@@ -220,24 +229,24 @@ def sink_findings(panels: tuple[LessonPanel, ...]) -> Findings:
         rows[step.position, step.held] = step.weights[0, 0]
         held[step.position, step.held] = True
     labels = result.query_labels
-    figure = Heatmap(rows, labels, labels, f"Window of {SINK_WINDOW}, no sink: head 0", "weight", "query", "key",
-                     allowed=held)
-    note = ("The toy model has no loss to measure, so the change of the layer's output against the full cache stands "
-            "in for StreamingLLM's perplexity. Try it on the Decoding page with cache=sinks.")
+    figure = Heatmap(rows, labels, labels, _("Window of {window}, no sink: head 0").format(window=SINK_WINDOW),
+                     _("weight"), _("query"), _("key"), allowed=held)
+    note = _("The toy model has no loss to measure, so the change of the layer's output against the full cache stands "
+             "in for StreamingLLM's perplexity. Try it on the Decoding page with cache=sinks.")
     return Findings((figure,), claims, note=note)
 
 
 LESSONS: tuple[Lesson, ...] = (
     Lesson(
         key="online_softmax",
-        short_title="Online softmax",
-        title="The online softmax: a later tile with a larger maximum",
-        question="Predict first: the kernel has summed some keys of a row; then a tile brings a key with a larger "
-                 "logit than any before. What happens to the output O computed so far?",
-        source="answered in Milakov & Gimelshein 2018 (online softmax) and Dao et al. 2022 (FlashAttention)",
+        short_title=N_("Online softmax"),
+        title=N_("The online softmax: a later tile with a larger maximum"),
+        question=N_("Predict first: the kernel has summed some keys of a row; then a tile brings a key with a larger "
+                    "logit than any before. What happens to the output O computed so far?"),
+        source=N_("answered in Milakov & Gimelshein 2018 (online softmax) and Dao et al. 2022 (FlashAttention)"),
         source_url="https://arxiv.org/abs/2205.14135",
-        panels=(LessonPanel("One head, no mask", replace(BASE, n_heads=1)),),
-        explanation=(
+        panels=(LessonPanel(N_("One head, no mask"), replace(BASE, n_heads=1)),),
+        explanation=N_(
             "The kernel keeps each row's running maximum m, its running sum ℓ of exp(logit − m) and an unnormalised "
             "output. A larger maximum means everything summed so far was measured against too small a reference: "
             "both are multiplied by e^(m_old − m_new), which is below 1, and the new tile is added. Nothing is lost "
@@ -247,14 +256,14 @@ LESSONS: tuple[Lesson, ...] = (
     ),
     Lesson(
         key="never_stored",
-        short_title="Weights never stored",
-        title="Why fused kernels cannot return the attention weights",
-        question="Predict first: FlashAttention computes every weight, so why does `need_weights=True` (or "
-                 "`output_attentions=True`) make libraries fall back to the slow path?",
-        source="asked in pytorch, transformers and flash-attention issues (e.g. Dao-AILab/flash-attention #1107)",
+        short_title=N_("Weights never stored"),
+        title=N_("Why fused kernels cannot return the attention weights"),
+        question=N_("Predict first: FlashAttention computes every weight, so why does `need_weights=True` (or "
+                    "`output_attentions=True`) make libraries fall back to the slow path?"),
+        source=N_("asked in pytorch, transformers and flash-attention issues (e.g. Dao-AILab/flash-attention #1107)"),
         source_url="https://github.com/Dao-AILab/flash-attention/issues/1107",
-        panels=(LessonPanel("One head, causal", replace(BASE, n_heads=1, mask="causal")),),
-        explanation=(
+        panels=(LessonPanel(N_("One head, causal"), replace(BASE, n_heads=1, mask="causal")),),
+        explanation=N_(
             "Each weight exists for a moment, inside one tile in on-chip memory, and is overwritten by the next tile. "
             "Returning them means writing a T × T matrix per head to main memory, which is the traffic the kernel "
             "exists to avoid. It saves one log-sum-exp per row instead, from which the backward pass rebuilds any "
@@ -264,14 +273,14 @@ LESSONS: tuple[Lesson, ...] = (
     ),
     Lesson(
         key="causal_skip",
-        short_title="Skipped tiles",
-        title="Causal masks let the kernel skip tiles",
-        question="Predict first: with a causal mask, what share of the tiles can a fused kernel skip, and does "
-                 "skipping change any number?",
-        source="answered in Dao 2023 (FlashAttention-2, section 3.1)",
+        short_title=N_("Skipped tiles"),
+        title=N_("Causal masks let the kernel skip tiles"),
+        question=N_("Predict first: with a causal mask, what share of the tiles can a fused kernel skip, and does "
+                    "skipping change any number?"),
+        source=N_("answered in Dao 2023 (FlashAttention-2, section 3.1)"),
         source_url="https://arxiv.org/abs/2307.08691",
-        panels=(LessonPanel("One head, causal", replace(BASE, n_heads=1, mask="causal")),),
-        explanation=(
+        panels=(LessonPanel(N_("One head, causal"), replace(BASE, n_heads=1, mask="causal")),),
+        explanation=N_(
             "A tile whose every key comes after every query is entirely masked: its exponentials would all be "
             "exp(−∞) = 0, so the kernel never loads its keys and values. Tiles that straddle the diagonal are "
             "computed with the mask inside. Smaller tiles follow the triangle more closely, so the skipped share "
@@ -281,17 +290,17 @@ LESSONS: tuple[Lesson, ...] = (
     ),
     Lesson(
         key="sinks",
-        short_title="Attention sinks",
-        title="Attention sinks: why a sliding window collapses",
-        question="Predict first: a head puts most of its weight on the first token. A sliding-window cache evicts "
-                 "that token; what happens to the head's output, and what does keeping one 'sink' token change?",
-        source="answered in Xiao et al. 2023, Efficient Streaming Language Models with Attention Sinks",
+        short_title=N_("Attention sinks"),
+        title=N_("Attention sinks: why a sliding window collapses"),
+        question=N_("Predict first: a head puts most of its weight on the first token. A sliding-window cache evicts "
+                    "that token; what happens to the head's output, and what does keeping one 'sink' token change?"),
+        source=N_("answered in Xiao et al. 2023, Efficient Streaming Language Models with Attention Sinks"),
         source_url="https://arxiv.org/abs/2309.17453",
         panels=(
-            LessonPanel("A first-token (sink) head", replace(BASE, tokens=SINK_SENTENCE, init="first", mask="causal")),
-            LessonPanel("A random head", replace(BASE, tokens=SINK_SENTENCE, mask="causal")),
+            LessonPanel(N_("A first-token (sink) head"), replace(BASE, tokens=SINK_SENTENCE, init="first", mask="causal")),
+            LessonPanel(N_("A random head"), replace(BASE, tokens=SINK_SENTENCE, mask="causal")),
         ),
-        explanation=(
+        explanation=N_(
             "A softmax row must hand out all its weight, and trained heads with nothing to attend to park it on the "
             "first tokens. A window that evicts them forces that weight onto the recent tokens, and the output "
             "changes completely. Keeping the first few tokens forever besides the window (StreamingLLM's sinks) "

@@ -8,6 +8,7 @@ import numpy as np
 
 from mha_core.config import run
 from mha_core.decoder import assembled_weights, decode_run, decoder_config, max_difference, step_cost
+from ui.i18n import N_, _
 from ui.pages.lessons.records import BASE, Claim, Findings, Grid, Lesson, LessonPanel, tiny
 from ui.pipeline.cache_table import cache_table
 
@@ -26,31 +27,34 @@ def kv_cache_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     prefill_intensity = decode_intensity * t  # full attention uses each cached key and value for all T queries
     fresh = {step_cost(step).fresh for step in steps}  # numbers each step computes anew
     claims = (
-        Claim(f"Token by token with the cache, the rows are those of full causal attention (max |Δ| = {tiny(gap)}).",
-              gap <= 1e-12),
-        Claim(f"Every step computes the same amount fresh ({step_cost(last).fresh} numbers) while the cache it "
-              f"reads grows by {last.cache.numbers // t} numbers per token.", len(fresh) == 1),
-        Claim(f"The last step does {flops} flops on {last.cache.nbytes} bytes of cache: {decode_intensity:.2f} "
-              f"flops per byte, {t}× less than attention over the whole sentence at once "
-              f"({prefill_intensity:.2f}). Hardware does ~10-100 flops per byte it reads, so decoding waits on memory.",
+        Claim(_("Token by token with the cache, the rows are those of full causal attention (max |Δ| = {gap}).").format(
+            gap=tiny(gap)), gap <= 1e-12),
+        Claim(_("Every step computes the same amount fresh ({fresh} numbers) while the cache it reads grows by "
+                "{growth} numbers per token.").format(fresh=step_cost(last).fresh, growth=last.cache.numbers // t),
+              len(fresh) == 1),
+        Claim(_("The last step does {flops} flops on {n_bytes} bytes of cache: {decode:.2f} flops per byte, {t}× less "
+                "than attention over the whole sentence at once ({prefill:.2f}). Hardware does ~10-100 flops per byte "
+                "it reads, so decoding waits on memory.").format(flops=flops, n_bytes=last.cache.nbytes,
+                                                                decode=decode_intensity, t=t,
+                                                                prefill=prefill_intensity),
               decode_intensity < 1 and abs(prefill_intensity / decode_intensity - t) < 1e-9),
     )
     figures = (Grid(np.stack([assembled[0], result.trace.weights[0]]), result.query_labels, result.key_labels,
-                    ["decoded with the cache", "full causal attention"], max_cols=2),)
+                    [_("decoded with the cache"), _("full causal attention")], max_cols=2),)
     table = cache_table(steps, result.query_labels, result.config.n_heads)
-    return Findings(figures, claims, (("The cache, step by step.", table),))
+    return Findings(figures, claims, ((_("The cache, step by step."), table),))
 
 
 LESSONS = (
     Lesson(
         key="kv_cache",
-        title="The KV cache: why decoding is memory-bound",
-        short_title="KV cache",
-        question="What does the KV cache keep, and why is generating text limited by memory, not arithmetic?",
-        source="answered in Pope et al. 2022, Efficiently Scaling Transformer Inference",
+        title=N_("The KV cache: why decoding is memory-bound"),
+        short_title=N_("KV cache"),
+        question=N_("What does the KV cache keep, and why is generating text limited by memory, not arithmetic?"),
+        source=N_("answered in Pope et al. 2022, Efficiently Scaling Transformer Inference"),
         source_url="https://arxiv.org/abs/2211.05102",
-        panels=(LessonPanel("Causal self-attention, decoded token by token", replace(BASE, mask="causal")),),
-        explanation=(
+        panels=(LessonPanel(N_("Causal self-attention, decoded token by token"), replace(BASE, mask="causal")),),
+        explanation=N_(
             "A decoder generates one token at a time, and each new token attends to every earlier one. The cache "
             "keeps the earlier keys and values, so a step computes only one query, one key and one value, and the "
             "rows it builds are exactly full causal attention's. But each step reads the whole cache to do one "

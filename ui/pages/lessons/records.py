@@ -17,6 +17,7 @@ import pandas as pd
 
 from mha_core.config import MHAConfig, run
 from mha_core.contributions import head_contributions
+from ui.i18n import _
 
 # A sentence without repeated words: repeated words share one embedding, so they split the
 # weight between their copies, which would blur the row-maximum numbers of several lessons.
@@ -77,6 +78,7 @@ class Findings:
     claims: tuple[Claim, ...]
     tables: tuple[tuple[str, pd.DataFrame], ...] = ()  # (caption, table)
     note: str = ""  # how to read the figures
+    warning: str = ""  # what could not be computed on this server (a model file missing), shown as a warning
 
 
 @dataclass(frozen=True)
@@ -111,5 +113,5 @@ def pct(x: float) -> str:
 
 
 def head_titles(prefix: str, n_heads: int) -> list[str]:
-    """Panel titles 'head 0', 'head 1', ... after ``prefix``."""
-    return [f"{prefix}head {h}" for h in range(n_heads)]
+    """Panel titles 'head 0', 'head 1', ... (in the run's language) after ``prefix``."""
+    return [prefix + _("head {h}").format(h=h) for h in range(n_heads)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 
+from ui.i18n import _
 from ui.pages.lessons.records import Lesson
 
 LESSON_MODULES = (
@@ -25,6 +26,7 @@ LESSON_MODULES = (
     "kv_cache",  # 10. the KV cache
     "kernels",  # 11-13. differential attention, MLA's latent cache, linear attention's constant state
     "flash",  # 14-17. FlashAttention's online softmax, weights never stored, skipped tiles, attention sinks
+    "tokens",  # 18. the same sentence in English, Chinese and Spanish: SmolLM2 tokens and MiniLM word pieces
 )
 
 
@@ -45,4 +47,4 @@ LESSONS: dict[str, Lesson] = load_lessons(LESSON_MODULES)
 
 def lesson_label(key: str) -> str:
     """Short label for the lesson picker: its number and a few words."""
-    return f"{list(LESSONS).index(key) + 1}. {LESSONS[key].short_title}"
+    return f"{list(LESSONS).index(key) + 1}. {_(LESSONS[key].short_title)}"

@@ -9,6 +9,7 @@ import pandas as pd
 
 from mha_core.config import run
 from mha_core.offsets import diagonal_spread, rope_offset_scores
+from ui.i18n import N_, _
 from ui.pages.lessons.records import BASE, Claim, Findings, Grid, Lesson, LessonPanel, head_titles, tiny
 
 OFFSET_POSITIONS = 6  # positions 0..5 of the lesson's table
@@ -26,29 +27,31 @@ def rope_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     offsets = np.arange(OFFSET_POSITIONS)
     by_offset = np.array([scores[o, 0] for o in offsets])  # query o positions after the key
     claims = (
-        Claim(f"Query and key moved together by any shift keep their score: along every diagonal of the table the "
-              f"scores differ by at most {tiny(spread)}.", spread <= 1e-10),
-        Claim(f"The rotation only turns: every query keeps its length (max change {tiny(length_change)}).",
-              length_change <= 1e-12),
-        Claim(f"The offset does matter: the same two vectors score from {by_offset.min():.3f} to "
-              f"{by_offset.max():.3f} as i − j goes from 0 to {OFFSET_POSITIONS - 1}.", np.ptp(by_offset) > 1e-3),
+        Claim(_("Query and key moved together by any shift keep their score: along every diagonal of the table the "
+                "scores differ by at most {spread}.").format(spread=tiny(spread)), spread <= 1e-10),
+        Claim(_("The rotation only turns: every query keeps its length (max change {change}).").format(
+            change=tiny(length_change)), length_change <= 1e-12),
+        Claim(_("The offset does matter: the same two vectors score from {low:.3f} to {high:.3f} as i − j goes from 0 "
+                "to {last}.").format(low=by_offset.min(), high=by_offset.max(), last=OFFSET_POSITIONS - 1),
+              np.ptp(by_offset) > 1e-3),
     )
-    table = pd.DataFrame(scores, index=[f"q at {p}" for p in offsets], columns=[f"k at {p}" for p in offsets])
+    table = pd.DataFrame(scores, index=[_("q at {p}").format(p=p) for p in offsets],
+                         columns=[_("k at {p}").format(p=p) for p in offsets])
     figures = (Grid(trace.weights, result.query_labels, result.key_labels, head_titles("RoPE, ", config.n_heads)),)
-    return Findings(figures, claims, (("Head 0: the query of token 0 and the key of token 1, placed at every pair of "
-                                       "positions (score after RoPE).", table),))
+    return Findings(figures, claims, ((_("Head 0: the query of token 0 and the key of token 1, placed at every pair of "
+                                         "positions (score after RoPE)."), table),))
 
 
 LESSONS = (
     Lesson(
         key="rope",
-        title="RoPE: relative position from a rotation",
+        title=N_("RoPE: relative position from a rotation"),
         short_title="RoPE",
-        question="How can rotating q and k tell a head how far apart two tokens are?",
-        source="answered in Su et al. 2021, RoFormer (used by LLaMA, Mistral, Qwen)",
+        question=N_("How can rotating q and k tell a head how far apart two tokens are?"),
+        source=N_("answered in Su et al. 2021, RoFormer (used by LLaMA, Mistral, Qwen)"),
         source_url="https://arxiv.org/abs/2104.09864",
-        panels=(LessonPanel("RoPE, causal mask", replace(BASE, pe="rope", mask="causal")),),
-        explanation=(
+        panels=(LessonPanel(N_("RoPE, causal mask"), replace(BASE, pe="rope", mask="causal")),),
+        explanation=N_(
             "RoPE adds nothing to the tokens: it turns each pair of a query's and a key's features by an angle "
             "proportional to the token's position. A dot product of two turned vectors depends on the difference "
             "of their angles, so the score of query i and key j depends on i − j, not on where the pair stands. "

@@ -9,6 +9,7 @@ import pandas as pd
 
 from mha_core.config import MHAConfig, run
 from mha_core.diagnostics import heads_agree, max_weight
+from ui.i18n import N_, _
 from ui.pages.lessons.records import (
     BASE,
     MEASURE_SEEDS,
@@ -45,10 +46,10 @@ def saturation_table(n_heads: int = 4, widths=SATURATION_WIDTHS, tokens=SENTENCE
         rows.append(
             {
                 "d_model": d_model,
-                "row max · Xavier": xavier_max,
-                "row max · uniform": uniform_max,
-                "all heads agree · Xavier (%)": 100 * xavier_same,
-                "all heads agree · uniform (%)": 100 * uniform_same,
+                N_("row max · Xavier"): xavier_max,
+                N_("row max · uniform"): uniform_max,
+                N_("all heads agree · Xavier (%)"): 100 * xavier_same,
+                N_("all heads agree · uniform (%)"): 100 * uniform_same,
             }
         )
     return pd.DataFrame(rows)
@@ -64,42 +65,43 @@ def saturation_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     flat = 1 / len(SENTENCE)
     claims = (
         Claim(
-            f"At every d_model from {SATURATION_WIDTHS[0]} to {SATURATION_WIDTHS[-1]}, uniform [0, 1) weights give "
-            f"a mean row maximum of {u_col.min():.2f} to {u_col.max():.2f}; Xavier gives {x_col.min():.2f} to "
-            f"{x_col.max():.2f} (a flat row would give {flat:.2f}).",
+            _("At every d_model from {first} to {last}, uniform [0, 1) weights give a mean row maximum of {u_low:.2f} "
+              "to {u_high:.2f}; Xavier gives {x_low:.2f} to {x_high:.2f} (a flat row would give {flat:.2f}).").format(
+                first=SATURATION_WIDTHS[0], last=SATURATION_WIDTHS[-1], u_low=u_col.min(), u_high=u_col.max(),
+                x_low=x_col.min(), x_high=x_col.max(), flat=flat),
             bool(np.all(u_col.to_numpy() > x_col.to_numpy())),
         ),
         Claim(
-            f"With uniform weights all {n_heads} heads pick the same key in {u_same.min():.0f}% to {u_same.max():.0f}% "
-            f"of rows; with Xavier in {x_same.min():.0f}% to {x_same.max():.0f}%: saturated heads look alike.",
+            _("With uniform weights all {n_heads} heads pick the same key in {u_low:.0f}% to {u_high:.0f}% of rows; "
+              "with Xavier in {x_low:.0f}% to {x_high:.0f}%: saturated heads look alike.").format(
+                n_heads=n_heads, u_low=u_same.min(), u_high=u_same.max(), x_low=x_same.min(), x_high=x_same.max()),
             bool(np.all(u_same.to_numpy() > x_same.to_numpy())),
         ),
     )
     weights = np.concatenate([xavier.trace.weights, uniform.trace.weights])  # (2 nh, T, T)
-    titles = [*head_titles("Xavier · ", n_heads), *head_titles("uniform [0,1) · ", n_heads)]
+    titles = [*head_titles("Xavier · ", n_heads), *head_titles(_("uniform [0,1) · "), n_heads)]
     figures = (Grid(weights, xavier.query_labels, xavier.key_labels, titles, max_cols=n_heads),)
-    caption = (
-        f"Measured live: mean row maximum and the share of rows where every head picks the same key, for "
-        f"{len(SENTENCE)} distinct tokens, {n_heads} heads, standard-normal embeddings, averaged over seeds "
-        f"{MEASURE_SEEDS.start}-{MEASURE_SEEDS.stop - 1}. Issue 6 quotes 0.91-0.99 (unscaled) and 0.32-0.38 (Xavier) "
-        "for d_model 16-128."
-    )
+    caption = _(
+        "Measured live: mean row maximum and the share of rows where every head picks the same key, for {tokens} "
+        "distinct tokens, {n_heads} heads, standard-normal embeddings, averaged over seeds {first}-{last}. Issue 6 "
+        "quotes 0.91-0.99 (unscaled) and 0.32-0.38 (Xavier) for d_model 16-128."
+    ).format(tokens=len(SENTENCE), n_heads=n_heads, first=MEASURE_SEEDS.start, last=MEASURE_SEEDS.stop - 1)
     return Findings(figures, claims, ((caption, table),))
 
 
 LESSONS = (
     Lesson(
         key="saturation",
-        title="Unscaled random weights saturate the softmax",
-        short_title="Saturation",
-        question="Why does every head look the same, with one bright cell per row?",
-        source="seen in seed 000, which draws its weights with np.random.rand",
+        title=N_("Unscaled random weights saturate the softmax"),
+        short_title=N_("Saturation"),
+        question=N_("Why does every head look the same, with one bright cell per row?"),
+        source=N_("seen in seed 000, which draws its weights with np.random.rand"),
         source_url="",
         panels=(
-            LessonPanel("Xavier weights", replace(BASE, d_model=64)),
-            LessonPanel("Uniform [0, 1) weights", replace(BASE, d_model=64, init="uniform")),
+            LessonPanel(N_("Xavier weights"), replace(BASE, d_model=64)),
+            LessonPanel(N_("Uniform [0, 1) weights"), replace(BASE, d_model=64, init="uniform")),
         ),
-        explanation=(
+        explanation=N_(
             "Weights drawn uniformly from [0, 1) are all positive with mean 0.5, so queries and keys come out "
             "large and pointing the same way: the scores spread over tens of units and the softmax gives nearly "
             "all the weight to one key, often the same key in every head. Xavier scaling (standard deviation "

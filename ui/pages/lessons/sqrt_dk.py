@@ -10,6 +10,7 @@ import pandas as pd
 from mha_core.attention import softmax
 from mha_core.config import MHAConfig, run
 from mha_core.diagnostics import max_weight, row_spread
+from ui.i18n import N_, _
 from ui.pages.lessons.records import BASE, MEASURE_SEEDS, SENTENCE, Claim, Findings, Grid, Lesson, LessonPanel
 
 HEAD_SIZES = (4, 16, 64, 256)  # d_k values of the sqrt(d_k) table (one head, d_model = d_k)
@@ -41,10 +42,10 @@ def scaling_table(head_sizes=HEAD_SIZES, tokens=SENTENCE, seeds=MEASURE_SEEDS) -
             {
                 "d_k": d_k,
                 "√d_k": float(np.sqrt(d_k)),  # to compare with the unscaled spread
-                "score spread, unscaled": numbers["raw spread"],
-                "score spread, ÷√d_k": numbers["scaled spread"],
-                "mean row max, unscaled": numbers["raw max"],
-                "mean row max, ÷√d_k": numbers["scaled max"],
+                N_("score spread, unscaled"): numbers["raw spread"],
+                N_("score spread, ÷√d_k"): numbers["scaled spread"],
+                N_("mean row max, unscaled"): numbers["raw max"],
+                N_("mean row max, ÷√d_k"): numbers["scaled max"],
             }
         )
     return pd.DataFrame(rows)
@@ -59,15 +60,17 @@ def scaling_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     root_ratio = np.sqrt(HEAD_SIZES[-1] / HEAD_SIZES[0])
     claims = (
         Claim(
-            f"From d_k = {HEAD_SIZES[0]} to {HEAD_SIZES[-1]} the unscaled scores spread {growth:.1f} times wider "
-            f"(√{HEAD_SIZES[-1] // HEAD_SIZES[0]} = {root_ratio:.0f}); divided by √d_k they stay between "
-            f"{scaled_col.min():.2f} and {scaled_col.max():.2f}.",
+            _("From d_k = {first} to {last} the unscaled scores spread {growth:.1f} times wider (√{ratio} = "
+              "{root:.0f}); divided by √d_k they stay between {low:.2f} and {high:.2f}.").format(
+                first=HEAD_SIZES[0], last=HEAD_SIZES[-1], growth=growth, ratio=HEAD_SIZES[-1] // HEAD_SIZES[0],
+                root=root_ratio, low=scaled_col.min(), high=scaled_col.max()),
             bool(growth > root_ratio / 2 and scaled_col.max() / scaled_col.min() < 1.5),
         ),
         Claim(
-            f"Unscaled, rows sharpen as d_k grows (mean row maximum {table['mean row max, unscaled'].iloc[0]:.2f} → "
-            f"{table['mean row max, unscaled'].iloc[-1]:.2f}); scaled they stay near "
-            f"{table['mean row max, ÷√d_k'].mean():.2f}.",
+            _("Unscaled, rows sharpen as d_k grows (mean row maximum {start:.2f} → {end:.2f}); scaled they stay near "
+              "{scaled:.2f}.").format(start=table["mean row max, unscaled"].iloc[0],
+                                      end=table["mean row max, unscaled"].iloc[-1],
+                                      scaled=table["mean row max, ÷√d_k"].mean()),
             bool(table["mean row max, unscaled"].iloc[-1] > table["mean row max, ÷√d_k"].iloc[-1]),
         ),
     )
@@ -78,32 +81,32 @@ def scaling_findings(panels: tuple[LessonPanel, ...]) -> Findings:
             weights,
             raw.query_labels,
             raw.key_labels,
-            [f"d_k = {d_k}, no scaling", f"d_k = {d_k}, ÷ √{d_k}"],
+            [_("d_k = {d_k}, no scaling").format(d_k=d_k), f"d_k = {d_k}, ÷ √{d_k}"],
             max_cols=2,
         ),
     )
-    caption = (
-        f"Measured live: one head with d_model = d_k, {len(SENTENCE)} tokens, Xavier weights, averaged over seeds "
-        f"{MEASURE_SEEDS.start}-{MEASURE_SEEDS.stop - 1}. Spread = standard deviation of a row's scores."
-    )
+    caption = _(
+        "Measured live: one head with d_model = d_k, {tokens} tokens, Xavier weights, averaged over seeds "
+        "{first}-{last}. Spread = standard deviation of a row's scores."
+    ).format(tokens=len(SENTENCE), first=MEASURE_SEEDS.start, last=MEASURE_SEEDS.stop - 1)
     return Findings(figures, claims, ((caption, table),))
 
 
 LESSONS = (
     Lesson(
         key="sqrt_dk",
-        title="Why divide the scores by √d_k",
+        title=N_("Why divide the scores by √d_k"),
         short_title="÷ √d_k",
-        question="Why scale the scores by 1/√d_k at all?",
-        source="answered in Vaswani et al. 2017, section 3.2.1",
+        question=N_("Why scale the scores by 1/√d_k at all?"),
+        source=N_("answered in Vaswani et al. 2017, section 3.2.1"),
         source_url="https://arxiv.org/abs/1706.03762",
         panels=(
             LessonPanel(
-                "d_k = 64, no scaling", replace(BASE, d_model=64, n_heads=1, scale_rule="none"), {"view": "logits"}
+                N_("d_k = 64, no scaling"), replace(BASE, d_model=64, n_heads=1, scale_rule="none"), {"view": "logits"}
             ),
-            LessonPanel("d_k = 64, divided by √64 = 8", replace(BASE, d_model=64, n_heads=1), {"view": "logits"}),
+            LessonPanel(N_("d_k = 64, divided by √64 = 8"), replace(BASE, d_model=64, n_heads=1), {"view": "logits"}),
         ),
-        explanation=(
+        explanation=N_(
             "A score is a sum of d_k products, so when queries and keys have entries of unit size its spread grows "
             "like √d_k. Dividing by √d_k brings the spread back to about 1 whatever the head size, so the softmax "
             "keeps the same character when you change d_model or the number of heads. Without it, bigger heads give "
