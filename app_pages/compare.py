@@ -113,7 +113,7 @@ def show_comparison(comparison, result_a, result_b) -> None:
     st.caption(comparison.note)
     if compare.differences(result_a.config, result_b.config) and not np.any(comparison.delta[np.isfinite(comparison.delta)]):
         st.info("B's change leaves every head's weights as they were: B − A is 0 in every cell.")  # e.g. W_O off
-    st.markdown("\n".join(f"- {compare.summary_line(row)}" for _, row in changes.iterrows()))
+    st.markdown("\n".join(f"- {compare.summary_line(row)}" for _head, row in changes.iterrows()))
     left, right = st.columns([5, 4])
     with left:
         head = st.selectbox("Head", list(range(comparison.n_heads)), key="cmp_head", format_func=lambda h: f"head {h}")

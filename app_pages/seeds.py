@@ -38,7 +38,7 @@ def render_case(case: SeedCase, comparison: CaseComparison) -> None:
     st.caption(case.description)
     st.markdown(f"**{match_mark(case, comparison)}**")
     for name in comparison.printed or {}:
-        printed, ours, _ = side_by_side(comparison, name)
+        printed, ours, _gap = side_by_side(comparison, name)
         left, right = st.columns(2)
         with left:
             st.caption(f"`{name}` as the seed printed it ({case.decimals} decimals)")

@@ -144,7 +144,7 @@ SEED000_PRINTED_ROW = np.array(
 def seed000_inputs(seed: int = EXAMPLE_SEED) -> tuple[np.ndarray, np.ndarray, AttentionWeights]:
     """Queries (B, Tq, C), keys/values (B, Tk, C) and uniform [0, 1) weights, in the seed's draw order."""
     rng = np.random.default_rng(seed)
-    w_q, w_k, w_v, w_o = (init_matrix(rng, "uniform", SEED000_D, SEED000_D) for _ in range(4))  # (C, C) each
+    w_q, w_k, w_v, w_o = (init_matrix(rng, "uniform", SEED000_D, SEED000_D) for _draw in range(4))  # (C, C) each
     queries = rng.random((SEED000_BATCH, SEED000_QUERIES, SEED000_D))  # (B, Tq, C)
     keys_values = rng.random((SEED000_BATCH, SEED000_KV, SEED000_D))  # (B, Tk, C)
     return queries, keys_values, AttentionWeights(w_q, w_k, w_v, w_o)
@@ -646,8 +646,8 @@ SEED004_D, SEED004_HEADS, SEED004_BATCH, SEED004_T = 512, 8, 2, 10
 def seed004_inputs(seed: int = EXAMPLE_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray, AttentionWeights]:
     """He-normal W_q, W_k, W_v, W_o (C, C), then inputs Q, K, V (B, T, C), in the seed's draw order."""
     rng = np.random.default_rng(seed)
-    w_q, w_k, w_v, w_o = (init_matrix(rng, "he", SEED004_D, SEED004_D) for _ in range(4))  # (C, C) each
-    x_q, x_k, x_v = (rng.standard_normal((SEED004_BATCH, SEED004_T, SEED004_D)) for _ in range(3))  # (B, T, C) each
+    w_q, w_k, w_v, w_o = (init_matrix(rng, "he", SEED004_D, SEED004_D) for _draw in range(4))  # (C, C) each
+    x_q, x_k, x_v = (rng.standard_normal((SEED004_BATCH, SEED004_T, SEED004_D)) for _draw in range(3))  # (B, T, C) each
     return x_q, x_k, x_v, AttentionWeights(w_q, w_k, w_v, w_o)
 
 
