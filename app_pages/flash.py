@@ -109,11 +109,11 @@ def show_step(kernel: FlashRun, index: int, result) -> None:
     width = views.plot_px(1 / 2)
     with left:
         views.show_panel(Panel(_("O after step {step} (head {head})").format(step=index + 1, head=head), kernel.output_after(index), q_labels,
-                               dim_labels(hv, head * hv), "output", row_block=step.rows),
+                               dim_labels(hv, head * hv), _("output"), row_block=step.rows),
                          "flash_partial", width_px=width, font_size=font)
     with right:
         views.show_panel(Panel(_("softmax(S) V from the engine (head {head})").format(head=head), np.asarray(result.trace.heads[head]),
-                               q_labels, dim_labels(hv, head * hv), "output", row_block=step.rows),
+                               q_labels, dim_labels(hv, head * hv), _("output"), row_block=step.rows),
                          "flash_engine", width_px=width, font_size=font)
     st.caption(_("Rows not started yet are blank. A row is finished once its last tile is done; until then it is "
                  "O~ / ℓ over the keys seen so far, and a later tile with a larger maximum rescales it."))

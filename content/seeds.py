@@ -32,6 +32,9 @@ from mha_core.marks import N_
 from mha_core.masks import padding_mask
 
 EXAMPLE_SEED = 0  # default_rng seed standing in for the unseeded draws of seeds 000 and 004
+# Checks whose words hold numbers: the key is the template filled in (English); the page translates the template.
+SHAPE_CHECK = N_("{name} has shape {shape}")
+RANGE_CHECK = N_("mean of output[0, 0] lies within the seed's printed range {low}..{high}")
 ROW_SUM_TOL = 1e-9  # |sum of a weight row - 1| allowed in the structural checks (float64)
 PRINT_SLACK = 1.001  # tolerance = half a unit of the last printed decimal, times this
 
@@ -162,7 +165,7 @@ def _seed000_magnitude(ours: dict[str, np.ndarray]) -> dict[str, bool]:
     """Uniform [0, 1) inputs and weights make outputs in the thousands, as the seed printed."""
     mean = float(ours["output"][0, 0].mean())
     low, high = float(SEED000_PRINTED_ROW.min()), float(SEED000_PRINTED_ROW.max())
-    return {f"mean of output[0, 0] lies within the seed's printed range {low:.0f}..{high:.0f}": low <= mean <= high}
+    return {RANGE_CHECK.format(low=f"{low:.0f}", high=f"{high:.0f}"): low <= mean <= high}
 
 
 def _seed000_empty_sequence(ours: dict[str, np.ndarray]) -> dict[str, bool]:
@@ -720,7 +723,7 @@ def structural_checks(ours: dict[str, np.ndarray], shapes: Mapping[str, tuple[in
     ``weights`` (..., nh, Tq, Tk) rows sum to 1 except fully masked rows, which are all zero; with a
     ``mask`` (..., Tq, Tk), True = may attend, masked keys get weight exactly 0.
     """
-    checks = {f"{name} has shape {shape}": ours[name].shape == tuple(shape) for name, shape in shapes.items()}
+    checks = {SHAPE_CHECK.format(name=name, shape=shape): ours[name].shape == tuple(shape) for name, shape in shapes.items()}
     floats = [a for a in ours.values() if np.issubdtype(a.dtype, np.floating)]
     checks[N_("no NaN or inf anywhere")] = all(np.all(np.isfinite(a)) for a in floats)
     if "weights" not in ours:

@@ -9,12 +9,13 @@ overview and to each case. No streamlit in here.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from content.seeds import CaseComparison, SeedCase, SeedExample
+from content.seeds import RANGE_CHECK, SHAPE_CHECK, CaseComparison, SeedCase, SeedExample
 from mha_core.config import MHAConfig
 from ui.charts.marks import UNSEEDED, cell_mark, mark
 from ui.i18n import _, ngettext
@@ -38,9 +39,18 @@ def match_mark(case: SeedCase, comparison: CaseComparison) -> str:
     ).format(gap=worst, decimals=case.decimals, tolerance=comparison.tolerance)
 
 
+def check_text(text: str) -> str:
+    """A check's words in the current language: its own translation, or a numbered template's filled in again."""
+    for template in (SHAPE_CHECK, RANGE_CHECK):
+        fields = re.match(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.+)", re.escape(template)) + "$", text)
+        if fields:
+            return _(template).format(**fields.groupdict())
+    return _(text)
+
+
 def check_lines(checks: dict[str, bool]) -> list[str]:
     """'(tick) every weight row sums to 1', one markdown line per structural check."""
-    return [f"{mark(passed)} {_(text)}" for text, passed in checks.items()]
+    return [f"{mark(passed)} {check_text(text)}" for text, passed in checks.items()]
 
 
 def as_table(values: np.ndarray) -> pd.DataFrame:

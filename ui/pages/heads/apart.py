@@ -72,11 +72,11 @@ def change_frame(parts: TakenApart, query_labels: list[str]) -> pd.DataFrame:
     full = parts.knocked.output - parts.knocked.change  # (Tq, C_out): the output before the knock-out
     return pd.DataFrame(
         {
-            "‖output‖": np.linalg.norm(full, axis=-1),
-            "‖output after knock-out‖": np.linalg.norm(parts.knocked.output, axis=-1),
-            "‖change‖": parts.knocked.change_norm,
+            _("‖output‖"): np.linalg.norm(full, axis=-1),
+            _("‖output after knock-out‖"): np.linalg.norm(parts.knocked.output, axis=-1),
+            _("‖change‖"): parts.knocked.change_norm,
         },
-        index=pd.Index(query_labels, name="query"),
+        index=pd.Index(query_labels, name=_("query")),
     )
 
 

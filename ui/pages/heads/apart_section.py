@@ -101,9 +101,9 @@ def knock_out_panel(result, parts, off) -> None:
     """How much each token's output changes with the heads ``off``: bars, a table and two CSVs."""
     change = apart.change_frame(parts, result.query_labels)
     heads_off = ", ".join(map(str, parts.knocked.heads_off)) or _("none")
-    show_chart(apart.change_bars(change["‖change‖"].to_numpy(), result.query_labels,
+    show_chart(apart.change_bars(change[_("‖change‖")].to_numpy(), result.query_labels,
                                  title=_("‖change in output‖ per token, heads off: {heads}").format(heads=heads_off),
-                                 value_name="‖change‖"),
+                                 value_name=_("‖change‖")),
                key="apart_change", config=chart_config(), alt=_("Change in the output per token, heads off: {heads}").format(heads=heads_off))
     st.dataframe(numbers.table_values(change), key="apart_change_table", height=min(38 + 35 * len(change), 300),
                  column_config=number_columns(numbers.float_columns(change)))
