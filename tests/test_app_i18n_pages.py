@@ -36,6 +36,7 @@ LANGS = ("zh-CN", "es")
 # Each page with a link that draws its sections (Heads: the take-apart section open, knock=1).
 PAGES = {
     "heads": ("app_pages/heads.py", {"tokens": "the cat sat on the mat", "heads": "2", "mask": "causal", "knock": "1"}),
+    "heads_present": ("app_pages/heads.py", {"tokens": "the cat sat", "heads": "2", "present": "1", "avg": "1"}),
     "compare": ("app_pages/compare.py", {"tokens": "the cat sat on the mat", "b_scale": "none"}),
     "flash": ("app_pages/flash.py", {"tokens": "the cat sat on the mat", "mask": "causal", "tile": "3"}),
     "seeds": ("app_pages/seeds.py", {}),
@@ -43,6 +44,9 @@ PAGES = {
 }
 # Text a page shows from elsewhere (not marked in PAGE_FILES) that equals a word or phrase marked here, and why.
 SHOWN_FROM_ELSEWHERE = {
+    "heads_present": {"none": "an option value of the presentation bar's Positions/Mask controls (ui/state/settings.py)",
+                      "valid length": "the option 'padding (valid length)' of the bar's Mask control (settings.py)",
+                      "weights": "the view switch's value, a link key (w_view=weights; its label is ui/charts/views.py's)"},
     "compare": {"none": "an option value of B's scale/positions controls (ui/state/settings.py, the sidebar's)",
                 "valid length": "the option 'padding (valid length)' of B's mask control (ui/state/settings.py)"},
     "flash": {"mask": "a rule name of mha_core/flash.py (the engine's records are marked by another helper)",
