@@ -10,6 +10,7 @@ from mha_core.attention import multi_head_attention, scaled_dot_product_attentio
 from mha_core.config import LIMITS
 from mha_core.positions import SCHEMES
 from ui.charts.kernels import KERNEL_COLUMNS, kernel_rows
+from ui.i18n import N_, _
 from ui.pages.about import glossary_rows
 from ui.pipeline.step_kinds import STEP_KINDS
 from ui.pipeline.steps import FULLY_MASKED_POLICY
@@ -17,21 +18,21 @@ from ui.state import navigation
 from ui.widgets.sidebar import sidebar
 
 LIMIT_MEANINGS = {
-    "max_tokens": "tokens per sentence (queries, and keys/values in cross-attention)",
-    "max_d_model": "model width d_model",
-    "max_heads": "number of heads",
-    "max_seed": "largest seed",
-    "max_temperature": "largest temperature",
+    "max_tokens": N_("tokens per sentence (queries, and keys/values in cross-attention)"),
+    "max_d_model": N_("model width d_model"),
+    "max_heads": N_("number of heads"),
+    "max_seed": N_("largest seed"),
+    "max_temperature": N_("largest temperature"),
 }
 
-INTRODUCTION = (
+INTRODUCTION = N_(
     "MHA Explorer runs **one multi-head attention layer** on a sentence you type, with small random (or "
     "hand-built) weights, and shows every number on the way: the embeddings, the queries, keys and values, "
     "each head's scores, logits and weights, the heads' outputs, their concatenation and the output projection. "
     "It is a toy: no training, one layer, no feed-forward block, but exactly the maths of a transformer's "
     "attention."
 )
-CONVENTIONS = """
+CONVENTIONS = N_("""
 - **Row vectors**: a token is a row, a layer is `y = x @ W + b`; `W_Q` has shape (C, nh·hs).
 - **Heads are contiguous column blocks**: head *h* owns columns *h·hs* to *(h+1)·hs − 1* of Q, K and V (as in
   torch); splitting is a reshape, not a copy.
@@ -40,15 +41,16 @@ CONVENTIONS = """
 - **Scale** 1/√d_k by default, with d_k = hs the head size (other rules in the sidebar).
 - **Token labels carry their position** (`0:the`, `4:the`), so repeated words stay separate.
 - Everything is computed in float64 with NumPy; randomness only from `np.random.default_rng(seed)`.
-"""
+""")
 
 
 def position_rows() -> list[tuple[str, str, str, str, str]]:
     """One row per positional scheme of the engine's table: link value, label, what it does, where it acts, paper."""
     def acts_on(scheme) -> str:
-        parts = [name for name, on in (("the tokens", scheme.add_to_tokens), ("q and k (turned)", scheme.angles),
-                                       ("the logits (a bias)", scheme.bias)) if on is not None]
-        return ", ".join(parts) or "nothing"
+        parts = [_(name) for name, on in ((N_("the tokens"), scheme.add_to_tokens),
+                                          (N_("q and k (turned)"), scheme.angles),
+                                          (N_("the logits (a bias)"), scheme.bias)) if on is not None]
+        return ", ".join(parts) or _("nothing")
 
     return [(s.name, s.label, s.summary, acts_on(s), s.paper or "–") for s in SCHEMES.values()]
 
@@ -59,40 +61,41 @@ def limit_text(value) -> str:
 
 
 def pages_section() -> None:
-    st.header("Pages")
+    st.header(_("Pages"))
     for info in navigation.PAGES:
         if info.name != "about":
             st.page_link(navigation.page(info.name), label=info.label, icon=info.icon)
 
 
 def steps_section() -> None:
-    st.header("Why each step exists")
-    st.caption("The steps of the Step by step page, in order; some appear there only when their option is on in the "
-               "sidebar.")
+    st.header(_("Why each step exists"))
+    st.caption(_("The steps of the Step by step page, in order; some appear there only when their option is on in "
+                 "the sidebar."))
     steps = [(kind.title, kind.summary) for kind in STEP_KINDS.values()]
-    st.table(pd.DataFrame(steps, columns=["step", "why"]).set_index("step"))
+    st.table(pd.DataFrame(steps, columns=[_("step"), _("why")]).set_index(_("step")))
 
 
 def positions_section() -> None:
-    st.header("Positional schemes")
-    st.caption("Attention alone cannot tell word order; each scheme tells it one way. Choose one under Inputs → "
-               "Positions (link parameter `pe`).")
-    st.table(pd.DataFrame(position_rows(), columns=["pe", "scheme", "what it does", "acts on", "from"]).set_index("pe"))
+    st.header(_("Positional schemes"))
+    st.caption(_("Attention alone cannot tell word order; each scheme tells it one way. Choose one under Inputs → "
+                 "Positions (link parameter `pe`)."))
+    columns = ["pe", _("scheme"), _("what it does"), _("acts on"), _("from")]
+    st.table(pd.DataFrame(position_rows(), columns=columns).set_index("pe"))
 
 
 def limits_section() -> None:
-    st.header("Limits")
-    st.markdown("So that one request cannot exhaust a small public host, the inputs are capped:")
+    st.header(_("Limits"))
+    st.markdown(_("So that one request cannot exhaust a small public host, the inputs are capped:"))
     limits = pd.DataFrame(
-        [(LIMIT_MEANINGS.get(name, name), limit_text(value)) for name, value in LIMITS.items()],
-        columns=["what", "at most"],
-    ).set_index("what")
+        [(_(LIMIT_MEANINGS.get(name, name)), limit_text(value)) for name, value in LIMITS.items()],
+        columns=[_("what"), _("at most")],
+    ).set_index(_("what"))
     st.table(limits)
 
 
 def source_section() -> None:
-    st.header("The engine's source")
-    st.markdown("This is the code that computes every matrix in the app (`mha_core/attention.py`), shown live:")
+    st.header(_("The engine's source"))
+    st.markdown(_("This is the code that computes every matrix in the app (`mha_core/attention.py`), shown live:"))
     functions = [multi_head_attention, scaled_dot_product_attention, softmax]
     for tab, function in zip(st.tabs([f.__name__ for f in functions]), functions, strict=True):
         with tab:
@@ -100,25 +103,26 @@ def source_section() -> None:
 
 
 def kernels_section() -> None:
-    st.header("Attention kernels")  # read from the engine's table (mha_core.kernels.KERNELS)
-    st.caption("How a head turns its scores into weights. Choose one under Scores → Attention kernel (link parameters "
-               "`kernel`, `mla_rank`, `mla_rope`).")
+    st.header(_("Attention kernels"))  # read from the engine's table (mha_core.kernels.KERNELS)
+    st.caption(_("How a head turns its scores into weights. Choose one under Scores → Attention kernel (link "
+                 "parameters `kernel`, `mla_rank`, `mla_rope`)."))
     st.table(pd.DataFrame(kernel_rows(), columns=KERNEL_COLUMNS).set_index("kernel"))
 
 
 def main() -> None:
     sidebar()
-    st.title("About MHA Explorer")
-    st.markdown(INTRODUCTION)
+    st.title(_("About MHA Explorer"))
+    st.markdown(_(INTRODUCTION))
     pages_section()
     steps_section()
     positions_section()
     kernels_section()
-    st.header("Glossary of shapes")
-    st.table(pd.DataFrame(glossary_rows(mha_core.__doc__ or ""), columns=["symbol", "meaning"]).set_index("symbol"))
-    st.header("Conventions")
-    st.markdown(CONVENTIONS)
-    st.header("Rows with every key masked")
+    st.header(_("Glossary of shapes"))
+    glossary = pd.DataFrame(glossary_rows(mha_core.__doc__ or ""), columns=[_("symbol"), _("meaning")])
+    st.table(glossary.set_index(_("symbol")))
+    st.header(_("Conventions"))
+    st.markdown(_(CONVENTIONS))
+    st.header(_("Rows with every key masked"))
     st.markdown(FULLY_MASKED_POLICY)
     limits_section()
     source_section()

@@ -9,6 +9,7 @@ import streamlit as st
 
 from ui.charts import describe, figures, tables
 from ui.charts.kernels import weights_signed
+from ui.i18n import _
 from ui.pages import compare
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
@@ -49,7 +50,7 @@ def b_controls(config_b) -> None:
         seed_widget(row, values, place)
         with columns[n % B_COLUMNS]:
             WIDGETS[row.widget](row, values, place)
-    st.button("B = A again", key="cmp_reset", on_click=_reset)
+    st.button(_("B = A again"), key="cmp_reset", on_click=_reset)
 
 
 def pair_figure(comparison, result_a, result_b, head: int):
@@ -60,7 +61,7 @@ def pair_figure(comparison, result_a, result_b, head: int):
     matrices = np.stack([comparison.weights_a[head], comparison.weights_b[head]])  # (2, Tq, Tk)
     labels = (result_a.query_labels, result_a.key_labels)
     kind = "signed_weights" if weights_signed(result_a.trace) or weights_signed(result_b.trace) else "weights"
-    titles = [f"A: head {head}", f"B: head {head}"]
+    titles = [_("A: head {h}").format(h=head), _("B: head {h}").format(h=head)]
     figure = figures.attention_grid(
         matrices,
         *labels,
@@ -77,7 +78,7 @@ def pair_figure(comparison, result_a, result_b, head: int):
 def delta_figure(comparison, result_a):
     """B − A for every head on a scale centred on 0, and the figure in words (its alt)."""
     labels = (result_a.query_labels, result_a.key_labels)
-    titles = [f"B − A, head {h}" for h in range(comparison.n_heads)]
+    titles = [_("B − A, head {h}").format(h=h) for h in range(comparison.n_heads)]
     figure = figures.attention_grid(comparison.delta, *labels, kind="difference", max_cols=1 if on_phone() else 2,
                                     panel_px=170, titles=titles)
     return figure, " ".join(describe.grid_lines(comparison.delta, *labels, kind="difference", titles=titles))
@@ -102,9 +103,10 @@ def configuration_b(config_a, incoming: dict[str, str]):
 def show_differences(config_a, config_b) -> None:
     changed = compare.differences(config_a, config_b)
     if not changed:
-        st.info("B is the same as A: change one of B's settings above (e.g. B: Scale → none, or B: Mask → causal).")
+        st.info(_("B is the same as A: change one of B's settings above (e.g. B: Scale → none, or B: Mask → causal)."))
     else:
-        st.markdown("B differs from A in: " + "; ".join(f"**{label}** {a} → {b}" for label, a, b in changed))
+        st.markdown(_("B differs from A in: {changes}").format(
+            changes="; ".join(f"**{label}** {a} → {b}" for label, a, b in changed)))
 
 
 def show_comparison(comparison, result_a, result_b) -> None:
@@ -112,11 +114,12 @@ def show_comparison(comparison, result_a, result_b) -> None:
     changes = compare.head_changes(comparison, result_a.query_labels, result_a.key_labels)
     st.caption(comparison.note)
     if compare.differences(result_a.config, result_b.config) and not np.any(comparison.delta[np.isfinite(comparison.delta)]):
-        st.info("B's change leaves every head's weights as they were: B − A is 0 in every cell.")  # e.g. W_O off
-    st.markdown("\n".join(f"- {compare.summary_line(row)}" for _, row in changes.iterrows()))
+        st.info(_("B's change leaves every head's weights as they were: B − A is 0 in every cell."))  # e.g. W_O off
+    st.markdown("\n".join(f"- {compare.summary_line(row)}" for _head, row in changes.iterrows()))
     left, right = st.columns([5, 4])
     with left:
-        head = st.selectbox("Head", list(range(comparison.n_heads)), key="cmp_head", format_func=lambda h: f"head {h}")
+        head = st.selectbox(_("Head"), list(range(comparison.n_heads)), key="cmp_head",
+                            format_func=lambda h: _("head {h}").format(h=h))
         pair, alt = pair_figure(comparison, result_a, result_b, head)
         # The column's width: the figure's own (square cells) is wider than the column on most screens, and
         # st.plotly_chart's "content" was capped at the column; the live chart's "content" is not (it overflowed).
@@ -124,14 +127,14 @@ def show_comparison(comparison, result_a, result_b) -> None:
     with right:
         delta, alt = delta_figure(comparison, result_a)
         show_chart(delta, key="cmp_delta", config=chart_config(), alt=alt)
-        st.caption("Red: B gives the cell more weight than A; blue: less. Centred on 0.")
+        st.caption(_("Red: B gives the cell more weight than A; blue: less. Centred on 0."))
 
 
 def downloads(config_a, config_b) -> None:
-    st.download_button("A, B and B − A weights (CSV)", data=lambda: weights_csv(config_a, config_b),
+    st.download_button(_("A, B and B − A weights (CSV)"), data=lambda: weights_csv(config_a, config_b),
                        file_name="compare.csv", mime="text/csv", key="dl_compare", on_click="ignore",
                        icon=":material/download:")
-    st.download_button("Per-head changes (CSV)", data=lambda: head_changes_csv(config_a, config_b),
+    st.download_button(_("Per-head changes (CSV)"), data=lambda: head_changes_csv(config_a, config_b),
                        file_name="compare_heads.csv", mime="text/csv", key="dl_compare_heads", on_click="ignore",
                        icon=":material/download:")
 
@@ -140,11 +143,11 @@ def main() -> None:
     incoming = compare.b_overrides(st.query_params.to_dict())  # read before the sidebar rewrites the URL
     config_a = sidebar()
     config_b, messages, link = configuration_b(config_a, incoming)
-    st.title("Compare A and B")
-    st.caption("A is the sidebar's configuration; B is A with the settings below changed. The link carries both.")
+    st.title(_("Compare A and B"))
+    st.caption(_("A is the sidebar's configuration; B is A with the settings below changed. The link carries both."))
     for message in messages:
         st.warning(message)
-    with st.expander("Configuration B", expanded=not link):
+    with st.expander(_("Configuration B"), expanded=not link):
         b_controls(config_b)
     show_differences(config_a, config_b)
     result_a, result_b = compute(config_a), compute(config_b)

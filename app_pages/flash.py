@@ -5,6 +5,7 @@ import numpy as np
 import streamlit as st
 
 from mha_core.flash import PAPER_FORMULA, FlashRun, flash_of_run, kernel_problem, kernel_rules_in_force
+from ui.i18n import _
 from ui.pages.flash import (
     FLASH_SETTINGS,
     SETTING,
@@ -53,9 +54,9 @@ def block_controls(values: dict, n_heads: int) -> int:
         row = SETTING[name]
         page_params.clamp(row, values)
         low, high = row.bounds(values)
-        values[name] = int(column.number_input(row.label, low, high, step=1, key=row.key, persist_state=KEEP))
-    return int(right.selectbox("Head", range(n_heads), key="w_head", persist_state=KEEP,
-                               format_func=lambda h: f"head {h}"))
+        values[name] = int(column.number_input(_(row.label), low, high, step=1, key=row.key, persist_state=KEEP))
+    return int(right.selectbox(_("Head"), range(n_heads), key="w_head", persist_state=KEEP,
+                               format_func=lambda h: _("head {h}").format(h=h)))
 
 
 def step_controls(values: dict) -> int:
@@ -65,15 +66,15 @@ def step_controls(values: dict) -> int:
     index = page_params.clamp(row, values)
     last = row.bounds(values)[1]
     if last == 0:
-        st.caption("One tile holds the whole matrix (B_r = Tq, B_c = Tk): a single step, as standard attention.")
+        st.caption(_("One tile holds the whole matrix (B_r = Tq, B_c = Tk): a single step, as standard attention."))
     else:
         left, back, forward = st.columns([8, 1, 1], vertical_alignment="bottom")
-        index = left.select_slider(row.label, range(last + 1), key=row.key, persist_state=KEEP,
+        index = left.select_slider(_(row.label), range(last + 1), key=row.key, persist_state=KEEP,
                                    format_func=lambda i: step_number(i, last + 1))
         back.button("◀", key="flash_back", on_click=move_step, args=(-1, last), disabled=index == 0,
-                    help="previous tile")
+                    help=_("previous tile"))
         forward.button("▶", key="flash_next", on_click=move_step, args=(1, last), disabled=index == last,
-                       help="next tile")
+                       help=_("next tile"))
     values["tile"] = index
     return index
 
@@ -86,75 +87,79 @@ def show_step(kernel: FlashRun, index: int, result) -> None:
     check = live_check(kernel, index, result.trace)
     skipped = skipped_so_far(kernel, index, masked=result.mask is not None)
     metrics = st.columns(3)
-    metrics[0].metric("Tiles skipped", skipped.value, help="So far, of all the mask lets it skip.")
+    metrics[0].metric(_("Tiles skipped"), skipped.value, help=_("So far, of all the mask lets it skip."))
     metrics[1].metric("max |Δ| O vs engine", "—" if check.output is None else f"{check.output:.1e}",
-                      help=f"Over the {check.rows_finished} of {check.rows} query rows finished by this step.")
+                      help=_("Over the {finished} of {rows} query rows finished by this step.").format(
+                          finished=check.rows_finished, rows=check.rows))
     metrics[2].metric("max |Δ| m + log ℓ vs engine", "—" if check.lse is None else f"{check.lse:.1e}",
-                      help="Against the engine's row log-sum-exp of its logits (with the null key's 0 when on), over "
-                           "the finished rows.")
+                      help=_("Against the engine's row log-sum-exp of its logits (with the null key's 0 when on), "
+                             "over the finished rows."))
     if skipped.note:
         st.caption(skipped.note)
     font = figure_font_size()
     panels = tile_panels(step, q_labels, k_labels)
     if panels:
         views.show_panels(panels, "flash_tile", font_size=font)
-    st.markdown("**The running state of this tile's rows**")
+    st.markdown(_("**The running state of this tile's rows**"))
     st.dataframe(state_table(step, q_labels), key="flash_state",
-                 column_config=number_columns(["m_old", "m_new", "rescale e^(m_old − m_new)", "ℓ_old", "ℓ_new"]))
+                 column_config=number_columns(["m_old", "m_new", _("rescale e^(m_old − m_new)"), "ℓ_old", "ℓ_new"]))
     hv = kernel.output.shape[1]
     head = kernel.head
     left, right = st.columns(2)
     width = views.plot_px(1 / 2)
     with left:
-        views.show_panel(Panel(f"O after step {index + 1} (head {head})", kernel.output_after(index), q_labels,
-                               dim_labels(hv, head * hv), "output", row_block=step.rows),
+        views.show_panel(Panel(_("O after step {step} (head {head})").format(step=index + 1, head=head), kernel.output_after(index), q_labels,
+                               dim_labels(hv, head * hv), _("output"), row_block=step.rows),
                          "flash_partial", width_px=width, font_size=font)
     with right:
-        views.show_panel(Panel(f"softmax(S) V from the engine (head {head})", np.asarray(result.trace.heads[head]),
-                               q_labels, dim_labels(hv, head * hv), "output", row_block=step.rows),
+        views.show_panel(Panel(_("softmax(S) V from the engine (head {head})").format(head=head), np.asarray(result.trace.heads[head]),
+                               q_labels, dim_labels(hv, head * hv), _("output"), row_block=step.rows),
                          "flash_engine", width_px=width, font_size=font)
-    st.caption("Rows not started yet are blank. A row is finished once its last tile is done; until then it is "
-               "O~ / ℓ over the keys seen so far, and a later tile with a larger maximum rescales it.")
-    st.markdown("**The tiles in the kernel's order** (query blocks one after another; within one, the key blocks)")
+    st.caption(_("Rows not started yet are blank. A row is finished once its last tile is done; until then it is "
+                 "O~ / ℓ over the keys seen so far, and a later tile with a larger maximum rescales it."))
+    st.markdown(_("**The tiles in the kernel's order** (query blocks one after another; within one, the key blocks)"))
     st.dataframe(tile_map(kernel, index, q_labels, k_labels), key="flash_tiles")
 
 
 def show_traffic(kernel: FlashRun) -> None:
-    st.header("Memory traffic", anchor="traffic")
+    st.header(_("Memory traffic"), anchor="traffic")
     traffic = kernel.traffic
     st.markdown(
-        f"One head, counted in numbers moved between the GPU's large, slow memory (HBM) and its small on-chip "
-        f"memory (SRAM). Standard attention writes the {traffic.tq}×{traffic.tk} scores, reads them back for the "
-        f"softmax, writes the weights and reads them again for P·V. The tiled kernel reads each query block once "
-        f"and the keys and values once per query block, and writes only O and one log-sum-exp per row.")
+        _("One head, counted in numbers moved between the GPU's large, slow memory (HBM) and its small on-chip "
+          "memory (SRAM). Standard attention writes the {tq}×{tk} scores, reads them back for the "
+          "softmax, writes the weights and reads them again for P·V. The tiled kernel reads each query block once "
+          "and the keys and values once per query block, and writes only O and one log-sum-exp per row.")
+        .format(tq=traffic.tq, tk=traffic.tk))
     st.dataframe(traffic_table(traffic), key="flash_traffic")
-    st.markdown(f"Tiled reads here: {reads_worked(traffic)}, where w_skip = {traffic.skipped_keys} is the number of "
-                f"keys in the {traffic.tiles_skipped} skipped tiles, each counted at its own width (a last key tile "
-                f"can be shorter than B_c).")
+    st.markdown(_("Tiled reads here: {reads}, where w_skip = {skipped_keys} is the number of keys in the "
+                  "{tiles_skipped} skipped tiles, each counted at its own width (a last key tile can be shorter than "
+                  "B_c).").format(reads=reads_worked(traffic), skipped_keys=traffic.skipped_keys,
+                                  tiles_skipped=traffic.tiles_skipped))
     st.markdown(sram_sentence(traffic))
-    st.caption(PAPER_FORMULA + ". Masks that are rules of i and j (causal, window, padding) and a positional "
-               "scheme's bias (ALiBi's) cost no reads; a custom mask's bits are not counted.")
+    st.caption(PAPER_FORMULA + ". " + _("Masks that are rules of i and j (causal, window, padding) and a positional "
+                                        "scheme's bias (ALiBi's) cost no reads; a custom mask's bits are not counted."))
 
 
 def show_not_stored(kernel: FlashRun, result) -> None:
-    st.header("The weights were never stored", anchor="never-stored")
+    st.header(_("The weights were never stored"), anchor="never-stored")
     point = not_stored(kernel, result)
     st.markdown(
-        f"The kernel wrote **{point.written:,}** numbers for head {kernel.head}: its output O and one log-sum-exp "
-        f"per row. The attention weights existed only one tile at a time, on chip, and were overwritten by the "
-        f"next tile. To return them, as `need_weights=True` or `output_attentions=True` asks, it would have to "
-        f"write **{point.weights:,}** more numbers (Tq × Tk per head) — exactly the traffic it exists to avoid; "
-        f"which is why fused kernels refuse, and why libraries fall back to the slow path when asked.")
+        _("The kernel wrote **{written:,}** numbers for head {head}: its output O and one log-sum-exp "
+          "per row. The attention weights existed only one tile at a time, on chip, and were overwritten by the "
+          "next tile. To return them, as `need_weights=True` or `output_attentions=True` asks, it would have to "
+          "write **{weights:,}** more numbers (Tq × Tk per head) — exactly the traffic it exists to avoid; "
+          "which is why fused kernels refuse, and why libraries fall back to the slow path when asked.")
+        .format(written=point.written, head=kernel.head, weights=point.weights))
     st.markdown(
-        f"What *is* saved is enough to rebuild any weight tile by tile: exp(S_ij − lse_i), as the backward pass "
-        f"does. Rebuilt here from the saved log-sum-exp: max |Δ| against the engine's weights = "
-        f"**{point.recomputed_gap:.1e}**.")
+        _("What *is* saved is enough to rebuild any weight tile by tile: exp(S_ij − lse_i), as the backward pass "
+          "does. Rebuilt here from the saved log-sum-exp: max |Δ| against the engine's weights = "
+          "**{gap:.1e}**.").format(gap=point.recomputed_gap))
 
 
 def main() -> None:
     raw = page_params.capture(FLASH_SETTINGS)
     config = sidebar()
-    st.title("FlashAttention: attention without storing the weights")
+    st.title(_("FlashAttention: attention without storing the weights"))
     result = compute(config)
     if result is None:
         return
@@ -162,22 +167,22 @@ def main() -> None:
     page_params.seed_and_report(FLASH_SETTINGS, raw, values, MESSAGES)
     problem = kernel_problem(config)
     if problem is not None:
-        st.error(f"The tiled kernel cannot run these settings: {problem}.")
+        st.error(_("The tiled kernel cannot run these settings: {problem}.").format(problem=problem))
         return
     st.markdown(
-        "A fused attention kernel never holds the whole matrix of scores. It takes a block of B_r queries, sweeps "
-        "the keys B_c at a time, and keeps per row only the running maximum **m**, the running sum **ℓ** and an "
-        "unnormalised output **O~**. When a tile brings a larger maximum, what was summed so far is multiplied by "
-        "the rescale factor **e^(m_old − m_new)**. At the end O = O~ / ℓ is exactly softmax(S)·V. "
-        f"Here: the sidebar's layer, {config_note(config)}.")
+        _("A fused attention kernel never holds the whole matrix of scores. It takes a block of B_r queries, sweeps "
+          "the keys B_c at a time, and keeps per row only the running maximum **m**, the running sum **ℓ** and an "
+          "unnormalised output **O~**. When a tile brings a larger maximum, what was summed so far is multiplied by "
+          "the rescale factor **e^(m_old − m_new)**. At the end O = O~ / ℓ is exactly softmax(S)·V. "
+          "Here: the sidebar's layer, {config}.").format(config=config_note(config)))
     head = block_controls(values, config.n_heads)
     index = step_controls(values)
     page_params.write(FLASH_SETTINGS, values)
     kernel = cached_flash(config, head, values["br"], values["bc"])
     show_step(kernel, index, result)
-    with st.expander("How each setting of this layer enters the tile loop"):
-        st.dataframe({"setting": [r.named(config) for r in kernel_rules_in_force(config)],
-                      "in the kernel": [r.enters for r in kernel_rules_in_force(config)]},
+    with st.expander(_("How each setting of this layer enters the tile loop")):
+        st.dataframe({_("setting"): [r.named(config) for r in kernel_rules_in_force(config)],
+                      _("in the kernel"): [r.enters for r in kernel_rules_in_force(config)]},
                      hide_index=True, key="flash_rules")
     show_traffic(kernel)
     show_not_stored(kernel, result)

@@ -21,6 +21,7 @@ from ui.charts.kernels import view_kind
 from ui.charts.labels import concat_columns
 from ui.charts.markdown import literals
 from ui.charts.views import MatrixView, kernel_views
+from ui.i18n import N_, _, ngettext
 from ui.pages.heads import quiz
 from ui.pages.heads.apart_section import take_apart_section
 from ui.pages.heads.downloads import download, download_csv
@@ -71,7 +72,7 @@ def offered_view(kernel: str) -> dict[str, MatrixView]:
 def view_switch(where, labels: dict[str, str], **options) -> str:
     """The matrix switch (``w_view``): one option per view of ``labels`` (the kernel's, ``offered_view``)."""
     return where.segmented_control(
-        "Show", list(labels), key="w_view", persist_state=KEEP, format_func=labels.get, required=True, **options
+        _("Show"), list(labels), key="w_view", persist_state=KEEP, format_func=labels.get, required=True, **options
     )
 
 
@@ -102,14 +103,14 @@ def colour_range_switch(where, kernel: str, view: str, **options) -> str:
     if not offered:
         return "fixed"
     return where.segmented_control(
-        "Colour range",
+        _("Colour range"),
         list(offered),
         key="w_colours",
         persist_state=KEEP,
         format_func=COLOUR_RANGE_LABELS.get,
         required=True, **options,
-        help="0..1 compares heads fairly. For a long sentence, where every weight is small, stretch the colours "
-        "to the largest weight shown, or to each head's own largest (the colour bar says which is in force).",
+        help=_("0..1 compares heads fairly. For a long sentence, where every weight is small, stretch the colours "
+               "to the largest weight shown, or to each head's own largest (the colour bar says which is in force)."),
     )
 
 
@@ -121,7 +122,7 @@ def view_toolbar(average_help: str, kernel: str) -> tuple[str, bool, str]:
     labels = view_labels(kernel, short=on_phone())
     row = st.container(horizontal=True, vertical_alignment="bottom")
     view = view_switch(row, labels, wrap=True)
-    average = row.toggle("Add the average of the heads", key="w_avg", persist_state=KEEP, help=average_help)
+    average = row.toggle(_("Add the average of the heads"), key="w_avg", persist_state=KEEP, help=average_help)
     colours = colour_range_switch(st, kernel, view)
     return view, average, colours
 
@@ -130,8 +131,11 @@ def fully_masked_note(result) -> None:
     """Say which query rows have no key to attend to, and what our policy gives them."""
     rows = tables.fully_masked_queries(result.trace, result.query_labels)
     if rows:
-        shown = literals(rows[:8]) + (f" and {len(rows) - 8} more" if len(rows) > 8 else "")
-        st.info(f"Fully masked rows: {shown}. No key to attend to, so by our policy their weights and outputs are 0.")
+        shown = literals(rows[:8])
+        if len(rows) > 8:
+            shown = _("{rows} and {n} more").format(rows=shown, n=len(rows) - 8)
+        st.info(_("Fully masked rows: {rows}. No key to attend to, so by our policy their weights and outputs are 0.")
+                .format(rows=shown))
 
 
 def grid_frame(result, view: str, average: bool):
@@ -144,7 +148,7 @@ def grid_frame(result, view: str, average: bool):
 
 def heads_phrase(n_heads: int) -> str:
     """'1 head', '4 heads'."""
-    return f"{n_heads} head" if n_heads == 1 else f"{n_heads} heads"
+    return ngettext("{n} head", "{n} heads", n_heads).format(n=n_heads)
 
 
 def heads_section(result, view: str, average: bool, colours: str = "fixed", picture=None) -> None:
@@ -175,20 +179,21 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed", pict
     show_chart(fig, key="heads_grid", where=picture, config=chart_config(), width=width,
                alt=" ".join(describe.grid_lines(matrices, result.query_labels, result.key_labels, **words)))
     # The same words for the eye, written only while open (at the caps the description takes ~4 ms).
-    section = st.expander("Describe this chart", key="heads_describe", on_change="rerun")
+    section = st.expander(_("Describe this chart"), key="heads_describe", on_change="rerun")
     if section.open:
         section.markdown("\n".join(f"- {line}" for line in describe.grid_lines(
             matrices, result.query_labels, result.key_labels, markdown=True, **words)))
     st.caption(
-        f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
-        f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."
+        _("Rows = queries (the token that looks), columns = keys (the tokens looked at). "
+          "{heads} of size d_k = {hs}; hover a cell for its numbers.").format(heads=heads_phrase(config.n_heads),
+                                                                               hs=config.head_size)
     )
-    download_csv(f"{shown.label} (CSV)", config, lambda r: grid_frame(r, view, average), shown.file_name, "dl_grid")
+    download_csv(_("{label} (CSV)").format(label=shown.label), config, lambda r: grid_frame(r, view, average), shown.file_name, "dl_grid")
 
 
 def diagnostics_section(result) -> None:
     """Per-head numbers (entropy, max weight, diagonal / previous / first mass) and head similarity."""
-    st.subheader("What each head does")
+    st.subheader(_("What each head does"))
     trace = result.trace
     left, right = st.columns([3, 2])
     with left:
@@ -202,14 +207,14 @@ def diagnostics_section(result) -> None:
         if on_phone():  # wider than the screen, and a phone shows no scroll bar (below: the table's toolbar covers
             st.caption(swipe_hint([summary.index.name, *summary.columns]))  # what is right above it)
         st.caption(tables.diagnostics_caption(trace))
-        download_csv("Head diagnostics (CSV)", result.config, lambda r: tables.head_summary_frame(r.trace, cross=r.config.is_cross),
+        download_csv(_("Head diagnostics (CSV)"), result.config, lambda r: tables.head_summary_frame(r.trace, cross=r.config.is_cross),
                      "head_diagnostics.csv", "dl_summary")
     with right:
         similarity = tables.similarity_frame(trace)
         show_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity", config=chart_config(),
-                   alt=describe.describe_similarity(similarity.to_numpy(), title="Head similarity"))
-        st.caption("Cosine similarity of two heads' weight matrices: 1 = the same pattern.")
-        download_csv("Head similarity (CSV)", result.config, lambda r: tables.similarity_frame(r.trace),
+                   alt=describe.describe_similarity(similarity.to_numpy(), title=_("Head similarity")))
+        st.caption(_("Cosine similarity of two heads' weight matrices: 1 = the same pattern."))
+        download_csv(_("Head similarity (CSV)"), result.config, lambda r: tables.similarity_frame(r.trace),
                      "head_similarity.csv", "dl_similarity")
 
 
@@ -217,23 +222,24 @@ def head_output_words(trace) -> str:
     """What one head puts into the concatenation, in words: weights × V, and a differential head's RMSNorm after it."""
     gain = getattr(trace.kernel_parts, "output_gain", None)  # a differential head's 1 − λ_init
     if gain is None:
-        return "weights × V"
-    return f"weights × V, then RMSNorm on its own and × (1 − λ_init) = {gain:.4f}"
+        return _("weights × V")
+    return _("weights × V, then RMSNorm on its own and × (1 − λ_init) = {gain:.4f}").format(gain=gain)
 
 
 def outputs_section(result) -> None:
     """The concatenated head outputs with head boundaries, then the output after W_O (or a note)."""
-    st.subheader("After the heads: concatenate, then W_O")
+    st.subheader(_("After the heads: concatenate, then W_O"))
     trace, config = result.trace, result.config
     columns = concat_columns(trace.concat.shape[1], trace.n_heads)
     show_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat",
                config=chart_config(), alt=describe.describe_concat(trace.concat, result.query_labels, trace.n_heads))
     st.caption(
-        f"Each head's output ({head_output_words(trace)}) is {trace.heads.shape[-1]} numbers per token; the heads are "
-        f"laid side by side (black lines) into {trace.concat.shape[1]} columns. Nothing mixes the heads yet."
+        _("Each head's output ({words}) is {size} numbers per token; the heads are laid side by side (black lines) "
+          "into {columns} columns. Nothing mixes the heads yet.").format(
+            words=head_output_words(trace), size=trace.heads.shape[-1], columns=trace.concat.shape[1])
     )
     download_csv(
-        "Concatenation (CSV)",
+        _("Concatenation (CSV)"),
         config,
         lambda r: tables.matrix_frame(r.trace.concat, r.query_labels, columns),
         "concat.csv",
@@ -242,21 +248,23 @@ def outputs_section(result) -> None:
     if config.output_projection:
         out_cols = [str(c) for c in range(trace.output.shape[1])]
         drawn = (trace.output, result.query_labels, out_cols)
-        words = dict(title="Output = concat · W_O", value_name="output", row_name="query", col_name="feature")
+        words = dict(title=_("Output = concat · W_O"), value_name=_("output"), row_name=_("query"),
+                     col_name=_("feature"))
         show_chart(cached_figures.matrix_heatmap(*drawn, **words), key="output", config=chart_config(),
                    alt=describe.describe_matrix(*drawn, **words))  # the chart in words, from the same arrays
         st.caption(
-            "W_O is the only step that mixes the heads: each output feature is a weighted sum of every head's columns."
+            _("W_O is the only step that mixes the heads: each output feature is a weighted sum of every head's "
+              "columns.")
         )
         download_csv(
-            "Output after W_O (CSV)",
+            _("Output after W_O (CSV)"),
             config,
             lambda r: tables.matrix_frame(r.trace.output, r.query_labels, out_cols),
             "output.csv",
             "dl_output",
         )
     else:
-        st.info("W_O is off (sidebar): the layer's output is the concatenation above, so the heads are never mixed.")
+        st.info(_("W_O is off (sidebar): the layer's output is the concatenation above, so the heads are never mixed."))
 
 
 @st.fragment
@@ -267,46 +275,48 @@ def quiz_section(config) -> None:
     keeps a fragment's arguments for the session's life (``ui.run.compute.result_later``).
     """
     result = result_later(config)
-    st.subheader("Quick check")
+    st.subheader(_("Quick check"))
     ss = st.session_state
     score = ss.setdefault("quiz_score", [0, 0])  # right, asked
     number = ss.setdefault("quiz_number", 0)
     question = quiz.question(result, number)
     st.markdown(question.text)
     if question.options:
-        given = st.radio("Your answer", question.options, key=f"quiz_answer_{number}", index=None, horizontal=True)
+        given = st.radio(_("Your answer"), question.options, key=f"quiz_answer_{number}", index=None, horizontal=True)
     else:
-        given = st.number_input("Your answer", key=f"quiz_answer_{number}", value=None, step=0.01, format="%.3f")
+        given = st.number_input(_("Your answer"), key=f"quiz_answer_{number}", value=None, step=0.01, format="%.3f")
     row = st.container(horizontal=True)
-    if row.button("Check", key="quiz_check", disabled=given is None or f"quiz_done_{number}" in ss):
+    if row.button(_("Check"), key="quiz_check", disabled=given is None or f"quiz_done_{number}" in ss):
         right = quiz.is_right(question, given)
         ss[f"quiz_done_{number}"] = right
         score[0] += int(right)
         score[1] += 1
     if f"quiz_done_{number}" in ss:
-        verdict = "Right" if ss[f"quiz_done_{number}"] else "Not quite"
-        st.markdown(f"**{verdict}**: the answer is **{question.answer_text}**. {question.why}")
-    if row.button("Next question", key="quiz_next"):
+        verdict = _("Right") if ss[f"quiz_done_{number}"] else _("Not quite")
+        st.markdown(_("**{verdict}**: the answer is **{answer}**. {why}").format(
+            verdict=verdict, answer=question.answer_text, why=question.why))
+    if row.button(_("Next question"), key="quiz_next"):
         ss.quiz_number = number + 1
         st.rerun(scope="fragment")
-    st.caption(f"Score this session: {score[0]} of {score[1]} (kept in this browser tab only).")
+    st.caption(_("Score this session: {right} of {asked} (kept in this browser tab only).").format(
+        right=score[0], asked=score[1]))
 
 
 def export_section(result) -> None:
     """Every intermediate at once, as .npz and as .json."""
-    st.subheader("Download everything")
+    st.subheader(_("Download everything"))
     left, right = st.columns(2)
     config = result.config  # the callables keep the config, not the arrays (see download_csv)
     with left:
-        download("All intermediates (.npz)", lambda: export.npz_bytes(result_later(config)), "mha_trace.npz",
+        download(_("All intermediates (.npz)"), lambda: export.npz_bytes(result_later(config)), "mha_trace.npz",
                  "application/octet-stream", "dl_npz")
     with right:
-        download("All intermediates (.json)", lambda: export.json_bytes(result_later(config)), "mha_trace.json",
+        download(_("All intermediates (.json)"), lambda: export.json_bytes(result_later(config)), "mha_trace.json",
                  "application/json", "dl_json")
     notebook_button(config, "heads")
     st.caption(
-        "Inputs, W_Q/W_K/W_V/W_O, mask, Q, K, V, scores, logits, weights, head outputs, concat, output. "
-        "In the JSON, masked logits (−∞) are written as null (its README key says so)."
+        _("Inputs, W_Q/W_K/W_V/W_O, mask, Q, K, V, scores, logits, weights, head outputs, concat, output. "
+          "In the JSON, masked logits (−∞) are written as null (its README key says so).")
     )
 
 
@@ -325,21 +335,22 @@ def presentation_toolbar(n_heads: int, kernel: str) -> tuple[int, str, bool, str
     labels = view_labels(kernel, short=True)
     row = st.container(horizontal=True, vertical_alignment="center", gap="small")
     # The arrow keys step too, as a presenter's clicker does (it sends Left / Right).
-    row.button("◀ Previous", key="head_prev", on_click=step_head, args=(-1, n_heads), shortcut="Left")
+    row.button(_("◀ Previous"), key="head_prev", on_click=step_head, args=(-1, n_heads), shortcut="Left")
     heads = list(range(n_heads))
-    common = dict(key="w_head", persist_state=KEEP, format_func=lambda h: f"head {h}", label_visibility="collapsed")
+    common = dict(key="w_head", persist_state=KEEP, format_func=lambda h: _("head {h}").format(h=h),
+                  label_visibility="collapsed")
     if n_heads <= 4:  # a few heads: one button each
-        head = row.segmented_control("Head", heads, required=True, **common)
+        head = row.segmented_control(_("Head"), heads, required=True, **common)
     else:
-        head = row.selectbox("Head", heads, width=140, **common)
-    row.button("Next ▶", key="head_next", on_click=step_head, args=(1, n_heads), shortcut="Right")
+        head = row.selectbox(_("Head"), heads, width=140, **common)
+    row.button(_("Next ▶"), key="head_next", on_click=step_head, args=(1, n_heads), shortcut="Right")
     row.space("medium")
     view = view_switch(row, labels, label_visibility="collapsed")
     average = row.toggle(
-        "+ average of heads",
+        _("+ average of heads"),
         key="w_avg",
         persist_state=KEEP,
-        help="The mean of all heads beside this one, same colours.",
+        help=_("The mean of all heads beside this one, same colours."),
     )
     colours = colour_range_switch(row, kernel, view, label_visibility="collapsed")
     return int(head), view, average, colours
@@ -355,11 +366,11 @@ def presentation(result) -> None:
     names = shown.panel_names
     every = shown_matrices(trace, view)  # (nh * maps, Tq, Tk)
     matrices = every[head * len(names) : (head + 1) * len(names)]
-    titles = [map_title(f"head {head} of {trace.n_heads}", name) for name in names]
+    titles = [map_title(_("head {head} of {n}").format(head=head, n=trace.n_heads), name) for name in names]
     if average:
-        averages, _ = map_averages(every, names)
+        averages, _names = map_averages(every, names)
         matrices = np.concatenate([matrices, averages])
-        titles += ["average of all heads"] if len(names) == 1 else [map_title("average", name) for name in names]
+        titles += [_("average of all heads")] if len(names) == 1 else [map_title(_("average"), name) for name in names]
     several = len(titles) > 1
     n_tokens = max(len(result.query_labels), len(result.key_labels))
     fig = cached_figures.attention_grid(
@@ -378,7 +389,8 @@ def presentation(result) -> None:
     )
     row = st.container(horizontal=True, gap="large")
     show_chart(fig, key="heads_grid", where=row, width="content", config=chart_config(),
-               alt=f"Heatmap of {shown.label}, head {head}: queries in rows, keys in columns")
+               alt=_("Heatmap of {label}, head {head}: queries in rows, keys in columns").format(label=shown.label,
+                                                                                           head=head))
     with row.container(width="stretch"):
         summary = tables.head_summary_frame(trace).iloc[head]
         for label, meaning in list(tables.diagnostic_columns(trace).values())[:2]:  # entropy (— for signed rows), max
@@ -388,12 +400,12 @@ def presentation(result) -> None:
             st.markdown(view_caption(trace, view, colours))  # body text, not a grey caption: read from the back row
             fully_masked_note(result)
     if several:
-        note = " The average is for the eye only: the model keeps every head separate." if average else ""
+        note = " " + _("The average is for the eye only: the model keeps every head separate.") if average else ""
         st.markdown(view_caption(trace, view, colours) + note)
         fully_masked_note(result)
 
 
-DESCRIPTION = "Every head of one attention layer, one panel each: which keys each query takes its information from."
+DESCRIPTION = N_("Every head of one attention layer, one panel each: which keys each query takes its information from.")
 
 
 def main() -> None:
@@ -403,17 +415,17 @@ def main() -> None:
         if result is not None:
             presentation(result)
         return
-    st.title("Heads")
+    st.title(_("Heads"))
     # A phone's first screen shows the picture: the description and the switches come under it (issue 23).
     picture = st.container() if on_phone() else None
-    st.caption(DESCRIPTION)
+    st.caption(_(DESCRIPTION))
     if result is None:
         return
     fully_masked_note(result)
     mask_editor(config)
     view, average, colours = view_toolbar(
-        "One extra panel: the mean of the heads on the same colour scale. "
-        "The model never uses it — each head's output is kept separate.", result.trace.kernel
+        _("One extra panel: the mean of the heads on the same colour scale. "
+          "The model never uses it — each head's output is kept separate."), result.trace.kernel
     )
     heads_section(result, view, average, colours, picture)
     diagnostics_section(result)

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from content.seeds import SEED_EXAMPLES, CaseComparison, SeedCase, SeedExample, compare
+from content.seeds import EXAMPLE_SEED, SEED_EXAMPLES, CaseComparison, SeedCase, SeedExample, compare
 from ui.charts.numbers import column_format, table_values
+from ui.i18n import _
 from ui.pages.seeds import (
     check_lines,
     conventions_table,
@@ -34,24 +35,26 @@ def seed_comparisons(example: SeedExample) -> tuple[CaseComparison, ...]:
 
 
 def render_case(case: SeedCase, comparison: CaseComparison) -> None:
-    st.markdown(f"#### {case.name}")
-    st.caption(case.description)
+    st.markdown(f"#### {_(case.name)}")
+    st.caption(_(case.description))
     st.markdown(f"**{match_mark(case, comparison)}**")
     for name in comparison.printed or {}:
-        printed, ours, _ = side_by_side(comparison, name)
+        printed, ours, _gap = side_by_side(comparison, name)
         left, right = st.columns(2)
         with left:
-            st.caption(f"`{name}` as the seed printed it ({case.decimals} decimals)")
+            st.caption(_("`{name}` as the seed printed it ({decimals} decimals)").format(name=name, decimals=case.decimals))
             st.dataframe(table_values(printed, case.decimals),
                          column_config=number_columns(printed.columns, column_format(case.decimals)), hide_index=True)
         with right:
-            st.caption(f"`{name}` from our engine (2 more decimals) · max |Δ| = {comparison.max_abs_diff[name]:.2g}")
+            st.caption(_("`{name}` from our engine (2 more decimals) · max |Δ| = {gap:.2g}").format(
+                name=name, gap=comparison.max_abs_diff[name]))
             decimals = min(case.decimals + 2, 10)
             st.dataframe(table_values(ours, decimals), column_config=number_columns(ours.columns, column_format(decimals)),
                          hide_index=True)
     passed = sum(comparison.checks.values())
     with st.expander(
-        f"Structural checks: {passed} of {len(comparison.checks)} pass", expanded=comparison.matches is None
+        _("Structural checks: {passed} of {checks} pass").format(passed=passed, checks=len(comparison.checks)),
+        expanded=comparison.matches is None
     ):
         st.markdown("\n".join(f"- {line}" for line in check_lines(comparison.checks)))
 
@@ -59,20 +62,20 @@ def render_case(case: SeedCase, comparison: CaseComparison) -> None:
 def render_explorer_button(example: SeedExample) -> None:
     config = example.explorer
     if config is None:
-        st.info("The explorer cannot express this seed's layer, so there is nothing to load.")
+        st.info(_("The explorer cannot express this seed's layer, so there is nothing to load."))
         return
-    st.markdown(f"**In the explorer:** {explorer_summary(config)}.")
+    st.markdown(_("**In the explorer:** {summary}.").format(summary=explorer_summary(config)))
     # A link, not a button: one history entry with the explorer's address and every setting (Back returns here).
-    st.page_link(navigation.page("heads"), label="Load these settings into the explorer",
+    st.page_link(navigation.page("heads"), label=_("Load these settings into the explorer"),
                  query_params=explorer_params(config), icon=":material/open_in_new:")
     csv = embedding_csv(config)
     if csv is not None:
         st.info(
-            "The button cannot carry the seed's input matrix. To use it, download it here, then in the sidebar choose "
-            "Embeddings → uploaded matrix and upload the file."
+            _("The button cannot carry the seed's input matrix. To use it, download it here, then in the sidebar "
+              "choose Embeddings → uploaded matrix and upload the file.")
         )
         st.download_button(
-            "Download the seed's input matrix (CSV)",
+            _("Download the seed's input matrix (CSV)"),
             csv,
             file_name=f"seed{example.key}_inputs.csv",
             mime="text/csv",
@@ -82,14 +85,14 @@ def render_explorer_button(example: SeedExample) -> None:
 
 
 def render_example(example: SeedExample, comparisons: tuple[CaseComparison, ...]) -> None:
-    st.subheader(example.title)
-    st.caption(f"Source: `{example.source_file}`")
-    st.write(example.summary)
+    st.subheader(_(example.title))
+    st.caption(_("Source: `{file}`").format(file=example.source_file))
+    st.write(_(example.summary))
     st.table(conventions_table(example), hide_index=True)
     if example.reproducible:
-        st.success(example.note, icon=":material/check_circle:")
+        st.success(_(example.note).format(seed=EXAMPLE_SEED), icon=":material/check_circle:")
     else:
-        st.warning("**Unseeded randomness.** " + example.note, icon=":material/casino:")
+        st.warning(_("**Unseeded randomness.**") + " " + _(example.note).format(seed=EXAMPLE_SEED), icon=":material/casino:")
     for case, comparison in zip(example.cases, comparisons, strict=True):
         render_case(case, comparison)
     st.divider()
@@ -98,14 +101,14 @@ def render_example(example: SeedExample, comparisons: tuple[CaseComparison, ...]
 
 def main() -> None:
     presentation_switch()
-    st.title("Seed notebooks")
-    st.write(
+    st.title(_("Seed notebooks"))
+    st.write(_(
         "Five documents wrote multi-head attention their own way. Each is rebuilt here from its own conventions and "
         "run through our engine; where the seed printed numbers from fixed or seeded inputs, ours sit beside them."
-    )
+    ))
     comparisons = {key: seed_comparisons(example) for key, example in SEED_EXAMPLES.items()}
     st.table(overview_table(SEED_EXAMPLES, comparisons), hide_index=True)
-    tabs = st.tabs([f"Seed {key}" for key in SEED_EXAMPLES])
+    tabs = st.tabs([_("Seed {key}").format(key=key) for key in SEED_EXAMPLES])
     for tab, example in zip(tabs, SEED_EXAMPLES.values(), strict=True):
         with tab:
             render_example(example, comparisons[example.key])

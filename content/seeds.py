@@ -28,9 +28,13 @@ import numpy as np
 from mha_core.attention import AttentionWeights, multi_head_attention
 from mha_core.config import MHAConfig
 from mha_core.inputs import init_matrix
+from mha_core.marks import N_
 from mha_core.masks import padding_mask
 
 EXAMPLE_SEED = 0  # default_rng seed standing in for the unseeded draws of seeds 000 and 004
+# Checks whose words hold numbers: the key is the template filled in (English); the page translates the template.
+SHAPE_CHECK = N_("{name} has shape {shape}")
+RANGE_CHECK = N_("mean of output[0, 0] lies within the seed's printed range {low}..{high}")
 ROW_SUM_TOL = 1e-9  # |sum of a weight row - 1| allowed in the structural checks (float64)
 PRINT_SLACK = 1.001  # tolerance = half a unit of the last printed decimal, times this
 
@@ -58,7 +62,7 @@ class SeedExample:
     summary: str
     conventions: dict[str, str]
     reproducible: bool  # False when the seed used unseeded randomness
-    note: str
+    note: str  # English, marked N_ (translated where shown); "{seed}" in it stands for EXAMPLE_SEED
     cases: tuple[SeedCase, ...]
     explorer: MHAConfig | None  # the closest explorer configuration, or None when none fits
 
@@ -144,7 +148,7 @@ SEED000_PRINTED_ROW = np.array(
 def seed000_inputs(seed: int = EXAMPLE_SEED) -> tuple[np.ndarray, np.ndarray, AttentionWeights]:
     """Queries (B, Tq, C), keys/values (B, Tk, C) and uniform [0, 1) weights, in the seed's draw order."""
     rng = np.random.default_rng(seed)
-    w_q, w_k, w_v, w_o = (init_matrix(rng, "uniform", SEED000_D, SEED000_D) for _ in range(4))  # (C, C) each
+    w_q, w_k, w_v, w_o = (init_matrix(rng, "uniform", SEED000_D, SEED000_D) for _draw in range(4))  # (C, C) each
     queries = rng.random((SEED000_BATCH, SEED000_QUERIES, SEED000_D))  # (B, Tq, C)
     keys_values = rng.random((SEED000_BATCH, SEED000_KV, SEED000_D))  # (B, Tk, C)
     return queries, keys_values, AttentionWeights(w_q, w_k, w_v, w_o)
@@ -161,17 +165,17 @@ def _seed000_magnitude(ours: dict[str, np.ndarray]) -> dict[str, bool]:
     """Uniform [0, 1) inputs and weights make outputs in the thousands, as the seed printed."""
     mean = float(ours["output"][0, 0].mean())
     low, high = float(SEED000_PRINTED_ROW.min()), float(SEED000_PRINTED_ROW.max())
-    return {f"mean of output[0, 0] lies within the seed's printed range {low:.0f}..{high:.0f}": low <= mean <= high}
+    return {RANGE_CHECK.format(low=f"{low:.0f}", high=f"{high:.0f}"): low <= mean <= high}
 
 
 def _seed000_empty_sequence(ours: dict[str, np.ndarray]) -> dict[str, bool]:
     """Sequence 2 has no valid key: every row is flagged and its weights and output are zero, not NaN."""
     return {
-        "every row of sequence 2 is flagged fully masked": bool(ours["fully_masked"][1].all()),
-        "sequence 2's weights and output are all zero": bool(
+        N_("every row of sequence 2 is flagged fully masked"): bool(ours["fully_masked"][1].all()),
+        N_("sequence 2's weights and output are all zero"): bool(
             np.all(ours["weights"][1] == 0) and np.all(ours["output"][1] == 0)
         ),
-        "sequence 1 (valid length 3) is unaffected: no row flagged": not ours["fully_masked"][0].any(),
+        N_("sequence 1 (valid length 3) is unaffected: no row flagged"): not ours["fully_masked"][0].any(),
     }
 
 
@@ -182,34 +186,34 @@ SEED000_SHAPES = {
 
 SEED000 = SeedExample(
     key="000",
-    title="Cross-attention with key padding (d2l-style class)",
+    title=N_("Cross-attention with key padding (d2l-style class)"),
     source_file="000_b071ea424b11d3d2.txt",
-    summary=(
+    summary=N_(
         "A MultiHeadAttention class in which 4 queries attend over 6 keys/values, for a batch of 2 "
         "sequences whose keys are padded to valid lengths 3 and 2; 5 heads over width 100."
     ),
     conventions={
-        "layout": "rows (tokens x features), batch first: queries (2, 4, 100), keys = values (2, 6, 100)",
-        "weights": "W_q, W_k, W_v, W_o of shape (100, 100) drawn uniform [0, 1) with unseeded np.random.rand",
-        "heads": "5 heads of size 20, contiguous column blocks of the fused projection",
-        "scale": "1/sqrt(d_head) = 1/sqrt(20)",
-        "mask": "key padding: query may attend to key j only if j < valid_len of its sequence (-inf otherwise)",
-        "output projection": "W_o plus b_o",
-        "bias": "optional (bias=True draws uniform biases); the seed ran with bias=False",
-        "quirks": "accepts a dropout rate and never uses it; a valid length of 0 gives NaN rows",
+        N_("layout"): N_("rows (tokens x features), batch first: queries (2, 4, 100), keys = values (2, 6, 100)"),
+        N_("weights"): N_("W_q, W_k, W_v, W_o of shape (100, 100) drawn uniform [0, 1) with unseeded np.random.rand"),
+        N_("heads"): N_("5 heads of size 20, contiguous column blocks of the fused projection"),
+        N_("scale"): N_("1/sqrt(d_head) = 1/sqrt(20)"),
+        N_("mask"): N_("key padding: query may attend to key j only if j < valid_len of its sequence (-inf otherwise)"),
+        N_("output projection"): N_("W_o plus b_o"),
+        N_("bias"): N_("optional (bias=True draws uniform biases); the seed ran with bias=False"),
+        N_("quirks"): N_("accepts a dropout rate and never uses it; a valid length of 0 gives NaN rows"),
     },
     reproducible=False,
-    note=(
+    note=N_(
         "The seed used unseeded np.random.rand, so its printed row cannot be reproduced. We draw the same "
-        f"shapes from np.random.default_rng({EXAMPLE_SEED}) and check the structure: shapes, rows summing to 1, "
+        "shapes from np.random.default_rng({seed}) and check the structure: shapes, rows summing to 1, "
         "zero weight on padded keys, and outputs in the thousands like the seed's (uniform weights saturate the "
         "softmax into nearly one-hot rows). For a valid length of 0 every key is masked: the seed divides 0 by 0 "
         "and prints NaN; our engine returns zero weights, flags the rows in fully_masked and raises no warning."
     ),
     cases=(
         SeedCase(
-            name="batch of 2, valid lengths [3, 2]",
-            description="The seed's run: 4 queries over 6 keys/values; only the first 3 (then 2) keys are real.",
+            name=N_("batch of 2, valid lengths [3, 2]"),
+            description=N_("The seed's run: 4 queries over 6 keys/values; only the first 3 (then 2) keys are real."),
             compute=lambda: seed000_run(SEED000_VALID_LENS),
             printed=None,
             decimals=None,
@@ -217,8 +221,8 @@ SEED000 = SeedExample(
             extra_checks=_seed000_magnitude,
         ),
         SeedCase(
-            name="valid length 0 (every key masked)",
-            description=(
+            name=N_("valid length 0 (every key masked)"),
+            description=N_(
                 "Sequence 2 with no valid key at all: the seed yields NaN; we yield zero weights and zero head "
                 "outputs, flagged in fully_masked."
             ),
@@ -300,24 +304,24 @@ def seed001_run() -> dict[str, np.ndarray]:
 
 SEED001 = SeedExample(
     key="001",
-    title="One head, worked token by token",
+    title=N_("One head, worked token by token"),
     source_file="001_e697f0fa12a4107d.txt",
-    summary=(
+    summary=N_(
         "Three tokens of width 4 go through one hand-written 4x3 matrix used as W_q, W_k and W_v; the "
         "scores are scaled by 1/sqrt(3), soft-maxed row by row and used to average the value rows."
     ),
     conventions={
-        "layout": "rows (tokens x features), x @ W",
-        "weights": "one 4x3 matrix of 0s and 1s, the same for queries, keys and values (rectangular: 4 -> 3)",
-        "heads": "a single head of size 3 (the text imagines 8 heads but computes one)",
-        "scale": "1/sqrt(number of tokens) = 1/sqrt(3); it equals 1/sqrt(d_k) here only because d_k = 3 too",
-        "mask": "none",
-        "output projection": "none: the output is weights @ V",
-        "bias": "none",
-        "quirks": "prints the attention outputs as 'Attention Score for Input i'; softmax via scipy per row",
+        N_("layout"): N_("rows (tokens x features), x @ W"),
+        N_("weights"): N_("one 4x3 matrix of 0s and 1s, the same for queries, keys and values (rectangular: 4 -> 3)"),
+        N_("heads"): N_("a single head of size 3 (the text imagines 8 heads but computes one)"),
+        N_("scale"): N_("1/sqrt(number of tokens) = 1/sqrt(3); it equals 1/sqrt(d_k) here only because d_k = 3 too"),
+        N_("mask"): N_("none"),
+        N_("output projection"): N_("none: the output is weights @ V"),
+        N_("bias"): N_("none"),
+        N_("quirks"): N_("prints the attention outputs as 'Attention Score for Input i'; softmax via scipy per row"),
     },
     reproducible=True,
-    note=(
+    note=N_(
         "Fixed inputs, so every printed number is reproduced to its 8 decimals: the scaled scores, the weights "
         "and the outputs (which the seed calls attention scores). The explorer loads its shape (3 tokens, "
         "d_model 4, one head) and its scale rule, 1/sqrt(T); the 3x4 input can be uploaded as a CSV (the page offers "
@@ -325,8 +329,8 @@ SEED001 = SeedExample(
     ),
     cases=(
         SeedCase(
-            name="3 tokens, 1 head of size 3",
-            description="Scaled scores, weights and outputs (the seed's 'Attention Score for Input i').",
+            name=N_("3 tokens, 1 head of size 3"),
+            description=N_("Scaled scores, weights and outputs (the seed's 'Attention Score for Input i')."),
             compute=seed001_run,
             printed=SEED001_PRINTED,
             decimals=8,
@@ -419,27 +423,27 @@ def seed002_case(name: str, description: str, x: np.ndarray, n_heads: int, print
 
 SEED002 = SeedExample(
     key="002",
-    title="Heads split by reshape, integer test cases",
+    title=N_("Heads split by reshape, integer test cases"),
     source_file="002_e14b43bdac7cdcda.txt",
-    summary=(
+    summary=N_(
         "Functions that take already-projected Q, K, V, split them into heads by reshaping, attend per head "
         "and concatenate; tried on a 2x2 identity and on three integer test cases drawn after np.random.seed(42)."
     ),
     conventions={
-        "layout": "rows (tokens x features); Q = X @ W_q etc. is computed before attention",
-        "weights": "integer randint matrices: W_q in 0..3, W_k in 0..4, W_v in 0..5, after a permutation for X",
-        "heads": "reshape (T, nh, hs) then transpose: head i = columns i*hs:(i+1)*hs, as ours",
-        "scale": "1/sqrt(d_head)",
-        "mask": "none",
-        "output projection": "none: returns the concatenated heads",
-        "bias": "none",
-        "quirks": (
+        N_("layout"): N_("rows (tokens x features); Q = X @ W_q etc. is computed before attention"),
+        N_("weights"): N_("integer randint matrices: W_q in 0..3, W_k in 0..4, W_v in 0..5, after a permutation for X"),
+        N_("heads"): N_("reshape (T, nh, hs) then transpose: head i = columns i*hs:(i+1)*hs, as ours"),
+        N_("scale"): N_("1/sqrt(d_head)"),
+        N_("mask"): N_("none"),
+        N_("output projection"): N_("none: returns the concatenated heads"),
+        N_("bias"): N_("none"),
+        N_("quirks"): N_(
             "mixes tabs and spaces; returns concat.tolist() although every printed result is an array; in every "
             "random test case the scores are so large that each weight row is one-hot"
         ),
     },
     reproducible=True,
-    note=(
+    note=N_(
         "We replay the seed's draws (permutation, then three randint calls) on np.random.RandomState(42), get "
         "the same integer X and weights, and the engine computes in float64. Every printed number matches. "
         "Because the softmax is saturated (one-hot rows), the random cases check the head split, not the scale; "
@@ -447,36 +451,36 @@ SEED002 = SeedExample(
     ),
     cases=(
         SeedCase(
-            name="identity example (2x2, 2 heads)",
-            description="Q = K = V = identity, 2 heads of size 1; the only case whose weights are not one-hot.",
+            name=N_("identity example (2x2, 2 heads)"),
+            description=N_("Q = K = V = identity, 2 heads of size 1; the only case whose weights are not one-hot."),
             compute=seed002_identity,
             printed={"output": SEED002_PRINTED_IDENTITY},
             decimals=SEED002_DECIMALS,
         ),
         seed002_case(
-            "test case 1 (4x4, 2 heads)",
-            "X is a permutation of 0..15; integer weights; 2 heads of size 2.",
+            N_("test case 1 (4x4, 2 heads)"),
+            N_("X is a permutation of 0..15; integer weights; 2 heads of size 2."),
             SEED002_X_4X4,
             n_heads=2,
             printed_output=SEED002_PRINTED_CASE1,
         ),
         seed002_case(
-            "test case 2, single head (6x8)",
-            "The seed's self_attention on the full width 8: one head, scale 1/sqrt(8).",
+            N_("test case 2, single head (6x8)"),
+            N_("The seed's self_attention on the full width 8: one head, scale 1/sqrt(8)."),
             SEED002_X_6X8,
             n_heads=1,
             printed_output=SEED002_PRINTED_CASE2_ONE_HEAD,
         ),
         seed002_case(
-            "test case 2 (6x8, 4 heads)",
-            "Same inputs, 4 heads of size 2: the first half of the row changes, the rest does not.",
+            N_("test case 2 (6x8, 4 heads)"),
+            N_("Same inputs, 4 heads of size 2: the first half of the row changes, the rest does not."),
             SEED002_X_6X8,
             n_heads=4,
             printed_output=SEED002_PRINTED_CASE2,
         ),
         seed002_case(
-            "test case 3 (6x8, 2 heads)",
-            "Same inputs, 2 heads of size 4.",
+            N_("test case 3 (6x8, 2 heads)"),
+            N_("Same inputs, 2 heads of size 4."),
             SEED002_X_6X8,
             n_heads=2,
             printed_output=SEED002_PRINTED_CASE3,
@@ -584,25 +588,25 @@ def seed003_run() -> dict[str, np.ndarray]:
 
 SEED003 = SeedExample(
     key="003",
-    title="Tokens as columns, parameters per head (UDL notebook 12.2)",
+    title=N_("Tokens as columns, parameters per head (UDL notebook 12.2)"),
     source_file="003_019ec01f2b691aa0.txt",
-    summary=(
+    summary=N_(
         "Six tokens of width 8 stored as the columns of X; two heads, each with its own query, key and value "
         "matrices and biases; a column-wise softmax; the heads stacked and mixed by omega_c."
     ),
     conventions={
-        "layout": "columns (features x tokens): X is (8, 6), q = omega_q @ x + beta_q",
-        "weights": "standard normal: X from np.random.seed(3), then the parameters from np.random.seed(0)",
-        "heads": "separate (4, 8) matrices per head, i.e. our fused w_q = [omega_q1.T | omega_q2.T]",
-        "scale": "1/sqrt(d_head) = 1/2",
-        "mask": "none",
-        "output projection": "omega_c (8, 8), no bias; in rows w_o = omega_c.T",
-        "bias": "beta_q, beta_k, beta_v per head (our b_q = the heads' betas one after the other); none on output",
-        "softmax": "over each column (keys), since score[m, n] = k_m . q_n",
-        "quirks": "the first two versions of the function never ran (shape errors); only the last one matches",
+        N_("layout"): N_("columns (features x tokens): X is (8, 6), q = omega_q @ x + beta_q"),
+        N_("weights"): N_("standard normal: X from np.random.seed(3), then the parameters from np.random.seed(0)"),
+        N_("heads"): N_("separate (4, 8) matrices per head, i.e. our fused w_q = [omega_q1.T | omega_q2.T]"),
+        N_("scale"): N_("1/sqrt(d_head) = 1/2"),
+        N_("mask"): N_("none"),
+        N_("output projection"): N_("omega_c (8, 8), no bias; in rows w_o = omega_c.T"),
+        N_("bias"): N_("beta_q, beta_k, beta_v per head (our b_q = the heads' betas one after the other); none on output"),
+        N_("softmax"): N_("over each column (keys), since score[m, n] = k_m . q_n"),
+        N_("quirks"): N_("the first two versions of the function never ran (shape errors); only the last one matches"),
     },
     reproducible=True,
-    note=(
+    note=N_(
         "We replay the seed's draws on RandomState(3) and RandomState(0), map the column layout to our rows "
         "(x = X.T, w_q = the omega_q.T side by side, b_q = the betas, w_o = omega_c.T), run our engine and "
         "turn the output back into columns. It matches the 'True values' to the 3 decimals printed; the input "
@@ -610,15 +614,15 @@ SEED003 = SeedExample(
     ),
     cases=(
         SeedCase(
-            name="inputs X (RandomState(3))",
-            description="The seed's input matrix, tokens as columns, printed with 8 decimals.",
+            name=N_("inputs X (RandomState(3))"),
+            description=N_("The seed's input matrix, tokens as columns, printed with 8 decimals."),
             compute=lambda: {"X": seed003_inputs()},
             printed={"X": SEED003_PRINTED_X},
             decimals=8,
         ),
         SeedCase(
-            name="true values (8x6, 2 heads)",
-            description="X' = omega_c @ [O1; O2] in the seed's column layout.",
+            name=N_("true values (8x6, 2 heads)"),
+            description=N_("X' = omega_c @ [O1; O2] in the seed's column layout."),
             compute=seed003_run,
             printed={"output": SEED003_TRUE_VALUES},
             decimals=3,
@@ -646,8 +650,8 @@ SEED004_D, SEED004_HEADS, SEED004_BATCH, SEED004_T = 512, 8, 2, 10
 def seed004_inputs(seed: int = EXAMPLE_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray, AttentionWeights]:
     """He-normal W_q, W_k, W_v, W_o (C, C), then inputs Q, K, V (B, T, C), in the seed's draw order."""
     rng = np.random.default_rng(seed)
-    w_q, w_k, w_v, w_o = (init_matrix(rng, "he", SEED004_D, SEED004_D) for _ in range(4))  # (C, C) each
-    x_q, x_k, x_v = (rng.standard_normal((SEED004_BATCH, SEED004_T, SEED004_D)) for _ in range(3))  # (B, T, C) each
+    w_q, w_k, w_v, w_o = (init_matrix(rng, "he", SEED004_D, SEED004_D) for _draw in range(4))  # (C, C) each
+    x_q, x_k, x_v = (rng.standard_normal((SEED004_BATCH, SEED004_T, SEED004_D)) for _draw in range(3))  # (B, T, C) each
     return x_q, x_k, x_v, AttentionWeights(w_q, w_k, w_v, w_o)
 
 
@@ -659,34 +663,34 @@ def seed004_run() -> dict[str, np.ndarray]:
 
 SEED004 = SeedExample(
     key="004",
-    title="He initialisation, weights returned (tutorial class)",
+    title=N_("He initialisation, weights returned (tutorial class)"),
     source_file="004_ffb07a60118d3df3.txt",
-    summary=(
+    summary=N_(
         "A MultiHeadAttention class with He-scaled weights, 8 heads over width 512, run on a batch of 2 "
         "sequences of 10 tokens whose queries, keys and values are three different random inputs; it returns "
         "the output and the per-head weights."
     ),
     conventions={
-        "layout": "rows (tokens x features), batch first: Q, K, V inputs each (2, 10, 512)",
-        "weights": "W_q, W_k, W_v, W_o of shape (512, 512), standard normal times sqrt(2/512) (He), unseeded",
-        "heads": "8 heads of size 64, contiguous column blocks (reshape then transpose)",
-        "scale": "1/sqrt(d_head) = 1/8",
-        "mask": "none",
-        "output projection": "W_o, no bias",
-        "bias": "none",
-        "quirks": "returns (output, weights); the printed arrays are abbreviated with '...'",
+        N_("layout"): N_("rows (tokens x features), batch first: Q, K, V inputs each (2, 10, 512)"),
+        N_("weights"): N_("W_q, W_k, W_v, W_o of shape (512, 512), standard normal times sqrt(2/512) (He), unseeded"),
+        N_("heads"): N_("8 heads of size 64, contiguous column blocks (reshape then transpose)"),
+        N_("scale"): N_("1/sqrt(d_head) = 1/8"),
+        N_("mask"): N_("none"),
+        N_("output projection"): N_("W_o, no bias"),
+        N_("bias"): N_("none"),
+        N_("quirks"): N_("returns (output, weights); the printed arrays are abbreviated with '...'"),
     },
     reproducible=False,
-    note=(
+    note=N_(
         "The seed's draws were unseeded, so its printed fragments cannot be reproduced. We draw the weights "
-        f"and then the three inputs from np.random.default_rng({EXAMPLE_SEED}) and check the structure: shapes, "
+        "and then the three inputs from np.random.default_rng({seed}) and check the structure: shapes, "
         "finite values, weight rows summing to 1. The explorer cannot feed three different inputs, so it loads "
         "the closest self-attention layer: 10 tokens, width 512, 8 heads, He init."
     ),
     cases=(
         SeedCase(
-            name="batch of 2, 10 tokens, separate Q, K, V inputs",
-            description="Output (2, 10, 512) and per-head weights (2, 8, 10, 10), as the seed returns them.",
+            name=N_("batch of 2, 10 tokens, separate Q, K, V inputs"),
+            description=N_("Output (2, 10, 512) and per-head weights (2, 8, 10, 10), as the seed returns them."),
             compute=seed004_run,
             printed=None,
             decimals=None,
@@ -719,24 +723,25 @@ def structural_checks(ours: dict[str, np.ndarray], shapes: Mapping[str, tuple[in
     ``weights`` (..., nh, Tq, Tk) rows sum to 1 except fully masked rows, which are all zero; with a
     ``mask`` (..., Tq, Tk), True = may attend, masked keys get weight exactly 0.
     """
-    checks = {f"{name} has shape {shape}": ours[name].shape == tuple(shape) for name, shape in shapes.items()}
+    checks = {SHAPE_CHECK.format(name=name, shape=shape): ours[name].shape == tuple(shape) for name, shape in shapes.items()}
     floats = [a for a in ours.values() if np.issubdtype(a.dtype, np.floating)]
-    checks["no NaN or inf anywhere"] = all(np.all(np.isfinite(a)) for a in floats)
+    checks[N_("no NaN or inf anywhere")] = all(np.all(np.isfinite(a)) for a in floats)
     if "weights" not in ours:
         return checks
     weights = ours["weights"]
     fully_masked = ours.get("fully_masked", np.zeros(weights.shape[:-1], dtype=bool))  # (..., nh, Tq)
     row_sums = weights.sum(axis=-1)  # (..., nh, Tq)
-    checks["weights lie in [0, 1]"] = bool(np.all((weights >= 0) & (weights <= 1)))
-    rows = "every weight row sums to 1" + (", except the fully masked ones" if fully_masked.any() else "")
+    checks[N_("weights lie in [0, 1]")] = bool(np.all((weights >= 0) & (weights <= 1)))
+    rows = N_("every weight row sums to 1, except the fully masked ones") if fully_masked.any() else N_(
+        "every weight row sums to 1")
     checks[rows] = bool(np.all(np.abs(row_sums[~fully_masked] - 1) <= ROW_SUM_TOL))
     if "mask" in ours:
         mask = np.expand_dims(ours["mask"], -3)  # (..., 1, Tq, Tk): the same mask for every head
-        checks["masked keys get weight exactly 0"] = bool(np.all(np.where(mask, 0.0, weights) == 0))
+        checks[N_("masked keys get weight exactly 0")] = bool(np.all(np.where(mask, 0.0, weights) == 0))
         no_key = np.broadcast_to(~mask.any(axis=-1), fully_masked.shape)  # (..., nh, Tq)
-        checks["rows flagged fully masked are exactly those with no key"] = bool(np.array_equal(no_key, fully_masked))
+        checks[N_("rows flagged fully masked are exactly those with no key")] = bool(np.array_equal(no_key, fully_masked))
     if fully_masked.any():
-        checks["fully masked rows have all-zero weights"] = bool(np.all(weights[fully_masked] == 0))
+        checks[N_("fully masked rows have all-zero weights")] = bool(np.all(weights[fully_masked] == 0))
     return checks
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from mha_core.config import MHAConfig, RunResult
+from ui.i18n import _
 from ui.state.settings import model_settings, values_of
 from ui.state.urlstate import config_from_params, params_from_config
 
@@ -60,7 +61,7 @@ class Comparison:
 def compare(result_a: RunResult, result_b: RunResult) -> Comparison | str:
     """The per-head comparison, or a message saying why A and B cannot be compared cell by cell."""
     if result_a.query_labels != result_b.query_labels or result_a.key_labels != result_b.key_labels:
-        return (
+        return _(
             "A and B attend over different tokens (the sentence or the key/value sentence differs), so their "
             "weights have no cell in common: change the sentence in both, or compare two settings on one sentence."
         )
@@ -68,10 +69,10 @@ def compare(result_a: RunResult, result_b: RunResult) -> Comparison | str:
     n = min(na, nb)
     wa = result_a.trace.weights[:n]  # (n, Tq, Tk)
     wb = result_b.trace.weights[:n]  # (n, Tq, Tk)
-    note = f"All {n} heads compared." if na == nb else (
-        f"A has {na} heads and B {nb}: heads 0..{n - 1} are compared (head h of A against head h of B; "
+    note = _("All {n} heads compared.").format(n=n) if na == nb else _(
+        "A has {na} heads and B {nb}: heads 0..{last} are compared (head h of A against head h of B; "
         "with another head count each head has another size, so this is a comparison of patterns, not of one head)."
-    )
+    ).format(na=na, nb=nb, last=n - 1)
     return Comparison(n, wa, wb, wb - wa, note)
 
 
@@ -83,7 +84,7 @@ def head_changes(comparison: Comparison, query_labels: list[str], key_labels: li
         i, j = np.unravel_index(int(size.argmax()), size.shape)
         rows.append(
             {
-                "head": f"head {h}",
+                "head": _("head {h}").format(h=h),
                 "largest |B − A|": float(size[i, j]),
                 "query": query_labels[i],
                 "key": key_labels[j],
@@ -97,7 +98,5 @@ def head_changes(comparison: Comparison, query_labels: list[str], key_labels: li
 
 def summary_line(row: pd.Series) -> str:
     """'head 0: largest change 0.31 at query 2:sat → key 0:the (0.12 → 0.43)'."""
-    return (
-        f"{row.name}: largest change {row['largest |B − A|']:.3f} at query {row['query']} → key {row['key']} "
-        f"({row['A']:.3f} → {row['B']:.3f})"
-    )
+    return _("{head}: largest change {change:.3f} at query {query} → key {key} ({a:.3f} → {b:.3f})").format(
+        head=row.name, change=row["largest |B − A|"], query=row["query"], key=row["key"], a=row["A"], b=row["B"])

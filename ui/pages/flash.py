@@ -24,6 +24,7 @@ from mha_core.flash import (
     tile_count,
     weights_from_lse,
 )
+from ui.i18n import N_, _, ngettext
 from ui.pipeline.records import Panel
 from ui.state.settings import Setting, key_tokens
 
@@ -36,19 +37,19 @@ def _tiles(values) -> int:
 
 # The page's own link parameters: read after the model's settings (their limits follow the sentence).
 FLASH_SETTINGS: tuple[Setting, ...] = (
-    Setting("br", "int", label="B_r: query rows per tile", default=lambda v: min(DEFAULT_BLOCK, len(v["tokens"])),
+    Setting("br", "int", label=N_("B_r: query rows per tile"), default=lambda v: min(DEFAULT_BLOCK, len(v["tokens"])),
             limits=lambda v: (1, len(v["tokens"]))),
-    Setting("bc", "int", label="B_c: keys per tile", default=lambda v: min(DEFAULT_BLOCK, len(key_tokens(v))),
+    Setting("bc", "int", label=N_("B_c: keys per tile"), default=lambda v: min(DEFAULT_BLOCK, len(key_tokens(v))),
             limits=lambda v: (1, len(key_tokens(v)))),
     # The link's ``tile`` is the step's index from 0; the page counts steps from 1 (``step_number``).
-    Setting("tile", "int", label="Step (tiles in the kernel's order)", default=0, limits=lambda v: (0, _tiles(v) - 1)),
+    Setting("tile", "int", label=N_("Step (tiles in the kernel's order)"), default=0, limits=lambda v: (0, _tiles(v) - 1)),
 )
 SETTING = {row.name: row for row in FLASH_SETTINGS}
 
 
 def step_number(index: int, steps: int) -> str:
     """Step ``index`` (from 0, as the link's ``tile``) as the page counts it, from 1: '1 of 9'."""
-    return f"{index + 1} of {steps}"
+    return _("{step} of {steps}").format(step=index + 1, steps=steps)
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,11 @@ def skipped_so_far(run: FlashRun, index: int, masked: bool) -> Skipped:
     """How many tiles the kernel has skipped by step ``index``, of all it skips; ``masked``: the layer has a mask."""
     total = run.traffic.tiles_skipped
     if total:
-        return Skipped(f"{sum(s.skipped for s in run.steps[: index + 1])} of {total}", "")
+        return Skipped(_("{skipped} of {total}").format(skipped=sum(s.skipped for s in run.steps[: index + 1]),
+                                                        total=total), "")
     if not masked:
-        return Skipped("none", "Nothing can be skipped without a mask: every tile has pairs to compute.")
-    return Skipped("none", "No tile is masked in full with these block sizes: every tile has a pair to compute.")
+        return Skipped(_("none"), _("Nothing can be skipped without a mask: every tile has pairs to compute."))
+    return Skipped(_("none"), _("No tile is masked in full with these block sizes: every tile has a pair to compute."))
 
 
 def engine_lse(trace: AttentionTrace, head: int) -> np.ndarray:
@@ -126,8 +128,8 @@ def block_label(bounds: tuple[int, int], labels: list[str]) -> str:
     return labels[start] if stop - start == 1 else f"{labels[start]}–{labels[stop - 1]}"
 
 
-TILE_MARKS = {("done", False): "✓", ("done", True): "skipped", ("now", False): "▶ now", ("now", True): "▶ skipped",
-              ("later", False): "·", ("later", True): "will skip"}
+TILE_MARKS = {("done", False): "✓", ("done", True): N_("skipped"), ("now", False): N_("▶ now"),
+              ("now", True): N_("▶ skipped"), ("later", False): "·", ("later", True): N_("will skip")}
 
 
 def tile_map(run: FlashRun, index: int, query_labels: list[str], key_labels: list[str]) -> pd.DataFrame:
@@ -137,41 +139,42 @@ def tile_map(run: FlashRun, index: int, query_labels: list[str], key_labels: lis
     marks = np.empty((len(rows), len(cols)), dtype=object)  # (row blocks, column blocks)
     for step in run.steps:
         when = "done" if step.index < index else "now" if step.index == index else "later"
-        marks[step.row_block, step.col_block] = TILE_MARKS[when, step.skipped]
+        marks[step.row_block, step.col_block] = _(TILE_MARKS[when, step.skipped])
     grid = pd.DataFrame(marks, index=[block_label(r, query_labels) for r in rows],
                         columns=[block_label(c, key_labels) for c in cols])
-    grid.index.name = "query block ↓ / key block →"
+    grid.index.name = _("query block ↓ / key block →")
     return grid
 
 
 def state_table(step: TileStep, query_labels: list[str]) -> pd.DataFrame:
     """One row per query of the tile: m before and after, the rescale factor, l before and after."""
     labels = query_labels[step.rows[0] : step.rows[1]]
-    return pd.DataFrame({"m_old": step.m_old, "m_new": step.m_new, "rescale e^(m_old − m_new)": step.rescale,
-                         "ℓ_old": step.l_old, "ℓ_new": step.l_new}, index=pd.Index(labels, name="query"))
+    return pd.DataFrame({"m_old": step.m_old, "m_new": step.m_new, _("rescale e^(m_old − m_new)"): step.rescale,
+                         "ℓ_old": step.l_old, "ℓ_new": step.l_new}, index=pd.Index(labels, name=_("query")))
 
 
 def traffic_table(traffic: Traffic) -> pd.DataFrame:
     """Numbers read from and written to HBM per head, standard against tiled, with the formulas (the on-chip
     numbers are ``sram_sentence``'s: standard attention has no tile to count them for)."""
     rows = [
-        ("HBM reads", traffic.standard_reads, traffic.flash_reads, STANDARD_READS_FORMULA, FLASH_READS_FORMULA),
-        ("HBM writes", traffic.standard_writes, traffic.flash_writes, STANDARD_WRITES_FORMULA, FLASH_WRITES_FORMULA),
-        ("HBM total", traffic.standard_reads + traffic.standard_writes, traffic.flash_reads + traffic.flash_writes,
+        (_("HBM reads"), traffic.standard_reads, traffic.flash_reads, STANDARD_READS_FORMULA, FLASH_READS_FORMULA),
+        (_("HBM writes"), traffic.standard_writes, traffic.flash_writes, STANDARD_WRITES_FORMULA, FLASH_WRITES_FORMULA),
+        (_("HBM total"), traffic.standard_reads + traffic.standard_writes, traffic.flash_reads + traffic.flash_writes,
          "", ""),
     ]
-    frame = pd.DataFrame(rows, columns=["numbers", "standard attention", "tiled kernel", "standard: formula",
-                                        "tiled: formula"]).set_index("numbers")
+    frame = pd.DataFrame(rows, columns=[_("numbers"), _("standard attention"), _("tiled kernel"),
+                                        _("standard: formula"), _("tiled: formula")]).set_index(_("numbers"))
     return frame
 
 
 def sram_sentence(traffic: Traffic) -> str:
     """The on-chip memory one tile needs, and why standard attention has no such number (Markdown)."""
-    return (f"On chip (SRAM), one tile needs **{traffic.sram_numbers:,}** numbers: {SRAM_FORMULA} = "
-            f"{traffic.block_rows}·{traffic.hs} + {traffic.block_cols}·{traffic.hs} + {traffic.block_cols}·{traffic.hv}"
-            f" + {traffic.block_rows}·{traffic.block_cols} + {traffic.block_rows}·{traffic.hv} + "
-            f"2·{traffic.block_rows}. Standard attention has no tile, so no such number: it keeps the whole "
-            f"{traffic.tq}×{traffic.tk} scores and weights in HBM, which is the traffic counted above.")
+    worked = (f"{traffic.block_rows}·{traffic.hs} + {traffic.block_cols}·{traffic.hs} + {traffic.block_cols}·{traffic.hv}"
+              f" + {traffic.block_rows}·{traffic.block_cols} + {traffic.block_rows}·{traffic.hv} + 2·{traffic.block_rows}")
+    return _("On chip (SRAM), one tile needs **{numbers:,}** numbers: {formula} = {worked}. Standard attention has no "
+             "tile, so no such number: it keeps the whole {tq}×{tk} scores and weights in HBM, which is the traffic "
+             "counted above.").format(numbers=traffic.sram_numbers, formula=SRAM_FORMULA, worked=worked,
+                                      tq=traffic.tq, tk=traffic.tk)
 
 
 def reads_worked(traffic: Traffic) -> str:
@@ -210,21 +213,23 @@ def tile_panels(step: TileStep, query_labels: list[str], key_labels: list[str]) 
     rows, cols = slice(*step.rows), slice(*step.cols)
     seen = ~np.isneginf(step.logits)  # (br, bc) the pairs that may attend
     return (
-        Panel(f"S tile ({step.row_block}, {step.col_block}) = Q_i K_jᵀ · scale (masked)", step.logits,
-              query_labels[rows], key_labels[cols], "logit", axis_titles=("query", "key"), allowed=seen),
+        Panel(_("S tile ({row}, {col}) = Q_i K_jᵀ · scale (masked)").format(row=step.row_block, col=step.col_block),
+              step.logits,
+              query_labels[rows], key_labels[cols], "logit", axis_titles=(_("query"), _("key")), allowed=seen),
         Panel("P̃ = exp(S − m_new)", step.exponentials, query_labels[rows], key_labels[cols], "exp", kind="weights",
-              axis_titles=("query", "key"), allowed=seen),
+              axis_titles=(_("query"), _("key")), allowed=seen),
     )
 
 
 def _listed(words: list[str]) -> str:
     """'a', 'a and b', 'a, b and c'."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return words[0] if len(words) == 1 else _("{first} and {last}").format(first=", ".join(words[:-1]), last=words[-1])
 
 
 def _named(labels: list[str]) -> str:
     """'row **0:the**', 'rows **0:the** and **1:cat**', 'rows **0:the**, **1:cat** and **2:sat**'."""
-    return ("row " if len(labels) == 1 else "rows ") + _listed([f"**{label}**" for label in labels])
+    return ngettext("row {labels}", "rows {labels}", len(labels)).format(
+        labels=_listed([f"**{label}**" for label in labels]))
 
 
 def rows_finishing(run: FlashRun, index: int) -> np.ndarray:
@@ -239,37 +244,43 @@ def step_sentence(run: FlashRun, index: int, query_labels: list[str], key_labels
     step = run.steps[index]
     queries = block_label(step.rows, query_labels)
     keys = block_label(step.cols, key_labels)
-    parts = [f"Tile ({step.row_block}, {step.col_block}): queries **{queries}**, keys **{keys}**."]
+    parts = [_("Tile ({row}, {col}): queries **{queries}**, keys **{keys}**.").format(
+        row=step.row_block, col=step.col_block, queries=queries, keys=keys)]
     start = step.rows[0]
     if step.skipped:
-        parts.append("Every pair in it is masked, so the kernel **skips it**: K and V of these keys are never "
-                     "loaded, and m, ℓ and O pass through unchanged.")
+        parts.append(_("Every pair in it is masked, so the kernel **skips it**: K and V of these keys are never "
+                       "loaded, and m, ℓ and O pass through unchanged."))
     else:
         first = np.isneginf(step.m_old) & ~np.isneginf(step.m_new)  # (br,) rows that see their first key here
         if first.any():
             rows = np.flatnonzero(first)
-            starts = _listed([f"{step.m_new[r]:.4f}" for r in rows]) + ("" if rows.size == 1 else " respectively")
-            parts.append(f"{_named([query_labels[start + r] for r in rows]).capitalize()} "
-                         f"{'sees its' if rows.size == 1 else 'see their'} first key here: m starts at {starts} (the "
-                         "rescale factor e^(−∞) = 0 multiplies an empty sum).")
+            starts = _listed([f"{step.m_new[r]:.4f}" for r in rows])
+            parts.append(ngettext(
+                "{rows} sees its first key here: m starts at {starts} (the rescale factor e^(−∞) = 0 multiplies an "
+                "empty sum).",
+                "{rows} see their first key here: m starts at {starts} respectively (the rescale factor e^(−∞) = 0 "
+                "multiplies an empty sum).", rows.size).format(
+                rows=_named([query_labels[start + r] for r in rows]).capitalize(), starts=starts))
         grew = (step.m_new > step.m_old) & ~first  # (br,) rows whose maximum grew over keys seen before
         if grew.any():
             r = int(np.argmin(np.where(grew, step.rescale, np.inf)))
             label = query_labels[start + r]
-            parts.append(f"In row **{label}** the maximum grew from {step.m_old[r]:.4f} to {step.m_new[r]:.4f}: "
-                         f"ℓ and O so far were measured against the old maximum, so both are multiplied by "
-                         f"e^({step.m_old[r]:.4f} − {step.m_new[r]:.4f}) = **{step.rescale[r]:.4f}** before the tile "
-                         "is added.")
+            parts.append(_("In row **{label}** the maximum grew from {old:.4f} to {new:.4f}: ℓ and O so far were "
+                           "measured against the old maximum, so both are multiplied by e^({old:.4f} − {new:.4f}) = "
+                           "**{rescale:.4f}** before the tile is added.").format(
+                label=label, old=step.m_old[r], new=step.m_new[r], rescale=step.rescale[r]))
         elif not first.any():
-            parts.append("No row's maximum grew: the rescale factor is 1 and the tile's terms are simply added.")
+            parts.append(_("No row's maximum grew: the rescale factor is 1 and the tile's terms are simply added."))
     done = np.flatnonzero(rows_finishing(run, index))
     if done.size:
-        parts.append(f"This is the last tile of {_named([query_labels[r] for r in done])}: "
-                     f"{'it is' if done.size == 1 else 'they are'} finished, O = O~ / ℓ.")
+        parts.append(ngettext("This is the last tile of {rows}: it is finished, O = O~ / ℓ.",
+                              "This is the last tile of {rows}: they are finished, O = O~ / ℓ.", done.size).format(
+            rows=_named([query_labels[r] for r in done])))
     return " ".join(parts)
 
 
 def config_note(config: MHAConfig) -> str:
     """The configuration in words, for the line above the stepper."""
-    kind = "cross-attention" if config.is_cross else "self-attention"
-    return f"{len(config.tokens)} queries × {len(config.key_tokens)} keys ({kind}), mask: {config.mask}"
+    kind = _("cross-attention") if config.is_cross else _("self-attention")
+    return _("{queries} queries × {keys} keys ({kind}), mask: {mask}").format(
+        queries=len(config.tokens), keys=len(config.key_tokens), kind=kind, mask=config.mask)

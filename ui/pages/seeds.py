@@ -9,14 +9,16 @@ overview and to each case. No streamlit in here.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from content.seeds import CaseComparison, SeedCase, SeedExample
+from content.seeds import RANGE_CHECK, SHAPE_CHECK, CaseComparison, SeedCase, SeedExample
 from mha_core.config import MHAConfig
 from ui.charts.marks import UNSEEDED, cell_mark, mark
+from ui.i18n import _, ngettext
 
 
 def largest_difference(comparison: CaseComparison) -> float:
@@ -27,19 +29,28 @@ def largest_difference(comparison: CaseComparison) -> float:
 def match_mark(case: SeedCase, comparison: CaseComparison) -> str:
     """One markdown line that says whether our numbers equal the seed's at its printed precision."""
     if comparison.matches is None:
-        return f"{UNSEEDED} not reproducible (the seed's draws were unseeded): structural checks below instead"
+        return UNSEEDED + " " + _("not reproducible (the seed's draws were unseeded): structural checks below instead")
     worst = largest_difference(comparison)
     if comparison.matches:
-        return f"{mark(True)} matches to {case.decimals} decimals (max |Δ| = {worst:.2g})"
-    return (
-        f"{mark(False)} does not match: max |Δ| = {worst:.2g}, more than half a unit of the "
-        f"{case.decimals}th decimal ({comparison.tolerance:.1g})"
-    )
+        return mark(True) + " " + _("matches to {decimals} decimals (max |Δ| = {gap:.2g})").format(
+            decimals=case.decimals, gap=worst)
+    return mark(False) + " " + _(
+        "does not match: max |Δ| = {gap:.2g}, more than half a unit of the {decimals}th decimal ({tolerance:.1g})"
+    ).format(gap=worst, decimals=case.decimals, tolerance=comparison.tolerance)
+
+
+def check_text(text: str) -> str:
+    """A check's words in the current language: its own translation, or a numbered template's filled in again."""
+    for template in (SHAPE_CHECK, RANGE_CHECK):
+        fields = re.match(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.+)", re.escape(template)) + "$", text)
+        if fields:
+            return _(template).format(**fields.groupdict())
+    return _(text)
 
 
 def check_lines(checks: dict[str, bool]) -> list[str]:
     """'(tick) every weight row sums to 1', one markdown line per structural check."""
-    return [f"{mark(passed)} {text}" for text, passed in checks.items()]
+    return [f"{mark(passed)} {check_text(text)}" for text, passed in checks.items()]
 
 
 def as_table(values: np.ndarray) -> pd.DataFrame:
@@ -65,10 +76,15 @@ def verdict(comparisons: Sequence[CaseComparison]) -> str:
     n = len(comparisons)
     if all(c.matches is None for c in comparisons):
         passed = all(all(c.checks.values()) for c in comparisons)
-        return f"unseeded: {cell_mark(passed)} structural checks {'pass' if passed else 'FAIL'} ({n} case{'s' * (n > 1)})"
+        checked = (ngettext("unseeded: {mark} structural checks pass ({n} case)",
+                            "unseeded: {mark} structural checks pass ({n} cases)", n) if passed else
+                   ngettext("unseeded: {mark} structural checks FAIL ({n} case)",
+                            "unseeded: {mark} structural checks FAIL ({n} cases)", n))
+        return checked.format(mark=cell_mark(passed), n=n)
     matched = sum(c.matches is True for c in comparisons)
-    cases = f"{matched} of {n} case{'s' * (n > 1)} {'match' if n > 1 else 'matches'}"
-    return f"{cell_mark(matched == n)} {cases} the printed numbers"
+    cases = ngettext("{mark} {matched} of {n} case matches the printed numbers",
+                     "{mark} {matched} of {n} cases match the printed numbers", n)
+    return cases.format(mark=cell_mark(matched == n), matched=matched, n=n)
 
 
 def overview_table(
@@ -77,16 +93,17 @@ def overview_table(
     """One row per seed: its title and its verdict. ``comparisons[key]`` holds that seed's cases' comparisons, in order."""
     return pd.DataFrame(
         {
-            "seed": list(examples),
-            "what it is": [ex.title for ex in examples.values()],
-            "our engine": [verdict(comparisons[key]) for key in examples],
+            _("seed"): list(examples),
+            _("what it is"): [_(ex.title) for ex in examples.values()],
+            _("our engine"): [verdict(comparisons[key]) for key in examples],
         }
     )
 
 
 def conventions_table(example: SeedExample) -> pd.DataFrame:
     """The seed's conventions as a two-column table."""
-    return pd.DataFrame({"": list(example.conventions), "in this seed": list(example.conventions.values())})
+    return pd.DataFrame({"": [_(name) for name in example.conventions],
+                         _("in this seed"): [_(text) for text in example.conventions.values()]})
 
 
 def embedding_csv(config: MHAConfig) -> bytes | None:
@@ -101,13 +118,15 @@ def embedding_csv(config: MHAConfig) -> bytes | None:
 def explorer_summary(config: MHAConfig) -> str:
     """What the load button sets, in one line."""
     parts = [
-        f"{len(config.tokens)} tokens" + (f" attending over {len(config.kv_tokens)}" if config.is_cross else ""),
+        (_("{n} tokens attending over {kv}").format(n=len(config.tokens), kv=len(config.kv_tokens)) if config.is_cross
+         else _("{n} tokens").format(n=len(config.tokens))),
         f"d_model {config.d_model}",
-        f"{config.n_heads} head{'s' if config.n_heads > 1 else ''}",
-        f"{config.init} weights",
-        f"scale {config.scale_rule}",
-        f"mask {config.mask}" + (f" (valid length {config.valid_len})" if config.mask == "padding" else ""),
-        "biases" if config.bias else "no biases",
-        "W_O" if config.output_projection else "no W_O",
+        ngettext("{n} head", "{n} heads", config.n_heads).format(n=config.n_heads),
+        _("{init} weights").format(init=config.init),
+        _("scale {rule}").format(rule=config.scale_rule),
+        _("mask {mask}").format(mask=config.mask)
+        + (" " + _("(valid length {n})").format(n=config.valid_len) if config.mask == "padding" else ""),
+        _("biases") if config.bias else _("no biases"),
+        "W_O" if config.output_projection else _("no W_O"),
     ]
     return ", ".join(parts)

@@ -17,6 +17,7 @@ from mha_core.config import RunResult
 from mha_core.contributions import KnockOut, contribution_identity, knock_out, output_norm_weights
 from mha_core.kernels import attention_kernel
 from ui.charts import figures, tables
+from ui.i18n import _
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def feature_labels(n: int) -> list[str]:
 
 def contributions_frame(parts: TakenApart, query_labels: list[str]) -> pd.DataFrame:
     """Every head's contribution as one long table: index (head, query), one column per output feature."""
-    nh, _, c_out = parts.contributions.shape
+    nh, _tq, c_out = parts.contributions.shape
     titles = [f"head {h}" for h in range(nh)]
     return tables.stacked_frame(parts.contributions, titles, query_labels, feature_labels(c_out))
 
@@ -71,11 +72,11 @@ def change_frame(parts: TakenApart, query_labels: list[str]) -> pd.DataFrame:
     full = parts.knocked.output - parts.knocked.change  # (Tq, C_out): the output before the knock-out
     return pd.DataFrame(
         {
-            "‖output‖": np.linalg.norm(full, axis=-1),
-            "‖output after knock-out‖": np.linalg.norm(parts.knocked.output, axis=-1),
-            "‖change‖": parts.knocked.change_norm,
+            _("‖output‖"): np.linalg.norm(full, axis=-1),
+            _("‖output after knock-out‖"): np.linalg.norm(parts.knocked.output, axis=-1),
+            _("‖change‖"): parts.knocked.change_norm,
         },
-        index=pd.Index(query_labels, name="query"),
+        index=pd.Index(query_labels, name=_("query")),
     )
 
 
@@ -86,7 +87,7 @@ def change_bars(values: np.ndarray, labels: list[str], *, title: str, value_name
         x=figures.plot_texts(labels),
         y=np.asarray(values, dtype=np.float64),
         marker=dict(color="#3b528b"),
-        hovertemplate=f"query %{{x}}<br>{value_name} %{{y:.4f}}<extra></extra>",
+        hovertemplate=f"{_('query')} %{{x}}<br>{value_name} %{{y:.4f}}<extra></extra>",
     )
     layout = dict(
         title=dict(text=title, font=dict(size=14)),

@@ -8,6 +8,7 @@ from mha_core.kernels import attention_kernel
 from ui.charts import describe, figures, numbers, tables
 from ui.charts.figures import MAX_DRAWN_CELLS
 from ui.charts.views import matrix_view
+from ui.i18n import N_, _
 from ui.pages.heads import apart
 from ui.pages.heads.downloads import download_csv
 from ui.state.device import chart_config, on_phone
@@ -15,7 +16,7 @@ from ui.widgets.live import show_chart
 from ui.widgets.number_columns import number_columns
 from ui.widgets.state import KEEP
 
-SINK_NOTE = (
+SINK_NOTE = N_(
     "**Why is all the attention on the first token?** Softmax must give every row weights that sum to 1, so a "
     "query with nothing useful to read still has to put its weight somewhere; trained models learn to park it "
     "on the first token (in BERT on [CLS] and [SEP]: Clark et al. 2019), whose value vector is short, so the "
@@ -27,7 +28,7 @@ SINK_NOTE = (
 )
 
 
-APART_TITLE = "Take it apart: each head's contribution, and knocking heads out"
+APART_TITLE = N_("Take it apart: each head's contribution, and knocking heads out")
 
 
 def take_apart_section(result) -> None:
@@ -36,7 +37,7 @@ def take_apart_section(result) -> None:
     A closed section costs nothing on a rerun (measured: about a quarter of a Heads rerun's server
     time, three figures and a table). It opens by itself when the link knocks heads out.
     """
-    section = st.expander(f"**{APART_TITLE}**", expanded=bool(st.session_state.get("w_knock")),
+    section = st.expander(f"**{_(APART_TITLE)}**", expanded=bool(st.session_state.get("w_knock")),
                           key="apart_open", on_change="rerun")
     if section.open:
         with section:
@@ -47,10 +48,10 @@ def take_apart(result) -> None:
     """Output = sum of the heads' contributions (checked live), a knock-out per head, and what each key carries."""
     off = knock_out_switch(result.trace.n_heads)
     parts = apart.take_apart(result, off)
-    w_o_name = "W_O[rows of h]" if result.config.output_projection else "its own columns (W_O is off)"
+    w_o_name = _("W_O[rows of h]") if result.config.output_projection else _("its own columns (W_O is off)")
     st.markdown(
         f"output = Σ_h head_h · {w_o_name}" + (" + b_O" if result.weights.b_o is not None else "")
-        + f" — checked now: max |output − Σ contributions| = **{parts.identity_gap:.1e}**"
+        + _(" — checked now: max |output − Σ contributions| = **{gap:.1e}**").format(gap=parts.identity_gap)
     )
     left, right = st.columns(2)
     with left:
@@ -58,7 +59,7 @@ def take_apart(result) -> None:
     with right:
         knock_out_panel(result, parts, off)
     carried_panel(result, parts, head, off)
-    st.markdown(SINK_NOTE)
+    st.markdown(_(SINK_NOTE))
 
 
 def knock_out_switch(n_heads: int) -> list[int]:
@@ -66,30 +67,31 @@ def knock_out_switch(n_heads: int) -> list[int]:
     ss = st.session_state
     ss.w_knock = [h for h in ss.get("w_knock", ()) if h < n_heads]  # the head count may have shrunk
     return st.pills(
-        "Knock out heads (zero their contribution)",
+        _("Knock out heads (zero their contribution)"),
         list(range(n_heads)),
         selection_mode="multi",
         key="w_knock",
         persist_state=KEEP,
-        format_func=lambda h: f"head {h}",
-        help="Head ablation: the output is rebuilt without these heads' terms; b_O stays.",
+        format_func=lambda h: _("head {h}").format(h=h),
+        help=_("Head ablation: the output is rebuilt without these heads' terms; b_O stays."),
     )
 
 
 def contribution_panel(result, parts, off) -> int:
     """One head's contribution to the output (the head chosen here, returned) and the CSV of all heads'."""
-    head = st.selectbox("Contribution of", list(range(result.trace.n_heads)), key="apart_head",
-                        format_func=lambda h: f"head {h}")
+    head = st.selectbox(_("Contribution of"), list(range(result.trace.n_heads)), key="apart_head",
+                        format_func=lambda h: _("head {h}").format(h=h))
     c_out = parts.contributions.shape[-1]
     show_chart(
         figures.matrix_heatmap(parts.contributions[head], result.query_labels, apart.feature_labels(c_out),
-                               title=f"head {head}'s contribution", value_name="contribution",
-                               row_name="query", col_name="feature", width_px=560),
+                               title=_("head {head}'s contribution").format(head=head),
+                               value_name=_("contribution"), row_name=_("query"), col_name=_("feature"),
+                               width_px=560),
         key="apart_contribution",
         config=chart_config(),
-        alt=f"Head {head}'s contribution to the output, one row per token",
+        alt=_("Head {head}'s contribution to the output, one row per token").format(head=head),
     )
-    download_csv("Contributions, all heads (CSV)", result.config,
+    download_csv(_("Contributions, all heads (CSV)"), result.config,
                  lambda r: apart.contributions_frame(apart.take_apart(r, off), r.query_labels),
                  "contributions.csv", "dl_contributions")
     return head
@@ -98,17 +100,17 @@ def contribution_panel(result, parts, off) -> int:
 def knock_out_panel(result, parts, off) -> None:
     """How much each token's output changes with the heads ``off``: bars, a table and two CSVs."""
     change = apart.change_frame(parts, result.query_labels)
-    heads_off = ", ".join(map(str, parts.knocked.heads_off)) or "none"
-    show_chart(apart.change_bars(change["‖change‖"].to_numpy(), result.query_labels,
-                                 title=f"‖change in output‖ per token, heads off: {heads_off}",
-                                 value_name="‖change‖"),
-               key="apart_change", config=chart_config(), alt=f"Change in the output per token, heads off: {heads_off}")
+    heads_off = ", ".join(map(str, parts.knocked.heads_off)) or _("none")
+    show_chart(apart.change_bars(change[_("‖change‖")].to_numpy(), result.query_labels,
+                                 title=_("‖change in output‖ per token, heads off: {heads}").format(heads=heads_off),
+                                 value_name=_("‖change‖")),
+               key="apart_change", config=chart_config(), alt=_("Change in the output per token, heads off: {heads}").format(heads=heads_off))
     st.dataframe(numbers.table_values(change), key="apart_change_table", height=min(38 + 35 * len(change), 300),
                  column_config=number_columns(numbers.float_columns(change)))
-    download_csv("Output change per token (CSV)", result.config,
+    download_csv(_("Output change per token (CSV)"), result.config,
                  lambda r: apart.change_frame(apart.take_apart(r, off), r.query_labels),
                  "knock_out_change.csv", "dl_knock_change")
-    download_csv("Output after knock-out (CSV)", result.config, lambda r: knocked_output_frame(r, off),
+    download_csv(_("Output after knock-out (CSV)"), result.config, lambda r: knocked_output_frame(r, off),
                  "knocked_output.csv", "dl_knock_output")
 
 
@@ -117,17 +119,18 @@ def carried_panel(result, parts, head: int, off) -> None:
     and its CSV."""
     kind, scale = apart.carried_kind(result.trace.kernel), attention_kernel(result.trace.kernel).row_scale
     formula = matrix_view(kind).value_name
-    st.markdown("**Where the mass goes, and what it carries.** Beside the weights (the first figure on this page): "
-                f"{formula}, the size of what key j adds to query i's row of head h's contribution (v_j measured "
-                "*after* W_O(h), head h's rows of W_O; Kobayashi et al. 2020). A key can take much weight and add "
-                "little.")
+    st.markdown(_("**Where the mass goes, and what it carries.** Beside the weights (the first figure on this page): "
+                  "{formula}, the size of what key j adds to query i's row of head h's contribution (v_j measured "
+                  "*after* W_O(h), head h's rows of W_O; Kobayashi et al. 2020). A key can take much weight and add "
+                  "little.").format(formula=formula))
     if scale is not None:
-        st.caption(f"This kernel multiplies row i of each head's A·V by one number before the concatenation, "
-                   f"c_i = {scale.formula}, so row i is still Σ_j c_i·w_ij·v_j: key j's exact share of it is "
-                   "c_i·w_ij·v_j W_O(h), and the map shows its norm (|weight|: a weight here can be negative).")
+        st.caption(_("This kernel multiplies row i of each head's A·V by one number before the concatenation, "
+                     "c_i = {formula}, so row i is still Σ_j c_i·w_ij·v_j: key j's exact share of it is "
+                     "c_i·w_ij·v_j W_O(h), and the map shows its norm (|weight|: a weight here can be negative).")
+                   .format(formula=scale.formula))
     n_heads = result.trace.n_heads
     shown_heads = list(range(n_heads)) if parts.carried.size <= MAX_DRAWN_CELLS else [head]
-    titles = [f"head {h}: {formula}" for h in shown_heads]
+    titles = [_("head {h}: {formula}").format(h=h, formula=formula) for h in shown_heads]
     show_chart(figures.attention_grid(parts.carried[shown_heads], result.query_labels, result.key_labels,
                                       kind=kind, titles=titles,
                                       max_cols=1 if on_phone() else min(len(shown_heads), 4), panel_px=170,
@@ -136,8 +139,9 @@ def carried_panel(result, parts, head: int, off) -> None:
                alt=" ".join(describe.grid_lines(parts.carried[shown_heads], result.query_labels, result.key_labels,
                                                 kind=kind, titles=titles, mask=result.mask)))
     if len(shown_heads) < n_heads:
-        st.caption(f"At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")
-    download_csv("Weights and norm-weighted weights (CSV)", result.config, lambda r: carried_frame(r, off),
+        st.caption(_("At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")
+                   .format(head=head))
+    download_csv(_("Weights and norm-weighted weights (CSV)"), result.config, lambda r: carried_frame(r, off),
                  "norm_weighted.csv", "dl_carried")
 
 

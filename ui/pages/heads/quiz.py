@@ -15,6 +15,7 @@ import numpy as np
 from mha_core.config import RunResult
 from mha_core.contributions import knock_out
 from ui.charts.kernels import row_sums_sentence as kernel_row_sums
+from ui.i18n import _
 
 ROW_SUM_TOLERANCE = 5e-3  # a typed row sum counts as right within this (answers are shown to 3 decimals)
 
@@ -42,10 +43,11 @@ def largest_weight_question(result: RunResult, head: int, query: int) -> Questio
     key = result.key_labels[int(row.argmax())]
     return Question(
         "largest",
-        f"In head {head}, which key gets the largest weight from query **{result.query_labels[query]}**?",
+        _("In head {head}, which key gets the largest weight from query **{query}**?").format(
+            head=head, query=result.query_labels[query]),
         key,
         tuple(result.key_labels),
-        f"Its weight is {row.max():.3f}.",
+        _("Its weight is {weight:.3f}.").format(weight=row.max()),
         head,
         query,
     )
@@ -56,10 +58,11 @@ def row_sum_question(result: RunResult, head: int, query: int) -> Question:
     total = float(result.trace.weights[head, query].sum())
     return Question(
         "row_sum",
-        f"In head {head}, what is the sum of the weights in query **{result.query_labels[query]}**'s row?",
+        _("In head {head}, what is the sum of the weights in query **{query}**'s row?").format(
+            head=head, query=result.query_labels[query]),
         total,
         why=kernel_row_sums(result.trace) or  # another kernel's rows (issue 26)
-        "Softmax rows sum to 1; a fully masked row is 0 by our policy; with the null key the rest goes nowhere.",
+        _("Softmax rows sum to 1; a fully masked row is 0 by our policy; with the null key the rest goes nowhere."),
         head=head,
         query=query,
     )
@@ -71,10 +74,10 @@ def visible_keys_question(result: RunResult, query: int) -> Question:
     count = n_keys if result.mask is None else int(result.mask[query].sum())
     return Question(
         "visible",
-        f"After masking, how many keys can query **{result.query_labels[query]}** attend to?",
+        _("After masking, how many keys can query **{query}** attend to?").format(query=result.query_labels[query]),
         str(count),
         tuple(str(n) for n in range(n_keys + 1)),
-        f"Mask: {result.config.mask}.",
+        _("Mask: {mask}.").format(mask=result.config.mask),
         query=query,
     )
 
@@ -88,10 +91,11 @@ def knock_out_question(result: RunResult, query: int) -> Question:
     best = int(np.argmax(moved))
     return Question(
         "knock",
-        f"Knock out one head: which head's knock-out changes token **{result.query_labels[query]}**'s output most?",
-        f"head {best}",
-        tuple(f"head {h}" for h in range(trace.n_heads)),
-        f"‖change‖ = {moved[best]:.3f}; knock heads out above to see the others.",
+        _("Knock out one head: which head's knock-out changes token **{query}**'s output most?").format(
+            query=result.query_labels[query]),
+        _("head {h}").format(h=best),
+        tuple(_("head {h}").format(h=h) for h in range(trace.n_heads)),
+        _("‖change‖ = {change:.3f}; knock heads out above to see the others.").format(change=moved[best]),
         query=query,
     )
 
