@@ -1,0 +1,85 @@
+"""Every page and every lesson in Debian's chromium, in each language the app offers: no interface string the
+catalog translates is left in English on the screen, and no page raises.
+
+What a reader sees is the page's rendered text (``innerText`` of the app: sidebar, main area, tables, captions).
+A line of it that is exactly an English msgid whose catalog entry differs, or that matches such a msgid with its
+placeholders filled, is an untranslated string. Names and symbols the catalogs keep as they are (softmax, Q, K, V,
+"RoPE") never count: their translation equals the msgid.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+from conftest import exceptions_on_page, open_app, screenshot
+
+from ui.i18n.languages import LANGUAGE_ROWS
+from ui.pages.lessons import LESSONS
+from ui.state.page_table import PAGE_INFO
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCALES = ROOT / "ui" / "i18n" / "locales"
+OTHER_LANGUAGES = [row for row in LANGUAGE_ROWS if row.code != "en"]
+LINKS = [name if name != "heads" else "" for name in PAGE_INFO] + [f"lessons?lesson={name}" for name in LESSONS]
+TEXT_JS = "() => document.querySelector('[data-testid=\"stApp\"]').innerText"
+# Shown as they are, although a catalog translates them where they are words (with the reason):
+ALLOWED = {
+    "MHA Explorer",  # the app's name
+}
+
+
+@cache
+def untranslated_forms(folder: str) -> tuple[frozenset[str], tuple[re.Pattern, ...]]:
+    """The English msgids the catalog of ``folder`` translates differently: plain ones, and those with placeholders
+    as patterns that match the msgid with any values filled in."""
+    with (LOCALES / folder / "LC_MESSAGES" / "messages.po").open("rb") as po:
+        catalog = read_po(po)
+    plain, patterns = set(), []
+    for message in catalog:
+        ids = message.id if isinstance(message.id, tuple) else (message.id,)
+        strings = message.string if isinstance(message.string, tuple) else (message.string,)
+        for msgid in ids:
+            if not msgid or msgid in strings or msgid in ALLOWED or not re.search(r"[A-Za-z]{3}", msgid):
+                continue
+            if "{" in msgid:
+                parts = re.split(r"\{[^{}]*\}", msgid)
+                if sum(len(p.strip()) for p in parts) >= 12:  # enough words around the values to be a sentence
+                    patterns.append(re.compile(".+?".join(map(re.escape, parts))))
+            elif "\n" not in msgid:
+                plain.add(msgid.strip())
+    return frozenset(plain), tuple(patterns)
+
+
+def english_lines(text: str, folder: str) -> list[str]:
+    """The lines of ``text`` that are an English msgid of the catalog of ``folder``."""
+    plain, patterns = untranslated_forms(folder)
+    lines = {line.strip() for line in text.splitlines() if line.strip()}
+    return sorted(line for line in lines if line in plain or any(p.fullmatch(line) for p in patterns))
+
+
+def test_the_check_finds_english_it_is_shown():
+    folder = OTHER_LANGUAGES[0].locale
+    plain, _patterns = untranslated_forms(folder)
+    assert "Presentation mode" in plain
+    assert english_lines("Presentation mode\nsoftmax\n", folder) == ["Presentation mode"]
+
+
+@pytest.mark.parametrize("language", OTHER_LANGUAGES, ids=lambda row: row.code)
+def test_every_page_and_lesson_speaks_the_language(app_page, app_url, language):
+    page = app_page
+    found = {}
+    for link in LINKS:
+        query = f"{link}{'&' if '?' in link else '?'}lang={language.code}"
+        open_app(page, app_url, query)
+        page.wait_for_timeout(300)  # the last elements of the run settle
+        assert exceptions_on_page(page) == [], query
+        text = page.evaluate(TEXT_JS)
+        assert text.strip(), query
+        if english := english_lines(text, language.locale):
+            found[query] = english
+    screenshot(page, f"languages_last_{language.code}")
+    assert found == {}, f"English left on the {language.code} pages: {found}"
