@@ -10,6 +10,7 @@ from mha_core.attention import multi_head_attention, scaled_dot_product_attentio
 from mha_core.config import LIMITS
 from mha_core.positions import SCHEMES
 from ui.charts.kernels import KERNEL_COLUMNS, kernel_rows
+from ui.i18n import _
 from ui.pages.about import glossary_rows
 from ui.pipeline.step_kinds import STEP_KINDS
 from ui.pipeline.steps import FULLY_MASKED_POLICY
@@ -50,7 +51,7 @@ def position_rows() -> list[tuple[str, str, str, str, str]]:
                                        ("the logits (a bias)", scheme.bias)) if on is not None]
         return ", ".join(parts) or "nothing"
 
-    return [(s.name, s.label, s.summary, acts_on(s), s.paper or "–") for s in SCHEMES.values()]
+    return [(s.name, _(s.label), _(s.summary), acts_on(s), s.paper or "–") for s in SCHEMES.values()]
 
 
 def limit_text(value) -> str:

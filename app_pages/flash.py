@@ -5,6 +5,7 @@ import numpy as np
 import streamlit as st
 
 from mha_core.flash import PAPER_FORMULA, FlashRun, flash_of_run, kernel_problem, kernel_rules_in_force
+from ui.i18n import _
 from ui.pages.flash import (
     FLASH_SETTINGS,
     SETTING,
@@ -162,7 +163,7 @@ def main() -> None:
     page_params.seed_and_report(FLASH_SETTINGS, raw, values, MESSAGES)
     problem = kernel_problem(config)
     if problem is not None:
-        st.error(f"The tiled kernel cannot run these settings: {problem}.")
+        st.error(f"The tiled kernel cannot run these settings: {_(problem)}.")
         return
     st.markdown(
         "A fused attention kernel never holds the whole matrix of scores. It takes a block of B_r queries, sweeps "
@@ -176,8 +177,8 @@ def main() -> None:
     kernel = cached_flash(config, head, values["br"], values["bc"])
     show_step(kernel, index, result)
     with st.expander("How each setting of this layer enters the tile loop"):
-        st.dataframe({"setting": [r.named(config) for r in kernel_rules_in_force(config)],
-                      "in the kernel": [r.enters for r in kernel_rules_in_force(config)]},
+        st.dataframe({"setting": [_(r.named(config)) for r in kernel_rules_in_force(config)],
+                      "in the kernel": [_(r.enters) for r in kernel_rules_in_force(config)]},
                      hide_index=True, key="flash_rules")
     show_traffic(kernel)
     show_not_stored(kernel, result)

@@ -10,6 +10,7 @@ from mha_core.presets import PRESETS
 from ui.charts import describe
 from ui.charts.figures import attention_grid, matrix_heatmap
 from ui.charts.marks import claim_list
+from ui.i18n import _
 from ui.pages.lessons import (
     LESSONS,
     PRESET_CONFIGS,
@@ -116,7 +117,7 @@ def draw_figures(lesson: Lesson, figures) -> None:
     for i, grid in enumerate(f for f in figures if isinstance(f, Grid)):
         draw_grid(grid, f"lesson_{lesson.key}_grid_{i}")
     if heatmaps:
-        columns = [st.container() for _ in heatmaps] if on_phone() else st.columns(len(heatmaps))
+        columns = [st.container() for _heatmap in heatmaps] if on_phone() else st.columns(len(heatmaps))
         rows, cols = heatmaps[0].matrix.shape
         lone_square = len(heatmaps) == 1 and rows == cols and not on_phone()
         heat = heatmaps[0]
@@ -187,7 +188,7 @@ def render_lesson(lesson: Lesson) -> None:
 
 def lesson_navigation(keys: list[str], position: int) -> None:
     """Links to the previous and next lesson: real links, so the browser's Back returns to this one."""
-    back, _, forward = st.columns([1, 2, 1])
+    back, _gap, forward = st.columns([1, 2, 1])
     lessons = navigation.page(PAGE_PATH)
     if position > 0:
         with back.container(key="lesson_prev"):
@@ -246,7 +247,7 @@ def render_presets() -> None:
         preset = PRESETS[init]
         left, right = st.columns(2, vertical_alignment="center")
         with left:
-            st.markdown(f"**{preset.name}** — {preset.description}")
+            st.markdown(f"**{_(preset.name)}** — {_(preset.description)}")
             open_button(f"Open the {preset.name} head", config, {}, f"preset_open_{init}")
         with right:
             st.code(full_link(explorer_query(config)), language=None, wrap_lines=True)

@@ -134,7 +134,7 @@ def _heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
 def _select_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     choices = row.link_choices() if place.link_only else row.choices
     value = st.selectbox(
-        place.label(row), list(choices), key=place.key(row.name), help=row.help, format_func=row.choices.get,
+        place.label(row), list(choices), key=place.key(row.name), help=row.help, format_func=lambda choice: _(row.choices[choice]),
         disabled=row.disabled(values), **place.options,
     )
     note = row.note and row.note({**values, row.name: value})
@@ -168,7 +168,7 @@ def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
 def _init_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     init = _select_widget(row, values, place)
     if init in PRESETS:
-        st.caption(PRESETS[init].description + " " + _("Inputs are hand-built too: position in dims 0-1, word in dims 2-3."))
+        st.caption(_(PRESETS[init].description) + " " + _("Inputs are hand-built too: position in dims 0-1, word in dims 2-3."))
     return init
 
 
