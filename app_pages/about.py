@@ -70,7 +70,7 @@ def steps_section() -> None:
     st.header("Why each step exists")
     st.caption("The steps of the Step by step page, in order; some appear there only when their option is on in the "
                "sidebar.")
-    steps = [(kind.title, kind.summary) for kind in STEP_KINDS.values()]
+    steps = [(_(kind.title), _(kind.summary)) for kind in STEP_KINDS.values()]
     st.table(pd.DataFrame(steps, columns=["step", "why"]).set_index("step"))
 
 

@@ -21,6 +21,7 @@ from ui.charts.kernels import view_kind
 from ui.charts.labels import concat_columns
 from ui.charts.markdown import literals
 from ui.charts.views import MatrixView, kernel_views
+from ui.i18n import _
 from ui.pages.heads import quiz
 from ui.pages.heads.apart_section import take_apart_section
 from ui.pages.heads.downloads import download, download_csv
@@ -77,7 +78,7 @@ def view_switch(where, labels: dict[str, str], **options) -> str:
 
 def view_labels(kernel: str, short: bool = False) -> dict[str, str]:
     """The kernel's views by link name -> their labels (``short``: a phone's, the presentation bar's)."""
-    return {name: view.short_label if short else view.label for name, view in offered_view(kernel).items()}
+    return {name: _(view.short_label if short else view.label) for name, view in offered_view(kernel).items()}
 
 
 def colour_ranges_offered(kernel: str, view: str) -> tuple[str, ...]:
@@ -183,7 +184,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed", pict
         f"Rows = queries (the token that looks), columns = keys (the tokens looked at). "
         f"{heads_phrase(config.n_heads)} of size d_k = {config.head_size}; hover a cell for its numbers."
     )
-    download_csv(f"{shown.label} (CSV)", config, lambda r: grid_frame(r, view, average), shown.file_name, "dl_grid")
+    download_csv(f"{_(shown.label)} (CSV)", config, lambda r: grid_frame(r, view, average), shown.file_name, "dl_grid")
 
 
 def diagnostics_section(result) -> None:
@@ -357,7 +358,7 @@ def presentation(result) -> None:
     matrices = every[head * len(names) : (head + 1) * len(names)]
     titles = [map_title(f"head {head} of {trace.n_heads}", name) for name in names]
     if average:
-        averages, _ = map_averages(every, names)
+        averages, _unused = map_averages(every, names)
         matrices = np.concatenate([matrices, averages])
         titles += ["average of all heads"] if len(names) == 1 else [map_title("average", name) for name in names]
     several = len(titles) > 1
@@ -378,7 +379,7 @@ def presentation(result) -> None:
     )
     row = st.container(horizontal=True, gap="large")
     show_chart(fig, key="heads_grid", where=row, width="content", config=chart_config(),
-               alt=f"Heatmap of {shown.label}, head {head}: queries in rows, keys in columns")
+               alt=f"Heatmap of {_(shown.label)}, head {head}: queries in rows, keys in columns")
     with row.container(width="stretch"):
         summary = tables.head_summary_frame(trace).iloc[head]
         for label, meaning in list(tables.diagnostic_columns(trace).values())[:2]:  # entropy (— for signed rows), max

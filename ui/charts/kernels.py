@@ -44,9 +44,9 @@ def row_sums_sentence(trace: AttentionTrace) -> str | None:
         return None
     if kernel.row_sum is not None:  # a sum this run's parameters set (differential: 1 − λ)
         negative = ", and weights can be negative, so the colours are centred on 0 (blue below)" if kernel.signed else ""
-        return (f"{first_upper(kernel.label)}: each row sums to {kernel.row_sum_formula} = "
+        return (f"{first_upper(_(kernel.label))}: each row sums to {kernel.row_sum_formula} = "
                 f"{kernel.row_sum(trace.kernel_parts):.3f}, not 1{negative}.")
-    return f"{first_upper(kernel.short_label)} attention: {kernel.row_sums} ({kernel.formula}); no softmax."
+    return f"{first_upper(_(kernel.short_label))} attention: {_(kernel.row_sums)} ({kernel.formula}); no softmax."
 
 
 KERNEL_COLUMNS = ["kernel", "name", "what it does", "rows sum to", "negative weights", "cannot combine with", "from"]

@@ -11,6 +11,7 @@ import streamlit as st
 
 from mha_core.cache_policy import POLICIES, POSITIONINGS, policy_run
 from mha_core.config import RunResult
+from ui.i18n import _
 from ui.pages.decoding.cache_policy import (
     CACHE_SETTINGS,
     SETTING,
@@ -99,7 +100,7 @@ def cache_policy_section(result: RunResult, raw: dict[str, str] | None) -> None:
     st.session_state.setdefault("w_cache_step", last)  # the last step first: the one with the most evicted
     t = st.slider("Look at step t", 0, last, key="w_cache_step", persist_state=KEEP) if last else 0
     st.markdown(spare_sentence(spare_mass(steps[t], full[t], head), config.null_key) + f" (head {head}, step {t})")
-    st.markdown(f"**Keys in the cache at step {t} and their positions** (positions: {config.positions.short_label})")
+    st.markdown(f"**Keys in the cache at step {t} and their positions** (positions: {_(config.positions.short_label)})")
     st.dataframe(positions_table(steps[t], labels), key="cache_positions")
     other = next(name for name in POSITIONINGS if name != values["cache_rope"])
     effect = float(np.max(np.abs(placed_weights(policy_run(result, values["cache"], window, sinks, other))

@@ -14,6 +14,7 @@ from mha_core.decoding import decoder_for
 from mha_core.kernels import attention_kernel
 from mha_core.mla import cache_per_token
 from mha_core.variant_decoding import VariantStep
+from ui.i18n import _
 
 
 def assembled_variant_weights(steps: list[VariantStep], upto: int, n_tokens: int | None = None) -> np.ndarray:
@@ -40,12 +41,12 @@ def plain_kv_cache(config: MHAConfig) -> bool:
 
 def held_words(config: MHAConfig) -> str:
     """What the variant's decoder keeps, in words, with its sizes (from the decoder's record)."""
-    return layer_decoder(config).sizes(config)
+    return _(layer_decoder(config).sizes(config))
 
 
 def variant_intro(config: MHAConfig) -> str:
     """The Decoding page's opening sentence for a variant: what its decoder keeps instead of (or as) a KV cache."""
-    kept = layer_decoder(config).words.format(weights=attention_kernel(config.kernel).weights_label)
+    kept = _(layer_decoder(config).words).format(weights=_(attention_kernel(config.kernel).weights_label))
     return (f"A decoder generates one token per step. This layer keeps {kept}. The rows it assembles are shown beside "
             "the rows of full causal attention; max |Δ| below says how far apart they are (0 up to rounding when "
             "every step reads what full attention reads).")
