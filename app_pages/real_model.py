@@ -22,6 +22,7 @@ import streamlit as st
 from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
 from ui.charts import describe, tables
 from ui.charts.markdown import literals
+from ui.i18n import _
 from ui.pages import real_model as rm
 from ui.pages.real_model import layer_steps as rm_steps
 from ui.pages.real_model import overview as rm_overview
@@ -91,13 +92,13 @@ def model_or_message() -> MiniLM | None:
         try:
             return cached_model(model_dir)
         except RuntimeError as error:  # ModelUnavailableError, ModelIntegrityError: their message says what to do
-            failed = (model_dir, str(error))
+            failed = (model_dir, error.args[0] if error.args else str(error))  # a Message: translated when shown
             st.session_state.rm_model_error = failed
     st.error(
         "The real model could not be loaded on this server, so this page cannot run it "
         "(the other pages do not need it). What to do:"
     )
-    st.code(failed[1], language=None, wrap_lines=True)
+    st.code(_(failed[1]), language=None, wrap_lines=True)
     st.button("Try again", key="rm_retry", on_click=st.session_state.pop, args=("rm_model_error", None))
     return None
 
@@ -336,7 +337,7 @@ def main() -> None:
     with st.expander("Where the model comes from"):
         st.markdown(
             f"**{HUB_REPO}** (sentence-transformers, licence {MODEL_LICENSE}), loaded from "
-            f"{model.source.describe()}. Its files are checked against known SHA-256 hashes before use; "
+            f"{_(model.source.describe())}. Its files are checked against known SHA-256 hashes before use; "
             f"another copy can be named with the environment variable `{ENV_VAR}`."
         )
     text = sentence_input()

