@@ -133,8 +133,9 @@ def _heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
 
 def _select_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     choices = row.link_choices() if place.link_only else row.choices
+    shown = {choice: _(text) for choice, text in row.choices.items()}  # translated in the run, not when AppTest asks
     value = st.selectbox(
-        place.label(row), list(choices), key=place.key(row.name), help=row.help, format_func=lambda choice: _(row.choices[choice]),
+        place.label(row), list(choices), key=place.key(row.name), help=row.help, format_func=shown.get,
         disabled=row.disabled(values), **place.options,
     )
     note = row.note and row.note({**values, row.name: value})
