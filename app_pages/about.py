@@ -52,7 +52,7 @@ def position_rows() -> list[tuple[str, str, str, str, str]]:
                                           (N_("the logits (a bias)"), scheme.bias)) if on is not None]
         return ", ".join(parts) or _("nothing")
 
-    return [(s.name, s.label, s.summary, acts_on(s), s.paper or "–") for s in SCHEMES.values()]
+    return [(s.name, _(s.label), _(s.summary), acts_on(s), s.paper or "–") for s in SCHEMES.values()]
 
 
 def limit_text(value) -> str:
@@ -71,7 +71,7 @@ def steps_section() -> None:
     st.header(_("Why each step exists"))
     st.caption(_("The steps of the Step by step page, in order; some appear there only when their option is on in "
                  "the sidebar."))
-    steps = [(kind.title, kind.summary) for kind in STEP_KINDS.values()]
+    steps = [(_(kind.title), _(kind.summary)) for kind in STEP_KINDS.values()]
     st.table(pd.DataFrame(steps, columns=[_("step"), _("why")]).set_index(_("step")))
 
 

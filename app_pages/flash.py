@@ -167,7 +167,7 @@ def main() -> None:
     page_params.seed_and_report(FLASH_SETTINGS, raw, values, MESSAGES)
     problem = kernel_problem(config)
     if problem is not None:
-        st.error(_("The tiled kernel cannot run these settings: {problem}.").format(problem=problem))
+        st.error(_("The tiled kernel cannot run these settings: {problem}.").format(problem=_(problem)))
         return
     st.markdown(
         _("A fused attention kernel never holds the whole matrix of scores. It takes a block of B_r queries, sweeps "
@@ -181,8 +181,8 @@ def main() -> None:
     kernel = cached_flash(config, head, values["br"], values["bc"])
     show_step(kernel, index, result)
     with st.expander(_("How each setting of this layer enters the tile loop")):
-        st.dataframe({_("setting"): [r.named(config) for r in kernel_rules_in_force(config)],
-                      _("in the kernel"): [r.enters for r in kernel_rules_in_force(config)]},
+        st.dataframe({_("setting"): [_(r.named(config)) for r in kernel_rules_in_force(config)],
+                      _("in the kernel"): [_(r.enters) for r in kernel_rules_in_force(config)]},
                      hide_index=True, key="flash_rules")
     show_traffic(kernel)
     show_not_stored(kernel, result)

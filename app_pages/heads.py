@@ -78,7 +78,7 @@ def view_switch(where, labels: dict[str, str], **options) -> str:
 
 def view_labels(kernel: str, short: bool = False) -> dict[str, str]:
     """The kernel's views by link name -> their labels (``short``: a phone's, the presentation bar's)."""
-    return {name: view.short_label if short else view.label for name, view in offered_view(kernel).items()}
+    return {name: _(view.short_label if short else view.label) for name, view in offered_view(kernel).items()}
 
 
 def colour_ranges_offered(kernel: str, view: str) -> tuple[str, ...]:
@@ -188,7 +188,7 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed", pict
           "{heads} of size d_k = {hs}; hover a cell for its numbers.").format(heads=heads_phrase(config.n_heads),
                                                                                hs=config.head_size)
     )
-    download_csv(_("{label} (CSV)").format(label=shown.label), config, lambda r: grid_frame(r, view, average), shown.file_name, "dl_grid")
+    download_csv(_("{label} (CSV)").format(label=_(shown.label)), config, lambda r: grid_frame(r, view, average), shown.file_name, "dl_grid")
 
 
 def diagnostics_section(result) -> None:
@@ -389,7 +389,7 @@ def presentation(result) -> None:
     )
     row = st.container(horizontal=True, gap="large")
     show_chart(fig, key="heads_grid", where=row, width="content", config=chart_config(),
-               alt=_("Heatmap of {label}, head {head}: queries in rows, keys in columns").format(label=shown.label,
+               alt=_("Heatmap of {label}, head {head}: queries in rows, keys in columns").format(label=_(shown.label),
                                                                                            head=head))
     with row.container(width="stretch"):
         summary = tables.head_summary_frame(trace).iloc[head]

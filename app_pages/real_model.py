@@ -93,13 +93,13 @@ def model_or_message() -> MiniLM | None:
             with st.spinner(_("Loading all-MiniLM-L6-v2 (90 MB, once per server)…")):  # shown after 0.5 s only
                 return cached_model(model_dir)
         except RuntimeError as error:  # ModelUnavailableError, ModelIntegrityError: their message says what to do
-            failed = (model_dir, str(error))
+            failed = (model_dir, error.args[0] if error.args else str(error))  # a Message: translated when shown
             st.session_state.rm_model_error = failed
     st.error(_(
         "The real model could not be loaded on this server, so this page cannot run it "
         "(the other pages do not need it). What to do:"
     ))
-    st.code(failed[1], language=None, wrap_lines=True)
+    st.code(_(failed[1]), language=None, wrap_lines=True)
     st.button(_("Try again"), key="rm_retry", on_click=st.session_state.pop, args=("rm_model_error", None))
     return None
 
@@ -359,7 +359,7 @@ def main() -> None:
             "**{repo}** (sentence-transformers, licence {licence}), loaded from {source}. Its files are checked "
             "against known SHA-256 hashes before use; another copy can be named with the environment variable "
             "`{env}`."
-        ).format(repo=HUB_REPO, licence=MODEL_LICENSE, source=model.source.describe(), env=ENV_VAR))
+        ).format(repo=HUB_REPO, licence=MODEL_LICENSE, source=_(model.source.describe()), env=ENV_VAR))
     text = sentence_input()
     try:
         with st.spinner(_("Running the sentence through the model…")):

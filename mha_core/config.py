@@ -23,6 +23,7 @@ from mha_core.inputs import (
     vocabulary,
 )
 from mha_core.kernels import KERNELS, DifferentialParams, Kernel, attention_kernel, kernel_refusal
+from mha_core.marks import N_, Message
 from mha_core.masks import causal_mask, padding_mask, window_mask
 from mha_core.mla import MLAWeights, default_mla_rope, mla_weights
 from mha_core.positions import ROPE_BASE, SCHEMES, PositionScheme, position_scheme, scheme_problem
@@ -124,7 +125,7 @@ class MHAConfig:
 class Problem:
     """One thing wrong with a configuration: what to tell the user, and the smallest change that removes it."""
 
-    message: str
+    message: str  # a ``Message``: English, and translated where shown
     fix: Callable[[MHAConfig], MHAConfig]
 
 
@@ -141,33 +142,36 @@ def _default(name: str):
 
 
 def _check_sentences(config: MHAConfig) -> Problem | None:
-    for what, name in (("sentence", "tokens"), ("key/value sentence", "kv_tokens")):
+    for what, name in ((Message(N_("sentence")), "tokens"), (Message(N_("key/value sentence")), "kv_tokens")):
         tokens = getattr(config, name)
         if name == "kv_tokens" and tokens is None:
             continue
         if not tokens:
-            return Problem(f"the {what} is empty: type at least one word, e.g. 'the cat sat'",
+            return Problem(Message(N_("the {what} is empty: type at least one word, e.g. 'the cat sat'"), what=what),
                            _set(**{name: _default(name)}))
         if len(tokens) > LIMITS["max_tokens"]:
-            return Problem(f"the {what} has {len(tokens)} tokens; the limit is {LIMITS['max_tokens']}: shorten it",
+            return Problem(Message(N_("the {what} has {n} tokens; the limit is {limit}: shorten it"), what=what,
+                                   n=len(tokens), limit=LIMITS["max_tokens"]),
                            _set(**{name: tuple(tokens[: LIMITS["max_tokens"]])}))
     return None
 
 
 def _check_sizes(config: MHAConfig) -> Problem | None:
     found = (_whole_number("d_model", "d_model", config.d_model, 1, LIMITS["max_d_model"])
-             or _whole_number("heads", "n_heads", config.n_heads, 1, LIMITS["max_heads"]))
+             or _whole_number(Message(N_("heads")), "n_heads", config.n_heads, 1, LIMITS["max_heads"]))
     if found or not config.d_model % config.n_heads:
         return found
     choices = valid_head_counts(config.d_model)
     fitting = max(h for h in choices if h <= config.n_heads)
-    return Problem(f"d_model {config.d_model} is not divisible by {config.n_heads} heads: choose {_or_list(choices)}",
+    return Problem(Message(N_("d_model {d_model} is not divisible by {heads} heads: choose {choices}"),
+                           d_model=config.d_model, heads=config.n_heads, choices=_or_list(choices)),
                    _set(n_heads=fitting))
 
 
 def _check_seed_and_choices(config: MHAConfig) -> Problem | None:
-    found = _whole_number("seed", "seed", config.seed, 0, LIMITS["max_seed"])
-    for what, name, choices in (("weight init", "init", INITS), ("scale rule", "scale_rule", SCALE_RULES)):
+    found = _whole_number(Message(N_("seed")), "seed", config.seed, 0, LIMITS["max_seed"])
+    for what, name, choices in ((Message(N_("weight init")), "init", INITS),
+                                (Message(N_("scale rule")), "scale_rule", SCALE_RULES)):
         found = found or _choice(what, name, getattr(config, name), choices)
     return found
 
@@ -176,92 +180,97 @@ def _check_temperature(config: MHAConfig) -> Problem | None:
     t = config.temperature
     if config.scale_rule != "temperature" or _is_number(t) and 0 < t <= LIMITS["max_temperature"]:
         return None
-    return Problem(f"temperature {t!r} must be a number above 0 and at most {LIMITS['max_temperature']:g}, e.g. 1.0",
+    return Problem(Message(N_("temperature {t!r} must be a number above 0 and at most {limit}, e.g. 1.0"), t=t,
+                           limit=f"{LIMITS['max_temperature']:g}"),
                    _set(temperature=_default("temperature")))
 
 
 def _check_mask(config: MHAConfig) -> Problem | None:
     tq, tk = len(config.tokens), len(config.key_tokens)
-    found = _choice("mask", "mask", config.mask, MASKS)
+    found = _choice(Message(N_("mask")), "mask", config.mask, MASKS)
     if found is None and config.mask == "padding" and config.valid_len is not None:
-        found = _whole_number("valid length", "valid_len", config.valid_len, 0, tk)
+        found = _whole_number(Message(N_("valid length")), "valid_len", config.valid_len, 0, tk)
     if found is None and config.mask == "window":
-        found = _whole_number("window", "window", config.window, 0, LIMITS["max_tokens"])
+        found = _whole_number(Message(N_("window")), "window", config.window, 0, LIMITS["max_tokens"])
     if found is not None or config.mask != "custom":
         return found
     back = _set(mask="none", custom_mask=None)
     rows = config.custom_mask
     if rows is None:
-        return Problem("mask 'custom' needs a grid of checkboxes: start it from another mask", back)
+        return Problem(Message(N_("mask 'custom' needs a grid of checkboxes: start it from another mask")), back)
     if len(rows) != tq or any(len(r) != tk for r in rows):
-        return Problem(f"the custom mask must have {tq} rows (queries) and {tk} columns (keys); "
-                       "it was made for another sentence: reset it", back)
+        return Problem(Message(N_("the custom mask must have {tq} rows (queries) and {tk} columns (keys); it was made "
+                                  "for another sentence: reset it"), tq=tq, tk=tk), back)
     return None
 
 
 def _check_embedding(config: MHAConfig) -> Problem | None:
-    found = _choice("embedding", "embedding", config.embedding, EMBEDDINGS)
+    found = _choice(Message(N_("embedding")), "embedding", config.embedding, EMBEDDINGS)
     back = _set(embedding="random", custom_embedding=None)
     if found is not None or not config.uses_embeddings:
         return found
     if config.embedding == "onehot":
         words = len(vocabulary(config.tokens, config.key_tokens))
         if words > config.d_model:
-            return Problem(f"one-hot embeddings need d_model >= {words} (the number of distinct words), "
-                           f"d_model is {config.d_model}", back)
+            return Problem(Message(N_("one-hot embeddings need d_model >= {words} (the number of distinct words), "
+                                      "d_model is {d_model}"), words=words, d_model=config.d_model), back)
     if config.embedding != "custom":
         return None
     rows = config.custom_embedding
     n_rows = len(config.tokens) + (len(config.kv_tokens) if config.is_cross else 0)
     if rows is None:
-        return Problem("embedding 'custom' needs an uploaded matrix (CSV or .npy)", back)
+        return Problem(Message(N_("embedding 'custom' needs an uploaded matrix (CSV or .npy)")), back)
     shape = (len(rows), len(rows[0]) if rows else 0)
     if shape != (n_rows, config.d_model):
-        return Problem(f"the uploaded embedding has shape {shape}, but {n_rows} tokens need a ({n_rows}, "
-                       f"{config.d_model}) matrix: one row per token, d_model columns", back)
+        return Problem(Message(N_("the uploaded embedding has shape {shape}, but {n} tokens need a ({n}, {d_model}) "
+                                  "matrix: one row per token, d_model columns"), shape=shape, n=n_rows,
+                               d_model=config.d_model), back)
     if not np.all(np.isfinite(np.asarray(rows, dtype=np.float64))):
-        return Problem("the uploaded embedding contains NaN or infinite values", back)
+        return Problem(Message(N_("the uploaded embedding contains NaN or infinite values")), back)
     return None
 
 
 def _check_hand_built(config: MHAConfig) -> Problem | None:
     if config.uses_embeddings or (config.head_size >= 2 and config.d_model >= 4):
         return None
-    return Problem(f"hand-built heads need d_model >= 4 and a head size of at least 2 (d_model {config.d_model} / "
-                   f"{config.n_heads} heads = {config.head_size}): use fewer heads", _set(init="xavier"))
+    return Problem(Message(N_("hand-built heads need d_model >= 4 and a head size of at least 2 (d_model {d_model} / "
+                              "{heads} heads = {hs}): use fewer heads"), d_model=config.d_model, heads=config.n_heads,
+                           hs=config.head_size), _set(init="xavier"))
 
 
 def _check_kv_heads(config: MHAConfig) -> Problem | None:
     kv, heads = config.key_value_heads, config.n_heads
     choices = valid_kv_head_counts(heads)
     nearest = _set(kv_heads=min(choices, key=lambda k: (abs(k - kv), k)) if _is_number(kv) else None)
-    found = _whole_number("key/value heads", "kv_heads", kv, 1, heads)
+    found = _whole_number(Message(N_("key/value heads")), "kv_heads", kv, 1, heads)
     if found is not None:
         return Problem(found.message, nearest)
     if heads % kv:
-        return Problem(f"{kv} key/value heads do not divide {heads} heads (each serves an equal group of "
-                       f"query heads): choose {_or_list(choices)}", nearest)
+        return Problem(Message(N_("{kv} key/value heads do not divide {heads} heads (each serves an equal group of "
+                                  "query heads): choose {choices}"), kv=kv, heads=heads, choices=_or_list(choices)),
+                       nearest)
     return None
 
 
 def _check_positions(config: MHAConfig) -> Problem | None:
-    found = _choice("positional scheme", "pe", config.pe, tuple(SCHEMES))
+    found = _choice(Message(N_("positional scheme")), "pe", config.pe, tuple(SCHEMES))
     if found is not None:
         return found
     scheme = config.positions
     b = config.rope_base
     if scheme.turns and not (_is_number(b) and 1 < b <= MAX_ROPE_BASE):
-        return Problem(f"RoPE base {b!r} must be a number above 1 and at most {MAX_ROPE_BASE:g}, e.g. 10000",
+        return Problem(Message(N_("RoPE base {base!r} must be a number above 1 and at most {limit}, e.g. 10000"),
+                               base=b, limit=f"{MAX_ROPE_BASE:g}"),
                        _set(rope_base=ROPE_BASE))
     reason = scheme_problem(config.pe, config.head_size, config.is_cross, b)
     if reason is None and scheme.inside_attention and not config.uses_embeddings:
-        reason = (f"hand-built heads carry their own positions (dims 0-1); {config.pe} would bend their "
-                  "pattern: choose random weights to see it")
+        reason = Message(N_("hand-built heads carry their own positions (dims 0-1); {pe} would bend their pattern: "
+                            "choose random weights to see it"), pe=config.pe)
     return None if reason is None else Problem(reason, _set(pe="none"))
 
 
 def _check_kernel(config: MHAConfig) -> Problem | None:
-    found = _choice("attention kernel", "kernel", config.kernel, tuple(KERNELS))
+    found = _choice(Message(N_("attention kernel")), "kernel", config.kernel, tuple(KERNELS))
     if found is not None:
         return found
     refusal = kernel_refusal(config.kernel, config)
@@ -270,36 +279,38 @@ def _check_kernel(config: MHAConfig) -> Problem | None:
 
 def _check_mla(config: MHAConfig) -> Problem | None:
     hs, rank, rope = config.head_size, config.mla_rank, config.mla_rope
-    found = _whole_number("latent rank", "mla_rank", rank, 0, config.d_model)
+    found = _whole_number(Message(N_("latent rank")), "mla_rank", rank, 0, config.d_model)
     if found is not None or not rank:
         if found is None and config.mla_rope != 0:
-            return Problem("decoupled RoPE dimensions belong to multi-head latent attention: set a latent rank "
-                           "or 0 RoPE dimensions", _set(mla_rope=0))
+            return Problem(Message(N_("decoupled RoPE dimensions belong to multi-head latent attention: set a latent "
+                                      "rank or 0 RoPE dimensions")), _set(mla_rope=0))
         return found
     off = _set(mla_rank=0, mla_rope=0)
     if not config.uses_embeddings:
-        return Problem("hand-built heads set their own W_K and W_V; multi-head latent attention draws keys and values "
-                       "from a latent: choose random weights to see it", off)
+        return Problem(Message(N_("hand-built heads set their own W_K and W_V; multi-head latent attention draws keys "
+                                  "and values from a latent: choose random weights to see it")), off)
     if config.kv_heads is not None:
-        return Problem(f"multi-head latent attention gives each of the {config.n_heads} heads its own keys from one "
-                       "latent; it replaces shared key/value heads (GQA): set key/value heads = heads", _set(kv_heads=None))
+        return Problem(Message(N_("multi-head latent attention gives each of the {heads} heads its own keys from one "
+                                  "latent; it replaces shared key/value heads (GQA): set key/value heads = heads"),
+                               heads=config.n_heads), _set(kv_heads=None))
     if config.bias:
-        return Problem("DeepSeek's latent projections have no biases: turn biases off for multi-head latent attention",
-                       _set(bias=False))
-    found = _whole_number("decoupled RoPE dims", "mla_rope", rope, 0, max(hs - 1, 0))
+        return Problem(Message(N_("DeepSeek's latent projections have no biases: turn biases off for multi-head latent "
+                                  "attention")), _set(bias=False))
+    found = _whole_number(Message(N_("decoupled RoPE dims")), "mla_rope", rope, 0, max(hs - 1, 0))
     if found is None and rope % 2:
-        found = Problem(f"decoupled RoPE dims turn in pairs: {rope} is odd, choose an even number below {hs}",
-                        _set(mla_rope=rope - 1))
+        found = Problem(Message(N_("decoupled RoPE dims turn in pairs: {rope} is odd, choose an even number below {hs}"),
+                                rope=rope, hs=hs), _set(mla_rope=rope - 1))
     if found is not None:
         return found
     turns = config.positions.turns
     if turns and not rope:
         fix = _set(mla_rope=default_mla_rope(hs)) if default_mla_rope(hs) else _set(pe="none")
-        return Problem(f"{config.positions.short_label} cannot turn the latent's keys (W_UK could no longer be folded "
-                       "into the query); MLA carries positions in decoupled RoPE dimensions: give it some "
-                       f"(e.g. {default_mla_rope(hs) or 'a wider head'})", fix)
+        return Problem(Message(N_("{name} cannot turn the latent's keys (W_UK could no longer be folded into the "
+                                  "query); MLA carries positions in decoupled RoPE dimensions: give it some (e.g. "
+                                  "{example})"), name=Message(config.positions.short_label),
+                               example=default_mla_rope(hs) or Message(N_("a wider head"))), fix)
     if rope and not turns:
-        return Problem("decoupled RoPE dimensions carry RoPE: choose RoPE positions, or 0 RoPE dims",
+        return Problem(Message(N_("decoupled RoPE dimensions carry RoPE: choose RoPE positions, or 0 RoPE dims")),
                        _set(mla_rope=0))
     return None
 
@@ -324,21 +335,24 @@ def _is_number(value) -> bool:
         and math.isfinite(value)
 
 
-def _whole_number(what: str, name: str, value, low: int, high: int) -> Problem | None:
+def _whole_number(what: Message | str, name: str, value, low: int, high: int) -> Problem | None:
     """A problem when ``value`` is not a whole number in low..high; the fix clamps it (or takes the default)."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        return Problem(f"{what} must be a whole number from {low} to {high}, got {value!r}",
+        return Problem(Message(N_("{what} must be a whole number from {low} to {high}, got {value!r}"), what=what,
+                               low=low, high=high, value=value),
                        _set(**{name: _default(name) if name != "kv_heads" else None}))
     if not low <= value <= high:
-        return Problem(f"{what} {value} is out of range: choose a whole number from {low} to {high}",
+        return Problem(Message(N_("{what} {value} is out of range: choose a whole number from {low} to {high}"),
+                               what=what, value=value, low=low, high=high),
                        _set(**{name: min(max(int(value), low), high)}))
     return None
 
 
-def _choice(what: str, name: str, value, choices) -> Problem | None:
+def _choice(what: Message, name: str, value, choices) -> Problem | None:
     if value in choices:
         return None
-    return Problem(f"unknown {what} {value!r}: choose one of {', '.join(choices)}", _set(**{name: _default(name)}))
+    return Problem(Message(N_("unknown {what} {value!r}: choose one of {choices}"), what=what, value=value,
+                           choices=", ".join(choices)), _set(**{name: _default(name)}))
 
 
 @dataclass(frozen=True)
@@ -480,6 +494,6 @@ def _embeddings(config: MHAConfig) -> tuple[np.ndarray, np.ndarray]:
     return emb_q, (make(config.kv_tokens) if config.is_cross else emb_q)
 
 
-def _or_list(items) -> str:
+def _or_list(items) -> str | Message:
     items = [str(i) for i in items]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+    return items[0] if len(items) == 1 else Message(N_("{items} or {last}"), items=", ".join(items[:-1]), last=items[-1])

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mha_core.config import MHAConfig, RunResult, attention_scheme
+from mha_core.marks import N_, Message
 from mha_core.positions import position_scheme
 
 # ---- what a configuration does inside the tile loop: one record per setting ------------------
@@ -63,39 +64,41 @@ def _scheme_refusal(config: MHAConfig) -> str | None:
     known = scheme.add_to_tokens is not None or scheme.turns or scheme.bias is not None or not scheme.inside_attention
     if known:
         return None
-    return (f"the positional scheme {config.pe!r} acts inside attention in a way the tiled kernel does not know "
-            "(it knows: added to the tokens, q and k turned, a bias computed from positions i and j)")
+    return Message(N_("the positional scheme {pe!r} acts inside attention in a way the tiled kernel does not know "
+                      "(it knows: added to the tokens, q and k turned, a bias computed from positions i and j)"),
+                   pe=config.pe)
 
 
 KERNEL_RULES: tuple[KernelRule, ...] = (
-    KernelRule("positional scheme", lambda c: c.positions.acts,
-               "placed by what its record does: added to x, q and k turned, or a bias per tile", _scheme_refusal,
-               lambda c: f"positional scheme: {c.positions.short_label}"),
-    KernelRule("scale", lambda c: True,
-               "each tile of scores is multiplied by the layer's one scale factor as it is made"),
-    KernelRule("mask", lambda c: c.mask != "none",
-               "inside a tile, masked logits are −∞; a tile whose every pair is masked is skipped (never loaded)"),
-    KernelRule("q and k turned", lambda c: c.positions.turns,
-               "q and k are turned before the kernel (as in real models): the kernel receives rotated Q and K",
-               label=lambda c: f"{c.positions.short_label}: q and k turned"),
-    KernelRule("a bias on the logits", lambda c: c.positions.has_bias,
-               "the bias of a tile (a function of its rows' and columns' positions) is computed, never read",
-               label=lambda c: f"{c.positions.short_label}: a bias on the logits"),
-    KernelRule("positions added to the tokens", lambda c: c.positions.add_to_tokens is not None,
-               "added to x before the projections: the kernel never sees them"),
-    KernelRule("shared K/V heads (GQA/MQA)", lambda c: c.key_value_heads != c.n_heads,
-               "query head h loads the tiles of K/V head h // (nh/kv): the same tiles serve a whole group"),
-    KernelRule("null key", lambda c: c.null_key,
-               "the running state starts at m = 0, ℓ = e^0 = 1, O~ = 0: the null key's logit 0 and value 0, "
-               "counted before the first tile"),
-    KernelRule("cross-attention", lambda c: c.is_cross,
-               "the query blocks come from one sentence and the key/value blocks from the other"),
-    KernelRule("attention kernel", lambda c: not c.attention_kernel.tiled,
-               "the online softmax tiles a softmax head only",
-               lambda c: f"the {c.kernel} kernel has no softmax row to tile; choose Attention kernel: softmax"),
-    KernelRule("multi-head latent attention", lambda c: bool(c.mla_rank),
-               "keys and values would be up-projected from the latent inside the kernel",
-               lambda c: "this stepper tiles ordinary keys and values; set the latent rank (mla_rank) to 0"),
+    KernelRule(N_("positional scheme"), lambda c: c.positions.acts,
+               N_("placed by what its record does: added to x, q and k turned, or a bias per tile"), _scheme_refusal,
+               lambda c: Message(N_("positional scheme: {name}"), name=Message(c.positions.short_label))),
+    KernelRule(N_("scale"), lambda c: True,
+               N_("each tile of scores is multiplied by the layer's one scale factor as it is made")),
+    KernelRule(N_("mask"), lambda c: c.mask != "none",
+               N_("inside a tile, masked logits are −∞; a tile whose every pair is masked is skipped (never loaded)")),
+    KernelRule(N_("q and k turned"), lambda c: c.positions.turns,
+               N_("q and k are turned before the kernel (as in real models): the kernel receives rotated Q and K"),
+               label=lambda c: Message(N_("{name}: q and k turned"), name=Message(c.positions.short_label))),
+    KernelRule(N_("a bias on the logits"), lambda c: c.positions.has_bias,
+               N_("the bias of a tile (a function of its rows' and columns' positions) is computed, never read"),
+               label=lambda c: Message(N_("{name}: a bias on the logits"), name=Message(c.positions.short_label))),
+    KernelRule(N_("positions added to the tokens"), lambda c: c.positions.add_to_tokens is not None,
+               N_("added to x before the projections: the kernel never sees them")),
+    KernelRule(N_("shared K/V heads (GQA/MQA)"), lambda c: c.key_value_heads != c.n_heads,
+               N_("query head h loads the tiles of K/V head h // (nh/kv): the same tiles serve a whole group")),
+    KernelRule(N_("null key"), lambda c: c.null_key,
+               N_("the running state starts at m = 0, ℓ = e^0 = 1, O~ = 0: the null key's logit 0 and value 0, "
+                  "counted before the first tile")),
+    KernelRule(N_("cross-attention"), lambda c: c.is_cross,
+               N_("the query blocks come from one sentence and the key/value blocks from the other")),
+    KernelRule(N_("attention kernel"), lambda c: not c.attention_kernel.tiled,
+               N_("the online softmax tiles a softmax head only"),
+               lambda c: Message(N_("the {kernel} kernel has no softmax row to tile; choose Attention kernel: softmax"),
+                                 kernel=c.kernel)),
+    KernelRule(N_("multi-head latent attention"), lambda c: bool(c.mla_rank),
+               N_("keys and values would be up-projected from the latent inside the kernel"),
+               lambda c: N_("this stepper tiles ordinary keys and values; set the latent rank (mla_rank) to 0")),
 )
 
 
@@ -117,9 +120,11 @@ def kernel_rules_in_force(config: MHAConfig) -> list[KernelRule]:
 
 def block_problem(block_rows, block_cols, tq: int, tk: int) -> str | None:
     """Why B_r, B_c cannot tile a (Tq, Tk) problem, or None: each must be a whole number in 1..T."""
-    for name, size, limit in (("B_r (query rows per tile)", block_rows, tq), ("B_c (keys per tile)", block_cols, tk)):
+    for name, size, limit in ((Message(N_("B_r (query rows per tile)")), block_rows, tq),
+                              (Message(N_("B_c (keys per tile)")), block_cols, tk)):
         if isinstance(size, bool) or not isinstance(size, int | np.integer) or not 1 <= size <= limit:
-            return f"{name} must be a whole number from 1 to {limit}, got {size!r}"
+            return Message(N_("{name} must be a whole number from 1 to {limit}, got {size!r}"), name=name, limit=limit,
+                           size=size)
     return None
 
 

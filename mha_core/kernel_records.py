@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from mha_core.marks import N_, Message
+
 
 @dataclass(frozen=True)
 class Refusal:
@@ -43,9 +45,9 @@ class WeightInputs:
 
 
 SOFTMAX_INPUTS = WeightInputs(
-    ("",), lambda logits, parts: (logits,), "scaled + masked logits", "logits", "scaled, masked logit",
-    "Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
-    "Grey cells are masked (−∞): the softmax gives them weight 0.", "logits")
+    ("",), lambda logits, parts: (logits,), N_("scaled + masked logits"), N_("logits"), N_("scaled, masked logit"),
+    N_("Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
+       "Grey cells are masked (−∞): the softmax gives them weight 0."), "logits")
 
 
 @dataclass(frozen=True)
@@ -65,19 +67,24 @@ def default_words(kernel) -> dict[str, object]:
     """The words a kernel's row leaves out ("" fields), made from its names: its weights' label, its weights step's
     title, formula and words; a kernel whose weights are one map of the logits (``weights_of``) also gets its
     logits view and its scale and mask steps in its own words (a softmax head's say "after the softmax")."""
-    name = kernel.short_label
-    words = {"weights_label": f"weights ({name})", "weights_title": f"{name[:1].upper()}{name[1:]} weights, entry by "
-             "entry", "weights_tex": rf"\text{{{kernel.formula}}}", "weights_why": f"{kernel.summary} Here {kernel.row_sums}."}
+    name = Message(kernel.short_label)  # the row's marked name, translated inside each sentence
+    words = {"weights_label": Message(N_("weights ({name})"), name=name),
+             "weights_title": Message(N_("{name} weights, entry by entry"), name=name).capitalised(),
+             "weights_tex": rf"\text{{{kernel.formula}}}",
+             "weights_why": Message(N_("{summary} Here {row_sums}."), summary=Message(kernel.summary),
+                                    row_sums=Message(kernel.row_sums))}
     if kernel.weights_of is not None:
         words |= {
-            "scale_why": f"The scores are multiplied by s before {name} turns them into weights: a dot product of d_k "
-                         f"terms grows with d_k, and far from 0 {name} saturates.",
-            "mask_why": f"a masked cell's logit becomes −∞, so {name} gives it weight exactly 0"
-                        + ("." if kernel.rows_sum_to_one else "; the other keys' weights stay as they were: nothing is "
-                           "shared out."),
+            "scale_why": Message(N_("The scores are multiplied by s before {name} turns them into weights: a dot "
+                                    "product of d_k terms grows with d_k, and far from 0 {name} saturates."), name=name),
+            "mask_why": Message(N_("a masked cell's logit becomes −∞, so {name} gives it weight exactly 0.")
+                                if kernel.rows_sum_to_one else
+                                N_("a masked cell's logit becomes −∞, so {name} gives it weight exactly 0; the other "
+                                   "keys' weights stay as they were: nothing is shared out."), name=name),
         }
     made = {field: value for field, value in words.items() if not getattr(kernel, field)}
     if kernel.weights_of is not None and kernel.inputs is SOFTMAX_INPUTS:
-        made["inputs"] = replace(SOFTMAX_INPUTS, caption="Colour = the score after scaling and masking, centred on 0 "
-                                 f"(red above, blue below). Grey cells are masked (−∞): {name} gives them weight 0.")
+        made["inputs"] = replace(SOFTMAX_INPUTS, caption=Message(N_(
+            "Colour = the score after scaling and masking, centred on 0 (red above, blue below). Grey cells are "
+            "masked (−∞): {name} gives them weight 0."), name=name))
     return made

@@ -33,6 +33,7 @@ import numpy as np
 from mha_core.decoder_state import Decoder
 from mha_core.kernel_records import SOFTMAX_INPUTS, Refusal, RowScale, WeightInputs, default_words
 from mha_core.linear_state import LINEAR_STATE, add_to_state, elu_plus_one, read_state
+from mha_core.marks import N_, Message
 from mha_core.positions import PositionScheme, position_scheme
 from mha_core.steps import (
     apply_mask,
@@ -373,15 +374,16 @@ class Kernel:
         return "" if self.weights_of is None else textwrap.dedent(inspect.getsource(self.weights_of)).strip()
 
 
-def _no_null_key(what: str) -> Refusal:
-    return Refusal("null_key", f"the null key is a softmax₁ idea (+1 in a softmax's denominator); {what} has no such "
-                   "denominator: turn the null key off", lambda c: bool(getattr(c, "null_key", False)),
+def _no_null_key(what: Message) -> Refusal:
+    return Refusal("null_key", Message(N_("the null key is a softmax₁ idea (+1 in a softmax's denominator); {what} has "
+                                          "no such denominator: turn the null key off"), what=what), lambda c: bool(getattr(c, "null_key", False)),
                    {"null_key": False})
 
 
-def _no_latent(what: str) -> Refusal:
-    return Refusal("mla_rank", f"multi-head latent attention is built on softmax heads (DeepSeek-V2); {what} with a "
-                   "latent key/value cache is not defined here: set the latent rank to 0",
+def _no_latent(what: Message) -> Refusal:
+    return Refusal("mla_rank", Message(N_("multi-head latent attention is built on softmax heads (DeepSeek-V2); {what} "
+                                          "with a latent key/value cache is not defined here: set the latent rank to 0"),
+                                       what=what),
                    lambda c: bool(getattr(c, "mla_rank", 0)), {"mla_rank": 0, "mla_rope": 0})
 
 
@@ -390,69 +392,74 @@ def _scheme_of(config) -> PositionScheme:
     return position_scheme(getattr(config, "pe", "none"))
 
 
-def _no_bias(what: str) -> Refusal:
+def _no_bias(what: Message) -> Refusal:
     """Refuses a positional scheme that adds a bias to the logits: what it does (ALiBi's, or any other), not its name."""
-    return Refusal("pe", f"the positional scheme adds a bias to softmax logits (as ALiBi's distance penalty does); {what} "
-                   "has no reference with a bias: choose a scheme that turns q and k, one added to the tokens, or no "
-                   "positions", lambda c: _scheme_of(c).has_bias, {"pe": "none"})
+    return Refusal("pe", Message(N_("the positional scheme adds a bias to softmax logits (as ALiBi's distance penalty "
+                                    "does); {what} has no reference with a bias: choose a scheme that turns q and k, one "
+                                    "added to the tokens, or no positions"), what=what), lambda c: _scheme_of(c).has_bias, {"pe": "none"})
 
+
+_DIFFERENTIAL = Message(N_("differential attention"))  # what a refusal names
+_LINEAR = Message(N_("linear attention"))
 
 KERNELS: dict[str, Kernel] = {
     kernel.name: kernel
     for kernel in (
-        Kernel("softmax", "softmax (2017)", "softmax",
-               "Each query's scores go through a softmax: positive weights that sum to 1.",
-               rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=softmax_kernel,
+        Kernel("softmax", N_("softmax (2017)"), N_("softmax"),
+               N_("Each query's scores go through a softmax: positive weights that sum to 1."),
+               rows_sum_to_one=True, row_sums=N_("each row sums to 1"), signed=False, attend=softmax_kernel,
                cache_policies=True, tiled=True, paper="Vaswani et al. 2017", formula="A = softmax(QKᵀ/√d_k)", variant=False,
                drill_down=True, steps=("softmax",)),
-        Kernel("differential", "differential (A₁ − λA₂)", "differential",
-               "Two softmax maps per head, from the two halves of q and k; the weights are the first minus λ "
-               "times the second, so common-mode attention cancels and weights can be negative.",
-               rows_sum_to_one=False, row_sums="each row sums to 1 − λ, and weights can be negative", signed=True,
+        Kernel("differential", N_("differential (A₁ − λA₂)"), N_("differential"),
+               N_("Two softmax maps per head, from the two halves of q and k; the weights are the first minus λ "
+                  "times the second, so common-mode attention cancels and weights can be negative."),
+               rows_sum_to_one=False, row_sums=N_("each row sums to 1 − λ, and weights can be negative"), signed=True,
                attend=differential_kernel, sub_heads=2, row_sum=lambda parts: 1.0 - parts.lam, row_sum_formula="1 − λ",
-               refuses=(_no_null_key("differential attention"), _no_bias("differential attention"),
-                        _no_latent("differential attention"),
-                        Refusal("n_heads", "differential attention splits each head's q and k in two halves: the head "
-                                "size must be even (with RoPE a multiple of 4, each half turning in pairs); use fewer heads",
+               refuses=(_no_null_key(_DIFFERENTIAL), _no_bias(_DIFFERENTIAL), _no_latent(_DIFFERENTIAL),
+                        Refusal("n_heads", N_("differential attention splits each head's q and k in two halves: the "
+                                              "head size must be even (with RoPE a multiple of 4, each half turning in "
+                                              "pairs); use fewer heads"),
                                 lambda c: c.head_size % (4 if _scheme_of(c).turns else 2) != 0,
                                 {"kernel": "softmax"})),
                paper="Ye et al. 2024", formula="A = softmax(Q₁K₁ᵀ/√d) − λ·softmax(Q₂K₂ᵀ/√d)",
-               row_scale=RowScale(_rms_norm_scale, "(1 − λ_init) / rms of row i of A·V (the head's RMSNorm)"),
-               weights_label="weights A₁ − λA₂",
+               row_scale=RowScale(_rms_norm_scale, N_("(1 − λ_init) / rms of row i of A·V (the head's RMSNorm)")),
+               weights_label=N_("weights A₁ − λA₂"),
                params=lambda c: differential_params(c.head_size, c.seed), steps=("diff_maps", "diff_combine"),
                drops=("scores", "scale", "mask"), after_mix=("diff_norm",),
-               mix_why="Each query's output is the sum of the value rows weighted by A₁ − λA₂: not an average, "
-               "since the weights can be negative and sum to 1 − λ. The next step normalises each head on its own.",
+               mix_why=N_("Each query's output is the sum of the value rows weighted by A₁ − λA₂: not an average, "
+                          "since the weights can be negative and sum to 1 − λ. The next step normalises each head on "
+                          "its own."),
                inputs=WeightInputs(
                    ("L₁", "L₂"), lambda logits, parts: (parts.logits1, parts.logits2),
-                   "half-head logits L₁, L₂ (scaled + masked)", "L₁, L₂", "scaled, masked half-head logit",
-                   "Colour = each half of the head scoring on its own, scaled and masked, centred on 0 (red above, "
-                   "blue below): L₁ from the first halves of q and k, L₂ from the second (scale 1/√(d_k/2) under "
-                   "the standard rule). A₁ = softmax(L₁) and A₂ = softmax(L₂) make the weights A₁ − λA₂. "
-                   "Grey cells are masked (−∞): both softmaxes give them 0.", "half_logits_L1_L2"),
-               scores_caption="Colour = the raw dot product q·k of the whole head, centred on 0. A differential head "
-               "never uses this sum: it scores the two halves on their own (L₁ and L₂, the view before, are its "
-               "two terms, each scaled). Grey cells are masked."),
-        Kernel("linear", "linear (φ = elu + 1)", "linear",
-               "φ(q)·φ(k) with φ = elu + 1 > 0 replaces exp, divided by its row sum; under a causal mask the "
-               "heads come from a running state of constant size.",
-               rows_sum_to_one=True, row_sums="each row sums to 1", signed=False, attend=linear_kernel,
+                   N_("half-head logits L₁, L₂ (scaled + masked)"), "L₁, L₂", N_("scaled, masked half-head logit"),
+                   N_("Colour = each half of the head scoring on its own, scaled and masked, centred on 0 (red above, "
+                      "blue below): L₁ from the first halves of q and k, L₂ from the second (scale 1/√(d_k/2) under "
+                      "the standard rule). A₁ = softmax(L₁) and A₂ = softmax(L₂) make the weights A₁ − λA₂. "
+                      "Grey cells are masked (−∞): both softmaxes give them 0."), "half_logits_L1_L2"),
+               scores_caption=N_("Colour = the raw dot product q·k of the whole head, centred on 0. A differential "
+                                 "head never uses this sum: it scores the two halves on their own (L₁ and L₂, the view "
+                                 "before, are its two terms, each scaled). Grey cells are masked.")),
+        Kernel("linear", N_("linear (φ = elu + 1)"), N_("linear"),
+               N_("φ(q)·φ(k) with φ = elu + 1 > 0 replaces exp, divided by its row sum; under a causal mask the "
+                  "heads come from a running state of constant size."),
+               rows_sum_to_one=True, row_sums=N_("each row sums to 1"), signed=False, attend=linear_kernel,
                recurrent=True, decoder=LINEAR_STATE,
-               refuses=(_no_null_key("linear attention"), _no_bias("linear attention"), _no_latent("linear attention"),
-                        Refusal("scale_rule", "linear attention has no scale: φ(q)·φ(k) is divided by its row sum; "
-                                "keep the standard scale rule", lambda c: getattr(c, "scale_rule", "sqrt_dk") != "sqrt_dk",
+               refuses=(_no_null_key(_LINEAR), _no_bias(_LINEAR), _no_latent(_LINEAR),
+                        Refusal("scale_rule", N_("linear attention has no scale: φ(q)·φ(k) is divided by its row sum; "
+                                                 "keep the standard scale rule"), lambda c: getattr(c, "scale_rule", "sqrt_dk") != "sqrt_dk",
                                 {"scale_rule": "sqrt_dk"})),
                paper="Katharopoulos et al. 2020", formula="A_ij = φ(q_i)·φ(k_j) / Σ_j' φ(q_i)·φ(k_j')",
-               weights_label="weights φ(q)·φ(k) / row sum",
+               weights_label=N_("weights φ(q)·φ(k) / row sum"),
                steps=("linear_phi", "linear_weights", "linear_state"), drops=("scores", "scale", "mask"),
                inputs=WeightInputs(
-                   ("",), lambda logits, parts: (parts.similarity,), "φ(q)·φ(k), masked (before the row sum)",
+                   ("",), lambda logits, parts: (parts.similarity,), N_("φ(q)·φ(k), masked (before the row sum)"),
                    "φ(q)·φ(k)", "φ(q)·φ(k)",
-                   "Colour = φ(q)·φ(k) with φ = elu + 1 > 0, from 0 up: what each query gives each key before its "
-                   "row is divided by its sum, which gives the weights. No scale, no logits, no softmax. Grey cells "
-                   "are masked: 0.", "phi_q_phi_k", signed=False, masked_is_neginf=False),
-               scores_caption="Colour = the raw dot product q·k, centred on 0. A linear head never forms it: φ = elu "
-               "+ 1 acts on q and on k before their product (φ(q)·φ(k), the view before). Grey cells are masked."),
+                   N_("Colour = φ(q)·φ(k) with φ = elu + 1 > 0, from 0 up: what each query gives each key before its "
+                      "row is divided by its sum, which gives the weights. No scale, no logits, no softmax. Grey cells "
+                      "are masked: 0."), "phi_q_phi_k", signed=False, masked_is_neginf=False),
+               scores_caption=N_("Colour = the raw dot product q·k, centred on 0. A linear head never forms it: φ = "
+                                 "elu + 1 acts on q and on k before their product (φ(q)·φ(k), the view before). Grey "
+                                 "cells are masked.")),
     )
 }
 
@@ -460,7 +467,8 @@ KERNELS: dict[str, Kernel] = {
 def attention_kernel(name: str) -> Kernel:
     """The record of kernel ``name``; ValueError naming the choices otherwise."""
     if name not in KERNELS:
-        raise ValueError(f"unknown attention kernel {name!r}: choose one of {', '.join(KERNELS)}")
+        raise ValueError(Message(N_("unknown attention kernel {name!r}: choose one of {choices}"), name=name,
+                                 choices=", ".join(KERNELS)))
     return KERNELS[name]
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from mha_core.decoder_state import Attended, Decoder, Reading
 from mha_core.inputs import init_matrix
 from mha_core.kernels import rms_norm
+from mha_core.marks import N_, Message
 from mha_core.positions import ROPE_BASE, Positioned, apply_positions
 from mha_core.steps import attention_scores, project, softmax, split_heads
 
@@ -266,9 +267,10 @@ def _attend_to_latents(layer, kept: LatentCache, reading: Reading) -> Attended:
 
 
 LATENT_CACHE = Decoder(
-    "latent cache", _start_latent_cache, _keep_latent, _attend_to_latents,
-    lambda kept: (("latent cache c", kept.latents), ("RoPE key cache k_R", kept.rope_keys)),
-    words="a **latent cache**: one latent vector c and the shared RoPE key k_R per token, from which every head's "
-    "scores are taken the absorbed way (K and V are never built)",
-    sizes=lambda c: f"the latent c (r = {c.mla_rank}) and the shared RoPE key k_R ({c.mla_rope}) of every token: "
-    f"{c.mla_rank + c.mla_rope} numbers per token for all heads together")
+    N_("latent cache"), _start_latent_cache, _keep_latent, _attend_to_latents,
+    lambda kept: ((N_("latent cache c"), kept.latents), (N_("RoPE key cache k_R"), kept.rope_keys)),
+    words=N_("a **latent cache**: one latent vector c and the shared RoPE key k_R per token, from which every head's "
+             "scores are taken the absorbed way (K and V are never built)"),
+    sizes=lambda c: Message(N_("the latent c (r = {rank}) and the shared RoPE key k_R ({rope}) of every token: "
+                               "{total} numbers per token for all heads together"), rank=c.mla_rank, rope=c.mla_rope,
+                            total=c.mla_rank + c.mla_rope))

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha_core.marks import N_, Message
+
 ROPE_BASE = 10000.0  # theta of RoPE: pair p turns by position * theta^(-2p/hs)
 
 
@@ -113,7 +115,8 @@ def _sinusoidal_formula(at: SchemeAt) -> str:
 
 
 def _sinusoidal_why(at: SchemeAt) -> str:
-    return "Attention itself ignores word order; adding a position signal lets 'the' at 0 differ from 'the' at 4."
+    return Message(N_("Attention itself ignores word order; adding a position signal lets 'the' at 0 differ from "
+                      "'the' at 4."))
 
 
 def _sinusoidal_source(at: SchemeAt) -> str:
@@ -131,11 +134,11 @@ def _rope_formula(at: SchemeAt) -> str:
 
 
 def _rope_why(at: SchemeAt) -> str:
-    half = at.head_size // 2
-    return (f"RoPE turns each pair of features (d_p, d_(p+{half})) of a query or key by an angle proportional to its "
-            f"position t, one speed per pair (base θ = {at.rope_base:g}). Lengths stay the same, only directions "
-            "turn; a dot product of two turned vectors depends on the **difference** of their angles, so the score "
-            "depends on the offset i − j, not on where the pair sits. Values are not rotated.")
+    return Message(N_("RoPE turns each pair of features (d_p, d_(p+{half})) of a query or key by an angle proportional "
+                      "to its position t, one speed per pair (base θ = {base}). Lengths stay the same, only directions "
+                      "turn; a dot product of two turned vectors depends on the **difference** of their angles, so the "
+                      "score depends on the offset i − j, not on where the pair sits. Values are not rotated."),
+                   half=at.head_size // 2, base=f"{at.rope_base:g}")
 
 
 def _rope_source(at: SchemeAt) -> str:
@@ -154,10 +157,10 @@ def _alibi_formula(at: SchemeAt) -> str:
 def _alibi_why(at: SchemeAt) -> str:
     slopes = alibi_slopes(at.n_heads)
     listed = ", ".join(f"{m:.4g}" for m in slopes)
-    return (f"ALiBi adds no vector to the tokens: it subtracts a penalty growing with the distance from each logit. "
-            f"Head {at.head}'s slope is m = {float(slopes[at.head]):.4g} (all heads: {listed}); a steep head looks "
-            "near, a gentle one far. Nothing here was learned, so it works for longer sentences than those seen in "
-            "training.")
+    return Message(N_("ALiBi adds no vector to the tokens: it subtracts a penalty growing with the distance from each "
+                      "logit. Head {head}'s slope is m = {slope} (all heads: {listed}); a steep head looks near, a "
+                      "gentle one far. Nothing here was learned, so it works for longer sentences than those seen in "
+                      "training."), head=at.head, slope=f"{float(slopes[at.head]):.4g}", listed=listed)
 
 
 ALIBI_SLOPES_SOURCE = (  # the notebook's lines for alibi_slopes: m (nh,) from nh
@@ -230,32 +233,33 @@ class PositionScheme:
         """Step by step's title of the step where the scheme acts."""
         if self.step_title:
             return self.step_title
+        name = Message(self.short_label)
         if self.has_bias:
-            return f"Add the {self.short_label} bias to the logits"
+            return Message(N_("Add the {name} bias to the logits"), name=name)
         if self.turns:
-            return f"Rotate queries and keys by position ({self.short_label})"
-        return f"Add positional encoding ({self.short_label})"
+            return Message(N_("Rotate queries and keys by position ({name})"), name=name)
+        return Message(N_("Add positional encoding ({name})"), name=name)
 
 
 SCHEMES: dict[str, PositionScheme] = {
     scheme.name: scheme
     for scheme in (
-        PositionScheme("none", "none", "none", "No position signal: attention sees a bag of tokens."),
-        PositionScheme("sinusoidal", "sinusoidal, added to the tokens", "sinusoidal",
-                       "Sine and cosine waves of the position are added to every token before attention.",
+        PositionScheme("none", N_("none"), N_("none"), N_("No position signal: attention sees a bag of tokens.")),
+        PositionScheme("sinusoidal", N_("sinusoidal, added to the tokens"), N_("sinusoidal"),
+                       N_("Sine and cosine waves of the position are added to every token before attention."),
                        add_to_tokens=sinusoidal_positional_encoding, paper="Vaswani et al. 2017",
-                       step_title="Add positional encoding", formula=_sinusoidal_formula, why=_sinusoidal_why,
+                       step_title=N_("Add positional encoding"), formula=_sinusoidal_formula, why=_sinusoidal_why,
                        numpy_source=_sinusoidal_source),
-        PositionScheme("rope", "RoPE (rotate q and k)", "RoPE",
-                       "Each pair of a query's and key's features is turned by an angle proportional to its "
-                       "position, so q_i · k_j depends on i − j only.",
+        PositionScheme("rope", N_("RoPE (rotate q and k)"), N_("RoPE"),
+                       N_("Each pair of a query's and key's features is turned by an angle proportional to its "
+                          "position, so q_i · k_j depends on i − j only."),
                        angles=rope_angles, paper="Su et al. 2021",
-                       step_title="Rotate queries and keys by position (RoPE)", formula=_rope_formula, why=_rope_why,
+                       step_title=N_("Rotate queries and keys by position (RoPE)"), formula=_rope_formula, why=_rope_why,
                        numpy_source=_rope_source),
-        PositionScheme("alibi", "ALiBi (distance penalty on logits)", "ALiBi",
-                       "−m_h |i − j| is added to head h's logits: a penalty growing with the distance.",
+        PositionScheme("alibi", N_("ALiBi (distance penalty on logits)"), N_("ALiBi"),
+                       N_("−m_h |i − j| is added to head h's logits: a penalty growing with the distance."),
                        bias=distance_bias, self_attention_only=True, paper="Press et al. 2022",
-                       step_title="Add the ALiBi distance bias", bias_text="−m·|i − j|", formula=_alibi_formula,
+                       step_title=N_("Add the ALiBi distance bias"), bias_text="−m·|i − j|", formula=_alibi_formula,
                        why=_alibi_why, numpy_source=_alibi_source),
     )
 }
@@ -264,26 +268,32 @@ SCHEMES: dict[str, PositionScheme] = {
 def position_scheme(name: str) -> PositionScheme:
     """The record of scheme ``name``; ValueError naming the choices otherwise."""
     if name not in SCHEMES:
-        raise ValueError(f"unknown positional scheme {name!r}: choose one of {', '.join(SCHEMES)}")
+        raise ValueError(_unknown_scheme(name))
     return SCHEMES[name]
 
 
 def scheme_problem(name: str, head_size: int, cross: bool, rope_base) -> str | None:
     """Why scheme ``name`` cannot run on heads of ``head_size`` (in cross-attention when ``cross``), or None."""
     if name not in SCHEMES:
-        return f"unknown positional scheme {name!r}: choose one of {', '.join(SCHEMES)}"
+        return _unknown_scheme(name)
     scheme = SCHEMES[name]
     if scheme.turns:
         base_ok = isinstance(rope_base, int | float | np.integer | np.floating) and math.isfinite(rope_base)
         if not (base_ok and rope_base > 1):
-            return f"RoPE base {rope_base!r} must be a number above 1 (LLaMA uses 10000)"
+            return Message(N_("RoPE base {base!r} must be a number above 1 (LLaMA uses 10000)"), base=rope_base)
         if head_size % 2:
-            return (f"{scheme.short_label} turns a head's features in pairs, so the head size must be even; "
-                    f"it is {head_size}")
+            return Message(N_("{name} turns a head's features in pairs, so the head size must be even; it is {hs}"),
+                           name=Message(scheme.short_label), hs=head_size)
     if scheme.self_attention_only and cross:
-        return (f"{scheme.short_label} penalises the distance between positions of one sentence; in cross-attention "
-                "the keys come from another sentence: use RoPE, sinusoidal or no positions there")
+        return Message(N_("{name} penalises the distance between positions of one sentence; in cross-attention the "
+                          "keys come from another sentence: use RoPE, sinusoidal or no positions there"),
+                       name=Message(scheme.short_label))
     return None
+
+
+def _unknown_scheme(name: str) -> Message:
+    return Message(N_("unknown positional scheme {name!r}: choose one of {choices}"), name=name,
+                   choices=", ".join(SCHEMES))
 
 
 def check_inside_attention(name: str, head_size: int, cross: bool, rope_base) -> None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mha_core.inputs import vocabulary
+from mha_core.marks import N_
 from mha_core.steps import AttentionWeights
 
 
@@ -47,16 +48,16 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     preset.init: preset
     for preset in (
-        Preset("identity", "identity", "hand-built: identity head",
-               "Identity head: each token attends to itself."),
-        Preset("previous", "previous token", "hand-built: previous-token head",
-               "Previous-token head: each token attends to the one before it (the first to itself)."),
-        Preset("first", "first token (sink)", "hand-built: first-token (sink) head",
-               "First-token (sink) head: every token attends to token 0."),
-        Preset("same", "same token", "hand-built: same-token head",
-               "Same-token head: a word attends to every copy of itself, so repeated words find each other."),
-        Preset("uniform_head", "uniform", "hand-built: uniform head",
-               "Uniform head: queries are zero, so every key gets the same weight 1/T."),
+        Preset("identity", N_("identity"), N_("hand-built: identity head"),
+               N_("Identity head: each token attends to itself.")),
+        Preset("previous", N_("previous token"), N_("hand-built: previous-token head"),
+               N_("Previous-token head: each token attends to the one before it (the first to itself).")),
+        Preset("first", N_("first token (sink)"), N_("hand-built: first-token (sink) head"),
+               N_("First-token (sink) head: every token attends to token 0.")),
+        Preset("same", N_("same token"), N_("hand-built: same-token head"),
+               N_("Same-token head: a word attends to every copy of itself, so repeated words find each other.")),
+        Preset("uniform_head", N_("uniform"), N_("hand-built: uniform head"),
+               N_("Uniform head: queries are zero, so every key gets the same weight 1/T.")),
     )
 }
 PRESET_INITS = tuple(PRESETS)  # the init values, in table order

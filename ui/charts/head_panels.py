@@ -11,6 +11,7 @@ from mha_core.kernels import attention_kernel
 from ui.charts import colour_ranges, tables
 from ui.charts.figures import head_average
 from ui.charts.views import MATRIX_VIEWS, MatrixView, kernel_view
+from ui.i18n import _
 
 
 def shown_view(trace: AttentionTrace, view: str) -> MatrixView:
@@ -20,13 +21,13 @@ def shown_view(trace: AttentionTrace, view: str) -> MatrixView:
 
 def missing_view(kernel: str, view: str) -> str:
     """What the page says when a link asks for a view the kernel does not make (it shows the weights instead)."""
-    return f"The {attention_kernel(kernel).label} kernel has no {MATRIX_VIEWS[view].label}: showing its weights."
+    return f"The {_(attention_kernel(kernel).label)} kernel has no {MATRIX_VIEWS[view].label}: showing its weights."
 
 
 def unoffered_colours(kernel: str, colours: str, colours_label: str) -> str:
     """What the page says when a link asks for a colour range (named ``colours_label``) that the kernel's signed
     weights do not have (it shows their one range instead)."""
-    return (f"The {attention_kernel(kernel).label} kernel's weights can be negative, so there is no colour range to "
+    return (f"The {_(attention_kernel(kernel).label)} kernel's weights can be negative, so there is no colour range to "
             f"choose ('{colours_label}' was asked for). {colour_ranges.SIGNED_COLOURS}")
 
 

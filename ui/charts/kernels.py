@@ -12,6 +12,7 @@ from __future__ import annotations
 from mha_core.attention import AttentionTrace
 from mha_core.kernels import KERNELS
 from ui.charts.views import kernel_view
+from ui.i18n import _
 
 
 def weights_signed(trace: AttentionTrace) -> bool:
@@ -43,9 +44,9 @@ def row_sums_sentence(trace: AttentionTrace) -> str | None:
         return None
     if kernel.row_sum is not None:  # a sum this run's parameters set (differential: 1 − λ)
         negative = ", and weights can be negative, so the colours are centred on 0 (blue below)" if kernel.signed else ""
-        return (f"{first_upper(kernel.label)}: each row sums to {kernel.row_sum_formula} = "
+        return (f"{first_upper(_(kernel.label))}: each row sums to {kernel.row_sum_formula} = "
                 f"{kernel.row_sum(trace.kernel_parts):.3f}, not 1{negative}.")
-    return f"{first_upper(kernel.short_label)} attention: {kernel.row_sums} ({kernel.formula}); no softmax."
+    return f"{first_upper(_(kernel.short_label))} attention: {_(kernel.row_sums)} ({kernel.formula}); no softmax."
 
 
 KERNEL_COLUMNS = ["kernel", "name", "what it does", "rows sum to", "negative weights", "cannot combine with", "from"]
@@ -53,7 +54,7 @@ KERNEL_COLUMNS = ["kernel", "name", "what it does", "rows sum to", "negative wei
 
 def kernel_rows() -> list[tuple[str, ...]]:
     """One row per kernel of the engine's table (the About page), and a last one for MLA."""
-    rows = [(k.name, k.label, k.summary, k.row_sums, "yes" if k.signed else "no",
+    rows = [(k.name, _(k.label), _(k.summary), _(k.row_sums), "yes" if k.signed else "no",
              "; ".join(r.setting for r in k.refuses) or "–", k.paper) for k in KERNELS.values()]
     rows.append(("mla_rank > 0", "multi-head latent attention (MLA)",
                  "Keys and values are up-projected from one latent of rank r per token; RoPE rides on a few decoupled "

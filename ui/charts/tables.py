@@ -13,6 +13,7 @@ from mha_core.attention import AttentionTrace
 from mha_core.diagnostics import head_similarity, head_summary
 from mha_core.kernels import attention_kernel
 from ui.charts.kernels import row_sums_sentence as kernel_row_sums
+from ui.i18n import _
 
 # Column names of the head-diagnostics table, with what each number means (for column help), for weights whose
 # rows are probability distributions; ``diagnostic_columns`` gives the words for any kernel.
@@ -36,7 +37,7 @@ def diagnostic_columns(trace: AttentionTrace) -> dict[str, tuple[str, str]]:
         return DIAGNOSTIC_COLUMNS
     total = kernel.row_sum_formula
     return {
-        "entropy": ("entropy", f"not defined here: a row of the {kernel.weights_label} can hold negative weights and "
+        "entropy": ("entropy", f"not defined here: a row of the {_(kernel.weights_label)} can hold negative weights and "
                                f"sums to {total}, so it is no probability distribution and has no entropy"),
         "max_weight": ("mean row max", f"the mean of each row's largest (most positive) signed weight; a row sums to "
                                        f"{total}, and next to negative weights one weight can exceed that"),
@@ -53,7 +54,7 @@ def diagnostics_caption(trace: AttentionTrace) -> str:
     if kernel.rows_are_distributions:
         return f"{where}. Entropy 0 = sharp, 1 = even."
     total = 1.0 if kernel.row_sum is None else kernel.row_sum(trace.kernel_parts)
-    return (f"{where} of the signed {kernel.weights_label}: each row sums to {kernel.row_sum_formula} = {total:.3f} "
+    return (f"{where} of the signed {_(kernel.weights_label)}: each row sums to {kernel.row_sum_formula} = {total:.3f} "
             "here, and a weight below 0 subtracts its key's value. No entropy (—): a signed row is no probability "
             "distribution.")
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
-from mha_core.marks import N_
+from mha_core.marks import N_, Message
 from ui.i18n.languages import DEFAULT_LANGUAGE, LANGUAGES, language_for_locale
 
 __all__ = ["N_", "_", "ngettext", "current_language", "set_language", "using_language", "translations", "language_source",
@@ -100,7 +100,11 @@ def using_language(code: str) -> Iterator[None]:
 
 
 def _(message: str) -> str:
-    """``message`` in the current language; the English ``message`` itself where the catalog lacks it."""
+    """``message`` in the current language; the English ``message`` itself where the catalog lacks it.
+
+    An engine ``Message`` (a template and its values, ``mha_core.marks``) is translated, then formatted."""
+    if isinstance(message, Message):
+        return message.translate(translations(current_language()).gettext)
     return translations(current_language()).gettext(message)
 
 

@@ -23,6 +23,7 @@ from dataclasses import replace
 import numpy as np
 
 from mha_core.kernels import KERNELS
+from ui.i18n import _
 from ui.pipeline.records import (
     QK_AXES,
     Panel,
@@ -70,7 +71,7 @@ def _in_kernel_words(step: Step, kernel, inputs: StepInputs) -> Step:
     if step.slug == "scale" and kernel.scale_why:
         return replace(step, why=kernel.scale_why)
     if step.slug == "mask" and kernel.mask_why and inputs.mask is not None:
-        return replace(step, why=f"Mask '{inputs.mask_name}': {kernel.mask_why}")
+        return replace(step, why=f"Mask '{inputs.mask_name}': {_(kernel.mask_why)}")
     return step
 
 
@@ -172,7 +173,7 @@ def kernel_weights_step(inputs: StepInputs, head: int, cell) -> Step:
               kind="signed" if kernel.signed else "weights", cell=cell, axis_titles=QK_AXES),
     )
     kind = StepKind("kernel_weights", kernel.weights_title, kernel.short_label, kernel.summary)  # the row's words
-    return Step("kernel_weights", kernel.weights_title, kernel.weights_why + _mask_words(inputs), kernel.weights_tex,
+    return Step("kernel_weights", kernel.weights_title, _(kernel.weights_why) + _mask_words(inputs), kernel.weights_tex,
                 f"{shape_text(trace.logits[head])} -> same shape, entry by entry", panels, own_kind=kind)
 
 

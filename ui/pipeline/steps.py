@@ -20,6 +20,7 @@ from mha_core.attention import AttentionTrace, merge_heads
 from mha_core.grouping import group_size, kv_sharing_matrix
 from mha_core.positions import PositionScheme, SchemeAt, position_scheme
 from ui.charts.figures import MAX_DRAWN_CELLS
+from ui.i18n import _
 from ui.pipeline.kernel_steps import variant_steps
 from ui.pipeline.records import (
     QK_AXES,
@@ -85,7 +86,7 @@ def _input_step(inputs: StepInputs) -> Step:
 
 def _scheme_words(scheme: PositionScheme, at: SchemeAt, formula: str) -> tuple[str, str]:
     """The scheme's "why" and formula for its step, from its record (``formula`` when the record has none)."""
-    why = scheme.why(at) if scheme.why is not None else f"{scheme.short_label}: {scheme.summary}"
+    why = scheme.why(at) if scheme.why is not None else f"{_(scheme.short_label)}: {_(scheme.summary)}"
     return why, scheme.formula(at) if scheme.formula is not None else formula
 
 

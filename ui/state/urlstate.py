@@ -210,7 +210,7 @@ def repair(config: MHAConfig, msgs: list[str]) -> MHAConfig:
             return config
         fixed = found.fix(config)
         msgs.append(_("{problem} — falling back to {settings}.").format(
-            problem=found.message, settings=_describe(config, fixed)))
+            problem=_(found.message), settings=_describe(config, fixed)))
         config = fixed
     return DEFAULT
 

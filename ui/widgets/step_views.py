@@ -102,13 +102,13 @@ def show_step(number: int, step: Step, key_prefix: str, *, as_table: bool = Fals
     """A step's numbered heading (``level`` 3: a subheader with the step's anchor; 4: inside a page section),
     why it exists, its formula, its shapes, its note and its matrices (keys ``<key_prefix>_<slug>_<i>``).
     ``rebuilt_from``: (config, head, cell) the page built the step from; given, the step gets its downloads."""
-    title = f"{number}. {step.title}"
+    title = f"{number}. {_(step.title)}"
     if level == 3:
         st.subheader(title, anchor=step.slug)
     else:
         st.markdown(f"{'#' * level} {title}")
     if step.why:
-        st.markdown(step.why)
+        st.markdown(_(step.why))
     if step.formula:
         show_formula(step.formula)
     if step.shapes:

