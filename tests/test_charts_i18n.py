@@ -252,3 +252,32 @@ def test_a_differential_kernels_sentences_are_translated_with_this_runs_numbers(
     assert columns[0] == "kernel" and columns[1:] == [CATALOGS[lang][name] for name in kernels.KERNEL_COLUMNS[1:]]
     assert rows[-1][1] == CATALOGS[lang]["multi-head latent attention (MLA)"]
     assert [row[0] for row in rows] == [row[0] for row in kernels.kernel_rows()]  # the kernels' names stay
+
+
+def without_comments(source: str) -> list[str]:
+    """A code cell's lines with its whole-line comments left out (the prose; the code and the asserts remain)."""
+    return [line for line in source.splitlines() if not line.lstrip().startswith("#")]
+
+
+@pytest.mark.parametrize("kernel", ["softmax", "differential"])
+def test_the_notebooks_comments_are_translated_and_it_still_runs(kernel, tmp_path):
+    from tests.test_notebook import execute
+    from ui.pipeline.notebook import notebook_for_config
+
+    config = MHAConfig(kernel=kernel, mask="causal", kv_heads=2)
+    english = notebook_for_config(config, "http://localhost:8501/")
+    with using_language("es"):
+        spanish = notebook_for_config(config, "http://localhost:8501/")
+    code = [(mine.source, theirs.source) for mine, theirs in zip(spanish.cells, english.cells, strict=True)
+            if mine.cell_type == "code"]
+    assert all(without_comments(mine) == without_comments(theirs) for mine, theirs in code)  # the same code
+    comments = " ".join(line[2:] for mine, _theirs in code for line in mine.splitlines() if line.startswith("# "))
+    words = CATALOGS["es"]
+    assert words["head h owns columns h*hs:(h+1)*hs"] in comments
+    assert words["query head h reads key/value head h // (nh / kv): one K/V head per group of query heads"] in comments
+    if kernel == "differential":
+        assert words["Each head's q and k in two halves of h2 = hs/2 features: two softmax maps per head"] in comments
+    assert "owns columns" not in comments and "Each head's q" not in comments
+    execute(spanish, tmp_path)
+    outputs = [o for cell in spanish.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
