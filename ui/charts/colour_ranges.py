@@ -7,23 +7,24 @@ from __future__ import annotations
 import numpy as np
 
 from ui.charts.labels import max_title
+from ui.i18n import N_, _
 
 # Colour ranges of the weights view (the ``colours`` setting), each with what a bright cell then means (the
 # Heads caption's sentence): the fixed 0..1 compares heads; the others make long sentences readable.
 COLOUR_RANGES = {
-    "fixed": "A bright cell is a large weight, not an 'important word'.",
-    "max": "A bright cell is a large weight among those shown (the colours run from 0 to the largest), "
-    "not an 'important word'.",
-    "head": "A bright cell is a large weight for its head: each panel runs from 0 to its own largest weight, "
-    "written in its title, so a colour means a different weight in each panel.",
+    "fixed": N_("A bright cell is a large weight, not an 'important word'."),
+    "max": N_("A bright cell is a large weight among those shown (the colours run from 0 to the largest), "
+              "not an 'important word'."),
+    "head": N_("A bright cell is a large weight for its head: each panel runs from 0 to its own largest weight, "
+               "written in its title, so a colour means a different weight in each panel."),
 }
 
 
 # Signed weights (a kernel whose record says ``signed``: differential attention's A₁ − λA₂) have one range: centred
 # on 0 and as wide as the largest |weight| shown, so that a negative weight is never cut off or drawn as 0. None
 # of the ranges above (all from 0 up) is offered for them.
-SIGNED_COLOURS = ("Red is a positive weight, blue a negative one: the colours run from −m to +m, m the largest "
-                  "|weight| shown (the same for every head).")
+SIGNED_COLOURS = N_("Red is a positive weight, blue a negative one: the colours run from −m to +m, m the largest "
+                    "|weight| shown (the same for every head).")
 
 
 def offered_ranges(signed: bool) -> tuple[str, ...]:
@@ -47,9 +48,9 @@ def bright_cells(colours: str, weights: np.ndarray, per_head_label: str | None, 
     per-head colour range (named ``per_head_label``; None: it has no such switch), how to see the patterns.
     The default stays 0..1, so an old link still shows what it showed. ``signed`` weights: ``SIGNED_COLOURS``."""
     if signed:
-        return SIGNED_COLOURS
+        return _(SIGNED_COLOURS)
     hint = dark_hint(weights, per_head_label) if colours == "fixed" else None
-    return COLOUR_RANGES[colours] + (f" {hint}" if hint else "")
+    return _(COLOUR_RANGES[colours]) + (f" {hint}" if hint else "")
 
 
 def dark_hint(matrices: np.ndarray, per_head_label: str | None) -> str | None:
@@ -61,14 +62,17 @@ def dark_hint(matrices: np.ndarray, per_head_label: str | None) -> str | None:
     typical = float(np.median(finite.max(axis=-1)))  # over (nh, Tq)
     if typical >= DIM_ROW_MAX:
         return None
-    dark = f"A typical row's largest weight is {typical:.2f}, so on 0..1 nearly every cell is dark"
-    return f"{dark}: Colour range '{per_head_label}' shows each head's pattern." if per_head_label else f"{dark}."
+    if per_head_label:
+        return _("A typical row's largest weight is {typical}, so on 0..1 nearly every cell is dark: Colour range "
+                 "'{label}' shows each head's pattern.").format(typical=f"{typical:.2f}", label=per_head_label)
+    return _("A typical row's largest weight is {typical}, so on 0..1 nearly every cell is dark.").format(
+        typical=f"{typical:.2f}")
 
 
 def panel_titles(titles: list[str] | None, matrices: np.ndarray, per_head: bool) -> list[str]:
     """The panels' titles ('head 0', ... unless given); with a colour range per head each says where its range
     ends, the panel's largest value: 'head 3 · max 0.412'."""
-    titles = titles or [f"head {h}" for h in range(matrices.shape[0])]
+    titles = titles or [_("head {h}").format(h=h) for h in range(matrices.shape[0])]
     if not per_head:
         return titles
     return [max_title(title, largest_weight(matrices[h])) for h, title in enumerate(titles)]

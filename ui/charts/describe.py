@@ -8,7 +8,8 @@ from the very arrays the figure draws (the same matrices, labels, mask and title
 
 Labels are quoted with “ ” (token labels carry their position, "2:sat"). Numbers are printed by
 ``ui.charts.numbers.fixed`` (two decimals, no negative zero). The patterns a head is tested for are
-records (``PATTERNS``): a new one is a row.
+records (``PATTERNS``): a new one is a row. The sentences are in the current language (``ui.i18n``): each one is a
+whole marked sentence with its numbers and labels as placeholders, and the parts join with "; " as in English.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ui.charts.labels import concat_columns
+from ui.charts.labels import concat_columns, said
 from ui.charts.markdown import literal
 from ui.charts.numbers import fixed
 from ui.charts.views import matrix_view
+from ui.i18n import N_, _, ngettext
 
 DECIMALS = 2
 PATTERN_SHARE = 0.5  # a head "does" a pattern when at least this share of the rows it can show it in do
@@ -41,13 +43,18 @@ class Pattern:
     phrase: str  # completes "each query ..."
     key_of: Callable[[int], int]  # the key index the pattern expects for query row i
     self_only: bool  # meaningful only when the keys are the queries' own sentence (key i is token i)
+    sentence: str = ""  # the whole clause, marked: "each query {phrase} ({matching} of {rows} rows)"
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    Pattern("previous", "attends mostly to the previous token", lambda i: i - 1, True),
-    Pattern("itself", "attends mostly to itself", lambda i: i, True),
-    Pattern("next", "attends mostly to the next token", lambda i: i + 1, True),
-    Pattern("first", "attends mostly to the first token", lambda i: 0, False),
+    Pattern("previous", "attends mostly to the previous token", lambda i: i - 1, True,
+            N_("each query attends mostly to the previous token ({matching} of {rows} rows)")),
+    Pattern("itself", "attends mostly to itself", lambda i: i, True,
+            N_("each query attends mostly to itself ({matching} of {rows} rows)")),
+    Pattern("next", "attends mostly to the next token", lambda i: i + 1, True,
+            N_("each query attends mostly to the next token ({matching} of {rows} rows)")),
+    Pattern("first", "attends mostly to the first token", lambda i: 0, False,
+            N_("each query attends mostly to the first token ({matching} of {rows} rows)")),
 )
 
 
@@ -140,11 +147,25 @@ def _mask_phrase(masked: np.ndarray, query_labels: list[str]) -> list[str]:
     """How many cells are masked, and which query rows (labels as quoted) have no key at all."""
     if not masked.any():
         return []
-    parts = [f"{int(masked.sum())} of {masked.size} cells masked (grey)"]
+    parts = [_("{masked} of {cells} cells masked (grey)").format(masked=int(masked.sum()), cells=masked.size)]
     empty = [query_labels[i] for i in np.flatnonzero(masked.all(axis=-1))]
     if empty:
-        parts.append("no key to attend to for " + ", ".join(empty))
+        parts.append(_("no key to attend to for {labels}").format(labels=", ".join(empty)))
     return parts
+
+
+def _joined(parts: list[str]) -> str:
+    """'part; part; part' with the current language's separator (Chinese: a full-width semicolon)."""
+    text = parts[0]
+    for part in parts[1:]:
+        text = _("{first}; {second}").format(first=text, second=part)
+    return text
+
+
+def _titled(title: str, parts: list[str]) -> str:
+    """'<title>: part; part.' (no title: 'part; part.'), the shape of every sentence here."""
+    text = _joined(parts)
+    return (_("{title}: {text}.") if title else _("{text}.")).format(title=title, text=text)
 
 
 def panel_sentence(matrix: np.ndarray, query_labels, key_labels, *, kind: str = "weights", title: str = "",
@@ -170,41 +191,46 @@ def panel_sentence(matrix: np.ndarray, query_labels, key_labels, *, kind: str = 
         evenly = bool(rows_with_keys) and even == rows_with_keys
         if evenly:
             low, high = _extreme(matrix, masked, largest=False), _extreme(matrix, masked, largest=True)
-            spread = f"every weight {fixed(high[0], DECIMALS)}" if high[0] - low[0] <= TIE else (
-                f"a row's weights all equal, {fixed(low[0], DECIMALS)} to {fixed(high[0], DECIMALS)} across rows")
-            parts.append(f"each query spreads its weight evenly over the keys it may see ({spread})")
+            spread = _("every weight {value}").format(value=fixed(high[0], DECIMALS)) if high[0] - low[0] <= TIE else (
+                _("a row's weights all equal, {low} to {high} across rows").format(
+                    low=fixed(low[0], DECIMALS), high=fixed(high[0], DECIMALS)))
+            parts.append(_("each query spreads its weight evenly over the keys it may see ({spread})").format(
+                spread=spread))
         elif found is not None:
-            parts.append(f"each query {found.pattern.phrase} ({found.matching} of {found.rows} rows)")
+            parts.append(_(found.pattern.sentence).format(matching=found.matching, rows=found.rows))
         elif common is not None:
             key, count, rows = common
-            parts.append(f"most queries attend mostly to {key_labels[key]} ({count} of {rows} rows)")
+            parts.append(_("most queries attend mostly to {key} ({count} of {rows} rows)").format(
+                key=key_labels[key], count=count, rows=rows))
         else:
-            parts.append("no single pattern: the rows' strongest keys differ")
+            parts.append(_("no single pattern: the rows' strongest keys differ"))
         top = None if evenly else _extreme(matrix, masked, largest=True)
         if top is not None:
             value, i, j = top
-            parts.append(f"strongest {fixed(value, DECIMALS)} from {query_labels[i]} to {key_labels[j]}")
+            parts.append(_("strongest {value} from {query} to {key}").format(
+                value=fixed(value, DECIMALS), query=query_labels[i], key=key_labels[j]))
         if null_key and kind == "weights":
             rows = ~masked.all(axis=-1)  # rows with a key: a fully masked row gives 0 everywhere by policy
             if rows.any():
                 share = 1.0 - np.where(masked, 0.0, matrix).sum(axis=-1)[rows]  # (rows,)
-                parts.append(f"the null key takes {fixed(share.mean(), DECIMALS)} of a row on average "
-                             f"({fixed(share.min(), DECIMALS)} to {fixed(share.max(), DECIMALS)})")
+                parts.append(_("the null key takes {mean} of a row on average ({low} to {high})").format(
+                    mean=fixed(share.mean(), DECIMALS), low=fixed(share.min(), DECIMALS),
+                    high=fixed(share.max(), DECIMALS)))
     else:
         top = _extreme(matrix, masked, largest=True)
         low = _extreme(matrix, masked, largest=False)
         if top is not None and top[0] > 0:
             value, i, j = top
-            parts.append(f"largest positive {fixed(value, DECIMALS)} from {query_labels[i]} "
-                         f"to {key_labels[j]}")
+            parts.append(_("largest positive {value} from {query} to {key}").format(
+                value=fixed(value, DECIMALS), query=query_labels[i], key=key_labels[j]))
         if low is not None and low[0] < 0:
             value, i, j = low
-            parts.append(f"most negative {fixed(value, DECIMALS)} from {query_labels[i]} "
-                         f"to {key_labels[j]}")
+            parts.append(_("most negative {value} from {query} to {key}").format(
+                value=fixed(value, DECIMALS), query=query_labels[i], key=key_labels[j]))
         if top is not None and low is not None and top[0] <= 0 <= low[0]:
-            parts.append("every value is 0")
+            parts.append(_("every value is 0"))
     parts += _mask_phrase(masked, query_labels)
-    return (f"{title}: " if title else "") + "; ".join(parts) + "."
+    return _titled(title, parts)
 
 
 def grid_lines(matrices: np.ndarray, query_labels, key_labels, *, kind: str = "weights",
@@ -218,12 +244,12 @@ def grid_lines(matrices: np.ndarray, query_labels, key_labels, *, kind: str = "w
     view = matrix_view(kind)
     matrices = np.asarray(matrices)
     n, n_queries, n_keys = matrices.shape
-    titles = titles or [f"head {h}" for h in range(n)]
-    colours = ("dark = small, bright = large" if view.sequential
-               else "red above 0, blue below 0, white near 0")
-    panels = "1 panel" if n == 1 else f"{n} panels"
-    head = (f"Heatmap of the {view.value_name}, {panels} of {n_queries} queries (rows) by {n_keys} keys (columns); "
-            f"{colours}.")
+    titles = titles or [_("head {h}").format(h=h) for h in range(n)]
+    colours = (_("dark = small, bright = large") if view.sequential
+               else _("red above 0, blue below 0, white near 0"))
+    panels = ngettext("{n} panel", "{n} panels", n).format(n=n)
+    head = _("Heatmap of the {value}, {panels} of {queries} queries (rows) by {keys} keys (columns); {colours}.").format(
+        value=_(view.value_name), panels=panels, queries=n_queries, keys=n_keys, colours=colours)
     masks = np.broadcast_to(np.asarray(mask, dtype=bool), matrices.shape) if mask is not None else [None] * n
     return [head] + [
         panel_sentence(matrices[h], query_labels, key_labels, kind=kind, title=titles[h], mask=masks[h],
@@ -242,6 +268,20 @@ def plural(noun: str) -> str:
     return noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
 
 
+# The nouns a single heatmap's rows and columns are named with (``row_name``, ``col_name`` of the pages): each
+# counted, marked so that a sentence can say "5 queries" in the current language; another noun is said as given.
+NOUNS = {
+    N_("row"): N_("{n} rows"), N_("column"): N_("{n} columns"), N_("token"): N_("{n} tokens"),
+    N_("query"): N_("{n} queries"), N_("key"): N_("{n} keys"), N_("feature"): N_("{n} features"),
+    N_("layer"): N_("{n} layers"), N_("head"): N_("{n} heads"),
+}
+
+
+def counted(n: int, noun: str) -> str:
+    """'5 queries': ``n`` and the plural of a row or column noun, in the current language."""
+    return _(NOUNS[noun]).format(n=n) if noun in NOUNS else f"{n} {plural(noun)}"
+
+
 def describe_matrix(matrix: np.ndarray, row_labels, col_labels, *, title: str = "", value_name: str = "value",
                     row_name: str = "row", col_name: str = "column") -> str:
     """A single heatmap (R, C) (``matrix_heatmap``: outputs, concatenation, a step's matrix) in one sentence:
@@ -249,17 +289,19 @@ def describe_matrix(matrix: np.ndarray, row_labels, col_labels, *, title: str = 
     matrix = np.asarray(matrix, dtype=np.float64)  # (R, C)
     rows, cols = matrix.shape
     masked = np.isneginf(matrix)
-    start = f"{title}: " if title else ""
-    parts = [f"{start}heatmap of {value_name}, {rows} {plural(row_name)} by {cols} {plural(col_name)}"]
-    for word, largest in (("largest", True), ("smallest", False)):
+    parts = [_("heatmap of {value}, {rows} by {cols}").format(
+        value=said(value_name), rows=counted(rows, row_name), cols=counted(cols, col_name))]
+    where = dict(row=said(row_name), col=said(col_name))
+    for sentence, largest in ((N_("largest {value} at {row} {row_label}, {col} {col_label}"), True),
+                              (N_("smallest {value} at {row} {row_label}, {col} {col_label}"), False)):
         found = _extreme(matrix, masked, largest)
         if found is not None:
             value, i, j = found
-            parts.append(f"{word} {fixed(value, DECIMALS)} at {row_name} {quoted(row_labels[i])}, "
-                         f"{col_name} {quoted(col_labels[j])}")
+            parts.append(_(sentence).format(value=fixed(value, DECIMALS), row_label=quoted(row_labels[i]),
+                                            col_label=quoted(col_labels[j]), **where))
     if masked.any():
-        parts.append(f"{int(masked.sum())} of {masked.size} cells masked (−∞)")
-    return "; ".join(parts) + "."
+        parts.append(_("{masked} of {cells} cells masked (−∞)").format(masked=int(masked.sum()), cells=masked.size))
+    return _titled(title, parts)
 
 
 def describe_concat(concat: np.ndarray, query_labels, n_heads: int) -> str:
@@ -268,30 +310,32 @@ def describe_concat(concat: np.ndarray, query_labels, n_heads: int) -> str:
     concat = np.asarray(concat, dtype=np.float64)  # (Tq, nh*hv)
     width = concat.shape[1] // n_heads
     text = describe_matrix(concat, query_labels, concat_columns(concat.shape[1], n_heads),
-                           title=f"The {n_heads} heads' outputs side by side",
-                           value_name="values", row_name="token", col_name="column")
+                           title=_("The {n} heads' outputs side by side").format(n=n_heads),
+                           value_name=N_("values"), row_name="token", col_name="column")
     if n_heads < 2:
         return text
     size = np.abs(concat).reshape(concat.shape[0], n_heads, width).mean(axis=(0, 2))  # (nh,) mean |value| per head
     big, small = int(size.argmax()), int(size.argmin())
-    return (text[:-1] + f"; mean |value| per head {fixed(size.min(), DECIMALS)} (head {small}) to "
-            f"{fixed(size.max(), DECIMALS)} (head {big}).")
+    spread = _("mean |value| per head {low} (head {small}) to {high} (head {big})").format(
+        low=fixed(size.min(), DECIMALS), small=small, high=fixed(size.max(), DECIMALS), big=big)
+    return _("{text}.").format(text=_joined([text.removesuffix(_("{text}.").format(text="")), spread]))
 
 
-def describe_mask(allowed: np.ndarray, row_labels, col_labels, *, title: str = "mask") -> str:
+def describe_mask(allowed: np.ndarray, row_labels, col_labels, *, title: str = "") -> str:
     """A mask matrix (True / 1 = may attend) in one sentence: allowed and masked counts, its shape by name
     (causal: each query sees itself and the tokens before it), rows that see nothing."""
     allowed = np.asarray(allowed).astype(bool)  # (R, C)
     rows, cols = allowed.shape
-    parts = [f"{title}: {int(allowed.sum())} of {allowed.size} pairs allowed, {int((~allowed).sum())} masked"]
+    parts = [_("{allowed} of {pairs} pairs allowed, {masked} masked").format(
+        allowed=int(allowed.sum()), pairs=allowed.size, masked=int((~allowed).sum()))]
     if allowed.all():
-        parts.append("every query may attend to every key")
+        parts.append(_("every query may attend to every key"))
     elif rows == cols and np.array_equal(allowed, np.tri(rows, dtype=bool)):
-        parts.append("causal: each query sees itself and the tokens before it")
+        parts.append(_("causal: each query sees itself and the tokens before it"))
     empty = [quoted(row_labels[i]) for i in np.flatnonzero(~allowed.any(axis=-1))]
     if empty:
-        parts.append("no key allowed for " + ", ".join(empty))
-    return "; ".join(parts) + "."
+        parts.append(_("no key allowed for {labels}").format(labels=", ".join(empty)))
+    return _titled(title or _("mask"), parts)
 
 
 def describe_panel(matrix: np.ndarray, row_labels, col_labels, *, kind: str = "signed", title: str = "",
@@ -299,7 +343,7 @@ def describe_panel(matrix: np.ndarray, row_labels, col_labels, *, kind: str = "s
     """One matrix of Step by step (a ``ui.pipeline.steps.Panel``'s fields) in one sentence, by its kind:
     "mask" (1 = may attend) as ``describe_mask``, "weights" as an attention panel, "signed" as ``describe_matrix``."""
     if kind == "mask":
-        return describe_mask(matrix, row_labels, col_labels, title=title or "mask")
+        return describe_mask(matrix, row_labels, col_labels, title=title)
     if kind == "weights":
         return panel_sentence(matrix, row_labels, col_labels, kind="weights", title=title)
     return describe_matrix(matrix, row_labels, col_labels, title=title, value_name=value_name)
@@ -310,11 +354,11 @@ def describe_similarity(similarity: np.ndarray, *, title: str = "") -> str:
     alike pair of two different heads (the diagonal, a head with itself, is 1 and says nothing)."""
     similarity = np.asarray(similarity, dtype=np.float64)  # (nh, nh)
     n = similarity.shape[0]
-    start = f"{title}: " if title else ""
-    parts = [f"{start}cosine similarity of every pair of the {n} heads' weight matrices, 1 = the same pattern"]
+    parts = [_("cosine similarity of every pair of the {n} heads' weight matrices, 1 = the same pattern").format(n=n)]
     if n > 1:
         rows, cols = np.triu_indices(n, k=1)  # every pair once, (n(n-1)/2,) each
         values = similarity[rows, cols]
-        for word, at in (("most alike", int(values.argmax())), ("least alike", int(values.argmin()))):
-            parts.append(f"{word}: head {rows[at]} and head {cols[at]} ({fixed(values[at], DECIMALS)})")
-    return "; ".join(parts) + "."
+        for sentence, at in ((N_("most alike: head {a} and head {b} ({value})"), int(values.argmax())),
+                             (N_("least alike: head {a} and head {b} ({value})"), int(values.argmin()))):
+            parts.append(_(sentence).format(a=rows[at], b=cols[at], value=fixed(values[at], DECIMALS)))
+    return _titled(title, parts)

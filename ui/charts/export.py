@@ -7,7 +7,7 @@ is exported under its own name with no edit here.
 The .npz holds plain numeric / boolean / unicode arrays (it loads with ``allow_pickle=False``),
 the token labels and the configuration as JSON text (``config_json``, a 0-d unicode array).
 JSON has no infinity, so masked logits (-inf) are written as ``null``; the file says so in
-its ``README`` key.
+its ``README`` key, written in the current language (the arrays and their names are the same in every language).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 
 from mha_core.config import RunResult
+from ui.i18n import N_, _
 
-JSON_README = (
+JSON_README = N_(
     "MHA Explorer export: every intermediate of one multi-head attention run. "
     "Shapes use T = tokens (Tq queries, Tk keys), C = d_model, nh = heads, hs = head size, "
     "kv = key/value heads (nh unless shared). "
@@ -127,7 +128,7 @@ def json_bytes(result: RunResult) -> bytes:
     config = asdict(result.config)
     arrays = intermediates(result)
     document = {
-        "README": JSON_README,
+        "README": _(JSON_README),
         "config": config,
         "query_labels": result.query_labels,
         "key_labels": result.key_labels,

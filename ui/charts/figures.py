@@ -19,9 +19,10 @@ import plotly.graph_objects as go
 from plotly.colors import make_colorscale
 
 from ui.charts.colour_ranges import largest_weight, panel_titles
-from ui.charts.labels import concat_columns
+from ui.charts.labels import concat_columns, said
 from ui.charts.sent import figure
 from ui.charts.views import MatrixView, matrix_view
+from ui.i18n import N_, _
 
 # Colour scales that survive colour blindness: sequential for weights, diverging for signed values.
 # Written out as [position, colour] lists: plotly.js knows no "_r" names, and unvalidated figures
@@ -34,7 +35,7 @@ MASKED_COLOUR = "rgba(128, 128, 128, 0.45)"
 # cross in each cell when the cells are large enough to hold one, so they never pass for small weights.
 MASKED_SOLID = "rgb(170, 170, 170)"  # light enough to stay apart from viridis' teal middle under CVD
 MASKED_MARK = "rgb(30, 30, 30)"  # the × in a masked cell: 7:1 on that grey
-MASKED_HOVER = "masked (−∞ → weight 0)"
+MASKED_HOVER = N_("masked (−∞ → weight 0)")  # translated where drawn
 CROSS_MAX_TOKENS = 24  # above this many tokens a cell is too small for its cross
 # How wide a heatmap's cells are drawn when it spans the ~820 px main column of a 1280 px screen,
 # its row labels and colour bar taken off: the column labels are thinned to fit this by default.
@@ -43,6 +44,9 @@ FULL_WIDTH_PX = 700
 # (the page says so, and its CSV keeps all). One number for every page, so the pages agree on "too big".
 MAX_DRAWN_CELLS = 20_000
 MODEBAR_PX = 24  # room above the panel titles for plotly's mode bar, so that it never covers them
+# The words a single heatmap names its values, rows and columns with unless a page says otherwise (translated there).
+VALUE, ROW, COLUMN = N_("value"), N_("row"), N_("column")
+CONCAT_TITLE = N_("Concatenated head outputs")
 
 
 def plot_text(label: str) -> str:
@@ -78,9 +82,14 @@ def head_average(matrices: np.ndarray) -> np.ndarray:
 
 def with_average(matrices: np.ndarray, titles: list[str] | None = None) -> tuple[np.ndarray, list[str]]:
     """The heads plus one extra panel, their average: (nh, Tq, Tk) -> (nh + 1, Tq, Tk), with titles."""
-    titles = titles or [f"head {h}" for h in range(matrices.shape[0])]
+    titles = titles or head_names(matrices.shape[0])
     stacked = np.concatenate([matrices, head_average(matrices)[None]], axis=0)  # (nh+1, Tq, Tk)
-    return stacked, [*titles, "average of heads"]
+    return stacked, [*titles, _("average of heads")]
+
+
+def head_names(n: int) -> list[str]:
+    """'head 0', 'head 1', ... in the current language: the default titles of a grid's panels."""
+    return [_("head {h}").format(h=h) for h in range(n)]
 
 
 def _grid_shape(n_panels: int, max_cols: int) -> tuple[int, int]:
@@ -134,18 +143,19 @@ def _colour_axis(view: MatrixView, matrices: np.ndarray, font_size: int, height_
 
     The colour bar's title says which range is in force.
     """
+    value = _(view.value_name)
     if view.sequential:
         if colour_range == "max" or view.top is None:
             top = largest_weight(matrices)
-            title = f"{view.value_name}, 0..{top:.3g} (largest shown)"
+            title = _("{value}, 0..{top} (largest shown)").format(value=value, top=f"{top:.3g}")
         else:
-            top, title = view.top, f"{view.value_name}, fixed 0..{view.top:g}"
+            top, title = view.top, _("{value}, fixed 0..{top}").format(value=value, top=f"{view.top:g}")
         return dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=top, colorbar=_colorbar(title, font_size, height_px))
     bound = signed_range(matrices)
-    colorbar = _colorbar(view.value_name, font_size, height_px)
+    colorbar = _colorbar(value, font_size, height_px)
     if bound <= SIGNED_FLOOR:  # nothing to tell apart (B = A): one tick, 0, not plotly's "1n, 0.5n, …, −1n"
-        colorbar.update(tickmode="array", tickvals=[0.0], ticktext=["0"],
-                        title=dict(text=f"{view.value_name}: 0 everywhere (|x| < {SIGNED_FLOOR:g})", side="right"))
+        everywhere = _("{value}: 0 everywhere (|x| < {floor})").format(value=value, floor=f"{SIGNED_FLOOR:g}")
+        colorbar.update(tickmode="array", tickvals=[0.0], ticktext=["0"], title=dict(text=everywhere, side="right"))
     return dict(colorscale=SIGNED_SCALE, cmin=-bound, cmax=bound, cmid=0.0, colorbar=colorbar)
 
 
@@ -156,8 +166,9 @@ def _per_head_axes(view: MatrixView, matrices: np.ndarray, font_size: int, heigh
     for h in range(matrices.shape[0]):
         name = "coloraxis" if h == 0 else f"coloraxis{h + 1}"
         axes[name] = dict(colorscale=WEIGHT_SCALE, cmin=0.0, cmax=largest_weight(matrices[h]), showscale=h == 0)
-    bar = _colorbar(f"{view.value_name}: 0 … each head's max (in its title)", font_size, height_px)
-    bar.update(tickmode="array", tickvals=[0.0, axes["coloraxis"]["cmax"]], ticktext=["0", "its max"])
+    bar = _colorbar(_("{value}: 0 … each head's max (in its title)").format(value=_(view.value_name)), font_size,
+                    height_px)
+    bar.update(tickmode="array", tickvals=[0.0, axes["coloraxis"]["cmax"]], ticktext=["0", _("its max")])
     axes["coloraxis"]["colorbar"] = bar
     return axes
 
@@ -175,17 +186,17 @@ def masked_cells(matrices: np.ndarray, kind: str, mask: np.ndarray | None) -> np
 def masked_layer(values: np.ndarray, masked: np.ndarray, axes: dict, *, title: str = "",
                  view: MatrixView | None = None, hover: str = MASKED_HOVER) -> dict:
     """A heatmap over the masked cells only, solid grey with a × when the cells are large enough, whose hover says
-    what masking does (``hover``; with the cell's value when the ``view`` says so). ``axes``: x, y and the
-    axis names of the heatmap it covers."""
+    what masking does (``hover``, a marked text translated here; with the cell's value when the ``view`` says so).
+    ``axes``: x, y and the axis names of the heatmap it covers."""
     z = np.where(masked, np.nan_to_num(values, neginf=0.0, posinf=0.0), np.nan).astype(np.float32)  # (Tq, Tk)
-    number = f"{view.value_name} %{{z:.4f}}<br>" if view is not None and view.hover_masked_value else ""
+    number = f"{_(view.value_name)} %{{z:.4f}}<br>" if view is not None and view.hover_masked_value else ""
     layer = dict(
         type="heatmap",
         z=z,
         colorscale=[[0.0, MASKED_SOLID], [1.0, MASKED_SOLID]],
         showscale=False,
         hoverongaps=False,
-        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{number}{hover}<extra>{title}</extra>",
+        hovertemplate=f"{_('query')} %{{y}}<br>{_('key')} %{{x}}<br>{number}{said(hover)}<extra>{title}</extra>",
         **axes,
     )
     if max(masked.shape) <= CROSS_MAX_TOKENS:  # plotly writes a text template into gaps too: text per cell instead
@@ -239,14 +250,14 @@ def _panel_axes(h: int, n: int, g: GridGeometry, query_labels, key_labels, *, sq
     x = _category_axis(key_labels, g.panel_px * 0.9, g.tick_font, domain=g.col_domains[c], anchor=f"y{suffix}",
                        tickangle=-45, range=[-0.5, len(key_labels) - 0.5], constrain="domain")
     if h + g.cols >= n:
-        x["title"] = dict(text="key (looked at) →", font=dict(size=font_size))
+        x["title"] = dict(text=_("key (looked at) →"), font=dict(size=font_size))
     if square:  # few, large panels
         shared = {"scaleanchor": f"x{suffix}", "scaleratio": 1, "constrain": "domain", "showticklabels": c == 0}
     else:
         row_anchor = "y" if r == 0 else f"y{r * g.cols + 1}"
         shared = {"showticklabels": c == 0, **({} if c == 0 else {"matches": row_anchor})}
     if c == 0:
-        shared["title"] = dict(text="query (looking) ↓", font=dict(size=font_size))
+        shared["title"] = dict(text=_("query (looking) ↓"), font=dict(size=font_size))
     y = _category_axis(query_labels, g.panel_px, g.tick_font, domain=g.row_domains[r], anchor=f"x{suffix}",
                        range=[len(query_labels) - 0.5, -0.5], **shared)
     return x, y
@@ -308,10 +319,11 @@ def attention_grid(
     z_all = for_plotly(matrices)
     z_all[masked] = np.nan  # drawn by the masked layer instead
     data, masked_layers, layout = [], [], {}
+    query, key, value = _("query"), _("key"), _(view.value_name)  # the hover's words
     for h in range(n):
         suffix = "" if h == 0 else str(h + 1)
         axes = dict(x=key_labels, y=query_labels, xaxis=f"x{suffix}", yaxis=f"y{suffix}")
-        hover = f"query %{{y}}<br>key %{{x}}<br>{view.value_name} %{{z:.4f}}<extra>{titles[h]}</extra>"
+        hover = f"{query} %{{y}}<br>{key} %{{x}}<br>{value} %{{z:.4f}}<extra>{titles[h]}</extra>"
         colour = f"coloraxis{suffix}" if per_head else "coloraxis"
         data.append(dict(type="heatmap", z=z_all[h], coloraxis=colour, hoverongaps=False, hovertemplate=hover, **axes))
         if masked[h].any():
@@ -368,14 +380,14 @@ def matrix_heatmap_parts(
     col_labels: list[str],
     *,
     title: str = "",
-    value_name: str = "value",
+    value_name: str = VALUE,
     signed: bool = True,
     zmin: float | None = None,
     zmax: float | None = None,
     height: int | None = None,
     font_size: int = 12,
-    row_name: str = "row",
-    col_name: str = "column",
+    row_name: str = ROW,
+    col_name: str = COLUMN,
     width_px: float = FULL_WIDTH_PX,
     width: int | None = None,
 ) -> tuple[dict, dict]:
@@ -383,7 +395,8 @@ def matrix_heatmap_parts(
 
     A (R, C) matrix, diverging and centred on 0 when ``signed``.
 
-    Hover reads "<row_name> <row label> / <col_name> <col label> / <value_name> <number>".
+    Hover reads "<row_name> <row label> / <col_name> <col label> / <value_name> <number>"; the three names are
+    shown through ``_`` (a marked word such as the defaults, or a page's text already translated).
     ``width_px``: how wide the cells are drawn on the page (the figure's column minus its row
     labels and colour bar); every k-th column label is printed so that they do not overlap there.
     ``width``: the figure's own width in pixels (drawn with width="content"), None to fill its column.
@@ -396,6 +409,7 @@ def matrix_heatmap_parts(
     tick_font = max(font_size - 1, 11)
     row_labels, col_labels = plot_texts(row_labels), plot_texts(col_labels)
     height = height or int(np.clip(22 * len(row_labels) + 110, 220, 560))
+    value_name, row_name, col_name = said(value_name), said(row_name), said(col_name)
     row_part = f"{row_name} %{{y}}" if row_name else "%{y}"
     trace = dict(
         type="heatmap",
@@ -429,7 +443,7 @@ def concat_heatmap(
     query_labels: list[str],
     n_heads: int,
     *,
-    title: str = "Concatenated head outputs",
+    title: str = CONCAT_TITLE,
     font_size: int = 12,
 ) -> go.Figure:
     """The (Tq, nh*hv) concatenation with a line at every head boundary and the head's name above its block."""
@@ -440,11 +454,11 @@ def concat_heatmap(
         concat,
         query_labels,
         columns,
-        title=title,
-        value_name="value",
+        title=said(title),
+        value_name=VALUE,
         font_size=font_size,
-        row_name="query",
-        col_name="column",
+        row_name=N_("query"),
+        col_name=COLUMN,
     )
     lines = [
         dict(
@@ -467,7 +481,7 @@ def concat_heatmap(
             y=1.0,
             yref="paper",
             yanchor="bottom",
-            text=f"head {h}",
+            text=_("head {h}").format(h=h),
             showarrow=False,
             font=dict(size=font_size),
         )
@@ -479,18 +493,18 @@ def concat_heatmap(
 
 def similarity_heatmap(similarity: np.ndarray, *, font_size: int = 12) -> go.Figure:
     """Cosine similarity of the heads' weight matrices, (nh, nh), on a fixed 0..1 scale."""
-    names = [f"head {h}" for h in range(similarity.shape[0])]
+    names = head_names(similarity.shape[0])
     height = int(np.clip(28 * len(names) + 140, 240, 520))
     return matrix_heatmap(
         similarity,
         names,
         names,
-        value_name="cosine",
+        value_name=N_("cosine"),
         signed=False,
         zmin=0.0,
         zmax=1.0,
         font_size=font_size,
         row_name="",
-        col_name="and",
+        col_name=N_("and"),
         height=height,
     )

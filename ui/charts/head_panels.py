@@ -10,6 +10,7 @@ from mha_core.attention import AttentionTrace
 from mha_core.kernels import attention_kernel
 from ui.charts import colour_ranges, tables
 from ui.charts.figures import head_average
+from ui.charts.labels import said
 from ui.charts.views import MATRIX_VIEWS, MatrixView, kernel_view
 from ui.i18n import _
 
@@ -21,14 +22,16 @@ def shown_view(trace: AttentionTrace, view: str) -> MatrixView:
 
 def missing_view(kernel: str, view: str) -> str:
     """What the page says when a link asks for a view the kernel does not make (it shows the weights instead)."""
-    return f"The {_(attention_kernel(kernel).label)} kernel has no {MATRIX_VIEWS[view].label}: showing its weights."
+    return _("The {kernel} kernel has no {view}: showing its weights.").format(
+        kernel=_(attention_kernel(kernel).label), view=_(MATRIX_VIEWS[view].label))
 
 
 def unoffered_colours(kernel: str, colours: str, colours_label: str) -> str:
     """What the page says when a link asks for a colour range (named ``colours_label``) that the kernel's signed
     weights do not have (it shows their one range instead)."""
-    return (f"The {_(attention_kernel(kernel).label)} kernel's weights can be negative, so there is no colour range to "
-            f"choose ('{colours_label}' was asked for). {colour_ranges.SIGNED_COLOURS}")
+    return _("The {kernel} kernel's weights can be negative, so there is no colour range to choose ('{label}' was "
+             "asked for).").format(kernel=_(attention_kernel(kernel).label), label=colours_label) + " " + _(
+        colour_ranges.SIGNED_COLOURS)
 
 
 def view_caption(trace: AttentionTrace, view: str, colours: str, per_head_label: str | None) -> str:
@@ -37,7 +40,7 @@ def view_caption(trace: AttentionTrace, view: str, colours: str, per_head_label:
     switch to name), or for signed weights what red and blue are."""
     bright = colour_ranges.bright_cells(colours, trace.weights, per_head_label,
                                         signed=attention_kernel(trace.kernel).signed)
-    return shown_view(trace, view).caption.format(row_sums=tables.row_sums_sentence(trace), bright=bright)
+    return said(shown_view(trace, view).caption).format(row_sums=tables.row_sums_sentence(trace), bright=bright)
 
 
 def shown_matrices(trace: AttentionTrace, view: str) -> np.ndarray:
@@ -53,13 +56,13 @@ def map_title(prefix: str, name: str) -> str:
 def panel_titles(trace: AttentionTrace, view: str) -> list[str]:
     """One title per panel of ``shown_matrices``."""
     names = shown_view(trace, view).panel_names
-    return [map_title(f"head {h}", name) for h in range(trace.n_heads) for name in names]
+    return [map_title(_("head {h}").format(h=h), name) for h in range(trace.n_heads) for name in names]
 
 
 def map_averages(matrices: np.ndarray, names: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
     """The mean over the heads of each of a head's maps: (nh * maps, Tq, Tk) -> (maps, Tq, Tk), with titles."""
     averages = [head_average(matrices[p :: len(names)]) for p in range(len(names))]  # (Tq, Tk) each
-    return np.stack(averages), [map_title("average of heads", name) for name in names]
+    return np.stack(averages), [map_title(_("average of heads"), name) for name in names]
 
 
 def with_averages(matrices: np.ndarray, titles: list[str], names: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:

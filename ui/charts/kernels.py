@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from mha_core.attention import AttentionTrace
 from mha_core.kernels import KERNELS
+from ui.charts.labels import said
 from ui.charts.views import kernel_view
-from ui.i18n import _
+from ui.i18n import N_, _
 
 
 def weights_signed(trace: AttentionTrace) -> bool:
@@ -43,21 +44,35 @@ def row_sums_sentence(trace: AttentionTrace) -> str | None:
     if not kernel.variant:  # the softmax head: the pages' own captions say it
         return None
     if kernel.row_sum is not None:  # a sum this run's parameters set (differential: 1 − λ)
-        negative = ", and weights can be negative, so the colours are centred on 0 (blue below)" if kernel.signed else ""
-        return (f"{first_upper(_(kernel.label))}: each row sums to {kernel.row_sum_formula} = "
-                f"{kernel.row_sum(trace.kernel_parts):.3f}, not 1{negative}.")
-    return f"{first_upper(_(kernel.short_label))} attention: {_(kernel.row_sums)} ({kernel.formula}); no softmax."
+        words = dict(kernel=first_upper(_(kernel.label)), formula=kernel.row_sum_formula,
+                     total=f"{kernel.row_sum(trace.kernel_parts):.3f}")
+        if kernel.signed:
+            return _("{kernel}: each row sums to {formula} = {total}, not 1, and weights can be negative, so the "
+                     "colours are centred on 0 (blue below).").format(**words)
+        return _("{kernel}: each row sums to {formula} = {total}, not 1.").format(**words)
+    return _("{kernel} attention: {row_sums} ({formula}); no softmax.").format(
+        kernel=first_upper(_(kernel.short_label)), row_sums=said(kernel.row_sums), formula=kernel.formula)
 
 
-KERNEL_COLUMNS = ["kernel", "name", "what it does", "rows sum to", "negative weights", "cannot combine with", "from"]
+# The About page's table of kernels: its column headers, marked here and translated where shown (``kernel_columns``).
+# The first column ("kernel") is the index the page sets.
+KERNEL_COLUMNS = ["kernel", N_("name"), N_("what it does"), N_("rows sum to"), N_("negative weights"),
+                  N_("cannot combine with"), N_("from")]
+
+
+def kernel_columns() -> list[str]:
+    """``KERNEL_COLUMNS`` in the current language, the first ("kernel", the index the page sets) kept as it is."""
+    return [KERNEL_COLUMNS[0], *(_(name) for name in KERNEL_COLUMNS[1:])]
 
 
 def kernel_rows() -> list[tuple[str, ...]]:
-    """One row per kernel of the engine's table (the About page), and a last one for MLA."""
-    rows = [(k.name, _(k.label), _(k.summary), _(k.row_sums), "yes" if k.signed else "no",
+    """One row per kernel of the engine's table (the About page), and a last one for MLA, in the current language
+    (the kernels' names, settings and papers are kept as written)."""
+    yes, no = _("yes"), _("no")
+    rows = [(k.name, said(k.label), said(k.summary), said(k.row_sums), yes if k.signed else no,
              "; ".join(r.setting for r in k.refuses) or "–", k.paper) for k in KERNELS.values()]
-    rows.append(("mla_rank > 0", "multi-head latent attention (MLA)",
-                 "Keys and values are up-projected from one latent of rank r per token; RoPE rides on a few decoupled "
-                 "dimensions; a decoder caches r + d_rope numbers per token.", "each row sums to 1", "no",
-                 "kernel ≠ softmax; kv_heads; bias; hand-built heads", "DeepSeek-AI 2024 (DeepSeek-V2)"))
+    rows.append(("mla_rank > 0", _("multi-head latent attention (MLA)"),
+                 _("Keys and values are up-projected from one latent of rank r per token; RoPE rides on a few "
+                   "decoupled dimensions; a decoder caches r + d_rope numbers per token."), _("each row sums to 1"), no,
+                 _("kernel ≠ softmax; kv_heads; bias; hand-built heads"), "DeepSeek-AI 2024 (DeepSeek-V2)"))
     return rows

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from ui.i18n import _
+
+
+def said(text: str) -> str:
+    """A marked word or sentence held in a variable (a record's field, a page's argument) in the current language;
+    "" stays "" (gettext's "" is the catalog's header, never a word a page shows)."""
+    return _(text) if text else text
+
 
 def concat_columns(width: int, n_heads: int) -> list[str]:
     """Column labels of the concatenated head outputs, (Tq, nh*hv): 'h<head>·<column within the head>'."""
@@ -11,4 +19,4 @@ def concat_columns(width: int, n_heads: int) -> list[str]:
 
 def max_title(title: str, top: float) -> str:
     """A panel's title with the top of its colour range, 3 significant digits: 'head 3 · max 0.412'."""
-    return f"{title} · max {top:.3g}"
+    return _("{title} · max {top}").format(title=title, top=f"{top:.3g}")

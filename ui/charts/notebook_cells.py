@@ -1,10 +1,12 @@
 """The notebook's cells: one short NumPy cell per step of Step by step (``STEP_CELLS``, keyed by the step's
 slug), each with its assert against the engine's numbers, and the helpers that write arrays as source.
-Used by ``ui.pipeline.notebook``; no streamlit in here."""
+Used by ``ui.pipeline.notebook``; no streamlit in here. A cell's whole-line comments are prose a student reads: they
+are in the current language (``comment``); the code, its shape comments and the asserts are the same in every one."""
 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -14,6 +16,14 @@ from mha_core.attention import merge_heads
 from mha_core.config import MHAConfig, RunResult
 from mha_core.positions import SchemeAt
 from mha_core.presets import PRESET_INITS
+from ui.i18n import _
+
+COMMENT_WIDTH = 110  # a comment's lines, "# " included, stay about as wide as the code beside them
+
+
+def comment(text: str) -> str:
+    """``text`` (already in the current language) as whole-line Python comments, wrapped to ``COMMENT_WIDTH``."""
+    return "\n".join("# " + line for line in textwrap.wrap(text, COMMENT_WIDTH - 2))
 
 
 def _number(x) -> str:
@@ -108,9 +118,10 @@ class Cell:
 
 def _input_cell(ctx: Context) -> Cell:
     r = ctx.result
-    lines = ["# E: token embeddings, one row per token (the app's, embedded)"]
+    lines = [comment(_("E: token embeddings, one row per token (the app's, embedded)"))]
     if ctx.config.init in PRESET_INITS:
-        lines[0] = "# E: the hand-built heads' inputs: position in dims 0-1, word in dims 2-3 (the app's, embedded)"
+        lines[0] = comment(_("E: the hand-built heads' inputs: position in dims 0-1, word in dims 2-3 (the app's, "
+                             "embedded)"))
     lines.append(f"E = {array_source(r.embeddings)}  # (T_q, C)")
     if ctx.config.is_cross:
         lines.append(f"E_kv = {array_source(r.key_embeddings)}  # (T_k, C): keys and values come from a second sentence")
@@ -121,10 +132,10 @@ def _input_cell(ctx: Context) -> Cell:
 
 
 def _no_positions_on_tokens(ctx: Context) -> tuple[str, str]:
-    why = "the hand-built heads carry their positions in dims 0-1 of E" if ctx.config.init in PRESET_INITS else (
-        "no scheme adds to the tokens here")
-    return f"# Positional encoding is off ({why}): X = E\nX = E  # (T_q, C)\nX_kv = E_kv  # (T_k, C)", \
-        "\n".join([check("X"), check("X_kv")])
+    why = _("the hand-built heads carry their positions in dims 0-1 of E") if ctx.config.init in PRESET_INITS else (
+        _("no scheme adds to the tokens here"))
+    off = comment(_("Positional encoding is off ({why}): X = E").format(why=why))
+    return f"{off}\nX = E  # (T_q, C)\nX_kv = E_kv  # (T_k, C)", "\n".join([check("X"), check("X_kv")])
 
 
 def scheme_source(ctx: Context, embedded: dict[str, tuple[np.ndarray, str]]) -> str:
@@ -133,7 +144,8 @@ def scheme_source(ctx: Context, embedded: dict[str, tuple[np.ndarray, str]]) -> 
     scheme = ctx.config.positions
     if scheme.numpy_source is not None:
         return scheme.numpy_source(ctx.scheme_at)
-    lines = [f"# The numbers of scheme {ctx.config.pe!r}: the app's, embedded (its record has no NumPy lines)"]
+    lines = [comment(_("The numbers of scheme {scheme}: the app's, embedded (its record has no NumPy lines)").format(
+        scheme=repr(ctx.config.pe)))]
     lines += [f"{name} = {array_source(array)}  # {shape}" for name, (array, shape) in embedded.items()]
     return "\n".join(lines)
 
@@ -154,7 +166,8 @@ def _positional_cell(ctx: Context) -> Cell:
 
 def weights_source(ctx: Context) -> str:
     w = ctx.result.weights
-    lines = [f"# The learned weights (seed {ctx.config.seed}, init {ctx.config.init!r}): the app's, embedded"]
+    lines = [comment(_("The learned weights (seed {seed}, init {init}): the app's, embedded").format(
+        seed=ctx.config.seed, init=repr(ctx.config.init)))]
     for name, array, shape in (("W_Q", w.w_q, "(C, nh*hs)"), ("W_K", w.w_k, "(C, kv*hs)"), ("W_V", w.w_v, "(C, kv*hs)"),
                                ("W_O", w.w_o, "(nh*hs, C)"), ("b_Q", w.b_q, "(nh*hs,)"), ("b_K", w.b_k, "(kv*hs,)"),
                                ("b_V", w.b_v, "(kv*hs,)"), ("b_O", w.b_o, "(C,)")):
@@ -177,7 +190,7 @@ def _projection_cell(ctx: Context) -> Cell:
 
 def _split_cell(ctx: Context) -> Cell:
     t = ctx.result.trace
-    code = ("# head h owns columns h*hs:(h+1)*hs\n"
+    code = (comment(_("head h owns columns h*hs:(h+1)*hs")) + "\n"
             "Q_h = Q.reshape(T_q, nh, hs).transpose(1, 0, 2)  # (nh, T_q, hs)\n"
             "K_h = K.reshape(T_k, kv, hs).transpose(1, 0, 2)  # (kv, T_k, hs)\n"
             "V_h = V.reshape(T_k, kv, hs).transpose(1, 0, 2)  # (kv, T_k, hs)")
@@ -189,7 +202,8 @@ def _split_cell(ctx: Context) -> Cell:
 def _kv_share_cell(ctx: Context) -> Cell:
     t = ctx.result.trace
     k = t.k if t.k_unrotated is None else t.k_unrotated
-    code = ("# query head h reads key/value head h // (nh / kv): one K/V head per group of query heads\n"
+    code = (comment(_("query head h reads key/value head h // (nh / kv): one K/V head per group of query heads"))
+            + "\n"
             "reads = np.arange(nh) // (nh // kv)  # (nh,)\n"
             "K_h = K_h[reads]  # (nh, T_k, hs)\n"
             "V_h = V_h[reads]  # (nh, T_k, hs)")
@@ -275,7 +289,8 @@ def _mask_cell(ctx: Context) -> Cell:
 def _softmax_cell(ctx: Context) -> Cell:
     t = ctx.result.trace
     if t.null_key:
-        code = ("# softmax_1 (the null key): one more key of logit 0 and value 0 in every row's denominator\n"
+        code = (comment(_("softmax_1 (the null key): one more key of logit 0 and value 0 in every row's denominator"))
+                + "\n"
                 "m = np.maximum(L.max(axis=-1, keepdims=True), 0.0)  # (nh, T_q, 1): the row's max, the null key's 0 included\n"
                 "e = np.exp(L - m)  # (nh, T_q, T_k)\n"
                 "A = e / (np.exp(-m) + e.sum(axis=-1, keepdims=True))  # (nh, T_q, T_k): rows sum to less than 1")

@@ -1,7 +1,8 @@
 """The notebook's cells for the steps of the other attention kernels (differential, linear, one map), one per step slug
 of ``ui.pipeline.kernel_steps``, each with its assert against the engine's own intermediates
 (``trace.kernel_parts``). Used by ``ui.pipeline.notebook`` beside ``ui.charts.notebook_cells.STEP_CELLS``; no
-streamlit in here. Latent attention (MLA) has no cells yet: its notebook is refused with a message."""
+streamlit in here. Latent attention (MLA) has no cells yet: its notebook is refused with a message. Whole-line comments
+are in the current language (``notebook_cells.comment``), the code the same in every one."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ui.charts.notebook_cells import Cell, Context, _mask_source, _number, array_source, check, scheme_source
+from ui.charts.labels import said
+from ui.charts.notebook_cells import Cell, Context, _mask_source, _number, array_source, check, comment, scheme_source
+from ui.i18n import _
 
 SCALE_OF_A_HALF = {
     "sqrt_dk": "s = 1 / np.sqrt(h2)  # 1/sqrt(d) of a half: each map has hs/2 features",
@@ -43,8 +46,8 @@ def _part_rope_cell(ctx: Context) -> Cell:
     angles = ("def half_angles(hs):  # the scheme's angles for heads of hs features, here a half of h2\n"
               + textwrap.indent(source, "    ") + "\n    return theta_q, theta_k\n\n"
               "theta_q, theta_k = half_angles(h2)  # (T_q, hs/4), (T_k, hs/4)\n")
-    code = ("# RoPE on each half of a head on its own (the two maps of differential attention): in a half of\n"
-            "# h2 = hs/2 features, pair (d_p, d_(p+h2/2)) turns by position * base^(-2p/h2)\n"
+    code = (comment(_("RoPE on each half of a head on its own (the two maps of differential attention): in a half "
+                      "of h2 = hs/2 features, pair (d_p, d_(p+h2/2)) turns by position * base^(-2p/h2)")) + "\n"
             "h2 = hs // 2\n" + angles + "\n"
             "def rotate(x, theta):\n"
             "    first, second = x[..., : h2 // 2], x[..., h2 // 2 :]  # (heads, T, h2/2) each\n"
@@ -64,7 +67,8 @@ def _part_rope_cell(ctx: Context) -> Cell:
 def _kernel_weights_cell(ctx: Context) -> Cell:
     kernel = ctx.config.attention_kernel
     function = kernel.weights_of.__name__
-    code = (f"# {kernel.weights_title}: {kernel.formula} (the kernel's own function, as the app runs it)\n"
+    code = (comment(_("{title}: {formula} (the kernel's own function, as the app runs it)").format(
+                title=said(kernel.weights_title), formula=kernel.formula)) + "\n"
             f"{kernel.weights_source}\n\n"
             f"A = {function}(L)  # (nh, T_q, T_k): {kernel.row_sums}")
     return Cell(code, check("A"), {"A": ctx.result.trace.weights})
@@ -86,7 +90,7 @@ def _diff_maps_cell(ctx: Context) -> Cell:
     if config.scale_rule == "temperature":
         scale = f"temperature = {_number(config.temperature)}\n{scale}"
     plus_bias = " + B" if ctx.result.trace.bias is not None else ""
-    code = ("# Each head's q and k in two halves of h2 = hs/2 features: two softmax maps per head\n"
+    code = (comment(_("Each head's q and k in two halves of h2 = hs/2 features: two softmax maps per head")) + "\n"
             "h2 = hs // 2\n"
             "Q1, Q2 = Q_h[..., :h2], Q_h[..., h2:]  # (nh, T_q, hs/2) each\n"
             "K1, K2 = K_h[..., :h2], K_h[..., h2:]  # (nh, T_k, hs/2) each\n"
@@ -102,7 +106,8 @@ def _diff_maps_cell(ctx: Context) -> Cell:
 
 def _diff_combine_cell(ctx: Context) -> Cell:
     p = ctx.result.kernel_params
-    code = ("# lambda = exp(lq1 . lk1) - exp(lq2 . lk2) + lambda_init (the layer's learned vectors, the app's)\n"
+    code = (comment(_("lambda = exp(lq1 . lk1) - exp(lq2 . lk2) + lambda_init (the layer's learned vectors, the "
+                      "app's)")) + "\n"
             f"lambda_q1 = {array_source(p.lambda_q1)}  # (hs/2,)\n"
             f"lambda_k1 = {array_source(p.lambda_k1)}  # (hs/2,)\n"
             f"lambda_q2 = {array_source(p.lambda_q2)}  # (hs/2,)\n"
@@ -151,8 +156,8 @@ def _linear_weights_cell(ctx: Context) -> Cell:
 
 def _linear_state_cell(ctx: Context) -> Cell:
     parts = ctx.result.trace.kernel_parts
-    code = ("# The same heads from a running state of constant size: token t adds phi(k_t) v_t^T to S and phi(k_t) to\n"
-            "# z, then phi(q_t) reads them (query t sees keys 0..t, the causal mask)\n"
+    code = (comment(_("The same heads from a running state of constant size: token t adds phi(k_t) v_t^T to S and "
+                      "phi(k_t) to z, then phi(q_t) reads them (query t sees keys 0..t, the causal mask)")) + "\n"
             "S_state = np.zeros((nh, hs, V_h.shape[-1]))  # (nh, hs, hs): never grows with T\n"
             "z_state = np.zeros((nh, hs))  # (nh, hs)\n"
             "rows = []\n"

@@ -13,16 +13,20 @@ from mha_core.attention import AttentionTrace
 from mha_core.diagnostics import head_similarity, head_summary
 from mha_core.kernels import attention_kernel
 from ui.charts.kernels import row_sums_sentence as kernel_row_sums
-from ui.i18n import _
+from ui.i18n import N_, _
 
 # Column names of the head-diagnostics table, with what each number means (for column help), for weights whose
-# rows are probability distributions; ``diagnostic_columns`` gives the words for any kernel.
+# rows are probability distributions; ``diagnostic_columns`` gives the words for any kernel. The column names stay in
+# English (the table's and the CSV's keys; a page shows ``_(label)`` as the header); the meanings are marked and
+# ``diagnostic_columns`` translates them.
 DIAGNOSTIC_COLUMNS = {
-    "entropy": ("entropy", "0 = each row puts all its weight on one key, 1 = spread evenly over the keys it may see"),
-    "max_weight": ("mean row max", "the mean of each row's largest weight (1 = one-hot rows); a panel title's max is the single largest"),
-    "diagonal": ("on itself", "mean weight of token i on key i (the diagonal)"),
-    "previous": ("on previous", "mean weight of token i on key i-1"),
-    "first": ("on first token", "mean weight on key 0 (an attention 'sink')"),
+    "entropy": (N_("entropy"), N_("0 = each row puts all its weight on one key, 1 = spread evenly over the keys it "
+                                  "may see")),
+    "max_weight": (N_("mean row max"), N_("the mean of each row's largest weight (1 = one-hot rows); a panel title's "
+                                          "max is the single largest")),
+    "diagonal": (N_("on itself"), N_("mean weight of token i on key i (the diagonal)")),
+    "previous": (N_("on previous"), N_("mean weight of token i on key i-1")),
+    "first": (N_("on first token"), N_("mean weight on key 0 (an attention 'sink')")),
 }
 
 
@@ -34,29 +38,30 @@ def diagnostic_columns(trace: AttentionTrace) -> dict[str, tuple[str, str]]:
     """
     kernel = attention_kernel(trace.kernel)
     if kernel.rows_are_distributions:
-        return DIAGNOSTIC_COLUMNS
-    total = kernel.row_sum_formula
+        return {name: (label, _(meaning)) for name, (label, meaning) in DIAGNOSTIC_COLUMNS.items()}
+    words = dict(weights=_(kernel.weights_label), total=kernel.row_sum_formula)
     return {
-        "entropy": ("entropy", f"not defined here: a row of the {_(kernel.weights_label)} can hold negative weights and "
-                               f"sums to {total}, so it is no probability distribution and has no entropy"),
-        "max_weight": ("mean row max", f"the mean of each row's largest (most positive) signed weight; a row sums to "
-                                       f"{total}, and next to negative weights one weight can exceed that"),
-        "diagonal": ("on itself", "mean signed weight of token i on key i (below 0: v_i is subtracted)"),
-        "previous": ("on previous", "mean signed weight of token i on key i-1 (below 0: v_i-1 is subtracted)"),
-        "first": ("on first token", "mean signed weight on key 0 (below 0: v_0 is subtracted)"),
+        "entropy": ("entropy", _("not defined here: a row of the {weights} can hold negative weights and sums to "
+                                 "{total}, so it is no probability distribution and has no entropy").format(**words)),
+        "max_weight": ("mean row max", _("the mean of each row's largest (most positive) signed weight; a row sums to "
+                                         "{total}, and next to negative weights one weight can exceed that").format(
+                                             **words)),
+        "diagonal": ("on itself", _("mean signed weight of token i on key i (below 0: v_i is subtracted)")),
+        "previous": ("on previous", _("mean signed weight of token i on key i-1 (below 0: v_i-1 is subtracted)")),
+        "first": ("on first token", _("mean signed weight on key 0 (below 0: v_0 is subtracted)")),
     }
 
 
 def diagnostics_caption(trace: AttentionTrace) -> str:
     """What the head-diagnostics numbers are averages of, with this run's row sum when it is not 1."""
     kernel = attention_kernel(trace.kernel)
-    where = "Averages over the query rows (fully masked rows left out)"
     if kernel.rows_are_distributions:
-        return f"{where}. Entropy 0 = sharp, 1 = even."
+        return _("Averages over the query rows (fully masked rows left out). Entropy 0 = sharp, 1 = even.")
     total = 1.0 if kernel.row_sum is None else kernel.row_sum(trace.kernel_parts)
-    return (f"{where} of the signed {_(kernel.weights_label)}: each row sums to {kernel.row_sum_formula} = {total:.3f} "
-            "here, and a weight below 0 subtracts its key's value. No entropy (—): a signed row is no probability "
-            "distribution.")
+    return _("Averages over the query rows (fully masked rows left out) of the signed {weights}: each row sums to "
+             "{formula} = {total} here, and a weight below 0 subtracts its key's value. No entropy (—): a signed row "
+             "is no probability distribution.").format(weights=_(kernel.weights_label), formula=kernel.row_sum_formula,
+                                                       total=f"{total:.3f}")
 
 
 def matrix_frame(matrix: np.ndarray, row_labels: list[str], col_labels: list[str]) -> pd.DataFrame:
@@ -98,13 +103,13 @@ def head_summary_frame(trace: AttentionTrace, cross: bool = False) -> pd.DataFra
     summary = head_summary(trace.weights, trace.fully_masked, np.isfinite(trace.logits), distributions)
     kept = {name: values for name, values in summary.items() if not (cross and name in SELF_ONLY)}
     frame = pd.DataFrame({DIAGNOSTIC_COLUMNS[name][0]: values for name, values in kept.items()})
-    frame.index = pd.Index([f"head {h}" for h in range(trace.n_heads)], name="head")
+    frame.index = pd.Index([_("head {h}").format(h=h) for h in range(trace.n_heads)], name="head")
     return frame
 
 
 def similarity_frame(trace: AttentionTrace) -> pd.DataFrame:
     """Cosine similarity between every pair of heads' weight matrices, labelled 'head h'."""
-    names = [f"head {h}" for h in range(trace.n_heads)]
+    names = [_("head {h}").format(h=h) for h in range(trace.n_heads)]
     return matrix_frame(head_similarity(trace.weights), names, names)
 
 
@@ -127,7 +132,8 @@ def row_sums_sentence(trace: AttentionTrace) -> str:
     if variant is not None:
         return variant
     if not trace.null_key:
-        return "Each row sums to 1."
+        return _("Each row sums to 1.")
     shares = null_key_shares(trace)  # (nh, Tq)
-    return (f"With the null key (softmax₁) each row sums to less than 1: the null key (logit 0, value 0) takes "
-            f"the rest, 1 − Σ = {shares.min():.3f} to {shares.max():.3f} of a row here (all heads and queries).")
+    return _("With the null key (softmax₁) each row sums to less than 1: the null key (logit 0, value 0) takes the "
+             "rest, 1 − Σ = {low} to {high} of a row here (all heads and queries).").format(
+        low=f"{shares.min():.3f}", high=f"{shares.max():.3f}")

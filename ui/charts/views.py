@@ -4,7 +4,8 @@ value (``view=``), its caption and the figure's colour scale and labels all read
 A new view is one row here: the switch offers it, a link carries it, and the figure names its
 values and picks its scale from the row. A row's ``for_kernel`` says how an attention kernel's record
 (``mha_core.kernels.Kernel``) rewrites it, so that every label, caption and CSV name says what the matrix
-is under that kernel (``kernel_view``). Pure data: no streamlit.
+is under that kernel (``kernel_view``). Pure data: no streamlit. The words are marked with ``N_`` and translated
+where they are shown (``_(view.label)``); the records stay in English, as the links and the CSV names need.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from mha_core.attention import AttentionTrace
 from mha_core.kernels import Kernel, attention_kernel
 from ui.charts.record_labels import RecordLabels
+from ui.i18n import N_
 
 SEQUENTIAL = "sequential"  # 0..top, viridis: weights
 DIVERGING = "diverging"  # centred on 0, red above and blue below: signed values
@@ -74,22 +76,22 @@ def _table(*views: MatrixView) -> dict[str, MatrixView]:
 # The Heads page's switch, in its order (the default first, then back through the computation).
 MATRIX_VIEWS: dict[str, MatrixView] = _table(
     MatrixView(
-        "weights", "weights (softmax)", "weights", "weight", SEQUENTIAL,
-        caption="Colour = attention weight: how much of each key's value goes into the query's output. "
-        "{row_sums} {bright} Grey cells are masked: weight exactly 0.",
+        "weights", N_("weights (softmax)"), N_("weights"), N_("weight"), SEQUENTIAL,
+        caption=N_("Colour = attention weight: how much of each key's value goes into the query's output. "
+                   "{row_sums} {bright} Grey cells are masked: weight exactly 0."),
         take=lambda trace: trace.weights, top=1.0,
         for_kernel=lambda view, kernel: replace(view, label=kernel.weights_label),
     ),
     MatrixView(
-        "logits", "scaled + masked logits", "logits", "scaled, masked logit", DIVERGING,
-        caption="Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
-        "Grey cells are masked (−∞): the softmax gives them weight 0.",
+        "logits", N_("scaled + masked logits"), N_("logits"), N_("scaled, masked logit"), DIVERGING,
+        caption=N_("Colour = the score after scaling and masking, centred on 0 (red above, blue below). "
+                   "Grey cells are masked (−∞): the softmax gives them weight 0."),
         take=lambda trace: trace.logits, masked_is_neginf=True, for_kernel=_inputs_view,
     ),
     MatrixView(
-        "scores", "raw scores q·k", "scores", "raw score q·k", DIVERGING,
-        caption="Colour = the raw dot product q·k before any scaling or mask, centred on 0. Its size grows with "
-        "the head size d_k — that is why it gets scaled. Grey cells are masked in the next step.",
+        "scores", N_("raw scores q·k"), N_("scores"), N_("raw score q·k"), DIVERGING,
+        caption=N_("Colour = the raw dot product q·k before any scaling or mask, centred on 0. Its size grows with "
+                   "the head size d_k — that is why it gets scaled. Grey cells are masked in the next step."),
         take=lambda trace: trace.scores, hover_masked_value=True,
         for_kernel=lambda view, kernel: replace(view, caption=kernel.scores_caption or view.caption),
     ),
@@ -97,12 +99,12 @@ MATRIX_VIEWS: dict[str, MatrixView] = _table(
 
 # Matrices other pages draw with the same figure, which no switch offers.
 OTHER_VIEWS: dict[str, MatrixView] = _table(
-    MatrixView("difference", "B − A", "B − A", "Δ weight (B − A)", DIVERGING),  # Compare
-    MatrixView("carried", "norm-weighted", "norm-weighted", "weight × ‖v W_O‖", SEQUENTIAL),  # Take it apart
+    MatrixView("difference", "B − A", "B − A", N_("Δ weight (B − A)"), DIVERGING),  # Compare
+    MatrixView("carried", N_("norm-weighted"), N_("norm-weighted"), N_("weight × ‖v W_O‖"), SEQUENTIAL),  # Take it apart
     # The same where the kernel scales each row of A·V by c_i before the concatenation (Kernel.row_scale).
-    MatrixView("carried_scaled", "norm-weighted", "norm-weighted", "‖c_i·w·v W_O‖", SEQUENTIAL),
+    MatrixView("carried_scaled", N_("norm-weighted"), N_("norm-weighted"), "‖c_i·w·v W_O‖", SEQUENTIAL),
     # Weights that can be negative (differential attention, A₁ − λA₂): centred on 0, as scores are.
-    MatrixView("signed_weights", "weights (signed)", "weights", "weight", DIVERGING),
+    MatrixView("signed_weights", N_("weights (signed)"), N_("weights"), N_("weight"), DIVERGING),
 )
 
 

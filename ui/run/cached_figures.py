@@ -11,6 +11,9 @@ hit, and unpickling a plotly Figure re-validates it (measured: 14 ms against 4 m
 step panel), so it would cost more than it saves. The cached figures are read-only by contract:
 ``st.plotly_chart`` sends the dictionary a figure hands out (``ui.charts.sent.SentFigure.to_dict``, made
 once and not copied), and no page changes a figure after it is returned.
+
+A figure's words (axis titles, colour bars, hover words) are written in the language of the run that built it, so
+the language is part of every key (``digest``): a figure built in Spanish is never served to a reader in Chinese.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ MAX_FIGURES = CONFIGURATIONS_KEPT
 
 
 def digest(*parts) -> str:
-    """A cache key for figure inputs: the md5 of their pickle (numpy arrays, labels, dataclasses; made in C).
+    """A cache key for figure inputs and the run's language: the md5 of their pickle (numpy arrays, labels,
+    dataclasses; made in C). The builders write their words in the current language, so it is part of the key.
 
     Streamlit's own argument hasher walks every list, label and dataclass field in Python: on Step by step it
     took ~6 ms of a ~50 ms rerun (py-spy, ``_make_value_key``) for ~17 panels, all of them misses after a
