@@ -9,7 +9,7 @@ import mha_core
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
 from mha_core.config import LIMITS
 from mha_core.positions import SCHEMES
-from ui.charts.kernels import KERNEL_COLUMNS, kernel_rows
+from ui.charts.kernels import kernel_columns, kernel_rows
 from ui.i18n import N_, _
 from ui.pages.about import glossary_rows
 from ui.pipeline.step_kinds import STEP_KINDS
@@ -106,7 +106,7 @@ def kernels_section() -> None:
     st.header(_("Attention kernels"))  # read from the engine's table (mha_core.kernels.KERNELS)
     st.caption(_("How a head turns its scores into weights. Choose one under Scores → Attention kernel (link "
                  "parameters `kernel`, `mla_rank`, `mla_rope`)."))
-    st.table(pd.DataFrame(kernel_rows(), columns=KERNEL_COLUMNS).set_index("kernel"))
+    st.table(pd.DataFrame(kernel_rows(), columns=kernel_columns()).set_index("kernel"))
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ from ui.widgets.state import KEEP
 
 def view_caption(trace, view: str, colours: str = "fixed") -> str:
     """A view's caption (``head_panels.view_caption``), its hint naming this page's per-head colour range."""
-    return head_panels.view_caption(trace, view, colours, COLOUR_RANGE_LABELS["head"])
+    return head_panels.view_caption(trace, view, colours, _(COLOUR_RANGE_LABELS["head"]))
 
 
 def presented() -> bool:
@@ -92,7 +92,7 @@ def colour_ranges_offered(kernel: str, view: str) -> tuple[str, ...]:
     chosen = st.session_state.get("w_colours", "fixed")
     if chosen != "fixed" and chosen not in offered:
         st.session_state.w_colours = "fixed"
-        fallback_note(head_panels.unoffered_colours(kernel, chosen, COLOUR_RANGE_LABELS.get(chosen, chosen)))
+        fallback_note(head_panels.unoffered_colours(kernel, chosen, _(COLOUR_RANGE_LABELS.get(chosen, chosen))))
     return offered
 
 
@@ -102,12 +102,13 @@ def colour_range_switch(where, kernel: str, view: str, **options) -> str:
     offered = colour_ranges_offered(kernel, view)
     if not offered:
         return "fixed"
+    shown = {name: _(label) for name, label in COLOUR_RANGE_LABELS.items()}  # translated in the run
     return where.segmented_control(
         _("Colour range"),
         list(offered),
         key="w_colours",
         persist_state=KEEP,
-        format_func=COLOUR_RANGE_LABELS.get,
+        format_func=shown.get,
         required=True, **options,
         help=_("0..1 compares heads fairly. For a long sentence, where every weight is small, stretch the colours "
                "to the largest weight shown, or to each head's own largest (the colour bar says which is in force)."),
