@@ -14,6 +14,7 @@ import streamlit as st
 from ui.charts.export import csv_bytes, npz_bytes
 from ui.charts.markdown import literal
 from ui.charts.numbers import column_format, table_values
+from ui.i18n import _
 from ui.pipeline.drill_down import (
     NULL_KEY_LABEL,
     DrillDown,
@@ -65,7 +66,7 @@ def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: floa
         frame = table_values(frame)  # no -0.0000
     st.dataframe(frame, column_config=None if panel.kind == "mask" else number_columns(frame.columns), key=key)
     if np.isneginf(panel.matrix).any():
-        st.caption("Empty (None) cells are masked: their logit is −∞.")
+        st.caption(_("Empty (None) cells are masked: their logit is −∞."))
 
 
 def panels_per_row(n: int) -> int:
@@ -111,7 +112,7 @@ def show_step(number: int, step: Step, key_prefix: str, *, as_table: bool = Fals
     if step.formula:
         show_formula(step.formula)
     if step.shapes:
-        st.markdown(f"Shapes: `{step.shapes}`")
+        st.markdown(_("Shapes: `{shapes}`").format(shapes=step.shapes))
     if step.note:
         st.markdown(step.note)
     if panels:
@@ -131,14 +132,14 @@ def step_downloads(number: int, step: Step, key_prefix: str, config, head: int, 
     slug = step.slug  # the callable must not hold ``step``
     row = st.container(horizontal=True, gap="small")
     row.download_button(
-        f"Step {number}'s matrices (CSV)",
+        _("Step {number}'s matrices (CSV)").format(number=number),
         data=lambda: csv_bytes(run_step_frame(result_later(config), head, slug, cell)),
         file_name=step_file_name(number, step), mime="text/csv", key=f"{key_prefix}_dl_{step.slug}",
         on_click="ignore", icon=":material/download:",
     )
     if number == 1:
         row.download_button(
-            "The whole run, every intermediate (.npz)", data=lambda: npz_bytes(result_later(config)),
+            _("The whole run, every intermediate (.npz)"), data=lambda: npz_bytes(result_later(config)),
             file_name="mha_trace.npz", mime="application/octet-stream", key=f"{key_prefix}_dl_npz",
             on_click="ignore", icon=":material/download:",
         )
@@ -147,47 +148,55 @@ def step_downloads(number: int, step: Step, key_prefix: str, config, head: int, 
 def cell_picker(query_labels: list[str], key_labels: list[str], keys: tuple[str, str]) -> tuple[int, int]:
     """The drill-down's query (row) and key (column) selectors side by side; widget keys ``keys``."""
     left, right = st.columns(2)
-    i = left.selectbox("Query i (row)", range(len(query_labels)), key=keys[0], persist_state=KEEP,
+    i = left.selectbox(_("Query i (row)"), range(len(query_labels)), key=keys[0], persist_state=KEEP,
                        format_func=query_labels.__getitem__)
-    j = right.selectbox("Key j (column)", range(len(key_labels)), key=keys[1], persist_state=KEEP,
+    j = right.selectbox(_("Key j (column)"), range(len(key_labels)), key=keys[1], persist_state=KEEP,
                         format_func=key_labels.__getitem__)
     return i, j
 
 
 def show_drill_down(drill: DrillDown, key_prefix: str, *,
-                    outlined: str = "in the score, logit and weight matrices above",
+                    outlined: str | None = None,
                     mask_line: bool = True, weights_shown: bool = True) -> None:
     """One cell number by number: the products, the score, the logit, then (when ``weights_shown``) the row's softmax.
 
-    ``outlined`` names where the cell is outlined on the page; ``mask_line`` says whether the mask allows the cell.
+    ``outlined`` names where the cell is outlined on the page (None: the score, logit and weight matrices above), in
+    the run's language; ``mask_line`` says whether the mask allows the cell.
     """
     query, key = literal(drill.query_label), literal(drill.key_label)
-    st.markdown(f"Head **{drill.head}**, query {query}, key {key} (outlined in magenta {outlined}).")
+    if outlined is None:
+        outlined = _("in the score, logit and weight matrices above")
+    st.markdown(_("Head **{head}**, query {query}, key {key} (outlined in magenta {outlined}).").format(
+        head=drill.head, query=query, key=key, outlined=outlined))
     for note in drill_notes(drill):
         st.markdown(note)
     left, right = st.columns(2)
     with left:
-        st.markdown("**q_i, k_j and their elementwise product**")
+        st.markdown(_("**q_i, k_j and their elementwise product**"))
         frame = table_values(products_table(drill))
         st.dataframe(frame, column_config=number_columns(frame.columns), key=f"{key_prefix}_drill_products")
     with right:
-        st.markdown("**From the products to the logit**")
-        st.dataframe(table_values(score_table(drill), 6), column_config=number_columns(["value"], column_format(6)),
+        st.markdown(_("**From the products to the logit**"))
+        st.dataframe(table_values(score_table(drill), 6), column_config=number_columns([_("value")], column_format(6)),
                      key=f"{key_prefix}_drill_score")
     narrow = on_phone()  # one product a line, and the mask's note in parts
     show_formula(dot_product_latex(drill, per_line=1 if narrow else 2))
     show_formula(logit_latex(drill, narrow=narrow))
     if mask_line and drill.allowed:
-        st.markdown(f"Mask: **allowed**, query {query} may attend to key {key}.")
+        st.markdown(_("Mask: **allowed**, query {query} may attend to key {key}.").format(query=query, key=key))
     elif mask_line:
-        st.markdown(f"Mask: **masked**, query {query} may not attend to key {key}, "
-                    "so its logit is −∞ and its weight is exactly 0.")
+        st.markdown(_("Mask: **masked**, query {query} may not attend to key {key}, so its logit is −∞ and its weight "
+                      "is exactly 0.").format(query=query, key=key))
     if not weights_shown:
-        st.info("The softmax of this row is hidden until the prediction above is revealed.")
+        st.info(_("The softmax of this row is hidden until the prediction above is revealed."))
         return
     show_formula(softmax_latex(drill))
     if drill.null_key:
         show_formula(null_key_latex(drill))
-    null_row = f"; the last row, {literal(NULL_KEY_LABEL)}, is the null key" if drill.null_key else ""
-    st.markdown(f"**Softmax of row {query}** (key j highlighted{null_row})")
+    if drill.null_key:
+        heading = _("**Softmax of row {query}** (key j highlighted; the last row, {null}, is the null key)").format(
+            query=query, null=literal(_(NULL_KEY_LABEL)))
+    else:
+        heading = _("**Softmax of row {query}** (key j highlighted)").format(query=query)
+    st.markdown(heading)
     st.dataframe(highlight_key(softmax_row_table(drill), drill.key_label), key=f"{key_prefix}_drill_softmax")
