@@ -48,7 +48,9 @@ VARIANTS = {
     "alibi_null_key": {"pe": "alibi", "null": "1", "qi": "2", "kj": "0"},
     "causal": {"mask": "causal", "qi": "1", "kj": "2"},
     "cross": {"tokens": "the cat sat", "kv_tokens": "a big dog ran", "qi": "1", "kj": "3"},
+    "predict": {"mask": "causal", "qi": "2", "kj": "1"},  # predict-then-reveal on, the guess revealed
 }
+PREDICT = "predict"
 
 # English pieces of our msgids that may stand in a translated page, with the reason.
 ALLOWED = {
@@ -97,6 +99,11 @@ def open_page(lang: str, params: dict) -> AppTest:
     for name, value in {**params, "lang": lang}.items():
         at.query_params[name] = value
     at.switch_page(PAGE).run()
+    if params is VARIANTS[PREDICT]:
+        # AppTest sends a selectbox's value back through the page's format_func in this thread: in its language
+        with using_language(lang):
+            at.toggle(key="w_sbs_predict").set_value(True).run()
+            at.button(key="sbs_reveal").click().run()
     assert not at.exception, [e.message for e in at.exception]
     return at
 
@@ -147,6 +154,27 @@ def anchors(at: AppTest) -> list[str]:
 def pages() -> dict[tuple[str, str], AppTest]:
     return {(variant, lang): open_page(lang, params) for variant, params in VARIANTS.items()
             for lang in ("en", *LANGS)}
+
+
+def test_the_prediction_is_revealed_in_each_language(pages):
+    for lang in ("en", *LANGS):
+        at = pages[PREDICT, lang]
+        assert at.toggle(key="w_sbs_predict").value and (at.success or at.warning)
+    assert pages[PREDICT, "es"].main.selectbox(key="w_guess_k").label == "Su apuesta (clave)"
+
+
+def test_a_notebook_in_a_language_keeps_its_code():
+    from ui.pipeline.notebook import build_notebook
+
+    result = run(MHAConfig(mask="causal", pe="rope"))
+    english = build_notebook(result, "http://localhost/step_by_step")
+    with using_language("es"):
+        spanish = build_notebook(result, "http://localhost/step_by_step")
+    kinds = [(c.cell_type, c.cell_type == "code" and c.source) for c in english.cells]
+    assert kinds == [(c.cell_type, c.cell_type == "code" and c.source) for c in spanish.cells]
+    prose = [(a.source, b.source) for a, b in zip(english.cells, spanish.cells, strict=True) if a.cell_type == "markdown"]
+    assert all(a != b for a, b in prose), [a for a, b in prose if a == b]
+    assert "Atención multicabeza en NumPy puro" in spanish.cells[0].source
 
 
 def test_the_pieces_are_many_and_english():
