@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from ui.i18n import _
 from ui.pipeline.drill_down import drill_down
 from ui.pipeline.predict import check_prediction, prediction_message
 from ui.pipeline.records import Step, StepInputs, step_inputs
@@ -37,17 +38,17 @@ def predict_then_reveal(result, head: int) -> tuple[int, int] | None:
     labels_q, labels_k = result.query_labels, result.key_labels
     clamp_choice("w_guess_q", len(labels_q))
     clamp_choice("w_guess_k", len(labels_k))
-    st.markdown("**Predict, then reveal.** Looking at the logits above, which key will get the **largest weight** "
-                "in this row?")
+    st.markdown(_("**Predict, then reveal.** Looking at the logits above, which key will get the **largest weight** "
+                  "in this row?"))
     left, middle, right = st.columns([2, 2, 1], vertical_alignment="bottom")
-    row = left.selectbox("Row (query)", range(len(labels_q)), key="w_guess_q", persist_state=KEEP, format_func=labels_q.__getitem__)
-    guess = middle.selectbox("Your guess (key)", range(len(labels_k)), key="w_guess_k", persist_state=KEEP, format_func=labels_k.__getitem__)
+    row = left.selectbox(_("Row (query)"), range(len(labels_q)), key="w_guess_q", persist_state=KEEP, format_func=labels_q.__getitem__)
+    guess = middle.selectbox(_("Your guess (key)"), range(len(labels_k)), key="w_guess_k", persist_state=KEEP, format_func=labels_k.__getitem__)
     question = (result.config, head, row, guess)
     revealed = st.session_state.get("sbs_revealed") == question
-    right.button("Reveal", key="sbs_reveal", type="primary", disabled=revealed, on_click=reveal, args=(question,))
+    right.button(_("Reveal"), key="sbs_reveal", type="primary", disabled=revealed, on_click=reveal, args=(question,))
     if not revealed:
-        st.info(f"The weights of head {head} are hidden until you press **Reveal**. "
-                "Changing the row or the guess hides them again.")
+        st.info(_("The weights of head {head} are hidden until you press **Reveal**. Changing the row or the guess "
+                  "hides them again.").format(head=head))
         return None
     trace = result.trace
     check = check_prediction(trace.weights[head, row], guess, fully_masked=bool(trace.fully_masked[head, row]))
@@ -73,24 +74,24 @@ def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int,
         st.markdown(row_sums_heading(inputs.trace))
         sums = row_sums_table(inputs, head)
         st.dataframe(sums, column_config=number_columns(
-            [c for c in ("sum", NULL_SHARE_COLUMN) if c in sums.columns], "%.6f"),
+            [c for c in (_("sum"), _(NULL_SHARE_COLUMN)) if c in sums.columns], "%.6f"),
                      key=f"{KEY_PREFIX}_row_sums")
     if inputs.trace.fully_masked[head].any():
-        st.warning(FULLY_MASKED_POLICY)
+        st.warning(_(FULLY_MASKED_POLICY))
     else:
-        with st.expander("What if a row had every key masked?"):
-            st.markdown(FULLY_MASKED_POLICY)
+        with st.expander(_("What if a row had every key masked?")):
+            st.markdown(_(FULLY_MASKED_POLICY))
     return True
 
 
 def step_controls(config) -> tuple[int, bool, bool]:
     """The head to follow, numbers instead of heatmaps, predict-then-reveal."""
     top = st.columns(3, vertical_alignment="bottom")
-    head = top[0].selectbox("Head to follow", range(config.n_heads), key="w_head", persist_state=KEEP,
-                            format_func=lambda h: f"head {h}")
-    as_table = top[1].toggle("Numbers instead of heatmaps", key="w_sbs_table", persist_state=KEEP)
-    predict = top[2].toggle("Predict, then reveal", key="w_sbs_predict", persist_state=KEEP,
-                            help="Hide the attention weights and let the class guess the largest cell of a row.")
+    head = top[0].selectbox(_("Head to follow"), range(config.n_heads), key="w_head", persist_state=KEEP,
+                            format_func=lambda h: _("head {h}").format(h=h))
+    as_table = top[1].toggle(_("Numbers instead of heatmaps"), key="w_sbs_table", persist_state=KEEP)
+    predict = top[2].toggle(_("Predict, then reveal"), key="w_sbs_predict", persist_state=KEEP,
+                            help=_("Hide the attention weights and let the class guess the largest cell of a row."))
     return head, as_table, predict
 
 
@@ -102,8 +103,9 @@ def chosen_cell() -> tuple[int, int]:
 def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_table: bool, predict: bool) -> bool:
     """Every step in order, with a "Jump to" line; returns True when the weights are on screen."""
     font_size = figure_font_size()
-    jumps = [f"[{number}.\u00a0{step.kind.short_name}](#{step.slug})" for number, step in enumerate(steps, start=1)]
-    st.markdown("**Jump to:** " + " · ".join(jumps + ["[Drill-down](#drill-down)"]))
+    jumps = [f"[{number}.\u00a0{_(step.kind.short_name)}](#{step.slug})" for number, step in enumerate(steps, start=1)]
+    drill = _("Drill-down")
+    st.markdown(_("**Jump to:** {steps}").format(steps=" · ".join(jumps + [f"[{drill}](#drill-down)"])))
     notebook_button(result.config, "step_by_step")
     weights_shown = True
     for number, step in enumerate(steps, start=1):
@@ -117,10 +119,11 @@ def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_tabl
 
 def drill_down_section(result, inputs: StepInputs, head: int, weights_shown: bool) -> None:
     """One cell, number by number: drawn only while its expander is open."""
-    st.header("Drill-down: one cell, number by number", anchor="drill-down")
+    st.header(_("Drill-down: one cell, number by number"), anchor="drill-down")
     kernel = result.config.attention_kernel
     if not kernel.drill_down:  # the drill-down re-derives one softmax row (issue 26)
-        st.caption(f"The drill-down follows a softmax head; the {kernel.name} kernel's numbers are in its steps above.")
+        st.caption(_("The drill-down follows a softmax head; the {kernel} kernel's numbers are in its steps above.").format(
+            kernel=_(kernel.name)))
         return
     # Drawn only while open: three tables and three formulas, about a sixth of a rerun's server time
     # (py-spy). A link that names a cell (qi=, kj=) opens it; so does a cell picked earlier in the session.
@@ -130,7 +133,7 @@ def drill_down_section(result, inputs: StepInputs, head: int, weights_shown: boo
     if navigation.arrived():
         st.session_state.pop("sbs_drill_starts_open", None)
     starts_open = st.session_state.setdefault("sbs_drill_starts_open", chosen_cell() != (0, 0))
-    section = st.expander("**Open the drill-down**: pick a cell, see its products, score, logit and softmax",
+    section = st.expander(_("**Open the drill-down**: pick a cell, see its products, score, logit and softmax"),
                           expanded=starts_open, key="sbs_drill_open", on_change="rerun")
     if section.open:
         with section:
@@ -140,13 +143,13 @@ def drill_down_section(result, inputs: StepInputs, head: int, weights_shown: boo
 
 def main() -> None:
     config = sidebar()
-    st.title("Step by step")
+    st.title(_("Step by step"))
     result = compute(config)
     if result is None:
         return
     if config.is_cross:
-        st.markdown(f"Cross-attention: queries from **{' '.join(config.tokens)}**, keys and values from "
-                    f"**{' '.join(config.key_tokens)}**.")
+        st.markdown(_("Cross-attention: queries from **{queries}**, keys and values from **{keys}**.").format(
+            queries=" ".join(config.tokens), keys=" ".join(config.key_tokens)))
     head, as_table, predict = step_controls(config)
     inputs = step_inputs(result)
     steps = build_steps(inputs, head, chosen_cell())

@@ -6,6 +6,12 @@ import pandas as pd
 
 from mha_core.decoder import step_cost
 from mha_core.kv_cache import DecodeStep
+from ui.i18n import N_, _
+
+# The table's headers, in the run's language where it is built (a page that caches the table keys it on the language)
+TOKEN, FRESH, REUSED, CACHE_NUMBERS, CACHE_BYTES, AS_MHA, STEP = (
+    N_("token"), N_("fresh numbers"), N_("reused from cache"), N_("cache numbers"), N_("cache bytes"),
+    N_("cache bytes as MHA"), N_("step t"))
 
 
 def cache_table(steps: list[DecodeStep], labels: list[str], n_heads: int) -> pd.DataFrame:
@@ -17,7 +23,7 @@ def cache_table(steps: list[DecodeStep], labels: list[str], n_heads: int) -> pd.
     for step in steps:
         cost = step_cost(step)
         kv = step.cache.k.shape[0]
-        rows.append({"token": labels[step.position], "fresh numbers": cost.fresh, "reused from cache": cost.reused,
-                     "cache numbers": cost.cache_numbers, "cache bytes": cost.cache_bytes,
-                     "cache bytes as MHA": cost.cache_bytes * n_heads // kv})
-    return pd.DataFrame(rows, index=pd.Index([step.position for step in steps], name="step t"))
+        rows.append({_(TOKEN): labels[step.position], _(FRESH): cost.fresh, _(REUSED): cost.reused,
+                     _(CACHE_NUMBERS): cost.cache_numbers, _(CACHE_BYTES): cost.cache_bytes,
+                     _(AS_MHA): cost.cache_bytes * n_heads // kv})
+    return pd.DataFrame(rows, index=pd.Index([step.position for step in steps], name=_(STEP)))

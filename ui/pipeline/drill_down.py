@@ -18,10 +18,12 @@ import pandas as pd
 
 from mha_core.positions import position_scheme
 from ui.charts.numbers import DECIMALS, fixed, float_columns
+from ui.i18n import N_, _, ngettext
 from ui.pipeline.records import StepInputs, dim_labels, latex_number
 
 MAX_LATEX_TERMS = 4  # a dot product with more terms is written a + b + ... + z
-NULL_KEY_LABEL = "∅ null key"  # its row in the softmax table; token labels carry a position ("0:the"), so no clash
+NULL_KEY_LABEL = N_("∅ null key")  # its row in the softmax table, shown as _(NULL_KEY_LABEL); token labels carry a
+# position ("0:the"), so no clash
 
 
 def _paren(x: float) -> str:
@@ -150,34 +152,34 @@ def drill_down(inputs: StepInputs, head: int, i: int, j: int) -> DrillDown:
     )
 
 
-SUM_ROW = "sum of the products = score"
+SUM_ROW = N_("sum of the products = score")  # the tables' words are in the run's language: _(SUM_ROW), _(BIAS_ROW)
 
 
 def products_table(drill: DrillDown) -> pd.DataFrame:
     """q_i, k_j and their elementwise product, one row per dimension of the head."""
     return pd.DataFrame(
         {"q_i": drill.q_i, "k_j": drill.k_j, "q_i × k_j": drill.products},
-        index=pd.Index(drill.dims, name="dim"),
+        index=pd.Index(drill.dims, name=_("dim")),
     )
 
 
-BIAS_ROW = "positional bias b"  # the scheme's name and formula are in the notes under the table
+BIAS_ROW = N_("positional bias b")  # the scheme's name and formula are in the notes under the table
 
 
 def score_table(drill: DrillDown) -> pd.DataFrame:
     """The numbers from the products to the logit, each on its own row (the scheme's bias when there is one)."""
     scaled = drill.score * drill.scale
     values = {
-        SUM_ROW: drill.score,
-        "engine's S[i, j] (should be equal)": drill.engine_score,
-        "scale s": drill.scale,
-        "score × s": scaled,
+        _(SUM_ROW): drill.score,
+        _("engine's S[i, j] (should be equal)"): drill.engine_score,
+        _("scale s"): drill.scale,
+        _("score × s"): scaled,
     }
     if drill.bias is not None:
-        values[BIAS_ROW] = drill.bias
-        values["score × s + b"] = scaled + drill.bias
-    values["logit after the mask"] = drill.logit
-    return pd.DataFrame({"value": list(values.values())}, index=pd.Index(list(values), name="quantity"))
+        values[_(BIAS_ROW)] = drill.bias
+        values[_("score × s + b")] = scaled + drill.bias
+    values[_("logit after the mask")] = drill.logit
+    return pd.DataFrame({_("value"): list(values.values())}, index=pd.Index(list(values), name=_("quantity")))
 
 
 def softmax_row_table(drill: DrillDown) -> pd.DataFrame:
@@ -186,27 +188,29 @@ def softmax_row_table(drill: DrillDown) -> pd.DataFrame:
     With the null key its row comes last (``NULL_KEY_LABEL``): logit 0, its exp(0 − m) and its weight
     1 − Σ_j A_ij, so the weight column sums to 1 with it, as the denominator does.
     """
+    logit, weight, chosen = _("logit"), _("weight"), _("chosen")
+    shifted, exps = _("logit − max"), _("exp(logit − max)")
     frame = pd.DataFrame(
         {
-            "logit": drill.row_logits,
-            "logit − max": drill.row_logits - drill.row_max,
-            "exp(logit − max)": drill.row_exp,
-            "weight": drill.row_weights,
-            "chosen": ["◀ key j" if s == drill.j else "" for s in range(len(drill.key_labels))],
+            logit: drill.row_logits,
+            shifted: drill.row_logits - drill.row_max,
+            exps: drill.row_exp,
+            weight: drill.row_weights,
+            chosen: [_("◀ key j") if s == drill.j else "" for s in range(len(drill.key_labels))],
         },
-        index=pd.Index(drill.key_labels, name="key"),
+        index=pd.Index(drill.key_labels, name=_("key")),
     )
     if not drill.null_key:
         return frame
     null_row = pd.DataFrame(
         {
-            "logit": [0.0],
-            "logit − max": [0.0 - drill.row_max],
-            "exp(logit − max)": [drill.null_exp],
-            "weight": [drill.null_weight],
-            "chosen": [""],
+            logit: [0.0],
+            shifted: [0.0 - drill.row_max],
+            exps: [drill.null_exp],
+            weight: [drill.null_weight],
+            chosen: [""],
         },
-        index=pd.Index([NULL_KEY_LABEL], name="key"),
+        index=pd.Index([_(NULL_KEY_LABEL)], name=_("key")),
     )
     return pd.concat([frame, null_row])
 
@@ -216,27 +220,28 @@ def drill_notes(drill: DrillDown) -> list[str]:
     i, j, h, g = drill.i, drill.j, drill.head, drill.kv_head
     notes = []
     if drill.kv_shared:
-        notes.append(f"**K/V sharing**: head {h} reads the keys of key/value head {g}, shared with other query "
-                     f"heads, so k_j is row {j} of K_({g}).")
+        notes.append(_("**K/V sharing**: head {h} reads the keys of key/value head {g}, shared with other query "
+                       "heads, so k_j is row {j} of K_({g}).").format(h=h, g=g, j=j))
     if drill.rotated:
-        notes.append(f"**RoPE**: q_i and k_j are the vectors after the rotation by their positions ({i} and {j}), "
-                     "so the score already depends on how far apart they are.")
+        notes.append(_("**RoPE**: q_i and k_j are the vectors after the rotation by their positions ({i} and {j}), "
+                       "so the score already depends on how far apart they are.").format(i=i, j=j))
     if drill.bias is not None:
         scheme = position_scheme(drill.pe)
-        formula = f" = {scheme.bias_text}" if scheme.bias_text else ""
-        notes.append(f"**{scheme.short_label}**: the bias b{formula} = {drill.bias:.4f} is added to the scaled score: "
-                     "L = S·s + b.")
+        formula = f" = {_(scheme.bias_text)}" if scheme.bias_text else ""
+        notes.append(_("**{scheme}**: the bias b{formula} = {bias} is added to the scaled score: L = S·s + b.").format(
+            scheme=_(scheme.short_label), formula=formula, bias=f"{drill.bias:.4f}"))
     if drill.null_key:
-        notes.append(f"**Null key (softmax₁)**: row {i} has one more key, of logit 0 and value 0. Its e^(0 − m) "
-                     f"joins the denominator, so the real keys' weights sum to {1 - drill.null_weight:.4f} "
-                     f"and the null key takes 1 − Σ = {drill.null_weight:.4f}.")
+        notes.append(_("**Null key (softmax₁)**: row {i} has one more key, of logit 0 and value 0. Its e^(0 − m) "
+                       "joins the denominator, so the real keys' weights sum to {kept} and the null key takes "
+                       "1 − Σ = {share}.").format(i=i, kept=f"{1 - drill.null_weight:.4f}",
+                                                  share=f"{drill.null_weight:.4f}"))
     return notes
 
 
 def highlight_key(frame: pd.DataFrame, label: str, colour: str = "rgba(255, 0, 255, 0.25)"):
     """A Styler that shades the row ``label`` (the chosen key) of a softmax-row table."""
     def shade(row: pd.Series) -> list[str]:
-        return [f"background-color: {colour}; font-weight: bold" if row.name == label else "" for _ in row]
+        return [f"background-color: {colour}; font-weight: bold" if row.name == label else "" for _cell in row]
 
     shown = frame.style.apply(shade, axis=1)
     return shown.format(functools.partial(fixed, decimals=DECIMALS), subset=float_columns(frame))  # no -0.0000
@@ -247,7 +252,8 @@ def dot_product_latex(drill: DrillDown, per_line: int = 2) -> str:
     terms = [f"{_paren(a)} \\times {_paren(b)}" for a, b in zip(drill.q_i, drill.k_j, strict=True)]
     if len(terms) > MAX_LATEX_TERMS:
         hidden = len(terms) - MAX_LATEX_TERMS
-        terms = terms[: MAX_LATEX_TERMS - 1] + [rf"\dots\ ({hidden}\text{{ more terms}})", terms[-1]]
+        more = ngettext("{n} more term", "{n} more terms", hidden).format(n=hidden)
+        terms = terms[: MAX_LATEX_TERMS - 1] + [rf"\dots\ (\text{{{more}}})", terms[-1]]
     lines = [" + ".join(terms[k : k + per_line]) for k in range(0, len(terms), per_line)]
     ij = f"{drill.i},{drill.j}"
     body = r" \\ &\quad + ".join(lines)
@@ -272,15 +278,19 @@ def logit_latex(drill: DrillDown, narrow: bool = False) -> str:
         numbers = (rf"{latex_number(drill.score)} \times {latex_number(drill.scale)} + {_paren(drill.bias)}"
                    rf" = {latex_number(scaled + drill.bias)}")
     if drill.allowed:
-        whose = rf"b \text{{ is {position_scheme(drill.pe).short_label}'s bias}}"
+        is_bias = _("is {scheme}'s bias").format(scheme=_(position_scheme(drill.pe).short_label))
+        whose = rf"b \text{{ {is_bias}}}"
         bias_note = f"; {whose}" if drill.bias is not None else ""
         if narrow and bias_note:
             bias_note = rf") \quad ({whose}"
-        return rf"L_{{{ij}}} = {symbols} = {numbers} \quad (\text{{allowed by the mask}}{bias_note})"
+        allowed = _("allowed by the mask")
+        return rf"L_{{{ij}}} = {symbols} = {numbers} \quad (\text{{{allowed}}}{bias_note})"
     if narrow:
-        return (rf"L_{{{ij}}} = -\infty \quad (\text{{masked}}) \quad \text{{without the mask:}}"
+        masked, without = _("masked"), _("without the mask:")
+        return (rf"L_{{{ij}}} = -\infty \quad (\text{{{masked}}}) \quad \text{{{without}}}"
                 rf" \quad {symbols} = {numbers}")
-    return rf"L_{{{ij}}} = -\infty \quad (\text{{masked; without the mask it would be }} {symbols} = {numbers})"
+    would_be = _("masked; without the mask it would be")
+    return rf"L_{{{ij}}} = -\infty \quad (\text{{{would_be} }} {symbols} = {numbers})"
 
 
 def _denominator_latex(drill: DrillDown) -> tuple[str, str]:
@@ -298,8 +308,10 @@ def softmax_latex(drill: DrillDown) -> str:
     i, ij = drill.i, f"{drill.i},{drill.j}"
     if drill.fully_masked:
         if drill.null_key:
-            return rf"A_{{{ij}}} = 0 \quad (\text{{row {i} has every key masked: the null key takes all its weight}})"
-        return rf"A_{{{ij}}} = 0 \quad (\text{{row {i} has every key masked: zeros by our policy}})"
+            why = _("row {i} has every key masked: the null key takes all its weight").format(i=i)
+        else:
+            why = _("row {i} has every key masked: zeros by our policy").format(i=i)
+        return rf"A_{{{ij}}} = 0 \quad (\text{{{why}}})"
     symbols, numbers = _denominator_latex(drill)
     total = latex_number(drill.denominator)
     head = rf"A_{{{ij}}} = \frac{{e^{{L_{{{ij}}} - m_{{{i}}}}}}}{{{symbols}}}"

@@ -27,6 +27,7 @@ import numpy as np
 from mha_core.config import MHAConfig, RunResult, run
 from ui.charts.notebook_cells import STEP_CELLS, Context, array_source, weights_source
 from ui.charts.notebook_kernels import KERNEL_CELLS
+from ui.i18n import _
 from ui.pipeline.records import step_inputs
 from ui.pipeline.step_kinds import STEP_KINDS, StepKind
 from ui.pipeline.steps import build_steps
@@ -91,14 +92,15 @@ else:
 
 
 def _title(kind: StepKind, number: int, title: str = "") -> str:
-    return f"## {number}. {title or kind.title}\n\n{kind.summary}"
+    return f"## {number}. {_(title or kind.title)}\n\n{_(kind.summary)}"
 
 
 def unwritten_steps_message(slugs: list[str]) -> str:
     """What a teacher is told when a link has steps the notebook cannot rebuild yet (latent attention's)."""
-    titles = ", ".join(f"'{STEP_KINDS[slug].title}'" if slug in STEP_KINDS else f"'{slug}'" for slug in slugs)
-    return (f"the notebook cannot be written for this link yet: it has no NumPy cells for the step(s) {titles}. "
-            "Open the link on the app's Step by step page, which shows each of these steps with its numbers.")
+    titles = ", ".join(f"'{_(STEP_KINDS[slug].title)}'" if slug in STEP_KINDS else f"'{slug}'" for slug in slugs)
+    return _("the notebook cannot be written for this link yet: it has no NumPy cells for the step(s) {titles}. "
+             "Open the link on the app's Step by step page, which shows each of these steps with its numbers.").format(
+        titles=titles)
 
 
 def build_notebook(result: RunResult, link_back: str, messages: list[str] | tuple[str, ...] = ()):
@@ -115,40 +117,45 @@ def build_notebook(result: RunResult, link_back: str, messages: list[str] | tupl
         raise NotImplementedError(unwritten_steps_message(missing))
     steps = [(slug, makers[slug](ctx)) for slug in slugs]
     expected: dict[str, np.ndarray] = {}
-    for _, cell in steps:
+    for _slug, cell in steps:
         expected.update(cell.expected)
     c = result.config
+    on, off = _("on"), _("off")
     intro = [
-        "# Multi-head attention in plain NumPy, one step per cell",
+        "# " + _("Multi-head attention in plain NumPy, one step per cell"),
         "",
-        f"Rebuilt from this view of MHA Explorer: <{link_back}>",
+        _("Rebuilt from this view of MHA Explorer: <{link}>").format(link=link_back),
         "",
-        f"Configuration: {c.n_heads} heads of size {c.head_size}, d_model {c.d_model}, key/value heads "
-        f"{c.key_value_heads}, seed {c.seed}, init `{c.init}`, mask `{c.mask}`, positions `{c.pe}`, scale "
-        f"`{c.scale_rule}`, null key {'on' if c.null_key else 'off'}, W_O {'on' if c.output_projection else 'off'}, "
-        f"bias {'on' if c.bias else 'off'}.",
+        _("Configuration: {heads} heads of size {size}, d_model {d_model}, key/value heads {kv}, seed {seed}, init "
+          "`{init}`, mask `{mask}`, positions `{pe}`, scale `{scale}`, null key {null_key}, W_O {w_o}, bias "
+          "{bias}.").format(heads=c.n_heads, size=c.head_size, d_model=c.d_model, kv=c.key_value_heads, seed=c.seed,
+                            init=c.init, mask=c.mask, pe=c.pe, scale=c.scale_rule, null_key=on if c.null_key else off,
+                            w_o=on if c.output_projection else off, bias=on if c.bias else off),
         "",
-        "The inputs and weights are the app's, as data (the weights are not re-drawn from the seed). Every step is "
-        "followed by an `assert` against the app's numbers for this link: change a step and see which assert breaks. "
-        "Shapes: T_q queries, T_k keys, C = d_model, nh heads, kv key/value heads, hs head size; row vectors, "
-        "`y = x @ W + b`; a mask is True where a query may attend to a key.",
+        _("The inputs and weights are the app's, as data (the weights are not re-drawn from the seed). Every step is "
+          "followed by an `assert` against the app's numbers for this link: change a step and see which assert "
+          "breaks. Shapes: T_q queries, T_k keys, C = d_model, nh heads, kv key/value heads, hs head size; row "
+          "vectors, `y = x @ W + b`; a mask is True where a query may attend to a key."),
     ]
     if messages:
-        intro += ["", "The link was read as the app reads it:", ""] + [f"- {m}" for m in messages]
+        intro += ["", _("The link was read as the app reads it:"), ""] + [f"- {m}" for m in messages]
     cells = [
         new_markdown_cell("\n".join(intro)),
         new_code_cell(_setup_source(ctx)),
-        new_markdown_cell("## The app's numbers\n\nEvery intermediate the app computed for this link, for the checks."),
+        new_markdown_cell("## " + _("The app's numbers") + "\n\n"
+                          + _("Every intermediate the app computed for this link, for the checks.")),
         new_code_cell(_app_source(expected)),
-        new_markdown_cell("## The weights\n\nW_Q, W_K, W_V, W_O (and biases) exactly as the app has them."),
+        new_markdown_cell("## " + _("The weights") + "\n\n"
+                          + _("W_Q, W_K, W_V, W_O (and biases) exactly as the app has them.")),
         new_code_cell(weights_source(ctx)),
     ]
     for number, (kind, (_slug, cell)) in enumerate(zip(kinds, steps, strict=True), start=1):
         cells += [new_markdown_cell(_title(kind, number, cell.title)), new_code_cell(cell.code), new_code_cell(cell.asserts)]
     cells += [
-        new_markdown_cell("## The heads' weights"),
+        new_markdown_cell("## " + _("The heads' weights")),
         new_code_cell(DRAW_SOURCE),
-        new_markdown_cell(f"Every assert passed: this is the app's layer, number for number.\n\nBack to the app: <{link_back}>"),
+        new_markdown_cell(_("Every assert passed: this is the app's layer, number for number.") + "\n\n"
+                          + _("Back to the app: <{link}>").format(link=link_back)),
     ]
     notebook = new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

@@ -19,6 +19,7 @@ from ui.charts.figures import (
     matrix_heatmap_parts,
 )
 from ui.charts.numbers import CELL_DECIMALS, fixed
+from ui.i18n import _
 from ui.pipeline.records import MAX_TEXT_COLS, MAX_TEXT_ROWS, OUTLINE, Panel, Step, shape_text
 
 # A mask panel has two colours, not a weight scale: purple (viridis' 0) would mean "masked" there and "a weight
@@ -147,7 +148,7 @@ def slim_panel(panel: Panel, max_cells: int = MAX_DRAWN_CELLS) -> Panel:
         start, stop = panel.block
         return replace(
             panel,
-            title=f"{panel.title}, columns {start}..{stop - 1} (this head's)",
+            title=_("{title}, columns {start}..{last} (this head's)").format(title=panel.title, start=start, last=stop - 1),
             matrix=panel.matrix[:, start:stop],
             col_labels=panel.col_labels[start:stop],
             block=None,
@@ -156,7 +157,8 @@ def slim_panel(panel: Panel, max_cells: int = MAX_DRAWN_CELLS) -> Panel:
         start, stop = panel.row_block
         return replace(
             panel,
-            title=f"{panel.title}, rows {start}..{stop - 1} (those that read this head)",
+            title=_("{title}, rows {start}..{last} (those that read this head)").format(title=panel.title, start=start,
+                                                                                       last=stop - 1),
             matrix=panel.matrix[start:stop],
             row_labels=panel.row_labels[start:stop],
             row_block=None,
@@ -172,5 +174,6 @@ def slim_step(step: Step, max_cells: int = MAX_DRAWN_CELLS) -> Step:
     if len(kept) == len(slimmed):
         return replace(step, panels=kept)
     left_out = ", ".join(f"{p.title} {shape_text(p.matrix)}" for p in slimmed if p.matrix.size > max_cells)
-    note = f"Not drawn for a sentence this long, to keep the page light: {left_out}. Shorten the sentence to see it."
+    note = _("Not drawn for a sentence this long, to keep the page light: {left_out}. Shorten the sentence to see "
+             "it.").format(left_out=left_out)
     return replace(step, panels=kept, note=f"{step.note}  \n{note}" if step.note else note)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ui.charts.markdown import literal, literals
+from ui.i18n import _, ngettext
 
 TIE_TOLERANCE = 1e-9  # weights this close to the row maximum count as tied for the largest
 
@@ -46,14 +47,16 @@ def check_prediction(weights_row: np.ndarray, guess: int, *, fully_masked: bool 
 def prediction_message(check: PredictionCheck, query_label: str, key_labels: list[str]) -> str:
     """One or two sentences (Markdown) saying whether the guess was right and what the right answer was."""
     row = literal(query_label)
-    guessed = f"{literal(key_labels[check.guess])} (weight {check.guess_weight:.4f})"
+    guessed = _("{key} (weight {weight})").format(key=literal(key_labels[check.guess]),
+                                                  weight=f"{check.guess_weight:.4f}")
     if not check.best:
-        return f"Row {row} has every key masked: all its weights are 0 by our policy, so no key is largest."
+        return _("Row {row} has every key masked: all its weights are 0 by our policy, so no key is largest.").format(
+            row=row)
     names = literals(key_labels[s] for s in check.best)
     if check.correct:
-        tie = f" It is tied with {len(check.best) - 1} other key(s): {names}." if len(check.best) > 1 else ""
-        return f"**Right!** In row {row} the largest weight goes to {guessed}.{tie}"
-    return (
-        f"**Not this time.** You chose {guessed}; the largest weight in row {row} goes to {names} "
-        f"(weight {check.best_weight:.4f})."
-    )
+        others = len(check.best) - 1
+        tie = " " + ngettext("It is tied with {n} other key: {names}.", "It is tied with {n} other keys: {names}.",
+                             others).format(n=others, names=names) if others else ""
+        return _("**Right!** In row {row} the largest weight goes to {guessed}.").format(row=row, guessed=guessed) + tie
+    return _("**Not this time.** You chose {guessed}; the largest weight in row {row} goes to {names} "
+             "(weight {weight}).").format(guessed=guessed, row=row, names=names, weight=f"{check.best_weight:.4f}")

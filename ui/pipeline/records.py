@@ -16,6 +16,7 @@ from mha_core.attention import AttentionTrace, AttentionWeights
 from mha_core.config import RunResult
 from mha_core.presets import PRESET_INITS
 from ui.charts.numbers import fixed
+from ui.i18n import N_, _
 from ui.pipeline.step_kinds import STEP_KINDS, StepKind
 
 MAX_TEXT_ROWS = 16  # write the numbers inside the cells of heatmaps up to this size
@@ -27,7 +28,13 @@ MAX_TEXT_COLS = 10
 OUTLINE = dict(color="black", width=3)
 
 
-QK_AXES = ("query i", "key j")
+QK_AXES = (N_("query i"), N_("key j"))
+
+
+def qk_axes() -> tuple[str, str]:
+    """The axis titles of a (query, key) matrix in the run's language (a panel carries its words translated, so
+    the cached figure of each language is its own)."""
+    return _(QK_AXES[0]), _(QK_AXES[1])
 
 
 SCALE_RULE_LATEX = {

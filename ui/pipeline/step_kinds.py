@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ui.i18n import N_
+
 
 @dataclass(frozen=True)
 class StepKind:
@@ -23,64 +25,65 @@ class StepKind:
 # Every step ``build_steps`` and the variants can make, in pipeline order (optional ones where they go when on;
 # the variants' steps (issue 26) where they replace or follow the softmax head's).
 STEP_KINDS: dict[str, StepKind] = {kind.slug: kind for kind in (
-    StepKind("input", "Token embeddings E", "E",
-             "Each token starts as a vector of d_model numbers, one row per token (in cross-attention the keys "
-             "and values come from a second sentence)."),
-    StepKind("positional", "Add positional encoding", "+\u00a0P",
-             "Attention alone cannot tell word order; a scheme that adds to the tokens (sinusoidal) makes 'the' at "
-             "position 0 differ from 'the' at 4."),
-    StepKind("qkv", "Project to queries, keys and values", "Q,\u00a0K,\u00a0V",
-             "Three learned views of each token: what it looks for (Q), what it can be found by (K), what it hands "
-             "over (V)."),
-    StepKind("mla_latent", "Compress keys and values to a latent (MLA)", "latent",
-             "Multi-head latent attention keeps one latent vector of r numbers per token; every head's keys and "
-             "values are up-projections of it, and a few decoupled features carry RoPE."),
-    StepKind("split", "Split into heads", "heads",
-             "The columns are cut into nh blocks so that several small attentions run side by side, each free to "
-             "look for something different."),
-    StepKind("kv_share", "Share keys and values among query heads", "K/V\u00a0sharing",
-             "A group of query heads reads one key/value head: fewer keys and values to compute and to cache "
-             "(grouped-query attention; one for all heads is multi-query)."),
-    StepKind("rope", "Rotate queries and keys by position (RoPE)", "RoPE",
-             "Each pair of features of q and k is turned by an angle proportional to its position, so a score "
-             "depends on the offset i − j only."),
-    StepKind("part_rope", "Rotate the RoPE features by position", "RoPE",
-             "Only some features turn: MLA's decoupled ones, or each half of a differential head on its own."),
-    StepKind("scores", "Scores QKᵀ", "QKᵀ", "One dot product per (query, key) pair: how well they match."),
-    StepKind("mla_absorb", "Absorbed scores: the same scores without building K (MLA)", "absorbed",
-             "W_UK can be folded into the query, q·(c W_UK) = (q W_UKᵀ)·c, so a decoder scores against the cached "
-             "latent directly."),
-    StepKind("scale", "Scale", "scale",
-             "Dot products grow with the head size; scaling them (1/√d_k by default) keeps the softmax from "
-             "saturating."),
-    StepKind("alibi", "Add a positional bias to the logits (ALiBi)", "bias",
-             "A scheme with a bias adds a number of the positions i and j to each logit (ALiBi: a penalty growing "
-             "with the distance |i − j|, steeper in some heads than in others)."),
-    StepKind("mask", "Mask", "mask",
-             "Some pairs are forbidden (the future in a decoder, padding): their logit becomes −∞, their weight "
-             "exactly 0."),
-    StepKind("softmax", "Softmax, row by row", "softmax",
-             "Each row becomes weights ≥ 0 that sum to 1; with the null key (softmax₁) to at most 1, the rest "
-             "going to an implicit key of value 0."),
-    StepKind("diff_maps", "Two softmax maps per head (differential)", "A₁,\u00a0A₂",
-             "The two halves of a head's q and k give two softmax maps over the same keys."),
-    StepKind("diff_combine", "Subtract: A₁ − λA₂ (differential)", "A₁−λA₂",
-             "The second map, times a learned λ, is subtracted from the first: attention both maps give (noise) "
-             "cancels; weights can be negative and a row sums to 1 − λ."),
-    StepKind("linear_phi", "Feature map φ = elu + 1 (linear)", "φ",
-             "Linear attention replaces exp(q·k) with φ(q)·φ(k): φ > 0 keeps every similarity positive."),
-    StepKind("linear_weights", "Similarities over their row sum (linear)", "φφᵀ/Σ",
-             "Each row of φ(Q)φ(K)ᵀ, masked, divided by its sum: weights ≥ 0 that sum to 1, without a softmax."),
-    StepKind("linear_state", "The recurrent form: a state of constant size (linear)", "state",
-             "Under a causal mask, S_t = S_{t−1} + φ(k_t)v_tᵀ and z_t = z_{t−1} + φ(k_t) give the same heads; a "
-             "decoder keeps S and z instead of a growing cache."),
-    StepKind("mix", "Weighted sum of values A·V", "A·V",
-             "Each query receives the sum of the value rows weighted by its attention weights."),
-    StepKind("diff_norm", "Normalise each head, times 1 − λ_init (differential)", "norm",
-             "Each head's output is RMS-normalised on its own and multiplied by 1 − λ_init before the heads are "
-             "concatenated."),
-    StepKind("concat", "Concatenate the heads", "concat",
-             "The heads' outputs are laid side by side again, head 0 first, one row per token."),
-    StepKind("output", "Output projection W_O", "W\\_O",
-             "The output projection W_O mixes the heads; without it each output column belongs to one head."),
+    StepKind("input", N_("Token embeddings E"), "E",
+             N_("Each token starts as a vector of d_model numbers, one row per token (in cross-attention the keys and "
+                "values come from a second sentence).")),
+    StepKind("positional", N_("Add positional encoding"), "+\u00a0P",
+             N_("Attention alone cannot tell word order; a scheme that adds to the tokens (sinusoidal) makes 'the' at "
+                "position 0 differ from 'the' at 4.")),
+    StepKind("qkv", N_("Project to queries, keys and values"), "Q,\u00a0K,\u00a0V",
+             N_("Three learned views of each token: what it looks for (Q), what it can be found by (K), what it hands "
+                "over (V).")),
+    StepKind("mla_latent", N_("Compress keys and values to a latent (MLA)"), N_("latent"),
+             N_("Multi-head latent attention keeps one latent vector of r numbers per token; every head's keys and "
+                "values are up-projections of it, and a few decoupled features carry RoPE.")),
+    StepKind("split", N_("Split into heads"), N_("heads"),
+             N_("The columns are cut into nh blocks so that several small attentions run side by side, each free to "
+                "look for something different.")),
+    StepKind("kv_share", N_("Share keys and values among query heads"), N_("K/V\u00a0sharing"),
+             N_("A group of query heads reads one key/value head: fewer keys and values to compute and to cache "
+                "(grouped-query attention; one for all heads is multi-query).")),
+    StepKind("rope", N_("Rotate queries and keys by position (RoPE)"), "RoPE",
+             N_("Each pair of features of q and k is turned by an angle proportional to its position, so a score "
+                "depends on the offset i − j only.")),
+    StepKind("part_rope", N_("Rotate the RoPE features by position"), "RoPE",
+             N_("Only some features turn: MLA's decoupled ones, or each half of a differential head on its own.")),
+    StepKind("scores", N_("Scores QKᵀ"), "QKᵀ",
+             N_("One dot product per (query, key) pair: how well they match.")),
+    StepKind("mla_absorb", N_("Absorbed scores: the same scores without building K (MLA)"), N_("absorbed"),
+             N_("W_UK can be folded into the query, q·(c W_UK) = (q W_UKᵀ)·c, so a decoder scores against the cached "
+                "latent directly.")),
+    StepKind("scale", N_("Scale"), N_("scale"),
+             N_("Dot products grow with the head size; scaling them (1/√d_k by default) keeps the softmax from "
+                "saturating.")),
+    StepKind("alibi", N_("Add a positional bias to the logits (ALiBi)"), N_("bias"),
+             N_("A scheme with a bias adds a number of the positions i and j to each logit (ALiBi: a penalty growing "
+                "with the distance |i − j|, steeper in some heads than in others).")),
+    StepKind("mask", N_("Mask"), N_("mask"),
+             N_("Some pairs are forbidden (the future in a decoder, padding): their logit becomes −∞, their weight "
+                "exactly 0.")),
+    StepKind("softmax", N_("Softmax, row by row"), "softmax",
+             N_("Each row becomes weights ≥ 0 that sum to 1; with the null key (softmax₁) to at most 1, the rest "
+                "going to an implicit key of value 0.")),
+    StepKind("diff_maps", N_("Two softmax maps per head (differential)"), "A₁,\u00a0A₂",
+             N_("The two halves of a head's q and k give two softmax maps over the same keys.")),
+    StepKind("diff_combine", N_("Subtract: A₁ − λA₂ (differential)"), "A₁−λA₂",
+             N_("The second map, times a learned λ, is subtracted from the first: attention both maps give (noise) "
+                "cancels; weights can be negative and a row sums to 1 − λ.")),
+    StepKind("linear_phi", N_("Feature map φ = elu + 1 (linear)"), "φ",
+             N_("Linear attention replaces exp(q·k) with φ(q)·φ(k): φ > 0 keeps every similarity positive.")),
+    StepKind("linear_weights", N_("Similarities over their row sum (linear)"), "φφᵀ/Σ",
+             N_("Each row of φ(Q)φ(K)ᵀ, masked, divided by its sum: weights ≥ 0 that sum to 1, without a softmax.")),
+    StepKind("linear_state", N_("The recurrent form: a state of constant size (linear)"), N_("state"),
+             N_("Under a causal mask, S_t = S_{t−1} + φ(k_t)v_tᵀ and z_t = z_{t−1} + φ(k_t) give the same heads; a "
+                "decoder keeps S and z instead of a growing cache.")),
+    StepKind("mix", N_("Weighted sum of values A·V"), "A·V",
+             N_("Each query receives the sum of the value rows weighted by its attention weights.")),
+    StepKind("diff_norm", N_("Normalise each head, times 1 − λ_init (differential)"), N_("norm"),
+             N_("Each head's output is RMS-normalised on its own and multiplied by 1 − λ_init before the heads are "
+                "concatenated.")),
+    StepKind("concat", N_("Concatenate the heads"), N_("concat"),
+             N_("The heads' outputs are laid side by side again, head 0 first, one row per token.")),
+    StepKind("output", N_("Output projection W_O"), "W\\_O",
+             N_("The output projection W_O mixes the heads; without it each output column belongs to one head.")),
 )}

@@ -20,10 +20,9 @@ from mha_core.attention import AttentionTrace, merge_heads
 from mha_core.grouping import group_size, kv_sharing_matrix
 from mha_core.positions import PositionScheme, SchemeAt, position_scheme
 from ui.charts.figures import MAX_DRAWN_CELLS
-from ui.i18n import _
-from ui.pipeline.kernel_steps import variant_steps
+from ui.i18n import N_, _, ngettext
+from ui.pipeline.kernel_steps import angle_panel, rotation_panels, variant_steps
 from ui.pipeline.records import (
-    QK_AXES,
     SCALE_RULE_LATEX,
     Panel,
     Step,
@@ -32,6 +31,7 @@ from ui.pipeline.records import (
     head_block,
     latex_number,
     matmul_shapes,
+    qk_axes,
     shape_text,
 )
 
@@ -65,28 +65,32 @@ def build_steps(inputs: StepInputs, head: int, cell: tuple[int, int] | None = No
 
 def _input_step(inputs: StepInputs) -> Step:
     c = inputs.embeddings.shape[1]
-    why = "Each token starts as a vector of d_model numbers: one row per token."
+    why = _("Each token starts as a vector of d_model numbers: one row per token.")
     if inputs.is_cross:
-        why = (
+        why = _(
             "Cross-attention: the **queries** come from the first sentence, the **keys and values** from the "
             "second. Each token is one row of d_model numbers."
         )
         panels = (
-            Panel("E_q: query sentence", inputs.embeddings, inputs.query_labels, dim_labels(c), "embedding"),
-            Panel("E_kv: key/value sentence", inputs.key_embeddings, inputs.key_labels, dim_labels(c), "embedding"),
+            Panel(_("E_q: query sentence"), inputs.embeddings, inputs.query_labels, dim_labels(c), _("embedding")),
+            Panel(_("E_kv: key/value sentence"), inputs.key_embeddings, inputs.key_labels, dim_labels(c),
+                  _("embedding")),
         )
-        shapes = f"E_q {shape_text(inputs.embeddings)}, E_kv {shape_text(inputs.key_embeddings)}: (tokens, d_model)"
+        shapes = _("E_q {q}, E_kv {kv}: (tokens, d_model)").format(q=shape_text(inputs.embeddings),
+                                                                  kv=shape_text(inputs.key_embeddings))
         formula = r"E_q \in \mathbb{R}^{T_q \times C},\quad E_{kv} \in \mathbb{R}^{T_k \times C}"
     else:
-        panels = (Panel("E: token embeddings", inputs.embeddings, inputs.query_labels, dim_labels(c), "embedding"),)
-        shapes = f"E {shape_text(inputs.embeddings)}: (T tokens, C = d_model)"
+        panels = (Panel(_("E: token embeddings"), inputs.embeddings, inputs.query_labels, dim_labels(c),
+                        _("embedding")),)
+        shapes = _("E {shape}: (T tokens, C = d_model)").format(shape=shape_text(inputs.embeddings))
         formula = r"E \in \mathbb{R}^{T \times C}"
-    return Step("input", "Token embeddings E", why, formula, shapes, panels)
+    return Step("input", _("Token embeddings E"), why, formula, shapes, panels)
 
 
 def _scheme_words(scheme: PositionScheme, at: SchemeAt, formula: str) -> tuple[str, str]:
     """The scheme's "why" and formula for its step, from its record (``formula`` when the record has none)."""
-    why = scheme.why(at) if scheme.why is not None else f"{_(scheme.short_label)}: {_(scheme.summary)}"
+    why = (_(scheme.why(at)) if scheme.why is not None
+           else _("{scheme}: {summary}").format(scheme=_(scheme.short_label), summary=_(scheme.summary)))
     return why, scheme.formula(at) if scheme.formula is not None else formula
 
 
@@ -95,24 +99,26 @@ def _at(inputs: StepInputs, head: int) -> SchemeAt:
 
 
 def _positional_step(inputs: StepInputs) -> Step:
-    title = "Add positional encoding"
+    title = _("Add positional encoding")
     if inputs.positional is None:
-        note = "**Positional encoding is off**, so X = E (turn it on in the sidebar under *Inputs*)."
+        note = _("**Positional encoding is off**, so X = E (turn it on in the sidebar under *Inputs*).")
         if inputs.hand_built:
-            note = "**Positional encoding is off**: the hand-built heads write each token's position into dims 0-1 of E."
+            note = _("**Positional encoding is off**: the hand-built heads write each token's position into dims 0-1 "
+                     "of E.")
         return Step("positional", title, "", "", "", note=note)  # one line, nothing else to show
     c = inputs.x_q.shape[1]
     scheme = position_scheme(inputs.pe)
-    title = scheme.title()
+    title = _(scheme.title())
     why, formula = _scheme_words(scheme, _at(inputs, 0), r"X = E + P")
     panels = [
-        Panel("P: positional encoding", inputs.positional, inputs.query_labels, dim_labels(c), "P"),
+        Panel(_("P: positional encoding"), inputs.positional, inputs.query_labels, dim_labels(c), "P"),
         Panel("X = E + P", inputs.x_q, inputs.query_labels, dim_labels(c), "x"),
     ]
     shapes = f"{shape_text(inputs.embeddings)} + {shape_text(inputs.positional)} -> {shape_text(inputs.x_q)}"
     if inputs.is_cross:
         panels.append(Panel("X_kv = E_kv + P", inputs.x_kv, inputs.key_labels, dim_labels(c), "x"))
-        shapes += f"; keys/values: {shape_text(inputs.key_embeddings)} + P -> {shape_text(inputs.x_kv)}"
+        shapes += _("; keys/values: {e} + P -> {x}").format(e=shape_text(inputs.key_embeddings),
+                                                           x=shape_text(inputs.x_kv))
     return Step("positional", title, why, formula, shapes, tuple(panels))
 
 
@@ -121,21 +127,22 @@ def weight_panel(name: str, w: np.ndarray, *, columns=None, rows=None) -> Panel:
     (more than MAX_DRAWN_CELLS), only that head's slice, so a page at the caps stays light."""
     labels_in, labels_out = dim_labels(w.shape[0]), dim_labels(w.shape[1])
     if w.size <= MAX_DRAWN_CELLS:
-        return Panel(name, w, labels_in, labels_out, "weight", block=columns, row_block=rows)
+        return Panel(name, w, labels_in, labels_out, _("weight"), block=columns, row_block=rows)
     if columns is not None:
         start, stop = columns
-        title = f"{name}[:, {start}:{stop}] (the head's columns)"
-        return Panel(title, w[:, start:stop], labels_in, labels_out[start:stop], "weight")
+        title = _("{name}[:, {start}:{stop}] (the head's columns)").format(name=name, start=start, stop=stop)
+        return Panel(title, w[:, start:stop], labels_in, labels_out[start:stop], _("weight"))
     start, stop = rows
-    title = f"{name}[{start}:{stop}, :] (the head's rows)"
-    return Panel(title, w[start:stop], labels_in[start:stop], labels_out, "weight")
+    title = _("{name}[{start}:{stop}, :] (the head's rows)").format(name=name, start=start, stop=stop)
+    return Panel(title, w[start:stop], labels_in[start:stop], labels_out, _("weight"))
 
 
 def _too_big_note(w: np.ndarray) -> str:
     """A line saying that only the head's slice of a large weight matrix is drawn (empty when all of it is)."""
     if w.size <= MAX_DRAWN_CELLS:
         return ""
-    return f"The weight matrices are {w.shape[0]}×{w.shape[1]}: too big to draw whole, so only the head's slice is shown."
+    return _("The weight matrices are {rows}×{cols}: too big to draw whole, so only the head's slice is shown.").format(
+        rows=w.shape[0], cols=w.shape[1])
 
 
 def _projection_step(inputs: StepInputs, head: int) -> Step:
@@ -155,23 +162,25 @@ def _projection_step(inputs: StepInputs, head: int) -> Step:
         weight_panel("W_Q", w.w_q, columns=block),
         weight_panel("W_K", w.w_k, columns=kv_block),
         weight_panel("W_V", w.w_v, columns=hv_block),
-        Panel("Q (queries)", q, inputs.query_labels, dim_labels(q.shape[1]), "q", block=block),
-        Panel("K (keys)", k, inputs.key_labels, dim_labels(k.shape[1]), "k", block=kv_block),
-        Panel("V (values)", v, inputs.key_labels, dim_labels(v.shape[1]), "v", block=hv_block),
+        Panel(_("Q (queries)"), q, inputs.query_labels, dim_labels(q.shape[1]), "q", block=block),
+        Panel(_("K (keys)"), k, inputs.key_labels, dim_labels(k.shape[1]), "k", block=kv_block),
+        Panel(_("V (values)"), v, inputs.key_labels, dim_labels(v.shape[1]), "v", block=hv_block),
     )
     shapes = f"Q: {matmul_shapes(inputs.x_q, w.w_q)};  K, V: {matmul_shapes(inputs.x_kv, w.w_k)}"
-    why = (
+    whose = (_("The weights shown are head {head}'s.") if w.w_q.size > MAX_DRAWN_CELLS
+             else _("The outlined columns are head {head}'s.")).format(head=head)
+    why = _(
         "Three learned matrices turn every token into a **query** (what it looks for), a **key** (what it offers "
-        f"to be found by) and a **value** (what it passes on). The outlined columns are head {head}'s."
-    )
+        "to be found by) and a **value** (what it passes on)."
+    ) + " " + whose
     if trace.kv_heads < trace.n_heads:
         shapes = (f"Q: {matmul_shapes(inputs.x_q, w.w_q)};  K: {matmul_shapes(inputs.x_kv, w.w_k)};  "
                   f"V: {matmul_shapes(inputs.x_kv, w.w_v)}")
-        why += (f" K and V have only {trace.kv_heads} heads' columns (grouped-query attention): head {head} "
-                f"reads key/value head {group}.")
-    if w.w_q.size > MAX_DRAWN_CELLS:
-        why = why.replace("The outlined columns are", "The weights shown are")
-    return Step("qkv", "Project to queries, keys and values", why, formula, shapes, panels, _too_big_note(w.w_q))
+        why += " " + ngettext(
+            "K and V have only {kv} head's columns (grouped-query attention): head {head} reads key/value head {g}.",
+            "K and V have only {kv} heads' columns (grouped-query attention): head {head} reads key/value head {g}.",
+            trace.kv_heads).format(kv=trace.kv_heads, head=head, g=group)
+    return Step("qkv", _("Project to queries, keys and values"), why, formula, shapes, panels, _too_big_note(w.w_q))
 
 
 def _split_step(inputs: StepInputs, head: int) -> Step:
@@ -188,21 +197,18 @@ def _split_step(inputs: StepInputs, head: int) -> Step:
         Panel(_kv_name("V", head, g), trace.v[g], inputs.key_labels, dim_labels(trace.v.shape[-1], g * trace.v.shape[-1]),
               "v"),
     )
-    shapes = (
-        f"{shape_text(merge_heads(trace.q))} -> {shape_text(trace.q)} = (nh, T, hs); "
-        f"head {head} takes columns {start}..{stop - 1}: {shape_text(trace.q[head])}"
-    )
+    shapes = _("{merged} -> {split} = (nh, T, hs); head {head} takes columns {start}..{last}: {shape}").format(
+        merged=shape_text(merge_heads(trace.q)), split=shape_text(trace.q), head=head, start=start, last=stop - 1,
+        shape=shape_text(trace.q[head]))
     formula = rf"Q_{{{head}}} = Q[:,\ {start}{{:}}{stop}],\quad K_{{{head}}} = K[:,\ {start}{{:}}{stop}],\quad V_{{{head}}} = V[:,\ {start}{{:}}{stop}]"
-    why = (
-        f"No new numbers: the {nh} heads are {nh} column blocks of Q, K and V, each hs = {hs} wide. "
-        "Every head then attends on its own."
-    )
-    return Step("split", "Split into heads", why, formula, shapes, panels)
+    why = _("No new numbers: the {nh} heads are {nh} column blocks of Q, K and V, each hs = {hs} wide. "
+            "Every head then attends on its own.").format(nh=nh, hs=hs)
+    return Step("split", _("Split into heads"), why, formula, shapes, panels)
 
 
 def _kv_name(matrix: str, head: int, g: int) -> str:
     """'K_2' for multi-head attention; 'K_(0) (shared)' when head ``head`` reads the shared key/value head g."""
-    return f"{matrix}_{head}" if g == head else f"{matrix}_({g}) (K/V head {g}, shared)"
+    return f"{matrix}_{head}" if g == head else _("{matrix}_({g}) (K/V head {g}, shared)").format(matrix=matrix, g=g)
 
 
 def _kv_share_step(inputs: StepInputs, head: int) -> Step:
@@ -211,46 +217,42 @@ def _kv_share_step(inputs: StepInputs, head: int) -> Step:
     g, group = trace.kv_head_of(head), group_size(nh, kv)
     readers = [h for h in range(nh) if trace.kv_head_of(h) == g]
     panels = (
-        Panel("Which K/V head each query head reads (1 = reads)", kv_sharing_matrix(nh, kv),
-              [f"q head {h}" for h in range(nh)], [f"K/V head {k}" for k in range(kv)], "reads", kind="mask",
-              cell=(head, g), axis_titles=("query head", "key/value head")),
-        Panel(f"K_({g}): the keys heads {', '.join(map(str, readers))} all read",
+        Panel(_("Which K/V head each query head reads (1 = reads)"), kv_sharing_matrix(nh, kv),
+              [_("q head {h}").format(h=h) for h in range(nh)], [_("K/V head {k}").format(k=k) for k in range(kv)],
+              _("reads"), kind="mask", cell=(head, g), axis_titles=(_("query head"), _("key/value head"))),
+        Panel(_("K_({g}): the keys heads {readers} all read").format(g=g, readers=", ".join(map(str, readers))),
               trace.k[g] if trace.k_unrotated is None else trace.k_unrotated[g], inputs.key_labels,  # RoPE comes next
               dim_labels(trace.k.shape[-1], g * trace.k.shape[-1]), "k"),
     )
-    kind = "multi-query attention (MQA): one K/V head for all" if kv == 1 else "grouped-query attention (GQA)"
-    why = (
-        f"{kind}. {nh} query heads share {kv} key/value head(s), {group} query heads per group: head {head} "
-        f"reads K/V head {g}, together with heads {', '.join(map(str, readers))}. They still ask different "
-        f"questions (their own Q), but look them up in the same keys and mix the same values. "
-        f"K and V are {group}× smaller, and so is the KV cache of a decoder."
-    )
+    kind = _("Multi-query attention (MQA): one K/V head for all.") if kv == 1 else _("Grouped-query attention (GQA).")
+    why = kind + " " + ngettext(
+        "{nh} query heads share {kv} key/value head, {group} query heads per group: head {head} reads K/V head {g}, "
+        "together with heads {readers}.",
+        "{nh} query heads share {kv} key/value heads, {group} query heads per group: head {head} reads K/V head {g}, "
+        "together with heads {readers}.", kv,
+    ).format(nh=nh, kv=kv, group=group, head=head, g=g, readers=", ".join(map(str, readers))) + " " + _(
+        "They still ask different questions (their own Q), but look them up in the same keys and mix the same "
+        "values. K and V are {group}× smaller, and so is the KV cache of a decoder."
+    ).format(group=group)
     formula = rf"g(h) = \left\lfloor h \,/\, (n_h / n_{{kv}}) \right\rfloor,\qquad g({head}) = \lfloor {head} / {group} \rfloor = {g}"
     shapes = f"Q {shape_text(trace.q)} = (nh, T, hs);  K {shape_text(trace.k)}, V {shape_text(trace.v)} = (kv, T, ·)"
-    return Step("kv_share", "Share keys and values among query heads", why, formula, shapes, panels)
+    return Step("kv_share", _("Share keys and values among query heads"), why, formula, shapes, panels)
 
 
 def _rope_step(inputs: StepInputs, head: int) -> Step:
     trace = inputs.trace
     hs = trace.q.shape[-1]
-    g = trace.kv_head_of(head)
     half = hs // 2
     pairs = [f"p{p} (d{p},d{p + half})" for p in range(half)]
-    panels = [
-        Panel("θ: angle (radians) of each query position and pair", trace.q_angles, inputs.query_labels, pairs,
-              "angle", axis_titles=("position", "pair")),
-        Panel(f"Q_{head} before rotation", trace.q_unrotated[head], inputs.query_labels, dim_labels(hs, head * hs), "q"),
-        Panel(f"Q_{head} rotated (what the scores use)", trace.q[head], inputs.query_labels, dim_labels(hs, head * hs), "q"),
-        Panel(f"K_({g}) before rotation", trace.k_unrotated[g], inputs.key_labels, dim_labels(hs, g * hs), "k"),
-        Panel(f"K_({g}) rotated", trace.k[g], inputs.key_labels, dim_labels(hs, g * hs), "k"),
-    ]
+    panels = [angle_panel(trace.q_angles, inputs.query_labels, pairs), *rotation_panels(inputs, head)]
     if inputs.is_cross:
-        panels.insert(1, Panel("θ_k: angle of each key position and pair", trace.k_angles, inputs.key_labels, pairs,
-                               "angle", axis_titles=("position", "pair")))
+        panels.insert(1, Panel(_("θ_k: angle of each key position and pair"), trace.k_angles, inputs.key_labels, pairs,
+                               _("angle"), axis_titles=(_("position"), _("pair"))))
     scheme = position_scheme(trace.pe)
     why, formula = _scheme_words(scheme, _at(inputs, head), r"q'_i = R(\theta_i)\, q_i,\quad k'_j = R(\theta_j)\, k_j")
-    shapes = f"θ {shape_text(trace.q_angles)} = (T, hs/2);  Q_{head} {shape_text(trace.q[head])} -> same shape"
-    return Step("rope", scheme.title(), why, formula, shapes, tuple(panels))
+    shapes = _("θ {angles} = (T, hs/2);  Q_{head} {shape} -> same shape").format(
+        angles=shape_text(trace.q_angles), head=head, shape=shape_text(trace.q[head]))
+    return Step("rope", _(scheme.title()), why, formula, shapes, tuple(panels))
 
 
 def _alibi_step(inputs: StepInputs, head: int, cell) -> Step:
@@ -258,28 +260,31 @@ def _alibi_step(inputs: StepInputs, head: int, cell) -> Step:
     trace = inputs.trace
     scheme = position_scheme(trace.pe)
     scaled = trace.scores[head] * trace.scale  # (Tq, Tk) before the bias
-    bias_text = f" = {scheme.bias_text}" if scheme.bias_text else ""
+    bias_text = f" = {_(scheme.bias_text)}" if scheme.bias_text else ""
     panels = (
-        Panel(f"B_{head}{bias_text} ({scheme.short_label} bias)", trace.bias[head] + 0.0, inputs.query_labels,  # -0 -> 0
-              inputs.key_labels, "bias", cell=cell, axis_titles=QK_AXES),
-        Panel(f"S_{head} × scale + B_{head}", scaled + trace.bias[head], inputs.query_labels, inputs.key_labels,
-              "logit before mask", cell=cell, axis_titles=QK_AXES),
+        Panel(_("B_{head}{formula} ({scheme} bias)").format(head=head, formula=bias_text, scheme=_(scheme.short_label)),
+              trace.bias[head] + 0.0, inputs.query_labels,  # -0 -> 0
+              inputs.key_labels, _("bias"), cell=cell, axis_titles=qk_axes()),
+        Panel(_("S_{head} × scale + B_{head}").format(head=head), scaled + trace.bias[head], inputs.query_labels,
+              inputs.key_labels, _("logit before mask"), cell=cell, axis_titles=qk_axes()),
     )
     why, formula = _scheme_words(scheme, _at(inputs, head), rf"L_{{ij}} = S_{{ij}}\, s + B^{{({head})}}_{{ij}}")
-    shapes = f"B {shape_text(trace.bias)} = (nh, Tq, Tk); head {head}: {shape_text(trace.bias[head])}"
-    return Step("alibi", scheme.title(), why, formula, shapes, panels)
+    shapes = _("B {bias} = (nh, Tq, Tk); head {head}: {shape}").format(bias=shape_text(trace.bias), head=head,
+                                                                      shape=shape_text(trace.bias[head]))
+    return Step("alibi", _(scheme.title()), why, formula, shapes, panels)
 
 
 def _scores_step(inputs: StepInputs, head: int, cell) -> Step:
     trace = inputs.trace
     panels = (
-        Panel(f"S_{head} = Q_{head} K_{head}ᵀ (raw scores)", trace.scores[head], inputs.query_labels, inputs.key_labels,
-              "raw score q·k", cell=cell, axis_titles=QK_AXES),
+        Panel(_("S_{head} = Q_{head} K_{head}ᵀ (raw scores)").format(head=head), trace.scores[head],
+              inputs.query_labels, inputs.key_labels, _("raw score q·k"), cell=cell, axis_titles=qk_axes()),
     )
-    why = "Row i, column j is the dot product of query i with key j: large when the two vectors point the same way."
+    why = _("Row i, column j is the dot product of query i with key j: large when the two vectors point the same way.")
     formula = rf"S_{{{head}}} = Q_{{{head}}} K_{{{head}}}^\top,\qquad S_{{ij}} = q_i \cdot k_j = \sum_{{d}} q_{{i,d}}\, k_{{j,d}}"
-    shapes = matmul_shapes(trace.q[head], np.swapaxes(trace.k[trace.kv_head_of(head)], 0, 1)) + "  (queries × keys)"
-    return Step("scores", "Scores QKᵀ", why, formula, shapes, panels)
+    shapes = (matmul_shapes(trace.q[head], np.swapaxes(trace.k[trace.kv_head_of(head)], 0, 1)) + "  "
+              + _("(queries × keys)"))
+    return Step("scores", _("Scores QKᵀ"), why, formula, shapes, panels)
 
 
 def scale_latex(inputs: StepInputs) -> str:
@@ -297,51 +302,61 @@ def scale_latex(inputs: StepInputs) -> str:
     return f"{SCALE_RULE_LATEX[rule]} = {put_in} = {latex_number(scale)}"
 
 
+SCALE_WHY = {  # the scale step's words, by scale rule
+    "sqrt_dk": N_("A dot product of d_k random terms grows like √d_k; dividing by √d_k keeps the logits near 1 "
+                  "so the softmax does not saturate into one-hot rows."),
+    "sqrt_t": N_("Scaled by 1/√T (the number of keys), as seed 001 does: not the standard rule."),
+    "none": N_("No scaling: with larger head sizes the softmax saturates and each row becomes nearly one-hot."),
+    "temperature": N_("Dividing by a temperature: above 1 flattens the softmax, below 1 sharpens it."),
+}
+
+
 def _scale_step(inputs: StepInputs, head: int, cell) -> Step:
     trace = inputs.trace
     scaled = trace.scores[head] * trace.scale  # (Tq, Tk) before the mask
-    why = {
-        "sqrt_dk": "A dot product of d_k random terms grows like √d_k; dividing by √d_k keeps the logits near 1 "
-        "so the softmax does not saturate into one-hot rows.",
-        "sqrt_t": "Scaled by 1/√T (the number of keys), as seed 001 does: not the standard rule.",
-        "none": "No scaling: with larger head sizes the softmax saturates and each row becomes nearly one-hot.",
-        "temperature": "Dividing by a temperature: above 1 flattens the softmax, below 1 sharpens it.",
-    }[inputs.scale_rule]
+    why = _(SCALE_WHY[inputs.scale_rule])
     panels = (
-        Panel(f"S_{head} × scale", scaled, inputs.query_labels, inputs.key_labels, "scaled score", cell=cell, axis_titles=QK_AXES),
+        Panel(_("S_{head} × scale").format(head=head), scaled, inputs.query_labels, inputs.key_labels,
+              _("scaled score"), cell=cell, axis_titles=qk_axes()),
     )
     formula = rf"L = S \times s,\qquad s = {scale_latex(inputs)}"
-    shapes = f"{shape_text(scaled)} × scalar -> {shape_text(scaled)}"
-    return Step("scale", "Scale", why, formula, shapes, panels)
+    shapes = _("{shape} × scalar -> {shape}").format(shape=shape_text(scaled))
+    return Step("scale", _("Scale"), why, formula, shapes, panels)
 
 
 def _mask_step(inputs: StepInputs, head: int, cell) -> Step:
     trace = inputs.trace
-    formula = r"L_{ij} = \begin{cases} S_{ij}\, s & \text{if } M_{ij} \text{ (may attend)} \\ -\infty & \text{otherwise} \end{cases}"
+    formula = (r"L_{ij} = \begin{cases} S_{ij}\, s & \text{" + _("if") + r" } M_{ij} \text{ (" + _("may attend")
+               + r")} \\ -\infty & \text{" + _("otherwise") + r"} \end{cases}")
     if inputs.mask is None:
-        note = "**No mask**: every query may attend to every key, so the scaled scores go to the softmax unchanged."
-        return Step("mask", "Mask", "A mask forbids some (query, key) pairs.", formula, shape_text(trace.logits[head]), note=note)
+        note = _("**No mask**: every query may attend to every key, so the scaled scores go to the softmax unchanged.")
+        return Step("mask", _("Mask"), _("A mask forbids some (query, key) pairs."), formula,
+                    shape_text(trace.logits[head]), note=note)
     blocked = int((~inputs.mask).sum())
     full = int(trace.fully_masked[head].sum())
-    note = f"{blocked} of {inputs.mask.size} cells are masked."
+    note = _("{blocked} of {cells} cells are masked.").format(blocked=blocked, cells=inputs.mask.size)
     if full:
-        note += f" **{full} row(s) have every key masked** (see the softmax step)."
+        note += " " + ngettext("**{n} row has every key masked** (see the softmax step).",
+                               "**{n} rows have every key masked** (see the softmax step).", full).format(n=full)
     panels = (
-        Panel("M: mask (1 = may attend)", inputs.mask.astype(np.float64), inputs.query_labels, inputs.key_labels,
-              "may attend", kind="mask", cell=cell, axis_titles=QK_AXES),
-        Panel(f"L_{head}: logits, masked cells blank", trace.logits[head], inputs.query_labels, inputs.key_labels,
-              "logit", cell=cell, axis_titles=QK_AXES),
+        Panel(_("M: mask (1 = may attend)"), inputs.mask.astype(np.float64), inputs.query_labels, inputs.key_labels,
+              _("may attend"), kind="mask", cell=cell, axis_titles=qk_axes()),
+        Panel(_("L_{head}: logits, masked cells blank").format(head=head), trace.logits[head], inputs.query_labels,
+              inputs.key_labels, _("logit"), cell=cell, axis_titles=qk_axes()),
     )
-    sharers = "the other keys of the row and the null key" if trace.null_key else "the other keys of the row"
-    why = (
-        f"Mask '{inputs.mask_name}': a masked cell's logit becomes −∞, so after the softmax its weight is exactly 0 "
-        f"and {sharers} share all the weight."
-    )
-    shapes = f"M {shape_text(inputs.mask)} (True = may attend) applied to L {shape_text(trace.logits[head])}"
-    return Step("mask", "Mask", why, formula, shapes, panels, note)
+    if trace.null_key:
+        why = _("Mask '{mask}': a masked cell's logit becomes −∞, so after the softmax its weight is exactly 0 and the "
+                "other keys of the row and the null key share all the weight.")
+    else:
+        why = _("Mask '{mask}': a masked cell's logit becomes −∞, so after the softmax its weight is exactly 0 and the "
+                "other keys of the row share all the weight.")
+    why = why.format(mask=inputs.mask_name)
+    shapes = _("M {mask} (True = may attend) applied to L {logits}").format(mask=shape_text(inputs.mask),
+                                                                           logits=shape_text(trace.logits[head]))
+    return Step("mask", _("Mask"), why, formula, shapes, panels, note)
 
 
-FULLY_MASKED_POLICY = (
+FULLY_MASKED_POLICY = N_(
     "A row whose keys are **all masked** has nothing to attend to. Computed literally, the softmax gives "
     "exp(−∞ − (−∞)) = NaN, which is what seed 000 does, and the NaN spreads into the output. torch does not agree "
     "with itself (torch 2.13, CPU): `F.scaled_dot_product_attention` returns zeros for such a row, "
@@ -354,12 +369,13 @@ FULLY_MASKED_POLICY = (
 def _softmax_step(inputs: StepInputs, head: int, cell) -> Step:
     trace = inputs.trace
     panels = (
-        Panel(f"A_{head} = softmax(L_{head}) (attention weights)", trace.weights[head], inputs.query_labels,
-              inputs.key_labels, "weight", kind="weights", cell=cell, axis_titles=QK_AXES),
+        Panel(_("A_{head} = softmax(L_{head}) (attention weights)").format(head=head), trace.weights[head],
+              inputs.query_labels, inputs.key_labels, _("weight"), kind="weights", cell=cell, axis_titles=qk_axes()),
     )
-    shapes = f"{shape_text(trace.logits[head])} -> {shape_text(trace.weights[head])}, row by row"
+    shapes = _("{logits} -> {weights}, row by row").format(logits=shape_text(trace.logits[head]),
+                                                         weights=shape_text(trace.weights[head]))
     if trace.null_key:
-        why = (
+        why = _(
             "Each row is turned into weights that are ≥ 0. With the **null key** (softmax₁) every row has one more, "
             "implicit key of logit 0 and value 0 in the denominator, so the real keys' weights **sum to less than 1**: "
             "the rest, 1 − Σⱼ Aᵢⱼ, goes to the null key and adds nothing to the output. Subtracting the row's "
@@ -367,38 +383,39 @@ def _softmax_step(inputs: StepInputs, head: int, cell) -> Step:
         )
         formula = (r"A_{ij} = \frac{e^{L_{ij} - m_i}}{e^{0 - m_i} + \sum_{k} e^{L_{ik} - m_i}},\qquad "
                    r"m_i = \max\big(0,\ \max_k L_{ik}\big),\qquad \sum_j A_{ij} = 1 - A_{i\varnothing} < 1")
-        return Step("softmax", "Softmax₁ (with the null key), row by row", why, formula, shapes, panels)
-    why = (
+        return Step("softmax", _("Softmax₁ (with the null key), row by row"), why, formula, shapes, panels)
+    why = _(
         "Each row is turned into weights that are ≥ 0 and **sum to 1**: how query i shares its attention among "
         "the keys. Subtracting the row's maximum first changes nothing mathematically and prevents overflow."
     )
     formula = r"A_{ij} = \frac{e^{L_{ij} - m_i}}{\sum_{k} e^{L_{ik} - m_i}},\qquad m_i = \max_k L_{ik},\qquad \sum_j A_{ij} = 1"
-    return Step("softmax", "Softmax, row by row", why, formula, shapes, panels)
+    return Step("softmax", _("Softmax, row by row"), why, formula, shapes, panels)
 
 
-NULL_SHARE_COLUMN = "null key (1 − sum)"
+NULL_SHARE_COLUMN = N_("null key (1 − sum)")  # shown as _(NULL_SHARE_COLUMN)
 
 
 def row_sums_heading(trace: AttentionTrace) -> str:
     """What the row-sums table beside the weights shows, true with and without the null key."""
     if trace.null_key:
-        return "**Row sums** (below 1: the null key takes the rest; 0 for a fully masked row)"
-    return "**Row sums** (1, or 0 for a fully masked row)"
+        return _("**Row sums** (below 1: the null key takes the rest; 0 for a fully masked row)")
+    return _("**Row sums** (1, or 0 for a fully masked row)")
 
 
 def row_sums_table(inputs: StepInputs, head: int) -> pd.DataFrame:
     """One row per query: the sum of its weights and the all-masked flag.
 
     The sum is 1, or 0 when every key is masked; with the null key it is below 1 and a column
-    ``NULL_SHARE_COLUMN`` gives the null key's share, 1 − sum (1 for a fully masked row).
+    ``NULL_SHARE_COLUMN`` gives the null key's share, 1 − sum (1 for a fully masked row). Headers in the run's
+    language (``_(NULL_SHARE_COLUMN)``).
     """
     trace = inputs.trace
     sums = trace.weights[head].sum(axis=-1)  # (Tq,)
-    columns = {"sum": sums}
+    columns = {_("sum"): sums}
     if trace.null_key:
-        columns[NULL_SHARE_COLUMN] = 1.0 - sums
-    columns["all masked"] = trace.fully_masked[head]
-    return pd.DataFrame(columns, index=pd.Index(inputs.query_labels, name="query"))
+        columns[_(NULL_SHARE_COLUMN)] = 1.0 - sums
+    columns[_("all masked")] = trace.fully_masked[head]
+    return pd.DataFrame(columns, index=pd.Index(inputs.query_labels, name=_("query")))
 
 
 def _mix_step(inputs: StepInputs, head: int) -> Step:
@@ -406,11 +423,12 @@ def _mix_step(inputs: StepInputs, head: int) -> Step:
     hv = trace.v.shape[-1]
     panels = (
         Panel(f"head_{head} = A_{head} V_{head}", trace.heads[head], inputs.query_labels,
-              dim_labels(hv, head * hv), "head output"),
+              dim_labels(hv, head * hv), _("head output")),
     )
-    why = "Each query's output is the weighted average of the value rows, with its attention weights as the weights."
+    why = _("Each query's output is the weighted average of the value rows, with its attention weights as the "
+            "weights.")
     formula = rf"\mathrm{{head}}_{{{head}}} = A_{{{head}}} V_{{{head}}},\qquad \mathrm{{head}}_i = \sum_j A_{{ij}}\, v_j"
-    return Step("mix", "Weighted sum of values A·V", why, formula,
+    return Step("mix", _("Weighted sum of values A·V"), why, formula,
                 matmul_shapes(trace.weights[head], trace.v[trace.kv_head_of(head)]), panels)
 
 
@@ -418,33 +436,35 @@ def _concat_step(inputs: StepInputs, head: int) -> Step:
     trace = inputs.trace
     hv = trace.v.shape[-1]
     panels = (
-        Panel("concat of all heads", trace.concat, inputs.query_labels, dim_labels(trace.concat.shape[1]),
+        Panel(_("concat of all heads"), trace.concat, inputs.query_labels, dim_labels(trace.concat.shape[1]),
               "concat", block=head_block(head, hv)),
     )
     nh = trace.n_heads
-    why = f"The {nh} head outputs are laid side by side again, head 0 first (head {head}'s block is outlined)."
+    why = _("The {nh} head outputs are laid side by side again, head 0 first (head {head}'s block is outlined).").format(
+        nh=nh, head=head)
     formula = r"\mathrm{concat} = [\,\mathrm{head}_0 \mid \mathrm{head}_1 \mid \dots \mid \mathrm{head}_{" + str(nh - 1) + r"}\,]"
     shapes = f"{shape_text(trace.heads)} = (nh, T, hv) -> {shape_text(trace.concat)}"
-    return Step("concat", "Concatenate the heads", why, formula, shapes, panels)
+    return Step("concat", _("Concatenate the heads"), why, formula, shapes, panels)
 
 
 def _output_step(inputs: StepInputs, head: int) -> Step:
     trace, w = inputs.trace, inputs.weights
-    title = "Output projection W_O"
+    title = _("Output projection W_O")
     if w.w_o is None:
-        note = "**W_O is off**: the output is the concatenation itself, Y = concat, and the heads never mix."
-        return Step("output", title, "W_O mixes the heads.", r"Y = \mathrm{concat}", shape_text(trace.output), note=note)
+        note = _("**W_O is off**: the output is the concatenation itself, Y = concat, and the heads never mix.")
+        return Step("output", title, _("W_O mixes the heads."), r"Y = \mathrm{concat}", shape_text(trace.output),
+                    note=note)
     bias = " + b_O" if w.b_o is not None else ""
     hv = trace.v.shape[-1]
     panels = (
         weight_panel("W_O", w.w_o, rows=head_block(head, hv)),
-        Panel("Y: output", trace.output, inputs.query_labels, dim_labels(trace.output.shape[1]), "output"),
+        Panel(_("Y: output"), trace.output, inputs.query_labels, dim_labels(trace.output.shape[1]), _("output")),
     )
     start, stop = head_block(head, hv)
-    why = (
+    why = _(
         "Without W_O each output column would come from one head only. With it, every output column mixes **all** "
-        f"heads: the outlined rows {start}..{stop - 1} of W_O are the ones that read head {head}."
-    )
+        "heads: the outlined rows {start}..{last} of W_O are the ones that read head {head}."
+    ).format(start=start, last=stop - 1, head=head)
     formula = rf"Y = \mathrm{{concat}}\, W_O{bias}"
     return Step("output", title, why, formula, matmul_shapes(trace.concat, w.w_o), panels, _too_big_note(w.w_o))
 

@@ -160,10 +160,12 @@ def show_drill_down(drill: DrillDown, key_prefix: str, *,
                     mask_line: bool = True, weights_shown: bool = True) -> None:
     """One cell number by number: the products, the score, the logit, then (when ``weights_shown``) the row's softmax.
 
-    ``outlined`` names where the cell is outlined on the page; ``mask_line`` says whether the mask allows the cell.
+    ``outlined`` names where the cell is outlined on the page (None: the score, logit and weight matrices above), in
+    the run's language; ``mask_line`` says whether the mask allows the cell.
     """
     query, key = literal(drill.query_label), literal(drill.key_label)
-    outlined = outlined or _("in the score, logit and weight matrices above")
+    if outlined is None:
+        outlined = _("in the score, logit and weight matrices above")
     st.markdown(_("Head **{head}**, query {query}, key {key} (outlined in magenta {outlined}).").format(
         head=drill.head, query=query, key=key, outlined=outlined))
     for note in drill_notes(drill):
@@ -175,7 +177,7 @@ def show_drill_down(drill: DrillDown, key_prefix: str, *,
         st.dataframe(frame, column_config=number_columns(frame.columns), key=f"{key_prefix}_drill_products")
     with right:
         st.markdown(_("**From the products to the logit**"))
-        st.dataframe(table_values(score_table(drill), 6), column_config=number_columns(["value"], column_format(6)),
+        st.dataframe(table_values(score_table(drill), 6), column_config=number_columns([_("value")], column_format(6)),
                      key=f"{key_prefix}_drill_score")
     narrow = on_phone()  # one product a line, and the mask's note in parts
     show_formula(dot_product_latex(drill, per_line=1 if narrow else 2))
@@ -183,8 +185,8 @@ def show_drill_down(drill: DrillDown, key_prefix: str, *,
     if mask_line and drill.allowed:
         st.markdown(_("Mask: **allowed**, query {query} may attend to key {key}.").format(query=query, key=key))
     elif mask_line:
-        st.markdown(_("Mask: **masked**, query {query} may not attend to key {key}, "
-                      "so its logit is −∞ and its weight is exactly 0.").format(query=query, key=key))
+        st.markdown(_("Mask: **masked**, query {query} may not attend to key {key}, so its logit is −∞ and its weight "
+                      "is exactly 0.").format(query=query, key=key))
     if not weights_shown:
         st.info(_("The softmax of this row is hidden until the prediction above is revealed."))
         return
@@ -192,8 +194,9 @@ def show_drill_down(drill: DrillDown, key_prefix: str, *,
     if drill.null_key:
         show_formula(null_key_latex(drill))
     if drill.null_key:
-        st.markdown(_("**Softmax of row {query}** (key j highlighted; the last row, {null}, is the null key)").format(
-            query=query, null=literal(NULL_KEY_LABEL)))
+        heading = _("**Softmax of row {query}** (key j highlighted; the last row, {null}, is the null key)").format(
+            query=query, null=literal(_(NULL_KEY_LABEL)))
     else:
-        st.markdown(_("**Softmax of row {query}** (key j highlighted)").format(query=query))
+        heading = _("**Softmax of row {query}** (key j highlighted)").format(query=query)
+    st.markdown(heading)
     st.dataframe(highlight_key(softmax_row_table(drill), drill.key_label), key=f"{key_prefix}_drill_softmax")
