@@ -118,7 +118,7 @@ def main() -> None:
     positions_section()
     kernels_section()
     st.header(_("Glossary of shapes"))
-    glossary = pd.DataFrame(glossary_rows(mha_core.__doc__ or ""), columns=[_("symbol"), _("meaning")])
+    glossary = pd.DataFrame([(symbol, _(meaning)) for symbol, meaning in glossary_rows(mha_core.__doc__ or "")], columns=[_("symbol"), _("meaning")])
     st.table(glossary.set_index(_("symbol")))
     st.header(_("Conventions"))
     st.markdown(_(CONVENTIONS))

@@ -149,3 +149,14 @@ def test_a_run_that_set_no_language_reads_the_session(monkeypatch):
     assert contextvars.Context().run(_, "Seed") == "Semilla"
     with using_language("zh-CN"):  # an explicit block still wins
         assert _("Seed") == "随机种子"
+
+
+def test_the_abouts_glossary_is_marked_as_the_engine_writes_it():
+    """The About page's glossary comes from mha_core's docstring, which gettext does not read: its meanings are
+    marked in ``ui.pages.about.GLOSSARY_WORDS`` and must stay the docstring's, or the page would show English."""
+    import mha_core
+    from ui.pages.about import GLOSSARY_WORDS, glossary_rows
+
+    assert [meaning for _symbol, meaning in glossary_rows(mha_core.__doc__)] == list(GLOSSARY_WORDS)
+    with using_language("zh-CN"):
+        assert all(_(meaning) != meaning for meaning in GLOSSARY_WORDS)
