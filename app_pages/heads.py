@@ -32,7 +32,7 @@ from ui.state.settings import COLOUR_RANGE_LABELS
 from ui.widgets.live import show_chart
 from ui.widgets.mask_editor import mask_editor
 from ui.widgets.notebook_button import notebook_button
-from ui.widgets.number_columns import number_columns
+from ui.widgets.number_columns import in_language, number_columns
 from ui.widgets.phone import swipe_hint
 from ui.widgets.presentation import presenting
 from ui.widgets.sidebar import sidebar
@@ -200,10 +200,13 @@ def diagnostics_section(result) -> None:
     with left:
         summary = tables.head_summary_frame(trace, cross=result.config.is_cross)
         meanings = dict(tables.diagnostic_columns(trace).values())
-        config = number_columns([c for c in meanings if c in summary.columns], "%.3f", meanings)
-        if "entropy" not in summary.columns:  # signed rows: say where the entropy went, in its own column
+        signed = "entropy" not in summary.columns
+        if signed:  # signed rows: say where the entropy went, in its own column
             summary.insert(0, "entropy", "—")
-            config["entropy"] = st.column_config.TextColumn("entropy", help=meanings["entropy"])
+        summary, helps = in_language(summary, meanings)  # headers in the reader's language, numbers as they are
+        config = number_columns([c for c in helps if not (signed and c == _("entropy"))], "%.3f", helps)
+        if signed:
+            config[_("entropy")] = st.column_config.TextColumn(_("entropy"), help=helps[_("entropy")])
         st.dataframe(summary, column_config=config, key="head_table")
         if on_phone():  # wider than the screen, and a phone shows no scroll bar (below: the table's toolbar covers
             st.caption(swipe_hint([summary.index.name, *summary.columns]))  # what is right above it)
@@ -396,7 +399,7 @@ def presentation(result) -> None:
         summary = tables.head_summary_frame(trace).iloc[head]
         for label, meaning in list(tables.diagnostic_columns(trace).values())[:2]:  # entropy (— for signed rows), max
             value = summary.get(label, np.nan)
-            st.metric(label, "—" if np.isnan(value) else f"{value:.2f}", help=meaning)
+            st.metric(_(label), "—" if np.isnan(value) else f"{value:.2f}", help=meaning)
         if not several:
             st.markdown(view_caption(trace, view, colours))  # body text, not a grey caption: read from the back row
             fully_masked_note(result)

@@ -32,7 +32,7 @@ from ui.run import cached_figures
 from ui.state.device import chart_config, on_phone
 from ui.widgets import step_views as views
 from ui.widgets.live import show_chart
-from ui.widgets.number_columns import number_columns
+from ui.widgets.number_columns import in_language, number_columns
 from ui.widgets.presentation import presentation_switch
 from ui.widgets.state import KEEP, clamp_choice
 
@@ -186,10 +186,9 @@ def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
 def diagnostics_section(text: str, run: MiniLMRun, layer: int) -> None:
     st.subheader(_("What each head of layer {layer} does").format(layer=layer))
     frame, similarity = layer_tables(text, layer, run)
-    help_texts = dict(tables.DIAGNOSTIC_COLUMNS.values()) | dict(rm.REAL_COLUMNS.values())
+    help_texts = {label: _(meaning) for label, meaning in (*tables.DIAGNOSTIC_COLUMNS.values(), *rm.REAL_COLUMNS.values())}
+    frame, help_texts = in_language(frame, help_texts)  # headers in the reader's language, numbers as they are
     config = number_columns(frame.columns, NUMBER, help_texts)
-    for label, meaning in rm.REAL_COLUMNS.values():  # this page's own columns, in the page's language
-        config[label] = st.column_config.NumberColumn(_(label), help=_(meaning), format=NUMBER)
     st.dataframe(frame, column_config=config, height="content", key="rm_head_table")
     st.caption(_(
         "Means over the query rows; hover a column name for its meaning. Key 0 is [CLS], so 'on first token' is "

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import pandas as pd
 import streamlit as st
 
 from ui.charts.numbers import DECIMALS, column_format
+from ui.i18n import _
 
 NUMBER_FORMAT = column_format(DECIMALS)  # every table's numbers: fixed decimals
 
@@ -17,3 +19,13 @@ def number_columns(columns: Iterable, number_format: str = NUMBER_FORMAT,
     """A column_config that prints every one of ``columns`` with ``number_format`` (help from ``help_texts``)."""
     helps = help_texts or {}
     return {c: st.column_config.NumberColumn(c, help=helps.get(c), format=number_format) for c in columns}
+
+
+def in_language(frame: pd.DataFrame, help_texts: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, dict]:
+    """A table whose column and index names are marked English keys, renamed into the run's language, and its
+    ``help_texts`` keyed by the shown names. The values are untouched; a CSV keeps the English keys."""
+    names = {column: _(column) for column in frame.columns}
+    shown = frame.rename(columns=names)
+    if frame.index.name:
+        shown.index.name = _(frame.index.name)
+    return shown, {names[c]: text for c, text in (help_texts or {}).items() if c in names}

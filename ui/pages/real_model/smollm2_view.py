@@ -27,7 +27,7 @@ from ui.run import cached_figures
 from ui.state.device import chart_config, on_phone
 from ui.widgets import step_views as views
 from ui.widgets.live import show_chart
-from ui.widgets.number_columns import number_columns
+from ui.widgets.number_columns import in_language, number_columns
 from ui.widgets.state import KEEP, clamp_choice
 
 # A run holds ~43 MB at the 128-token cap (30 layers' attention, residuals, keys and values), ~2 MB at 12
@@ -265,7 +265,8 @@ def layer_diagnostics(text: str, layer: int, _model: smol.SmolLM2, _run: runs.Sm
 def diagnostics_section(model: smol.SmolLM2, text: str, run: runs.SmolRun, layer: int) -> None:
     st.subheader(_("What each head of layer {layer} does").format(layer=layer))
     frame = layer_diagnostics(text, layer, model, run)
-    help_texts = dict(tables.DIAGNOSTIC_COLUMNS.values())
+    help_texts = {label: _(meaning) for label, meaning in tables.DIAGNOSTIC_COLUMNS.values()}
+    frame, help_texts = in_language(frame, help_texts)  # headers in the reader's language, numbers as they are
     config = number_columns(frame.columns, "%.3f", help_texts)
     st.dataframe(frame, column_config=config, key="sm_head_table")
     st.caption(_("Means over the query rows, each row counting only the keys the causal mask lets it see; hover a "
