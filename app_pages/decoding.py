@@ -7,6 +7,7 @@ import streamlit as st
 from mha_core.config import MHAConfig, RunResult
 from mha_core.decoder import assembled_weights, decode_run, decoder_config, max_difference, step_cost
 from mha_core.offsets import diagonal_spread, rope_offset_scores
+from ui.charts.numbers import count
 from ui.i18n import _
 from ui.pages.decoding import CACHE_TABLE_NAMES, position_configs, qk_axes, shown_table
 from ui.pages.decoding.cache_policy_section import cache_policy_section, capture_links
@@ -75,8 +76,8 @@ def say_step(step, cost, t: int, delta: float, trace, labels: list[str]) -> None
     """The cache's size, the check against full attention, and what step ``t`` computes fresh and reuses."""
     metrics = st.columns(4)
     metrics[0].metric(_("Tokens in the cache"), step.cache.length)
-    metrics[1].metric(_("Cache size (numbers)"), f"{cost.cache_numbers:,}")
-    metrics[2].metric(_("Cache size (bytes, float64)"), f"{cost.cache_bytes:,}")
+    metrics[1].metric(_("Cache size (numbers)"), count(cost.cache_numbers))
+    metrics[2].metric(_("Cache size (bytes, float64)"), count(cost.cache_bytes))
     metrics[3].metric(_("max |Δ| vs full causal"), f"{delta:.1e}", help=_("Over the rows decoded so far, all heads."))
     reused = (_("the keys and values of tokens 0..{last} from the cache, never recomputed").format(last=t - 1) if t
               else _("nothing yet, the cache starts empty"))
@@ -84,8 +85,8 @@ def say_step(step, cost, t: int, delta: float, trace, labels: list[str]) -> None
         "Step {t} generates **{token}**. Computed **fresh**: its query for all {heads} heads and its key and value "
         "for the {kv} key/value head(s) (outlined, the last row). **Reused**: {reused}. Its weights are one new row. "
         "Numbers computed fresh: **{fresh}**; read from the cache: **{read}**."
-    ).format(t=t, token=labels[t], heads=trace.n_heads, kv=trace.kv_heads, reused=reused, fresh=f"{cost.fresh:,}",
-             read=f"{cost.reused:,}"))
+    ).format(t=t, token=labels[t], heads=trace.n_heads, kv=trace.kv_heads, reused=reused, fresh=count(cost.fresh),
+             read=count(cost.reused)))
 
 
 def show_cache(step, t: int, head: int, g: int, labels: list[str]) -> None:

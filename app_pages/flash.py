@@ -5,6 +5,7 @@ import numpy as np
 import streamlit as st
 
 from mha_core.flash import PAPER_FORMULA, FlashRun, flash_of_run, kernel_problem, kernel_rules_in_force
+from ui.charts.numbers import count
 from ui.i18n import _
 from ui.pages.flash import (
     FLASH_SETTINGS,
@@ -144,12 +145,12 @@ def show_not_stored(kernel: FlashRun, result) -> None:
     st.header(_("The weights were never stored"), anchor="never-stored")
     point = not_stored(kernel, result)
     st.markdown(
-        _("The kernel wrote **{written:,}** numbers for head {head}: its output O and one log-sum-exp "
+        _("The kernel wrote **{written}** numbers for head {head}: its output O and one log-sum-exp "
           "per row. The attention weights existed only one tile at a time, on chip, and were overwritten by the "
           "next tile. To return them, as `need_weights=True` or `output_attentions=True` asks, it would have to "
-          "write **{weights:,}** more numbers (Tq × Tk per head) — exactly the traffic it exists to avoid; "
+          "write **{weights}** more numbers (Tq × Tk per head) — exactly the traffic it exists to avoid; "
           "which is why fused kernels refuse, and why libraries fall back to the slow path when asked.")
-        .format(written=point.written, head=kernel.head, weights=point.weights))
+        .format(written=count(point.written), head=kernel.head, weights=count(point.weights)))
     st.markdown(
         _("What *is* saved is enough to rebuild any weight tile by tile: exp(S_ij − lse_i), as the backward pass "
           "does. Rebuilt here from the saved log-sum-exp: max |Δ| against the engine's weights = "

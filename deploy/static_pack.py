@@ -61,6 +61,7 @@ from ui.charts.head_panels import (
     with_averages,
 )
 from ui.charts.kernels import view_kind, weights_signed
+from ui.charts.numbers import count
 from ui.charts.views import kernel_views, matrix_view
 from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, _, current_language, using_language
 from ui.pages import compare
@@ -509,10 +510,10 @@ def flash_link(link: Link, app_url: str) -> Page:
                 + "<h2>" + _text(_("Memory traffic")) + "</h2>" + _table_html(_(PAPER_FORMULA), traffic_table(kernel.traffic), index=True)
                 + f"<p>{_markdown(sram_sentence(kernel.traffic))}</p>"
                 + "<h2>" + _text(_("The weights were never stored")) + "</h2><p>"
-                + _markdown(_("The kernel wrote **{written:,}** numbers for head {head}: its output O and one log-sum-exp "
-                              "per row; returning the weights would write **{weights:,}** more. Rebuilt from the saved "
+                + _markdown(_("The kernel wrote **{written}** numbers for head {head}: its output O and one log-sum-exp "
+                              "per row; returning the weights would write **{weights}** more. Rebuilt from the saved "
                               "log-sum-exp: max |Δ| against the engine's weights = **{gap:.1e}**.").format(
-                    written=point.written, head=head, weights=point.weights, gap=point.recomputed_gap)) + "</p>"),
+                    written=count(point.written), head=head, weights=count(point.weights), gap=point.recomputed_gap)) + "</p>"),
     ]
     return Page(link.file, _("Link {number}: FlashAttention, tile {tile} of {tiles}").format(
         number=link.number, tile=index + 1, tiles=len(kernel.steps)), sections,

@@ -5,6 +5,10 @@ trailing zero is not mistaken for a missing digit), and never a negative zero: `
 decimals is ``0.00``, not ``-0.00`` (the sign of a number that rounds to zero tells nothing).
 Masked logits (-inf) are written ``−∞``; a missing value (NaN) is blank.
 
+A count a sentence or a metric states in words (tokens, bytes, numbers kept) is written with the reader's digit
+grouping (``count``: Babel's CLDR data, 49,152 / 49.152); every decimal keeps the point in every language, because
+the same numbers appear in tables, charts, formulas and downloads that must read and parse alike everywhere.
+
 Streamlit's table drops trailing zeros unless a column has a format, and prints ``-0.0000`` for a tiny
 negative value even with one: ``table_values`` turns the values that print as zero into +0 (the others keep
 every digit), ``column_format`` is the printf format every number column gets.
@@ -12,10 +16,15 @@ every digit), ``column_format`` is the printf format every number column gets.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pandas as pd
+from babel import Locale
+from babel.numbers import format_decimal
+
+from ui.i18n import LANGUAGES, current_language
 
 DECIMALS = 4  # a table's numbers
 CELL_DECIMALS = 2  # a number printed inside a heatmap cell
@@ -32,6 +41,18 @@ def fixed(value: float, decimals: int = DECIMALS) -> str:
     if text.startswith("-") and float(text) == 0.0:  # -0.00: rounds to zero, the sign says nothing
         text = text[1:]
     return text
+
+
+@functools.cache
+def number_locale(code: str) -> Locale:
+    """The Babel locale whose digit grouping a language's counts use: its catalog's ("zh_CN" -> zh_Hans_CN)."""
+    return Locale.parse(LANGUAGES[code].locale)
+
+
+def count(n: int) -> str:
+    """An integer stated in words, grouped as the current language groups digits: 49152 -> '49,152' (en, zh-CN),
+    '49.152' (es). Decimals never go through here: they keep the point in every language."""
+    return format_decimal(int(n), locale=number_locale(current_language()))
 
 
 def column_format(decimals: int = DECIMALS) -> str:

@@ -24,6 +24,7 @@ from mha_core.flash import (
     tile_count,
     weights_from_lse,
 )
+from ui.charts.numbers import count
 from ui.i18n import N_, _, ngettext
 from ui.pipeline.records import Panel
 from ui.state.settings import Setting, key_tokens
@@ -171,9 +172,9 @@ def sram_sentence(traffic: Traffic) -> str:
     """The on-chip memory one tile needs, and why standard attention has no such number (Markdown)."""
     worked = (f"{traffic.block_rows}·{traffic.hs} + {traffic.block_cols}·{traffic.hs} + {traffic.block_cols}·{traffic.hv}"
               f" + {traffic.block_rows}·{traffic.block_cols} + {traffic.block_rows}·{traffic.hv} + 2·{traffic.block_rows}")
-    return _("On chip (SRAM), one tile needs **{numbers:,}** numbers: {formula} = {worked}. Standard attention has no "
+    return _("On chip (SRAM), one tile needs **{numbers}** numbers: {formula} = {worked}. Standard attention has no "
              "tile, so no such number: it keeps the whole {tq}×{tk} scores and weights in HBM, which is the traffic "
-             "counted above.").format(numbers=traffic.sram_numbers, formula=SRAM_FORMULA, worked=worked,
+             "counted above.").format(numbers=count(traffic.sram_numbers), formula=SRAM_FORMULA, worked=worked,
                                       tq=traffic.tq, tk=traffic.tk)
 
 

@@ -7,6 +7,7 @@ import io
 import numpy as np
 import streamlit as st
 
+from ui.charts.numbers import count
 from ui.i18n import N_, _
 
 MAX_UPLOAD_BYTES = 1_000_000
@@ -95,8 +96,8 @@ def parse_matrix(name: str, data: bytes) -> np.ndarray:
     (a complex matrix cast to float would silently lose its imaginary part).
     """
     if len(data) > MAX_UPLOAD_BYTES:
-        raise ValueError(_("the file is {size:,} bytes; the limit is {limit:,}.").format(
-            size=len(data), limit=MAX_UPLOAD_BYTES))
+        raise ValueError(_("the file is {size} bytes; the limit is {limit}.").format(
+            size=count(len(data)), limit=count(MAX_UPLOAD_BYTES)))
     if name.lower().endswith(".npy"):
         table = _load_npy(data)
     else:

@@ -10,6 +10,7 @@ import streamlit as st
 from mha_core.config import MHAConfig
 from mha_core.variant_decoding import decode_variant_run
 from ui.charts.kernels import weights_signed
+from ui.charts.numbers import count
 from ui.i18n import _
 from ui.pages.decoding import qk_axes
 from ui.pages.decoding.variants import (
@@ -46,9 +47,9 @@ def variant_stepper(config: MHAConfig) -> None:
     table = memory_table(steps, labels, config)
     metrics = st.columns(4)
     metrics[0].metric(_("Tokens seen"), t + 1)
-    metrics[1].metric(_("Numbers kept (this layer)"), f"{step.numbers:,}")
+    metrics[1].metric(_("Numbers kept (this layer)"), count(step.numbers))
     cache = cache_comparison(table, config, t)
-    metrics[2].metric(cache.label, f"{cache.numbers:,}",
+    metrics[2].metric(cache.label, count(cache.numbers),
                       help=_("What a softmax layer with these K/V heads would have cached by now."))
     metrics[3].metric(_("max |Δ| vs full causal"), f"{delta:.1e}", help=_("Over the rows decoded so far, all heads."))
     st.markdown(_("Step {t} generates **{token}**. This decoder keeps {kept}. {comparison}").format(

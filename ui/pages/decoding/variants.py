@@ -14,6 +14,7 @@ from mha_core.decoding import decoder_for
 from mha_core.kernels import attention_kernel
 from mha_core.mla import cache_per_token
 from mha_core.variant_decoding import VariantStep
+from ui.charts.numbers import count
 from ui.i18n import N_, _
 
 STEP, TOKEN, KEPT = N_("step t"), N_("token"), N_("kept (this layer)")
@@ -101,7 +102,7 @@ def cache_comparison(table: pd.DataFrame, config: MHAConfig, t: int) -> CacheCom
         _("{kind} KV cache ({kv} K/V heads)").format(kind=kind, kv=kv), same,
         _("A softmax layer with the same {kv} K/V heads ({kind}) would have cached **{same}** numbers by now; with "
           "one K/V head per query head (MHA, {heads}), **{mha}**.").format(
-            kv=kv, kind=kind, same=f"{same:,}", heads=config.n_heads, mha=f"{mha:,}"))
+            kv=kv, kind=kind, same=count(same), heads=config.n_heads, mha=count(mha)))
 
 
 def max_variant_difference(steps: list[VariantStep], upto: int, weights: np.ndarray) -> float:

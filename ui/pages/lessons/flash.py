@@ -17,6 +17,7 @@ from mha_core.cache_policy import policy_run
 from mha_core.config import MHAConfig, run
 from mha_core.decoder import decoder_config
 from mha_core.flash import FlashRun, flash_of_run, weights_from_lse
+from ui.charts.numbers import count
 from ui.i18n import N_, _
 from ui.pages.lessons.links import short_params
 from ui.pages.lessons.records import BASE, Claim, Findings, Heatmap, Lesson, LessonPanel, tiny
@@ -129,11 +130,12 @@ def never_stored_findings(panels: tuple[LessonPanel, ...]) -> Findings:
     claims = (
         Claim(_("The kernel writes {writes} numbers for this head: O ({t} × {hv}) and one log-sum-exp per row. "
                 "Returning the weights would add {weights} = {t}² more.").format(
-            writes=kernel.traffic.flash_writes, t=t, hv=kernel.output.shape[1], weights=kernel.traffic.weights_numbers),
+            writes=count(kernel.traffic.flash_writes), t=t, hv=kernel.output.shape[1],
+            weights=count(kernel.traffic.weights_numbers)),
               kernel.traffic.flash_writes == t * (kernel.output.shape[1] + 1) and kernel.traffic.weights_numbers == t * t),
-        Claim(_("At {t} tokens, standard attention moves {standard:,} numbers through HBM and the tiled kernel "
-                "{tiled:,}: {ratio:.1f}× fewer, and the gap widens with T (the T² terms are what it avoids).").format(
-            t=int(last["tokens T"]), standard=int(last["standard: HBM numbers"]), tiled=int(last["tiled: HBM numbers"]),
+        Claim(_("At {t} tokens, standard attention moves {standard} numbers through HBM and the tiled kernel "
+                "{tiled}: {ratio:.1f}× fewer, and the gap widens with T (the T² terms are what it avoids).").format(
+            t=int(last["tokens T"]), standard=count(last["standard: HBM numbers"]), tiled=count(last["tiled: HBM numbers"]),
             ratio=ratio),
               bool(np.all(np.diff(table["standard: HBM numbers"] / table["tiled: HBM numbers"]) > 0)) and ratio > 1),
         Claim(_("The saved log-sum-exp is enough to rebuild any weight as exp(S_ij − lse_i), tile by tile, as the "

@@ -8,6 +8,7 @@ import numpy as np
 
 from mha_core.config import run
 from mha_core.decoder import assembled_weights, decode_run, decoder_config, max_difference, step_cost
+from ui.charts.numbers import count
 from ui.i18n import N_, _
 from ui.pages.lessons.records import BASE, Claim, Findings, Grid, Lesson, LessonPanel, tiny
 from ui.pipeline.cache_table import cache_table
@@ -30,11 +31,11 @@ def kv_cache_findings(panels: tuple[LessonPanel, ...]) -> Findings:
         Claim(_("Token by token with the cache, the rows are those of full causal attention (max |Δ| = {gap}).").format(
             gap=tiny(gap)), gap <= 1e-12),
         Claim(_("Every step computes the same amount fresh ({fresh} numbers) while the cache it reads grows by "
-                "{growth} numbers per token.").format(fresh=step_cost(last).fresh, growth=last.cache.numbers // t),
+                "{growth} numbers per token.").format(fresh=count(step_cost(last).fresh), growth=count(last.cache.numbers // t)),
               len(fresh) == 1),
         Claim(_("The last step does {flops} flops on {n_bytes} bytes of cache: {decode:.2f} flops per byte, {t}× less "
                 "than attention over the whole sentence at once ({prefill:.2f}). Hardware does ~10-100 flops per byte "
-                "it reads, so decoding waits on memory.").format(flops=flops, n_bytes=last.cache.nbytes,
+                "it reads, so decoding waits on memory.").format(flops=count(flops), n_bytes=count(last.cache.nbytes),
                                                                 decode=decode_intensity, t=t,
                                                                 prefill=prefill_intensity),
               decode_intensity < 1 and abs(prefill_intensity / decode_intensity - t) < 1e-9),

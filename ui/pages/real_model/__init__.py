@@ -24,6 +24,7 @@ import pandas as pd
 from mha_core.attention import AttentionTrace
 from mha_core.diagnostics import encoder_patterns
 from mha_core.pretrained import MiniLMRun
+from ui.charts.numbers import count
 from ui.charts.tables import head_summary_frame
 from ui.i18n import N_, _
 from ui.state.settings import Setting
@@ -64,7 +65,7 @@ def link_text(params: Mapping[str, str], default: str, max_chars: int, what: str
         return default
     if len(text) > max_chars:
         messages.append(_("`rm_text` has {n} characters; keeping the first {limit}.").format(
-            n=f"{len(text):,}", limit=f"{max_chars:,}"))
+            n=count(len(text)), limit=count(max_chars)))
         return text[:max_chars]
     return text
 

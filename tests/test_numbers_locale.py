@@ -1,0 +1,97 @@
+"""Counts in words follow the reader's digit grouping (issue 37): ``count`` writes an integer as Babel's CLDR data
+groups it in the current language, a page's count reads back with Babel in that language as the engine's integer,
+English is unchanged, and decimals keep the point in every language.
+
+Expectations come from Babel itself (``format_decimal`` / ``parse_decimal`` with the locale named here by hand)
+and from the engine's arrays (``run``, ``decode_run``), never from ``count``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from babel.numbers import format_decimal, parse_decimal
+from streamlit.testing.v1 import AppTest
+
+from mha_core.config import run
+from mha_core.decoder import decode_run, decoder_config
+from ui.charts.numbers import count, fixed
+from ui.i18n import using_language
+
+ROOT = Path(__file__).resolve().parents[1]
+BABEL_LOCALES = {"en": "en", "zh-CN": "zh_Hans_CN", "es": "es"}  # the brief's locales, typed by hand
+VALUES = (0, 7, 999, 1000, 4096, 9999, 49_152, 1_000_000, 1_234_567, 4_294_967_295)
+LONG_SENTENCE = " ".join(f"w{i}" for i in range(40))  # 40 tokens: 1,600 weights per head, past four digits
+
+
+@pytest.mark.parametrize("lang", BABEL_LOCALES)
+@pytest.mark.parametrize("n", VALUES)
+def test_count_is_babels_grouping_for_the_language_and_reads_back_as_the_integer(lang, n):
+    with using_language(lang):
+        text = count(n)
+    assert text == format_decimal(n, locale=BABEL_LOCALES[lang])
+    assert parse_decimal(text, locale=BABEL_LOCALES[lang], strict=True) == n
+
+
+def test_spanish_groups_with_a_point_english_and_chinese_with_a_comma_and_decimals_keep_the_point():
+    shown = {}
+    for lang in BABEL_LOCALES:
+        with using_language(lang):
+            shown[lang] = (count(49_152), count(1_234_567), fixed(0.5), f"{2.2e-16:.1e}")
+    assert shown["en"] == shown["zh-CN"] == ("49,152", "1,234,567", "0.5000", "2.2e-16")
+    assert shown["es"] == ("49.152", "1.234.567", "0.5000", "2.2e-16")
+    assert count(49_152) == "49,152"  # outside any block: English
+
+
+def open_page(page: str, lang: str, **params) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    for name, value in {**params, "lang": lang}.items():
+        at.query_params[name] = str(value)
+    at.switch_page(page).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def bold_numbers(at: AppTest, words: str) -> list[str]:
+    """The **bold** numbers of the markdown that holds ``words``."""
+    text = next(m.value for m in at.markdown if words in m.value)
+    return re.findall(r"\*\*(\d[\d.,]*)\*\*", text)
+
+
+@pytest.mark.parametrize(("lang", "words"), [("es", "números para la cabeza"), ("en", "numbers for head"),
+                                             ("zh-CN", "核一共写出了")])
+def test_flash_never_stored_counts_are_the_engines_in_the_languages_grouping(lang, words):
+    at = open_page("app_pages/flash.py", lang, tokens=LONG_SENTENCE, br=8, bc=8)
+    trace = run(at.session_state["config"]).trace
+    head = 0
+    weights = trace.weights[head].size  # Tq x Tk: what returning the weights would write
+    written = trace.weights.shape[1] * (trace.v.shape[-1] + 1)  # O (Tq x hv) and one log-sum-exp per row
+    assert weights >= 1000 and written >= 100
+    written_text, weights_text = bold_numbers(at, words)[:2]
+    locale = BABEL_LOCALES[lang]
+    assert weights_text == format_decimal(weights, locale=locale)
+    assert parse_decimal(weights_text, locale=locale, strict=True) == weights
+    assert parse_decimal(written_text, locale=locale, strict=True) == written
+    if lang == "es":
+        assert "." in weights_text and "," not in weights_text  # 1.600, not 1,600
+    else:
+        assert weights_text == f"{weights:,}"  # English (and Chinese) as before
+
+
+@pytest.mark.parametrize("lang", BABEL_LOCALES)
+def test_decoding_cache_bytes_are_the_engines_in_the_languages_grouping(lang):
+    at = open_page("app_pages/decoding.py", lang, d_model=32, heads=4)
+    config = at.session_state["config"]
+    with using_language(lang):  # AppTest formats the page's selectbox options again, in this thread
+        last = int(at.slider(key="w_dec_step").max)
+        at.slider(key="w_dec_step").set_value(last).run()
+    assert not at.exception, [e.message for e in at.exception]
+    cache = decode_run(run(decoder_config(config)))[last].cache
+    cache_bytes = cache.k.nbytes + cache.v.nbytes  # the engine's arrays, float64
+    assert cache_bytes >= 1000
+    shown = at.metric[2].value  # "Cache size (bytes, float64)" in the page's language
+    locale = BABEL_LOCALES[lang]
+    assert parse_decimal(shown, locale=locale, strict=True) == cache_bytes
+    assert shown == (f"{cache_bytes:,}" if lang != "es" else f"{cache_bytes:,}".replace(",", "."))
