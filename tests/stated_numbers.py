@@ -12,9 +12,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
-from babel.numbers import get_group_symbol, parse_decimal
 
-from ui.charts.numbers import number_locale
+from ui.charts.numbers import group_mark
 
 TINY = "tiny"  # an expected rounding error: a stated number of at most TINY_LIMIT
 TINY_LIMIT = 1e-9
@@ -23,9 +22,9 @@ TINY_LIMIT = 1e-9
 # never "0.116 − 0.508"); "0..5" is 0 and 5.
 NUMBER = re.compile(r"(?<!\w)(?<!\d\.)([-−]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(e[-+−]?\d+)?(%?)")
 
-# A count in another language's grouping (ui/charts/numbers.py ``count``: es writes 49152 as "49.152"): a
+# A count in another language's grouping (ui/charts/numbers.py ``count``: es writes 49152 as "49 152"): a
 # first group without a leading zero, whole groups of three, and no more digits or exponent after it, so a
-# decimal ("0.1234", "0.125", "1.5e-16") is never read as one. Read with Babel's parse_decimal in that language.
+# decimal ("0.1234", "0.125", "1.5e-16") is never read as one. Read by dropping the group marks.
 def _grouped(group: str) -> re.Pattern:
     return re.compile(rf"(?<![\w.])[1-9]\d{{0,2}}(?:{re.escape(group)}\d{{3}})+(?!\d|e[-+−]?\d)")
 
@@ -41,18 +40,16 @@ class Stated:
 
 def numbers_in(text: str, lang: str = "en", counts: Collection[int] | None = None) -> list[Stated]:
     """Every number of ``text`` in order, each with its printed precision; counts grouped as ``lang`` groups
-    digits (``count``) are read with Babel's ``parse_decimal`` in that language.
+    digits (``count``: Spanish's narrow space) are read as the integers they are.
 
-    In Spanish a count's "1.536" and a decimal's "1.536" (three decimals keep the point) look the same: with
-    ``counts`` (the counts the English page states) only a token Babel reads as one of them is a count, any
+    With ``counts`` (the counts the English page states) only a token read as one of them is a count, any
     other is read as a decimal; without, every token grouped that way is a count."""
-    locale = number_locale(lang)
-    group = get_group_symbol(locale)
+    group = group_mark(lang)
     if group == ",":
         return _numbers(text)
     found, at = [], 0
     for match in _grouped(group).finditer(text):
-        value = int(parse_decimal(match.group(0), locale=locale, strict=True))
+        value = int(match.group(0).replace(group, ""))
         if counts is None or value in counts:
             found += _numbers(text[at : match.start()]) + [Stated(float(value), 0.5, match.group(0))]
             at = match.end()

@@ -22,7 +22,7 @@ import math
 import numpy as np
 import pandas as pd
 from babel import Locale
-from babel.numbers import format_decimal
+from babel.numbers import format_decimal, get_decimal_symbol, get_group_symbol
 
 from ui.i18n import LANGUAGES, current_language
 
@@ -49,10 +49,26 @@ def number_locale(code: str) -> Locale:
     return Locale.parse(LANGUAGES[code].locale)
 
 
+NARROW_SPACE = "\u202f"  # the SI's digit-group mark: no language reads it as a decimal mark
+
+
+def group_mark(code: str) -> str:
+    """The mark between digit groups of a count in language ``code``: the locale's own (Babel's CLDR data) when
+    its decimal mark is the point, as every decimal here is written; otherwise the SI's narrow space, because the
+    locale's group mark would then be a point (Spanish: 1536 as "1.536" beside a decimal 1.536)."""
+    locale = number_locale(code)
+    return get_group_symbol(locale) if get_decimal_symbol(locale) == "." else NARROW_SPACE
+
+
 def count(n: int) -> str:
-    """An integer stated in words, grouped as the current language groups digits: 49152 -> '49,152' (en, zh-CN),
-    '49.152' (es). Decimals never go through here: they keep the point in every language."""
-    return format_decimal(int(n), locale=number_locale(current_language()))
+    """An integer stated in words, grouped as the reader's language groups digits: 49152 -> '49,152' (en, zh-CN),
+    '49 152' with a narrow space (es: the RAE's 2010 rule and the SI's, four digits ungrouped). Decimals never go
+    through here: they keep the point in every language, as in the tables, charts, CSV files and notebooks."""
+    code = current_language()
+    if group_mark(code) != NARROW_SPACE:
+        return format_decimal(int(n), locale=number_locale(code))
+    n = int(n)
+    return str(n) if abs(n) < 10_000 else f"{n:,}".replace(",", NARROW_SPACE)
 
 
 def column_format(decimals: int = DECIMALS) -> str:
