@@ -217,20 +217,27 @@ def panel_sentence(matrix: np.ndarray, query_labels, key_labels, *, kind: str = 
                     mean=fixed(share.mean(), DECIMALS), low=fixed(share.min(), DECIMALS),
                     high=fixed(share.max(), DECIMALS)))
     else:
-        top = _extreme(matrix, masked, largest=True)
-        low = _extreme(matrix, masked, largest=False)
-        if top is not None and top[0] > 0:
-            value, i, j = top
-            parts.append(_("largest positive {value} from {query} to {key}").format(
-                value=fixed(value, DECIMALS), query=query_labels[i], key=key_labels[j]))
-        if low is not None and low[0] < 0:
-            value, i, j = low
-            parts.append(_("most negative {value} from {query} to {key}").format(
-                value=fixed(value, DECIMALS), query=query_labels[i], key=key_labels[j]))
-        if top is not None and low is not None and top[0] <= 0 <= low[0]:
-            parts.append(_("every value is 0"))
+        parts += _signed_parts(matrix, masked, query_labels, key_labels)
     parts += _mask_phrase(masked, query_labels)
     return _titled(title, parts)
+
+
+def _signed_parts(matrix: np.ndarray, masked: np.ndarray, query_labels, key_labels) -> list[str]:
+    """A diverging view's phrases (logits, scores, differences): its largest positive and most negative value."""
+    parts = []
+    top = _extreme(matrix, masked, largest=True)
+    low = _extreme(matrix, masked, largest=False)
+    if top is not None and top[0] > 0:
+        value, i, j = top
+        parts.append(_("largest positive {value} from {query} to {key}").format(
+            value=fixed(value, DECIMALS), query=query_labels[i], key=key_labels[j]))
+    if low is not None and low[0] < 0:
+        value, i, j = low
+        parts.append(_("most negative {value} from {query} to {key}").format(
+            value=fixed(value, DECIMALS), query=query_labels[i], key=key_labels[j]))
+    if top is not None and low is not None and top[0] <= 0 <= low[0]:
+        parts.append(_("every value is 0"))
+    return parts
 
 
 def grid_lines(matrices: np.ndarray, query_labels, key_labels, *, kind: str = "weights",

