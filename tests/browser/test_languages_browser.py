@@ -27,7 +27,15 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCALES = ROOT / "ui" / "i18n" / "locales"
 OTHER_LANGUAGES = [row for row in LANGUAGE_ROWS if row.code != "en"]
 LINKS = [name if name != "heads" else "" for name in PAGE_INFO] + [f"lessons?lesson={name}" for name in LESSONS]
-TEXT_JS = "() => document.querySelector('[data-testid=\"stApp\"]').innerText"
+# The page's words: formulas (KaTeX: head_i, softmax) and code (tokens, the engine's source) are symbols, not words.
+TEXT_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]').cloneNode(true);
+  app.querySelectorAll('.katex, pre, code').forEach(e => e.remove());
+  document.body.appendChild(app);  // innerText needs a rendered element
+  const text = app.innerText;
+  app.remove();
+  return text;
+}"""
 # Shown as they are, although a catalog translates them where they are words (with the reason):
 ALLOWED = {
     "MHA Explorer",  # the app's name
