@@ -123,7 +123,7 @@ def main() -> None:
     st.header(_("Conventions"))
     st.markdown(_(CONVENTIONS))
     st.header(_("Rows with every key masked"))
-    st.markdown(FULLY_MASKED_POLICY)
+    st.markdown(_(FULLY_MASKED_POLICY))
     limits_section()
     source_section()
 

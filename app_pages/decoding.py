@@ -123,7 +123,7 @@ def position_panel(pe: str, pe_config: MHAConfig, head: int) -> None:
         pe_config.validate()
     except ValueError as err:
         st.markdown(f"**{_(POSITION_LABELS[pe])}**")
-        st.caption(_("Not available here: {reason}.").format(reason=err))
+        st.caption(_("Not available here: {reason}.").format(reason=_(err.args[0]) if err.args and isinstance(err.args[0], str) else err))
         return
     result = compute(pe_config)
     labels = result.query_labels

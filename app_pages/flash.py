@@ -137,7 +137,7 @@ def show_traffic(kernel: FlashRun) -> None:
                   "B_c).").format(reads=reads_worked(traffic), skipped_keys=traffic.skipped_keys,
                                   tiles_skipped=traffic.tiles_skipped))
     st.markdown(sram_sentence(traffic))
-    st.caption(PAPER_FORMULA + ". " + _("Masks that are rules of i and j (causal, window, padding) and a positional "
+    st.caption(_(PAPER_FORMULA) + ". " + _("Masks that are rules of i and j (causal, window, padding) and a positional "
                                         "scheme's bias (ALiBi's) cost no reads; a custom mask's bits are not counted."))
 
 

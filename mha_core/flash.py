@@ -239,7 +239,7 @@ STANDARD_WRITES_FORMULA = "2·Tq·Tk + Tq·hv"
 FLASH_READS_FORMULA = "Tq·hs + ⌈Tq/B_r⌉·Tk·(hs + hv) − w_skip·(hs + hv)"  # w_skip: the skipped tiles' widths summed
 FLASH_WRITES_FORMULA = "Tq·hv + Tq  (O and the log-sum-exp)"
 SRAM_FORMULA = "B_r·hs + B_c·hs + B_c·hv + B_r·B_c + B_r·hv + 2·B_r"
-PAPER_FORMULA = (
+PAPER_FORMULA = N_(
     "Counted here: FlashAttention-2's loop order (Dao 2023), query blocks outside and key/value blocks inside: Q is "
     "read once and K, V once per query block, Θ(N·d + N²·d/B_r) reads for N tokens of head size d. With the block "
     "sizes FlashAttention chooses for an SRAM of M numbers (B_r = min(⌈M/4d⌉, d)) that is Θ(N²·d²/M) while "

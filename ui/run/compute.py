@@ -44,7 +44,7 @@ def compute(config: MHAConfig) -> RunResult | None:
     try:
         return cached_run(config)
     except ValueError as err:
-        st.error(_("These settings cannot be computed: {error}").format(error=err))
+        st.error(_("These settings cannot be computed: {error}").format(error=_(err.args[0]) if err.args and isinstance(err.args[0], str) else err))
         return None
 
 
