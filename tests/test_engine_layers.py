@@ -1,15 +1,18 @@
 """The engine's layers (issue 33): mha_core's modules import one another in one direction only.
 
 The import graph is read with ``ast`` from the source, every import counted wherever it stands (module level,
-under ``if TYPE_CHECKING``, inside a function or a class). The test fails on any cycle and on any import of an
-``mha_core`` module inside a function (the way a cycle used to be hidden); an external package imported late
-to save start-up time is allowed.
+under ``if TYPE_CHECKING``, inside a function or a class). Cycles anywhere in the project are
+``tests/test_import_layers.py``'s; this file fails on any import of an ``mha_core`` module inside a function (the
+way a cycle used to be hidden; an external package imported late to save start-up time is allowed) and on steps
+that do not sit below the variants.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+from tests.test_import_layers import cycles  # the project's one cycle finder (its own test plants cycles)
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "mha_core"
@@ -53,46 +56,6 @@ def import_graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
     return graph, sorted(set(hidden))
 
 
-def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Every strongly connected group of two or more modules (Tarjan), each as a sorted list of its modules."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    groups: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in sorted(graph.get(node, ())):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                top = stack.pop()
-                on_stack.discard(top)
-                group.append(top)
-                if top == node:
-                    break
-            if len(group) > 1:
-                groups.append(sorted(group))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return groups
-
-
-def test_the_cycle_finder_sees_a_cycle_and_a_line():
-    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
-
-
 def test_a_function_level_import_is_found(tmp_path):
     (tmp_path / PACKAGE).mkdir()
     (tmp_path / PACKAGE / "low.py").write_text("def f():\n    from mha_core import high\n    return high\n")
@@ -100,12 +63,7 @@ def test_a_function_level_import_is_found(tmp_path):
     graph, hidden = import_graph(tmp_path)
     assert graph == {"mha_core.low": {"mha_core.high"}, "mha_core.high": {"mha_core.low"}}
     assert hidden == ["mha_core.low line 2 imports ['mha_core.high'] inside a function"]
-    assert find_cycles(graph) == [["mha_core.high", "mha_core.low"]]
-
-
-def test_mha_core_has_no_import_cycle():
-    graph, _ = import_graph(ROOT)
-    assert find_cycles(graph) == []
+    assert cycles(graph) == [["mha_core.high", "mha_core.low"]]
 
 
 def test_mha_core_hides_no_import_inside_a_function():
