@@ -13,20 +13,12 @@ import pytest
 from streamlit.runtime.context import ContextProxy
 from streamlit.testing.v1 import AppTest
 
+from tests.app_opener import open_app
 from tests.shown_charts import charts, decode
 
 ROOT = Path(__file__).resolve().parents[1]
 LINK = {"tokens": "a b a c", "d_model": "8", "heads": "2", "seed": "3", "mask": "causal"}
 SWITCH = "w_lang"
-
-
-def open_app(**params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception
-    return at
 
 
 def others(at: AppTest) -> dict:

@@ -22,6 +22,7 @@ from babel.messages.extract import extract_from_file
 from google.protobuf.json_format import MessageToDict
 from streamlit.testing.v1 import AppTest
 
+from tests.app_opener import open_app
 from tests.shown_charts import charts, decode
 from ui.i18n import translations
 
@@ -98,12 +99,7 @@ def english_left(lang: str) -> tuple[set[str], set[str]]:
 
 def open_page(page: str, lang: str | None) -> AppTest:
     path, params = PAGES[page]
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
-    for name, value in {**params, **({"lang": lang} if lang else {})}.items():
-        at.query_params[name] = value
-    at.switch_page(path).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    return open_app(path, 90, **params, **({"lang": lang} if lang else {}))
 
 
 def strings_of(value) -> list[str]:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
-from streamlit.testing.v1 import AppTest
 
 from mha_core.config import CHECKS, MHAConfig
 from mha_core.flash import KERNEL_RULES, block_problem, kernel_problem
@@ -22,6 +21,7 @@ from mha_core.kernels import KERNELS, attention_kernel, kernel_refusal
 from mha_core.marks import Message
 from mha_core.positions import SCHEMES, SchemeAt, position_scheme, scheme_problem
 from mha_core.presets import PRESETS
+from tests.app_opener import open_app
 from ui.i18n import LANGUAGES, _, catalog_path, using_language
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -200,15 +200,6 @@ def test_every_weight_inputs_field_is_a_marked_word():
 
 
 # ---- pages ------------------------------------------------------------------------------------------------------
-
-
-def open_app(**params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception
-    return at
 
 
 def test_a_refused_link_is_refused_in_spanish_with_the_fallback_applied():

@@ -20,6 +20,7 @@ import pytest
 from mha_core import kernels
 from mha_core.config import MHAConfig, run
 from mha_core.kernels import Kernel, Refusal
+from tests.app_opener import open_app
 from tests.test_app_compare import compare_page, panels
 from tests.test_app_heads import app, grid_matrices
 from tests.test_app_heads_kernel_words import csv_frame, downloads, figure_titles, switch_labels  # noqa: F401
@@ -226,7 +227,7 @@ def test_compare_draws_it_as_b(sigmoid):
 
 
 def test_about_lists_the_row(sigmoid):
-    at = open_page_named("about")
+    at = open_app("app_pages/about.py")
     table = next(t.value for t in at.table if "rows sum to" in t.value.columns)
     assert table.loc["sigmoid", "name"] == SIGMOID.label
     assert table.loc["sigmoid", "rows sum to"] == SIGMOID.row_sums
@@ -234,26 +235,15 @@ def test_about_lists_the_row(sigmoid):
 
 
 def test_flash_attention_refuses_it_and_names_it(sigmoid):
-    at = open_page_named("flash", kernel="sigmoid")
+    at = open_app("app_pages/flash.py", kernel="sigmoid")
     errors = "\n".join(e.value for e in at.error)
     assert "sigmoid" in errors and "softmax" in errors, errors
 
 
 @pytest.mark.parametrize("page", ["seeds", "lessons"])
 def test_the_other_pages_open_with_it(sigmoid, page):
-    open_page_named(page, kernel="sigmoid")
+    open_app(f"app_pages/{page}.py", kernel="sigmoid")
 
 
 def test_decoding_decodes_it(sigmoid):
-    open_page_named("decoding", kernel="sigmoid", mask="causal")
-
-
-def open_page_named(page: str, **params):
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for name, value in params.items():
-        at.query_params[name] = str(value)
-    at.switch_page(f"app_pages/{page}.py").run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    open_app("app_pages/decoding.py", kernel="sigmoid", mask="causal")

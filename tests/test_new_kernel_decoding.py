@@ -25,6 +25,7 @@ from mha_core.decoder_state import KV_CACHE
 from mha_core.decoding import decode_tokens, decoder_layer, decoder_of
 from mha_core.steps import apply_mask, attention_scores, weighted_sum
 from tests import shown_charts
+from tests.app_opener import open_app
 from tests.test_stated_numbers_steps import heatmaps
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,15 +122,6 @@ def test_without_the_row_the_kernel_is_refused_by_name():
         decoder_layer(result.weights, 4, kernel="sigmoid")
 
 
-def open_decoding(params: dict[str, str]) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.switch_page("app_pages/decoding.py").run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
-
-
 def panels(at: AppTest, prefix: str) -> list[np.ndarray]:
     """Every heatmap (not its grey cover) of the charts whose key starts with ``prefix``, in key order."""
     charts = shown_charts.charts(at)
@@ -151,7 +143,7 @@ def test_the_decoding_page_decodes_the_new_row_with_every_number_from_a_direct_c
     nh, kv, hs, n = config.n_heads, config.key_value_heads, config.head_size, len(config.tokens)
     rows, _, _, keys, values = direct_decoding(result.x_q, result.weights, nh, kv)
     full = direct_full_causal(result.x_q, result.weights, nh, kv)
-    at = open_decoding(PARAMS)
+    at = open_app("app_pages/decoding.py", **PARAMS)
     assert at.session_state["config"].kernel == "sigmoid"  # the link's kernel was kept, not replaced
     intro = " ".join(m.value for m in at.markdown)
     assert SIGMOID.weights_label in intro and "A₁ − λA₂" not in intro
@@ -188,7 +180,7 @@ def test_the_page_changes_with_the_row(sigmoid_row, monkeypatch):
     monkeypatch.setitem(kernels.KERNELS, "sigmoid", replace(SIGMOID, attend=nudged))
     result = decoder_run()
     rows, *_ = direct_decoding(result.x_q, result.weights, result.config.n_heads, result.config.key_value_heads)
-    at = open_decoding(PARAMS)
+    at = open_app("app_pages/decoding.py", **PARAMS)
     at.slider("w_dec_step").set_value(0).run()
     shown = panel(at, "dec_variant_assembled")[0, 0]
     assert abs(shown - 0.5 * rows[0][0, 0]) <= FIGURE and abs(shown - rows[0][0, 0]) > 1e-3

@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.config import run
 from mha_core.decoder import decode_run, decoder_config
+from tests.app_opener import open_app
 from ui.charts.numbers import count, fixed
 from ui.i18n import using_language
 
@@ -60,15 +61,6 @@ def test_spanish_groups_with_a_narrow_space_english_and_chinese_with_a_comma_and
     assert count(49_152) == "49,152"  # outside any block: English
 
 
-def open_page(page: str, lang: str, **params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
-    for name, value in {**params, "lang": lang}.items():
-        at.query_params[name] = str(value)
-    at.switch_page(page).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
-
-
 def bold_numbers(at: AppTest, words: str) -> list[str]:
     """The **bold** numbers of the markdown that holds ``words``."""
     text = next(m.value for m in at.markdown if words in m.value)
@@ -78,7 +70,7 @@ def bold_numbers(at: AppTest, words: str) -> list[str]:
 @pytest.mark.parametrize(("lang", "words"), [("es", "números para la cabeza"), ("en", "numbers for head"),
                                              ("zh-CN", "核一共写出了")])
 def test_flash_never_stored_counts_are_the_engines_in_the_languages_grouping(lang, words):
-    at = open_page("app_pages/flash.py", lang, tokens=LONG_SENTENCE, br=8, bc=8)
+    at = open_app("app_pages/flash.py", 90, lang=lang, tokens=LONG_SENTENCE, br=8, bc=8)
     trace = run(at.session_state["config"]).trace
     head = 0
     weights = trace.weights[head].size  # Tq x Tk: what returning the weights would write
@@ -97,7 +89,7 @@ def test_flash_never_stored_counts_are_the_engines_in_the_languages_grouping(lan
 
 @pytest.mark.parametrize("lang", BABEL_LOCALES)
 def test_decoding_cache_bytes_are_the_engines_in_the_languages_grouping(lang):
-    at = open_page("app_pages/decoding.py", lang, d_model=32, heads=4)
+    at = open_app("app_pages/decoding.py", 90, lang=lang, d_model=32, heads=4)
     config = at.session_state["config"]
     with using_language(lang):  # AppTest formats the page's selectbox options again, in this thread
         last = int(at.slider(key="w_dec_step").max)
