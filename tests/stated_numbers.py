@@ -8,7 +8,6 @@ rounding-error-sized number ("1e-16", "0"): the sentence must state one there.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,21 +37,17 @@ class Stated:
     text: str
 
 
-def numbers_in(text: str, lang: str = "en", counts: Collection[int] | None = None) -> list[Stated]:
+def numbers_in(text: str, lang: str = "en") -> list[Stated]:
     """Every number of ``text`` in order, each with its printed precision; counts grouped as ``lang`` groups
-    digits (``count``: Spanish's narrow space) are read as the integers they are.
-
-    With ``counts`` (the counts the English page states) only a token read as one of them is a count, any
-    other is read as a decimal; without, every token grouped that way is a count."""
+    digits (``count``: Spanish's narrow space, which no decimal carries) are read as the integers they are."""
     group = group_mark(lang)
     if group == ",":
         return _numbers(text)
     found, at = [], 0
     for match in _grouped(group).finditer(text):
         value = int(match.group(0).replace(group, ""))
-        if counts is None or value in counts:
-            found += _numbers(text[at : match.start()]) + [Stated(float(value), 0.5, match.group(0))]
-            at = match.end()
+        found += _numbers(text[at : match.start()]) + [Stated(float(value), 0.5, match.group(0))]
+        at = match.end()
     return found + _numbers(text[at:])
 
 
