@@ -22,73 +22,30 @@ to remove the conflict; ``mha_core.config`` turns them into messages.
 
 from __future__ import annotations
 
-import inspect
 import math
-import textwrap
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from mha_core.decoder_state import Decoder
-from mha_core.kernel_records import SOFTMAX_INPUTS, Refusal, RowScale, WeightInputs, default_words
+from mha_core.kernel_base import (  # noqa: F401  (the record and the softmax head, re-exported: kernels' old imports)
+    Kernel,
+    KernelOutput,
+    _read_only,
+    _scaled_logits,
+    map_kernel,
+    no_bias,
+    no_latent,
+    no_null_key,
+    scheme_of,
+    softmax_kernel,
+)
+from mha_core.kernel_records import Refusal, RowScale, WeightInputs
 from mha_core.linear_state import LINEAR_STATE, add_to_state, elu_plus_one, read_state
 from mha_core.marks import N_, Message
-from mha_core.positions import PositionScheme, position_scheme
-from mha_core.steps import (
-    apply_mask,
-    attention_scores,
-    scale_scores,
-    softmax,
-    weighted_sum,
-)
+from mha_core.steps import attention_scores, softmax, weighted_sum
 
 DIFF_NORM_EPS = 1e-5  # RMSNorm's epsilon on each differential head (the paper's code and DiffLlama's default)
 LAMBDA_STD = 0.1  # the paper's initialisation of the lambda vectors: normal(0, 0.1)
-
-
-def _read_only(record) -> None:
-    for value in record.__dict__.values():
-        if isinstance(value, np.ndarray):
-            value.setflags(write=False)
-
-
-@dataclass(frozen=True)
-class KernelOutput:
-    """What a kernel returns: ``scores``, ``logits``, ``weights (nh,Tq,Tk)``, ``heads (nh,Tq,hv)`` = weights @ v,
-    ``mixed (nh,Tq,hv)``: what the heads concatenate, and ``parts``: the kernel's own record (or None).
-
-    ``scores`` is always the raw q . k of the whole head and ``logits`` scores * scale (+ bias), masked
-    with -inf, with the layer's scale (a differential layer's is its half-head's, 1/sqrt(hs/2)): a softmax
-    head's weights come from it; another kernel's from the maps its record's ``inputs`` names.
-    """
-
-    scores: np.ndarray
-    logits: np.ndarray
-    weights: np.ndarray
-    heads: np.ndarray
-    mixed: np.ndarray
-    parts: object | None = None
-
-
-def _scaled_logits(q, k, mask, scale: float, bias) -> tuple[np.ndarray, np.ndarray]:
-    """Raw q . k and scaled (+ bias), masked logits, (nh, Tq, Tk) each."""
-    scores = attention_scores(q, k)  # (nh, Tq, Tk)
-    logits = scale_scores(scores, scale)  # (nh, Tq, Tk)
-    if bias is not None:
-        logits += bias
-    return scores, apply_mask(logits, mask)  # (nh, Tq, Tk) x2
-
-
-# ---- softmax ---------------------------------------------------------------------------------
-
-
-def softmax_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = False, params=None) -> KernelOutput:
-    """softmax(q k^T * scale + bias, masked) @ v: the 2017 head. Rows sum to 1 (at most 1 with the null key)."""
-    scores, logits = _scaled_logits(q, k, mask, scale, bias)  # (nh, Tq, Tk) x2
-    weights = softmax(logits, axis=-1, null_key=null_key)  # (nh, Tq, Tk)
-    heads = weighted_sum(weights, v)  # (nh, Tq, hv)
-    return KernelOutput(scores, logits, weights, heads, heads)
 
 
 # ---- differential ----------------------------------------------------------------------------
@@ -284,119 +241,12 @@ def linear_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = False
     return KernelOutput(scores, logits, weights, heads, heads, parts)
 
 
-def map_kernel(weights_of: Callable[[np.ndarray], np.ndarray]) -> Callable[..., KernelOutput]:
-    """The kernel function of a row whose weights are ``weights_of(logits)``: the scaled (+ bias), masked
-    logits (nh, Tq, Tk), -inf where masked, in; the weights (nh, Tq, Tk), 0 where masked, out."""
-
-    def attend(q, k, v, mask, scale: float, bias=None, null_key: bool = False, params=None) -> KernelOutput:
-        scores, logits = _scaled_logits(q, k, mask, scale, bias)  # (nh, Tq, Tk) x2
-        weights = np.asarray(weights_of(logits), dtype=logits.dtype)  # (nh, Tq, Tk)
-        heads = weighted_sum(weights, v)  # (nh, Tq, hv)
-        return KernelOutput(scores, logits, weights, heads, heads)
-
-    return attend
-
-
 # ---- the table of kernels --------------------------------------------------------------------
 
 
 def _rms_norm_scale(parts: DifferentialParts, heads: np.ndarray) -> np.ndarray:
     """c_i = (1 - lambda_init) / sqrt(mean(row i of A·V ^ 2) + eps): ``rms_norm`` and the gain, per row. (nh, Tq)."""
     return parts.output_gain / np.sqrt(np.mean(heads * heads, axis=-1) + DIFF_NORM_EPS)  # (nh, Tq)
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """One attention kernel: its names, what is true of its weights, what it refuses, its function, and every
-    hook a page reads instead of asking which kernel it is.
-
-    Its words for the pages: ``weights_label`` names its weights, ``inputs`` the maps it makes them from
-    (None: no such view is offered), ``scores_caption`` what the whole head's raw q . k is to it ("": the
-    page's own caption holds).
-
-    A kernel whose weights are one map of the scaled, masked logits gives ``weights_of`` (a module-level ``def``
-    using only ``np``: the notebook embeds its source) instead of ``attend``; its words default from its names.
-    """
-
-    name: str  # the configuration's ``kernel`` and the link's value
-    label: str  # the sidebar's words
-    short_label: str  # a heading
-    summary: str  # one sentence: what it does
-    rows_sum_to_one: bool  # every row of weights that sees a key sums to 1
-    row_sums: str  # what is true of a row's sum, in words for captions
-    signed: bool  # weights can be negative: show them on a diverging scale
-    attend: Callable[..., KernelOutput] | None = None  # None: ``map_kernel(weights_of)``
-    row_sum: Callable[[object], float] | None = None  # a row's sum in this run, from the kernel's parts; None: 1
-    row_sum_formula: str = "1"  # the same sum as a formula, e.g. "1 − λ"
-    sub_heads: int = 1  # q and k split into this many parts per head (positions act on each; scale is the part's)
-    recurrent: bool = False  # causal heads come from a constant-size state instead of a growing cache
-    refuses: tuple[Refusal, ...] = ()
-    paper: str = ""
-    formula: str = ""
-    weights_label: str = ""  # "": "weights (<short_label>)"
-    inputs: WeightInputs | None = SOFTMAX_INPUTS  # a map kernel's default: its logits, in its words
-    scores_caption: str = ""
-    row_scale: RowScale | None = None  # None: a head's row i is Σ_j w_ij v_j as it is (c_i = 1)
-    decoder: Decoder | None = None  # what its decoder keeps per token and how a step reads it; None: a KV cache
-    cache_policies: bool = False  # a sliding window or attention sinks may evict from its cache (StreamingLLM)
-    tiled: bool = False  # FlashAttention's online softmax tiles its rows (its weights are a softmax of the logits)
-    # --- hooks the pages read (Step by step, the notebook, captions, the drill-down, the engine's setup)
-    variant: bool = True  # pages say what it changes from the 2017 softmax head (row-sum captions, Decoding)
-    drill_down: bool = False  # Step by step's drill-down re-derives one of its rows (a softmax row)
-    params: Callable[[object], object] | None = None  # its learned parameters from a configuration; None: none
-    steps: tuple[str, ...] = ("kernel_weights",)  # Step by step's step slugs where the softmax step stands
-    drops: tuple[str, ...] = ()  # the softmax head's steps before that it has no use for ("scores", "scale", ...)
-    after_mix: tuple[str, ...] = ()  # its own steps after A·V
-    mix_why: str = ""  # what A·V is under it, when not an average ("": the page's own words)
-    weights_of: Callable[[np.ndarray], np.ndarray] | None = None  # logits (nh,Tq,Tk) -> weights, for a map kernel
-    weights_title: str = ""  # its weights step's title; "": "<Short label> weights, entry by entry"
-    weights_tex: str = ""  # its weights step's formula (LaTeX); "": ``formula`` as text
-    weights_why: str = ""  # its weights step's words; "": ``summary`` and ``row_sums``
-    scale_why: str = ""  # what the scale step is for under it ("": the softmax head's words)
-    mask_why: str = ""  # what a masked logit becomes under it ("": the softmax head's words)
-
-    def __post_init__(self) -> None:
-        if self.attend is None:
-            if self.weights_of is None:
-                raise ValueError(f"kernel {self.name!r} needs attend or weights_of: how its weights are made")
-            object.__setattr__(self, "attend", map_kernel(self.weights_of))
-        for field, value in default_words(self).items():  # the words the row leaves out, made from its names
-            object.__setattr__(self, field, value)
-
-    @property
-    def rows_are_distributions(self) -> bool:
-        """Every row of weights is a probability distribution (no weight below 0, sum 1): it has an entropy."""
-        return self.rows_sum_to_one and not self.signed
-
-    @property
-    def weights_source(self) -> str:
-        """The NumPy source of ``weights_of`` (its ``def``), as a notebook cell embeds it; "" without one."""
-        return "" if self.weights_of is None else textwrap.dedent(inspect.getsource(self.weights_of)).strip()
-
-
-def _no_null_key(what: Message) -> Refusal:
-    return Refusal("null_key", Message(N_("the null key is a softmax₁ idea (+1 in a softmax's denominator); {what} has "
-                                          "no such denominator: turn the null key off"), what=what), lambda c: bool(getattr(c, "null_key", False)),
-                   {"null_key": False})
-
-
-def _no_latent(what: Message) -> Refusal:
-    return Refusal("mla_rank", Message(N_("multi-head latent attention is built on softmax heads (DeepSeek-V2); {what} "
-                                          "with a latent key/value cache is not defined here: set the latent rank to 0"),
-                                       what=what),
-                   lambda c: bool(getattr(c, "mla_rank", 0)), {"mla_rank": 0, "mla_rope": 0})
-
-
-def _scheme_of(config) -> PositionScheme:
-    """The positional scheme record of ``config`` (none for a configuration without one)."""
-    return position_scheme(getattr(config, "pe", "none"))
-
-
-def _no_bias(what: Message) -> Refusal:
-    """Refuses a positional scheme that adds a bias to the logits: what it does (ALiBi's, or any other), not its name."""
-    return Refusal("pe", Message(N_("the positional scheme adds a bias to softmax logits (as ALiBi's distance penalty "
-                                    "does); {what} has no reference with a bias: choose a scheme that turns q and k, one "
-                                    "added to the tokens, or no positions"), what=what), lambda c: _scheme_of(c).has_bias, {"pe": "none"})
 
 
 _DIFFERENTIAL = Message(N_("differential attention"))  # what a refusal names
@@ -415,11 +265,11 @@ KERNELS: dict[str, Kernel] = {
                   "times the second, so common-mode attention cancels and weights can be negative."),
                rows_sum_to_one=False, row_sums=N_("each row sums to 1 − λ, and weights can be negative"), signed=True,
                attend=differential_kernel, sub_heads=2, row_sum=lambda parts: 1.0 - parts.lam, row_sum_formula="1 − λ",
-               refuses=(_no_null_key(_DIFFERENTIAL), _no_bias(_DIFFERENTIAL), _no_latent(_DIFFERENTIAL),
+               refuses=(no_null_key(_DIFFERENTIAL), no_bias(_DIFFERENTIAL), no_latent(_DIFFERENTIAL),
                         Refusal("n_heads", N_("differential attention splits each head's q and k in two halves: the "
                                               "head size must be even (with RoPE a multiple of 4, each half turning in "
                                               "pairs); use fewer heads"),
-                                lambda c: c.head_size % (4 if _scheme_of(c).turns else 2) != 0,
+                                lambda c: c.head_size % (4 if scheme_of(c).turns else 2) != 0,
                                 {"kernel": "softmax"})),
                paper="Ye et al. 2024", formula="A = softmax(Q₁K₁ᵀ/√d) − λ·softmax(Q₂K₂ᵀ/√d)",
                row_scale=RowScale(_rms_norm_scale, N_("(1 − λ_init) / rms of row i of A·V (the head's RMSNorm)")),
@@ -444,7 +294,7 @@ KERNELS: dict[str, Kernel] = {
                   "heads come from a running state of constant size."),
                rows_sum_to_one=True, row_sums=N_("each row sums to 1"), signed=False, attend=linear_kernel,
                recurrent=True, decoder=LINEAR_STATE,
-               refuses=(_no_null_key(_LINEAR), _no_bias(_LINEAR), _no_latent(_LINEAR),
+               refuses=(no_null_key(_LINEAR), no_bias(_LINEAR), no_latent(_LINEAR),
                         Refusal("scale_rule", N_("linear attention has no scale: φ(q)·φ(k) is divided by its row sum; "
                                                  "keep the standard scale rule"), lambda c: getattr(c, "scale_rule", "sqrt_dk") != "sqrt_dk",
                                 {"scale_rule": "sqrt_dk"})),
