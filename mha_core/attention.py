@@ -228,7 +228,8 @@ def multi_head_attention(
     k_positions = checked_positions(k_positions, tk, "k_positions")  # (Tk,)
     placed, v, latent_inputs = _queries_keys_values(x_q, x_k, x_v, weights, mla, n_heads, kv_heads, pe,
                                                     q_positions, k_positions, rope_base, chosen.sub_heads)
-    out = chosen.attend(placed.q, placed.k, v, mask, scale, placed.bias, null_key, kernel_params)
+    given = {"x": x_q} if chosen.reads_input else {}  # a kernel that reads the layer's input (Tq, C) gets it
+    out = chosen.attend(placed.q, placed.k, v, mask, scale, placed.bias, null_key, kernel_params, **given)
     concat = merge_heads(out.mixed)  # (Tq, nh*hv)
     return AttentionTrace(
         q=placed.q, k=placed.k, v=v, scores=out.scores, logits=out.logits, weights=out.weights, heads=out.heads,

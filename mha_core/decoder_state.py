@@ -59,6 +59,7 @@ class Reading:
     keys: np.ndarray | None = None
     values: np.ndarray | None = None
     bias: np.ndarray | None = None
+    x: np.ndarray | None = None  # the query token's input (1, C), for a kernel that reads it (``reads_input``)
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,9 @@ def empty_cache(kv_heads: int, head_size: int, value_size: int, dtype=np.float64
 
 def attend_over_keys(layer: DecoderLayer, state, reading: Reading) -> Attended:
     """The kernel's own ``attend`` on the keys and values the query reads: the row any kernel's full attention gives."""
+    given = {"x": reading.x} if layer.kernel.reads_input else {}  # (1, C): the query token's input
     out = layer.kernel.attend(reading.q, reading.keys, reading.values, None, layer.scale, reading.bias,
-                              layer.null_key, layer.kernel_params)  # (nh, 1, n) x2, (nh, 1, hv)
+                              layer.null_key, layer.kernel_params, **given)  # (nh, 1, n) x2, (nh, 1, hv)
     return Attended(out.weights, out.mixed, out.logits)
 
 

@@ -14,7 +14,7 @@ own ``attend`` (softmax, differential, or any new kernel row). A cache policy pa
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -107,6 +107,7 @@ def decode_token(layer: DecoderLayer, decoder: Decoder, kept, x_t: np.ndarray, p
     projections when they were made already, by ``project_prompt``)."""
     token = project_token(layer, x_t, position) if token is None else token
     kept, reading = decoder.keep(layer, kept, token)  # the token placed and stored: it attends to itself
+    reading = replace(reading, x=token.x)  # (1, C): for a kernel that reads the layer's input
     attended = decoder.attend(layer, kept, reading)  # (nh, 1, n) row, (nh, 1, hv) heads
     output = output_projection(merge_heads(attended.heads), layer.weights.w_o, layer.weights.b_o)  # (1, C_out)
     return DecodedToken(token, reading, attended, output, kept)

@@ -111,6 +111,7 @@ class Kernel:
     inputs: WeightInputs | None = SOFTMAX_INPUTS  # a map kernel's default: its logits, in its words
     scores_caption: str = ""
     row_scale: RowScale | None = None  # None: a head's row i is Σ_j w_ij v_j as it is (c_i = 1)
+    reads_input: bool = False  # its function also takes x= (Tq, C): the query side's input (a gate, a decay, a step size)
     decoder: Decoder | None = None  # what its decoder keeps per token and how a step reads it; None: a KV cache
     cache_policies: bool = False  # a sliding window or attention sinks may evict from its cache (StreamingLLM)
     tiled: bool = False  # FlashAttention's online softmax tiles its rows (its weights are a softmax of the logits)
