@@ -72,6 +72,8 @@ class MHAConfig:
     kernel: str = "softmax"  # a record of mha_core.kernels.KERNELS: softmax, differential, linear
     mla_rank: int = 0  # multi-head latent attention: keys and values from a latent of this rank; 0 = off
     mla_rope: int = 0  # MLA's decoupled RoPE dimensions per head (even, below the head size; needs pe=rope)
+    sparse_block: int = 2  # MoBA's block size B (keys per block)
+    sparse_topk: int = 2  # sparse selection's k: blocks kept per query (MoBA), keys kept per query (DSA)
 
     def __post_init__(self) -> None:
         # kv_heads equal to n_heads is stored as None, so that one layer has one configuration (and one cache entry).

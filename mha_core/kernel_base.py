@@ -129,6 +129,7 @@ class Kernel:
     weights_why: str = ""  # its weights step's words; "": ``summary`` and ``row_sums``
     scale_why: str = ""  # what the scale step is for under it ("": the softmax head's words)
     mask_why: str = ""  # what a masked logit becomes under it ("": the softmax head's words)
+    tunes: tuple[str, ...] = ()  # the configuration fields of its own settings (top-k...): their rows apply only then
 
     def __post_init__(self) -> None:
         if self.attend is None:
