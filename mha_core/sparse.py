@@ -108,7 +108,8 @@ def _sparse_softmax(q, k, v, mask, scale: float, bias, null_key: bool, choose):
     weights = softmax(logits, axis=-1, null_key=null_key)  # (nh, Tq, Tk), 0 where not kept
     heads, dense_heads = weighted_sum(weights, v), weighted_sum(dense, v)  # (nh, Tq, hv) x2
     gap = np.linalg.norm(heads - dense_heads, axis=-1)  # (nh, Tq)
-    return KernelOutput(scores, logits, weights, heads, heads), kept, dense, dense_heads, gap
+    # ``logits`` stay the dense head's (the mask step's); the kept ones are ``np.where(kept, logits, -inf)``
+    return KernelOutput(scores, dense_logits, weights, heads, heads), kept, dense, dense_heads, gap
 
 
 def _per_query_head(k: np.ndarray, n_heads: int) -> np.ndarray:
@@ -317,7 +318,8 @@ SPARSE_INPUTS_CAPTION = N_("Colour = the score after scaling and masking, centre
 
 
 def _sparse_inputs(stem: str) -> WeightInputs:
-    return WeightInputs(("",), lambda logits, parts: (logits,), N_("scaled logits of the kept keys"), N_("logits"),
+    return WeightInputs(("",), lambda logits, parts: (np.where(parts.kept, logits, -np.inf),),
+                        N_("scaled logits of the kept keys"), N_("logits"),
                         N_("scaled, masked logit"), SPARSE_INPUTS_CAPTION, stem)
 
 

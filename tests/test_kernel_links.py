@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from mha_core.config import MHAConfig, run
+from mha_core.kernels import KERNELS
 from tests.test_app_decoding import open_page
 from tests.test_app_heads import app, charts, grid_matrices
 from tests.test_app_step_by_step import charts as step_charts
@@ -92,7 +93,7 @@ def test_heads_keeps_the_fixed_scale_for_linear_and_says_rows_sum_to_1():
 def test_the_sidebar_offers_every_kernel_and_writes_the_link():
     at = app()
     box = at.selectbox(key="w_kernel")
-    assert len(box.options) == 3
+    assert len(box.options) == len(KERNELS)  # one option per row of the table
     box.set_value("linear").run()
     assert not at.exception
     assert at.session_state["config"].kernel == "linear"

@@ -77,6 +77,15 @@ STEP_KINDS: dict[str, StepKind] = {kind.slug: kind for kind in (
     StepKind("linear_state", N_("The recurrent form: a state of constant size (linear)"), N_("state"),
              N_("Under a causal mask, S_t = S_{t−1} + φ(k_t)v_tᵀ and z_t = z_{t−1} + φ(k_t) give the same heads; a "
                 "decoder keeps S and z instead of a growing cache.")),
+    StepKind("moba_gate", N_("Choose blocks: q · mean key, top-k (MoBA)"), N_("blocks"),
+             N_("MoBA scores each block of keys by q · its mean key and keeps the query's own block and the best "
+                "earlier ones, k in all; no learned parameter.")),
+    StepKind("dsa_index", N_("Choose keys: the lightning indexer, top-k (DSA)"), N_("indexer"),
+             N_("DeepSeek Sparse Attention's small indexer scores every earlier token from the layer's input; each "
+                "query keeps its k best keys.")),
+    StepKind("sparse_keep", N_("Softmax over the kept keys, beside the dense row (sparse)"), N_("kept"),
+             N_("The softmax runs over the chosen keys only; beside it the dense row and ‖o_sparse − o_dense‖ per "
+                "query.")),
     StepKind("mix", N_("Weighted sum of values A·V"), "A·V",
              N_("Each query receives the sum of the value rows weighted by its attention weights.")),
     StepKind("diff_norm", N_("Normalise each head, times 1 − λ_init (differential)"), N_("norm"),

@@ -21,6 +21,7 @@ from mha_core.masks import causal_mask
 from mha_core.mla import default_mla_rope
 from mha_core.positions import SCHEMES
 from mha_core.presets import PRESET_INITS, PRESETS
+from mha_core.sparse import MAX_SPARSE
 from ui.charts.record_labels import RecordLabels
 from ui.charts.views import SHORT_VIEW_LABELS
 from ui.i18n import N_, _
@@ -200,6 +201,11 @@ def _turns(values: Values) -> bool:
     return values["pe"] in SCHEMES and SCHEMES[values["pe"]].turns
 
 
+def _tuned(field: str) -> Callable[[Values], bool]:
+    """A kernel's own setting (``Kernel.tunes``) applies only with a kernel that reads it."""
+    return lambda values: field in getattr(KERNELS.get(values["kernel"]), "tunes", ())
+
+
 def _hand_built(values: Values) -> bool:
     return values["init"] in PRESET_INITS
 
@@ -310,6 +316,14 @@ SETTINGS: tuple[Setting, ...] = (
             choices=KERNEL_LABELS, written="changed",
             help=N_("softmax: the 2017 head. differential: two softmax maps, the first minus λ times the second "
             "(weights can be negative). linear: φ(q)·φ(k) with φ = elu + 1, a constant-size state when decoding.")),
+    Setting("sparse_block", "int", "sparse_block", url="block", label=N_("Block size B (MoBA)"), short_label=N_("Block"),
+            section=N_("Scores"), widget="number", limits=(1, MAX_SPARSE), applies=_tuned("sparse_block"),
+            written="changed", help=N_("MoBA cuts the keys into blocks of B tokens; a block's gate is q · its mean key.")),
+    Setting("sparse_topk", "int", "sparse_topk", url="topk", label=N_("Top-k (MoBA: blocks; DSA: keys)"),
+            short_label=N_("Top-k"), section=N_("Scores"), widget="number", limits=(1, MAX_SPARSE),
+            applies=_tuned("sparse_topk"), written="changed",
+            help=N_("How many blocks (MoBA, its own block included) or keys (DeepSeek Sparse Attention) each query "
+                    "keeps. As many as there are gives dense attention exactly.")),
     Setting("mla_rank", "int", "mla_rank", label=N_("Latent rank r (MLA; 0 = off)"), section=N_("Scores"), widget="number",
             limits=lambda v: (0, v["d_model"]), widget_limits=(0, LIMITS["max_d_model"]), written="changed",
             help=N_("Multi-head latent attention (DeepSeek-V2): keys and values are up-projected from one latent of "
