@@ -25,6 +25,7 @@ from ui.i18n import N_, _, ngettext
 from ui.pages.heads import quiz
 from ui.pages.heads.apart_section import take_apart_section
 from ui.pages.heads.downloads import download, download_csv
+from ui.pages.heads.kernel_sections import kernel_sections
 from ui.run import cached_figures
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
@@ -432,6 +433,7 @@ def main() -> None:
           "The model never uses it — each head's output is kept separate."), result.trace.kernel
     )
     heads_section(result, view, average, colours, picture)
+    kernel_sections(result, attention_kernel(result.trace.kernel))  # a kernel's own sections (sparse: kept keys)
     diagnostics_section(result)
     outputs_section(result)
     take_apart_section(result)

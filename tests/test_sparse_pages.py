@@ -1,0 +1,129 @@
+"""Sparse selection (MoBA, DSA) on every page: each opens from a link with no exception, and the numbers shown are
+the engine's. The dense row and ||o_sparse − o_dense|| shown are compared with a second engine run with the softmax
+kernel (the dense head) and with the norm computed here, never with the kernel's own record of them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import shown_charts
+
+from mha_core.config import MHAConfig, run
+from tests.app_opener import open_app
+from tests.test_app_step_by_step import panel_views, z_of
+from ui.state.urlstate import config_from_params
+
+FIGURE = 1e-5  # figures travel as float32
+LINK = {"tokens": "the cat sat on a mat and slept", "d_model": "16", "heads": "4", "seed": "3", "mask": "causal",
+        "topk": "2", "block": "2"}
+
+
+def engine(kernel: str, **changes) -> tuple:
+    config, messages = config_from_params({**LINK, "kernel": kernel, **changes})
+    assert messages == []
+    sparse = run(config)
+    return sparse, run(replace(config, kernel="softmax"))
+
+
+def shown(at, title: str) -> np.ndarray:
+    """The matrix of the panel titled ``title`` (a figure with a title, or a row of titled panels)."""
+    views = {}
+    for chart in shown_charts.chart_elements(at):
+        figure = shown_charts.figure_of(chart)
+        if "title" in figure["layout"] or "annotations" in figure["layout"]:
+            views.update(panel_views(figure))
+    return z_of(views[title])
+
+
+@pytest.mark.parametrize("kernel", ["moba", "dsa"])
+def test_heads_shows_the_kept_keys_the_dense_row_and_the_gap_of_the_chosen_head(kernel):
+    at = open_app(None, **LINK, kernel=kernel)
+    sparse, dense = engine(kernel)
+    gap = np.linalg.norm(sparse.trace.heads - dense.trace.heads, axis=-1)  # (nh, T)
+    for head in (0, 2):
+        if head:
+            at.radio(key="heads_sparse_head").set_value(head).run()
+            assert not at.exception
+        kept = sparse.trace.weights[head] > 0
+        np.testing.assert_allclose(np.nan_to_num(shown(at, f"A_{head}: softmax over the kept keys")),
+                                   np.where(kept, sparse.trace.weights[head], 0), atol=FIGURE)
+        np.testing.assert_allclose(np.nan_to_num(shown(at, f"dense A_{head}: softmax over every allowed key")),
+                                   np.where(sparse.mask, dense.trace.weights[head], 0), atol=FIGURE)
+        np.testing.assert_allclose(shown(at, "‖o_sparse − o_dense‖ per query and head"), gap.T, atol=FIGURE)
+        assert gap.max() > 0.05  # k = 2 drops keys that mattered
+
+
+def test_step_by_step_shows_moba_gates_and_blocks_from_the_keys():
+    at = open_app("app_pages/step_by_step.py", **LINK, kernel="moba")
+    sparse, _dense = engine("moba")
+    k = sparse.trace.k[0]  # (T, hs) head 0's keys
+    means = np.stack([k[b : b + 2].mean(axis=0) for b in range(0, 8, 2)])  # (4, hs)
+    np.testing.assert_allclose(shown(at, "mean key of each block (head 0)"), means, atol=FIGURE)
+    gate = sparse.trace.q[0] @ means.T  # (T, 4)
+    visible = np.arange(4)[None, :] <= (np.arange(8) // 2)[:, None]
+    np.testing.assert_allclose(np.nan_to_num(shown(at, "gate s = q_i · mean(K_b) (head 0)"))[visible], gate[visible],
+                               atol=FIGURE)
+    blocks = shown(at, "blocks kept (1) by query i (head 0)")
+    assert np.array_equal(blocks.sum(axis=1), np.minimum(2, np.arange(8) // 2 + 1))
+
+
+def test_step_by_step_shows_the_dsa_index_and_its_top_k():
+    at = open_app("app_pages/step_by_step.py", **{**LINK, "topk": "3"}, kernel="dsa")
+    sparse, dense = engine("dsa", topk="3")
+    parts = sparse.trace.kernel_parts
+    causal = np.tri(8, dtype=bool)
+    np.testing.assert_allclose(np.nan_to_num(shown(at, "index I (every head shares it)"))[causal],
+                               parts.index[causal], atol=FIGURE)
+    kept = shown(at, "keys kept (1): the top-k of each row")
+    assert np.array_equal(kept.sum(axis=1), np.minimum(3, np.arange(8) + 1))
+    for t in range(8):  # the kept keys are those of the largest index in the row
+        row = parts.index[t, : t + 1]
+        assert row[kept[t, : t + 1] > 0].min() >= row[kept[t, : t + 1] == 0].max(initial=-np.inf)
+    gap = np.linalg.norm(sparse.trace.heads - dense.trace.heads, axis=-1)
+    np.testing.assert_allclose(shown(at, "‖o_sparse − o_dense‖ per query and head"), gap.T, atol=FIGURE)
+
+
+def test_k_equal_to_t_shows_a_zero_gap_on_the_page():
+    at = open_app("app_pages/step_by_step.py", **{**LINK, "topk": "8"}, kernel="dsa")
+    assert np.max(shown(at, "‖o_sparse − o_dense‖ per query and head")) < FIGURE
+
+
+@pytest.mark.parametrize("kernel", ["moba", "dsa"])
+@pytest.mark.parametrize("page", ["app_pages/decoding.py", "app_pages/compare.py", "app_pages/about.py",
+                                  "app_pages/flash.py"])
+def test_the_other_pages_open_with_it(kernel, page):
+    open_app(page, **LINK, kernel=kernel)
+
+
+def test_decoding_says_what_a_dsa_layer_keeps_per_token():
+    at = open_app("app_pages/decoding.py", **LINK, kernel="dsa")
+    text = " ".join(m.value for m in at.markdown)
+    assert "indexer key" in text
+    assert f"{2 * 16 + 4} numbers per token" in text  # 2·kv·hs for K and V, plus dI for the indexer key
+
+
+@pytest.mark.parametrize("changes, said", [({"kernel": "moba", "mask": "none"}, "causal mask"),
+                                           ({"kernel": "dsa", "topk": "0"}, "topk=0"),
+                                           ({"kernel": "moba", "kv_tokens": "a dog"}, "self-attention")])
+def test_a_link_that_makes_no_sense_gets_a_message_and_a_valid_fallback(changes, said):
+    at = open_app("app_pages/step_by_step.py", **{**LINK, **changes})
+    messages = " ".join(w.value for w in at.warning) + " ".join(e.value for e in at.error)
+    assert said in messages
+    config = at.session_state["config"]
+    assert config.problem() is None and config.mask == "causal" and 1 <= config.sparse_topk <= 64
+
+
+def test_the_lesson_opens_and_every_claim_holds():
+    at = open_app("app_pages/lessons.py", lesson="sparse")
+    assert any("MoBA" in m.value for m in at.markdown)
+    from ui.pages.lessons import LESSONS
+
+    lesson = LESSONS["sparse"]
+    findings = lesson.findings(lesson.panels)
+    assert all(c.holds for c in findings.claims)
+    moba = run(lesson.panels[0].config)
+    assert moba.config.kernel == "moba" and moba.config == replace(MHAConfig(), **{
+        f: getattr(moba.config, f) for f in ("tokens", "mask", "kernel", "sparse_topk", "sparse_block", "d_model",
+                                             "n_heads", "seed")})
