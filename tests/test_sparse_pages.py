@@ -127,3 +127,44 @@ def test_the_lesson_opens_and_every_claim_holds():
     assert moba.config.kernel == "moba" and moba.config == replace(MHAConfig(), **{
         f: getattr(moba.config, f) for f in ("tokens", "mask", "kernel", "sparse_topk", "sparse_block", "d_model",
                                              "n_heads", "seed")})
+
+
+def test_the_static_pack_draws_the_sparse_weights_and_the_lesson(tmp_path):
+    from deploy import static_pack
+    from tests.test_static_pack import decode, page_data
+
+    out = tmp_path / "pack"
+    link = "?" + "&".join(f"{k}={v.replace(' ', '+')}" for k, v in LINK.items())
+    report = static_pack.build_pack(out, [link + "&kernel=moba", link + "&kernel=dsa", "?kernel=dsa&mask=none"])
+    assert [s.line for s in report.skipped] == [3] and "causal mask" in report.skipped[0].messages[0]
+    assert (out / "lesson-sparse.html").exists()
+    for number, kernel in ((1, "moba"), (2, "dsa")):
+        sparse, _dense = engine(kernel)
+        shown = [decode(f["data"][0]["z"]).astype(float) for f in page_data(out / f"link-{number}.html")["figures"]]
+        assert len(shown) == 4
+        for head, z in enumerate(shown):
+            drawn = ~np.isnan(z)
+            assert np.array_equal(drawn, sparse.mask)  # the causal mask's cells are blank
+            np.testing.assert_allclose(z[drawn], sparse.trace.weights[head][drawn], atol=FIGURE)
+
+
+@pytest.mark.parametrize("kernel, extra", [("moba", "&pe=rope&kv_heads=2&block=3"), ("dsa", "&null=1&topk=3")])
+def test_the_notebook_runs_every_assert_and_ends_with_the_sparse_weights(kernel, extra, tmp_path):
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    from tests.test_notebook import execute
+    from ui.state import notebook_link
+
+    link = "?" + "&".join(f"{k}={v.replace(' ', '+')}" for k, v in LINK.items()) + f"&kernel={kernel}" + extra
+    nb, messages = notebook_link.notebook_for_link(link)
+    assert messages == []
+    nb.cells.append(type(nb.cells[0])(cell_type="code", metadata={}, outputs=[], execution_count=None,
+                                      source=f"np.savez({str(tmp_path / 'out.npz')!r}, A=A, kept=kept, gap=gap)"))
+    execute(nb, tmp_path)  # every assert of the notebook holds
+    saved = np.load(tmp_path / "out.npz")
+    config, _messages = config_from_params({k: v.replace("+", " ") for k, v in (p.split("=") for p in link[1:].split("&"))})
+    sparse, dense = run(config), run(replace(config, kernel="softmax"))
+    np.testing.assert_allclose(saved["A"], sparse.trace.weights, atol=1e-12)
+    np.testing.assert_allclose(saved["gap"], np.linalg.norm(sparse.trace.heads - dense.trace.heads, axis=-1),
+                               atol=1e-12)
+    assert saved["kept"].sum() < np.tri(8).sum() * (4 if kernel == "moba" else 1)  # some keys were dropped
