@@ -20,7 +20,7 @@ import streamlit as st
 from mha_core import kernels
 from mha_core.attention import softmax
 from mha_core.config import MHAConfig, run
-from mha_core.kernels import KERNELS
+from mha_core.kernels import KERNELS, kernel_refusal
 from tests.test_app_heads import app, charts, grid_matrices
 from tests.test_app_heads import decode as decode_z
 
@@ -33,6 +33,9 @@ ENGINE_MAPS = {
     "differential": lambda trace: [[trace.kernel_parts.logits1[h], trace.kernel_parts.logits2[h]]
                                    for h in range(trace.n_heads)],
     "linear": lambda trace: [[trace.kernel_parts.similarity[h]] for h in range(trace.n_heads)],
+    # issue 34's sparse selection: the logits of the keys each head kept (-inf at every other key)
+    "moba": lambda trace: [[np.where(trace.kernel_parts.kept[h], trace.logits[h], -np.inf)] for h in range(trace.n_heads)],
+    "dsa": lambda trace: [[np.where(trace.kernel_parts.kept[h], trace.logits[h], -np.inf)] for h in range(trace.n_heads)],
 }
 
 
@@ -176,8 +179,9 @@ def test_presentation_with_the_average_adds_the_mean_of_each_map():
 def test_the_concatenation_caption_says_what_each_head_puts_in(name):
     # The figure holds the engine's concat; each head's block is weights × V, or a differential head's
     # RMSNorm(weights × V) × (1 − λ_init): the caption must name the step that made the numbers shown.
-    at = app({"kernel": name})
-    trace = run(MHAConfig(kernel=name)).trace
+    causal = {"mask": "causal"} if kernel_refusal(name, MHAConfig(kernel=name)) else {}  # a causal-only kernel
+    at = app({"kernel": name, **causal})
+    trace = run(MHAConfig(kernel=name, **causal)).trace
     shown = decode_z(charts(at)["concat"]["data"][0]["z"])
     np.testing.assert_allclose(shown, trace.concat, rtol=0, atol=FIGURE)
     blocks = np.split(trace.concat, trace.n_heads, axis=1)

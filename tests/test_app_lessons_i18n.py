@@ -89,7 +89,8 @@ def shown_texts(at: AppTest) -> list[str]:
 # Words a translated lesson shows as in English, with why: names of methods, models and tokenizer symbols; the field
 # keeps softmax and token (README glossary); Spanish writes causal, panel and tokens as English does.
 SAME_IN_EVERY_LANGUAGE = {"RoPE", "ALiBi", "GQA", "MQA", "MHA", "MLA", "KV", "softmax", "token", "tokens", "SmolLM2",
-                          "MiniLM", "WordPiece", "UNK", "CLS", "SEP", "Xavier", "HBM", "FlashAttention", "elu", "sinks"}
+                          "MiniLM", "WordPiece", "UNK", "CLS", "SEP", "Xavier", "HBM", "FlashAttention", "elu", "sinks",
+                          "MoBA", "DSA"}  # issue 34: the sparse schemes' names (a figure's titles, a table's columns)
 SAME_IN_SPANISH = {"causal", "panel"}
 # Shown on the Lessons page but written in files other helpers mark (not this page's files): left to them.
 OTHER_FILES = {
