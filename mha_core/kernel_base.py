@@ -130,6 +130,7 @@ class Kernel:
     scale_why: str = ""  # what the scale step is for under it ("": the softmax head's words)
     mask_why: str = ""  # what a masked logit becomes under it ("": the softmax head's words)
     tunes: tuple[str, ...] = ()  # the configuration fields of its own settings (top-k...): their rows apply only then
+    softmax_rows: bool = False  # its weights are a softmax over some keys (sparse): captions do not say "no softmax"
     heads_sections: tuple[str, ...] = ()  # its own sections on the Heads page, by slug (ui/pages/heads/kernel_sections.py)
 
     def __post_init__(self) -> None:

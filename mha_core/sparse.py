@@ -332,7 +332,7 @@ MOBA = Kernel(
     formula="A = softmax(QKᵀ/√d_k over the top-k blocks by q·mean(K_b))",
     weights_label=N_("weights (MoBA, kept blocks)"), inputs=_sparse_inputs("moba_logits"),
     params=lambda c: MobaParams(c.sparse_block, c.sparse_topk), steps=("moba_gate", "sparse_keep"),
-    tunes=("sparse_block", "sparse_topk"), heads_sections=("sparse_keep",))
+    tunes=("sparse_block", "sparse_topk"), heads_sections=("sparse_keep",), softmax_rows=True)
 
 DSA = Kernel(
     "dsa", N_("DeepSeek Sparse Attention (indexer top-k)"), N_("DSA"),
@@ -343,4 +343,4 @@ DSA = Kernel(
     formula="I_ts = Σ_j w_tj·ReLU(qᴵ_tj·kᴵ_s); A = softmax(QKᵀ/√d_k over the top-k keys by I)",
     weights_label=N_("weights (DSA, kept keys)"), inputs=_sparse_inputs("dsa_logits"), reads_input=True,
     params=lambda c: indexer_params(c.d_model, c.seed, c.sparse_topk), steps=("dsa_index", "sparse_keep"),
-    tunes=("sparse_topk",), heads_sections=("sparse_keep",))
+    tunes=("sparse_topk",), heads_sections=("sparse_keep",), softmax_rows=True)

@@ -12,7 +12,7 @@ from tests.test_app_step_by_step import z_of
 from ui.i18n import _, using_language
 
 LINK = {"tokens": "the cat sat on a mat and slept", "mask": "causal", "topk": "2", "block": "2", "seed": "3"}
-TITLES = ("A_{head}: softmax over the kept keys", "dense A_{head}: softmax over every allowed key")
+TITLES = ("A_{head}: kept keys only", "dense A_{head}: every allowed key")
 STEP_TITLES = {"moba": ("mean key of each block (head {head})", "gate s = q_i · mean(K_b) (head {head})",
                         "blocks kept (1) by query i (head {head})"),
                "dsa": ("index I (every head shares it)", "keys kept (1): the top-k of each row")}

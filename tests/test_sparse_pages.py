@@ -47,12 +47,15 @@ def test_heads_shows_the_kept_keys_the_dense_row_and_the_gap_of_the_chosen_head(
             at.radio(key="heads_sparse_head").set_value(head).run()
             assert not at.exception
         kept = sparse.trace.weights[head] > 0
-        np.testing.assert_allclose(np.nan_to_num(shown(at, f"A_{head}: softmax over the kept keys")),
+        np.testing.assert_allclose(np.nan_to_num(shown(at, f"A_{head}: kept keys only")),
                                    np.where(kept, sparse.trace.weights[head], 0), atol=FIGURE)
-        np.testing.assert_allclose(np.nan_to_num(shown(at, f"dense A_{head}: softmax over every allowed key")),
+        np.testing.assert_allclose(np.nan_to_num(shown(at, f"dense A_{head}: every allowed key")),
                                    np.where(sparse.mask, dense.trace.weights[head], 0), atol=FIGURE)
-        np.testing.assert_allclose(shown(at, "‖o_sparse − o_dense‖ per query and head"), gap.T, atol=FIGURE)
+        np.testing.assert_allclose(shown(at, "‖o_sparse − o_dense‖ (query × head)"), gap.T, atol=FIGURE)
         assert gap.max() > 0.05  # k = 2 drops keys that mattered
+    captions = " ".join(c.value for c in at.caption)
+    assert "attention: each row sums to 1 over the keys it keeps" in captions
+    assert "no softmax" not in captions  # its rows are a softmax, over the kept keys
 
 
 def test_step_by_step_shows_moba_gates_and_blocks_from_the_keys():
@@ -82,12 +85,12 @@ def test_step_by_step_shows_the_dsa_index_and_its_top_k():
         row = parts.index[t, : t + 1]
         assert row[kept[t, : t + 1] > 0].min() >= row[kept[t, : t + 1] == 0].max(initial=-np.inf)
     gap = np.linalg.norm(sparse.trace.heads - dense.trace.heads, axis=-1)
-    np.testing.assert_allclose(shown(at, "‖o_sparse − o_dense‖ per query and head"), gap.T, atol=FIGURE)
+    np.testing.assert_allclose(shown(at, "‖o_sparse − o_dense‖ (query × head)"), gap.T, atol=FIGURE)
 
 
 def test_k_equal_to_t_shows_a_zero_gap_on_the_page():
     at = open_app("app_pages/step_by_step.py", **{**LINK, "topk": "8"}, kernel="dsa")
-    assert np.max(shown(at, "‖o_sparse − o_dense‖ per query and head")) < FIGURE
+    assert np.max(shown(at, "‖o_sparse − o_dense‖ (query × head)")) < FIGURE
 
 
 @pytest.mark.parametrize("kernel", ["moba", "dsa"])

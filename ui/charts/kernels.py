@@ -50,8 +50,10 @@ def row_sums_sentence(trace: AttentionTrace) -> str | None:
             return _("{kernel}: each row sums to {formula} = {total}, not 1, and weights can be negative, so the "
                      "colours are centred on 0 (blue below).").format(**words)
         return _("{kernel}: each row sums to {formula} = {total}, not 1.").format(**words)
-    return _("{kernel} attention: {row_sums} ({formula}); no softmax.").format(
-        kernel=first_upper(_(kernel.short_label)), row_sums=said(kernel.row_sums), formula=kernel.formula)
+    words = dict(kernel=first_upper(_(kernel.short_label)), row_sums=said(kernel.row_sums), formula=kernel.formula)
+    if kernel.softmax_rows:  # a softmax over some of the keys (sparse selection)
+        return _("{kernel} attention: {row_sums} ({formula}).").format(**words)
+    return _("{kernel} attention: {row_sums} ({formula}); no softmax.").format(**words)
 
 
 # The About page's table of kernels: its column headers, marked here and translated where shown (``kernel_columns``).

@@ -77,11 +77,11 @@ def sparse_keep_step(inputs: StepInputs, head: int, cell) -> Step:
     causal = parts.dense_weights[head] > 0  # (Tq, Tk): the keys the dense row sees
     heads = [f"h{h}" for h in range(trace.n_heads)]
     panels = (
-        Panel(_("A_{head}: softmax over the kept keys").format(head=head), trace.weights[head], q, k, _("weight"),
+        Panel(_("A_{head}: kept keys only").format(head=head), trace.weights[head], q, k, _("weight"),
               kind="weights", cell=cell, axis_titles=qk_axes(), allowed=parts.kept[head]),
-        Panel(_("dense A_{head}: softmax over every allowed key").format(head=head), parts.dense_weights[head], q, k,
+        Panel(_("dense A_{head}: every allowed key").format(head=head), parts.dense_weights[head], q, k,
               _("weight"), kind="weights", cell=cell, axis_titles=qk_axes(), allowed=causal),
-        Panel(_("‖o_sparse − o_dense‖ per query and head"), parts.gap.T, q, heads, "‖Δo‖",
+        Panel(_("‖o_sparse − o_dense‖ (query × head)"), parts.gap.T, q, heads, "‖Δo‖",
               axis_titles=(_("query i"), _("head"))),
     )
     dropped = np.where(parts.kept[head], 0.0, parts.dense_weights[head]).sum(axis=-1)  # (Tq,)
