@@ -171,3 +171,18 @@ def test_the_notebook_runs_every_assert_and_ends_with_the_sparse_weights(kernel,
     np.testing.assert_allclose(saved["gap"], np.linalg.norm(sparse.trace.heads - dense.trace.heads, axis=-1),
                                atol=1e-12)
     assert saved["kept"].sum() < np.tri(8).sum() * (4 if kernel == "moba" else 1)  # some keys were dropped
+
+
+@pytest.mark.parametrize("kernel", ["moba", "dsa"])
+def test_compare_draws_the_dense_head_as_a_and_the_sparse_one_as_b(kernel):
+    from tests.test_app_compare import compare_page, panels
+
+    at = compare_page({**LINK, "kernel": "softmax", "b_kernel": kernel, "b_topk": "1", "b_block": "3"})
+    assert not at.exception, [e.value for e in at.exception]
+    sparse, dense = engine(kernel, topk="1", block="3")
+    a, b = panels(at, "cmp_pair")
+    for shown, want in ((a, dense.trace.weights[0]), (b, sparse.trace.weights[0])):
+        drawn = np.isfinite(shown)
+        assert np.array_equal(drawn, sparse.mask)
+        np.testing.assert_allclose(shown[drawn], want[drawn], rtol=0, atol=FIGURE)
+    assert not np.allclose(a[np.isfinite(a)], b[np.isfinite(b)], atol=1e-3)  # k = 1 drops keys
