@@ -186,3 +186,20 @@ def test_compare_draws_the_dense_head_as_a_and_the_sparse_one_as_b(kernel):
         assert np.array_equal(drawn, sparse.mask)
         np.testing.assert_allclose(shown[drawn], want[drawn], rtol=0, atol=FIGURE)
     assert not np.allclose(a[np.isfinite(a)], b[np.isfinite(b)], atol=1e-3)  # k = 1 drops keys
+
+
+def test_decoding_assembles_the_sparse_rows_and_shows_the_indexer_keys_it_keeps():
+    from tests.test_new_kernel_decoding import metrics, panel, panels
+
+    at = open_app("app_pages/decoding.py", **LINK, kernel="dsa")
+    sparse, _dense = engine("dsa")
+    index_k = sparse.trace.kernel_parts.index_k  # (T, dI): the indexer's key of every token
+    for t in (2, 7):
+        at.slider("w_dec_step").set_value(t).run()
+        assert not at.exception
+        assembled = np.nan_to_num(panel(at, "dec_variant_assembled")[: t + 1])
+        np.testing.assert_allclose(assembled, np.tril(sparse.trace.weights[0])[: t + 1], rtol=0, atol=FIGURE)
+        held = panels(at, "dec_variant_held_")
+        assert len(held) == 3  # K, V and the indexer keys
+        np.testing.assert_allclose(held[2], index_k[: t + 1], rtol=0, atol=FIGURE)
+        assert int(metrics(at)["Numbers kept (this layer)"].replace(",", "")) == (t + 1) * (2 * 16 + index_k.shape[1])
