@@ -129,6 +129,11 @@ class Kernel:
     weights_why: str = ""  # its weights step's words; "": ``summary`` and ``row_sums``
     scale_why: str = ""  # what the scale step is for under it ("": the softmax head's words)
     mask_why: str = ""  # what a masked logit becomes under it ("": the softmax head's words)
+    # (nh, Tq): the weight each row gives to no key (a learned sink), from its parts; captions give the run's range
+    # in ``spare_words`` ({kernel}, {low}, {high}). None: every row that sees a key sums to ``row_sum`` (or 1)
+    spare: Callable[[object], np.ndarray] | None = None
+    spare_words: str = ""
+    views: tuple[str, ...] = ()  # its own views Heads shows under the weights, by slug (``ui/pages/heads/kernel_views.py``)
 
     def __post_init__(self) -> None:
         if self.attend is None:
@@ -140,8 +145,9 @@ class Kernel:
 
     @property
     def rows_are_distributions(self) -> bool:
-        """Every row of weights is a probability distribution (no weight below 0, sum 1): it has an entropy."""
-        return self.rows_sum_to_one and not self.signed
+        """Every row of weights is a probability distribution (no weight below 0, sum 1; or, as with the null key,
+        with the rest on a ``spare`` sink of no value): it has an entropy."""
+        return (self.rows_sum_to_one or self.spare is not None) and not self.signed
 
     @property
     def weights_source(self) -> str:
