@@ -25,6 +25,7 @@ from ui.i18n import N_, _, ngettext
 from ui.pages.heads import quiz
 from ui.pages.heads.apart_section import take_apart_section
 from ui.pages.heads.downloads import download, download_csv
+from ui.pages.heads.kernel_views import kernel_views_section
 from ui.run import cached_figures
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
@@ -225,6 +226,8 @@ def diagnostics_section(result) -> None:
 def head_output_words(trace) -> str:
     """What one head puts into the concatenation, in words: weights × V, and a differential head's RMSNorm after it."""
     gain = getattr(trace.kernel_parts, "output_gain", None)  # a differential head's 1 − λ_init
+    if getattr(trace.kernel_parts, "gate", None) is not None:  # a gated head's σ(X W_θ), feature by feature
+        return _("weights × V, then ⊙ its gate σ(X W_θ)")
     if gain is None:
         return _("weights × V")
     return _("weights × V, then RMSNorm on its own and × (1 − λ_init) = {gain:.4f}").format(gain=gain)
@@ -432,6 +435,7 @@ def main() -> None:
           "The model never uses it — each head's output is kept separate."), result.trace.kernel
     )
     heads_section(result, view, average, colours, picture)
+    kernel_views_section(result)  # the kernel's own views (a gate's opening, a sink's share), if it names any
     diagnostics_section(result)
     outputs_section(result)
     take_apart_section(result)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mha_core import kernels
 from mha_core.config import MHAConfig, run
 from tests.test_app_decoding import open_page
 from tests.test_app_heads import app, charts, grid_matrices
@@ -92,7 +93,7 @@ def test_heads_keeps_the_fixed_scale_for_linear_and_says_rows_sum_to_1():
 def test_the_sidebar_offers_every_kernel_and_writes_the_link():
     at = app()
     box = at.selectbox(key="w_kernel")
-    assert len(box.options) == 3
+    assert len(box.options) == len(kernels.KERNELS)  # every row of the table, the 2026 ones too
     box.set_value("linear").run()
     assert not at.exception
     assert at.session_state["config"].kernel == "linear"

@@ -24,6 +24,7 @@ import numpy as np
 
 from mha_core.kernels import KERNELS
 from ui.i18n import _, ngettext
+from ui.pipeline.kernel_steps_gated import output_gate_step, sink_weights_step
 from ui.pipeline.records import (
     Panel,
     Step,
@@ -338,4 +339,6 @@ KERNEL_STEPS: dict[str, Callable[[StepInputs, int, object], Step | None]] = {
     "linear_phi": linear_phi_step,
     "linear_weights": linear_weights_step,
     "linear_state": linear_state_step,
+    "output_gate": output_gate_step,
+    "sink_weights": sink_weights_step,
 }
