@@ -133,7 +133,7 @@ GATED = Kernel(
     paper="Qiu et al. 2025 (Qwen3-Next)", formula="Y′ = softmax(QKᵀ/√d_k)·V ⊙ σ(X W_θ)", variant=False,
     drill_down=True, params=lambda c: gate_params(c.d_model, c.n_heads, c.head_size, c.seed),
     steps=("softmax",), after_mix=("output_gate",), views=("gate_opening",),
-    weights_label=N_("weights (softmax, before the gate)"),
+    weights_label=N_("weights (before the gate)"),
     mix_why=N_("Each query receives the sum of the value rows weighted by its attention weights, as in a softmax "
                "head; the next step gates this row before the heads are concatenated."),
 )

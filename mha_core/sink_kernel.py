@@ -93,7 +93,7 @@ SINK = Kernel(
              no_latent(_SINKS)),
     paper="OpenAI 2025 (gpt-oss)", formula="A = softmax([QKᵀ/√d_k | s_h])[:, :−1]",
     params=lambda c: sink_params(c.n_heads, c.seed), steps=("sink_weights",), views=("sink_share",),
-    weights_label=N_("weights (softmax with a sink)"),
+    weights_label=N_("weights (with a sink)"),
     spare=lambda parts: parts.sink_share,
     spare_words=N_("{kernel}: each row sums to less than 1: the head's sink (a logit s_h with no value) takes the "
                    "rest, 1 − Σ = {low} to {high} of a row here (all heads and queries)."),
