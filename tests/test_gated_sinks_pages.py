@@ -123,7 +123,8 @@ def test_step_by_step_appends_the_sink_column_and_drops_it():
     np.testing.assert_allclose(with_sink[:, -1], result.kernel_params.logits[0], atol=FIGURE)
     want = sink_weights_by_hand(result)
     full = z_of(shown["softmax over the row with the sink (sums to 1)"])
-    np.testing.assert_allclose(full.sum(axis=-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(np.nansum(full, axis=-1), 1.0, atol=1e-5)  # masked cells are drawn grey (NaN)
+    assert np.isnan(full[0, 1]) and np.isfinite(full[:, -1]).all()  # the sink is never masked
     np.testing.assert_allclose(np.nan_to_num(z_of(shown["A_0: the sink's column dropped"])), want[0], atol=FIGURE)
     np.testing.assert_allclose(z_of(shown["The sink's share of each row, 1 − Σ_j A_ij"]), 1 - want.sum(-1),
                                atol=FIGURE)

@@ -67,13 +67,15 @@ def sink_weights_step(inputs: StepInputs, head: int, cell) -> Step:
     with_sink = np.concatenate([trace.logits[head], np.full((trace.logits.shape[1], 1), sink)], axis=-1)  # (Tq, Tk+1)
     columns = [*inputs.key_labels, _("sink")]
     full = np.concatenate([trace.weights[head], parts.sink_share[head][:, None]], axis=-1)  # (Tq, Tk+1): sums to 1
+    seen = None if inputs.mask is None else np.asarray(inputs.mask, dtype=bool)  # (Tq, Tk): masked cells drawn grey
+    seen_with_sink = None if seen is None else np.concatenate([seen, np.ones((len(seen), 1), dtype=bool)], axis=-1)
     panels = (
         Panel(_("[L_{head} | s_{head}]: the logits with the sink's column").format(head=head), with_sink,
               inputs.query_labels, columns, _("logit"), axis_titles=qk_axes()),
         Panel(_("softmax over the row with the sink (sums to 1)"), full, inputs.query_labels, columns, _("weight"),
-              kind="weights", axis_titles=qk_axes()),
+              kind="weights", axis_titles=qk_axes(), allowed=seen_with_sink),
         Panel(_("A_{head}: the sink's column dropped").format(head=head), trace.weights[head], inputs.query_labels,
-              inputs.key_labels, _("weight"), kind="weights", cell=cell, axis_titles=qk_axes()),
+              inputs.key_labels, _("weight"), kind="weights", cell=cell, axis_titles=qk_axes(), allowed=seen),
         Panel(_("The sink's share of each row, 1 − Σ_j A_ij"), parts.sink_share, head_labels(trace.n_heads),
               inputs.query_labels, _("sink share"), kind="weights", axis_titles=(_("head"), _("query"))),
     )

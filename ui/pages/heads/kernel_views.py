@@ -21,8 +21,9 @@ from ui.charts import tables
 from ui.i18n import _
 from ui.pages.heads.downloads import download_csv
 from ui.run import cached_figures
-from ui.state.device import chart_config
+from ui.state.device import chart_config, on_phone
 from ui.widgets.live import show_chart
+from ui.widgets.phone import swipe_hint
 
 
 def head_index(n_heads: int) -> pd.Index:
@@ -74,7 +75,10 @@ def gate_opening_view(result) -> None:
     st.caption(_("Qwen3-Next's gate is elementwise: each head has {hv} gates per token, one per value feature; the "
                  "colour is their mean, 0 = the head hands on nothing for this token, 1 = all of A·V.").format(
         hv=parts.gate.shape[-1]))
-    st.dataframe(gate_frame(result), key="gate_table")
+    table = gate_frame(result)
+    st.dataframe(table, key="gate_table")
+    if on_phone():  # wider than the screen, and a phone shows no scroll bar
+        st.caption(swipe_hint([table.index.name, *table.columns]))
     st.caption(_("The first token's weight is the same with the gate on and off: the gate acts after A·V, so the "
                  "weights never change. What changes is what the first token hands on (the mean ‖w_i0·v_0‖ over the "
                  "queries, before and after the gate). In trained models the paper finds that a head which can close "
