@@ -214,3 +214,25 @@ def test_the_steps_and_lessons_are_translated(lang):
     assert any(title in h.value for h in at.subheader) or any(title in m.value for m in at.markdown)
     shown = open_app("app_pages/lessons.py", lesson="gated_attention", lang=lang)
     assert any(lesson in t.value for t in [*shown.title, *shown.header, *shown.subheader, *shown.markdown])
+
+
+# ---- the static pack ---------------------------------------------------------------------------------
+
+
+def test_the_static_pack_draws_both_kernels_weights_as_the_engine_makes_them(tmp_path):
+    from deploy import static_pack
+    from tests.test_static_pack_kernels import assert_shows, figures, page_text
+
+    lines = ["?kernel=gated&mask=causal&tokens=the+cat+sat+on+a+mat",
+             "?kernel=sink&mask=causal&tokens=the+cat+sat+on+a+mat"]
+    static_pack.build_pack(tmp_path, lines)
+    for number, params in ((1, {"kernel": "gated"}), (2, {"kernel": "sink"})):
+        result = result_of({"tokens": "the cat sat on a mat", "mask": "causal", **params})
+        weights = result.trace.weights
+        if params["kernel"] == "sink":  # the weights by hand: gpt-oss's concatenate, softmax, drop
+            weights = sink_weights_by_hand(result)
+        shown = figures(tmp_path, number)
+        assert len(shown) == result.trace.n_heads
+        for (_title, z, _axis), want in zip(shown, weights, strict=True):
+            assert_shows(z, want, result.mask)
+    assert "each row sums to less than 1" in page_text(tmp_path, 2)
