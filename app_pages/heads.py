@@ -226,6 +226,8 @@ def diagnostics_section(result) -> None:
 def head_output_words(trace) -> str:
     """What one head puts into the concatenation, in words: weights × V, and a differential head's RMSNorm after it."""
     gain = getattr(trace.kernel_parts, "output_gain", None)  # a differential head's 1 − λ_init
+    if getattr(trace.kernel_parts, "gate", None) is not None:  # a gated head's σ(X W_θ), feature by feature
+        return _("weights × V, then ⊙ its gate σ(X W_θ)")
     if gain is None:
         return _("weights × V")
     return _("weights × V, then RMSNorm on its own and × (1 − λ_init) = {gain:.4f}").format(gain=gain)
@@ -433,7 +435,7 @@ def main() -> None:
           "The model never uses it — each head's output is kept separate."), result.trace.kernel
     )
     heads_section(result, view, average, colours, picture)
-    kernel_sections(result, attention_kernel(result.trace.kernel))  # a kernel's own sections (sparse: kept keys)
+    kernel_sections(result, attention_kernel(result.trace.kernel))  # a kernel's own sections (sparse: kept keys; a gate's opening, a sink's share)
     diagnostics_section(result)
     outputs_section(result)
     take_apart_section(result)

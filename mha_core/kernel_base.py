@@ -132,6 +132,10 @@ class Kernel:
     tunes: tuple[str, ...] = ()  # the configuration fields of its own settings (top-k...): their rows apply only then
     softmax_rows: bool = False  # its weights are a softmax over some keys (sparse): captions do not say "no softmax"
     heads_sections: tuple[str, ...] = ()  # its own sections on the Heads page, by slug (ui/pages/heads/kernel_sections.py)
+    # (nh, Tq): the weight each row gives to no key (a learned sink), from its parts; captions give the run's range
+    # in ``spare_words`` ({kernel}, {low}, {high}). None: every row that sees a key sums to ``row_sum`` (or 1)
+    spare: Callable[[object], np.ndarray] | None = None
+    spare_words: str = ""
 
     def __post_init__(self) -> None:
         if self.attend is None:
@@ -143,8 +147,9 @@ class Kernel:
 
     @property
     def rows_are_distributions(self) -> bool:
-        """Every row of weights is a probability distribution (no weight below 0, sum 1): it has an entropy."""
-        return self.rows_sum_to_one and not self.signed
+        """Every row of weights is a probability distribution (no weight below 0, sum 1; or, as with the null key,
+        with the rest on a ``spare`` sink of no value): it has an entropy."""
+        return (self.rows_sum_to_one or self.spare is not None) and not self.signed
 
     @property
     def weights_source(self) -> str:

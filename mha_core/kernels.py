@@ -12,6 +12,9 @@ One table of records, ``KERNELS``, read by the engine, the configuration's check
 - **linear** (Katharopoulos et al. 2020): phi(x) = elu(x) + 1 > 0 replaces exp; the weights are
   phi(q_i) . phi(k_j) divided by their row sum (no scale, as in the paper). With a causal mask the same heads come from a recurrence whose state has a constant size:
   S_t = S_{t-1} + phi(k_t) v_t^T (hs x hv), z_t = z_{t-1} + phi(k_t) (hs,), out_t = phi(q_t)^T S_t / phi(q_t)^T z_t.
+- **gated** (``mha_core.gated``; Qiu et al. 2025, Qwen3-Next): a softmax head whose A V is multiplied, feature by
+  feature, by sigma(X W_theta) before W_O.
+- **sink** (``mha_core.sink_kernel``; gpt-oss): one learned logit per head joins every row, softmax, column dropped.
 
 A kernel's function takes q (nh,Tq,hs), k (kv,Tk,hs), v (kv,Tk,hv) after positions, the mask, the
 scale and the bias, and returns a ``KernelOutput``: the implied (nh,Tq,Tk) weights, the heads
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha_core.gated import GATED
 from mha_core.kernel_base import (  # noqa: F401  (the record and the softmax head, re-exported: kernels' old imports)
     Kernel,
     KernelOutput,
@@ -42,6 +46,7 @@ from mha_core.kernel_base import (  # noqa: F401  (the record and the softmax he
 from mha_core.kernel_records import Refusal, RowScale, WeightInputs
 from mha_core.linear_state import LINEAR_STATE, add_to_state, elu_plus_one, read_state
 from mha_core.marks import N_, Message
+from mha_core.sink_kernel import SINK
 from mha_core.sparse import DSA, MOBA
 from mha_core.steps import attention_scores, softmax, weighted_sum
 
@@ -313,6 +318,8 @@ KERNELS: dict[str, Kernel] = {
                                  "cells are masked.")),
         MOBA,
         DSA,
+        GATED,
+        SINK,
     )
 }
 

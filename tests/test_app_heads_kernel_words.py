@@ -36,6 +36,8 @@ ENGINE_MAPS = {
     # issue 34's sparse selection: the logits of the keys each head kept (-inf at every other key)
     "moba": lambda trace: [[np.where(trace.kernel_parts.kept[h], trace.logits[h], -np.inf)] for h in range(trace.n_heads)],
     "dsa": lambda trace: [[np.where(trace.kernel_parts.kept[h], trace.logits[h], -np.inf)] for h in range(trace.n_heads)],
+    "gated": lambda trace: [[trace.logits[h]] for h in range(trace.n_heads)],  # a softmax head's, gated after A·V
+    "sink": lambda trace: [[trace.logits[h]] for h in range(trace.n_heads)],  # the logits the sink joins
 }
 
 
@@ -192,6 +194,10 @@ def test_the_concatenation_caption_says_what_each_head_puts_in(name):
             np.testing.assert_allclose(block, parts.normed_heads[h], rtol=0, atol=1e-12)
             assert not np.allclose(block, trace.heads[h], atol=1e-3)
         assert "RMSNorm" in caption and f"(1 − λ_init) = {parts.output_gain:.4f}" in caption, caption
+    elif name == "gated":  # A·V ⊙ σ(X W_θ), feature by feature
+        for h, block in enumerate(blocks):
+            np.testing.assert_allclose(block, trace.heads[h] * parts.gate[h], rtol=0, atol=1e-12)
+        assert caption.startswith("Each head's output (weights × V, then ⊙ its gate σ(X W_θ)) is"), caption
     else:
         for h, block in enumerate(blocks):
             np.testing.assert_allclose(block, trace.heads[h], rtol=0, atol=1e-12)

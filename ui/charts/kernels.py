@@ -43,6 +43,10 @@ def row_sums_sentence(trace: AttentionTrace) -> str | None:
     kernel = KERNELS[trace.kernel]
     if not kernel.variant:  # the softmax head: the pages' own captions say it
         return None
+    if kernel.spare is not None:  # each row gives its own share to no key (a learned sink)
+        spare = kernel.spare(trace.kernel_parts)  # (nh, Tq)
+        return _(kernel.spare_words).format(kernel=first_upper(_(kernel.label)), low=f"{spare.min():.3f}",
+                                            high=f"{spare.max():.3f}")
     if kernel.row_sum is not None:  # a sum this run's parameters set (differential: 1 − λ)
         words = dict(kernel=first_upper(_(kernel.label)), formula=kernel.row_sum_formula,
                      total=f"{kernel.row_sum(trace.kernel_parts):.3f}")

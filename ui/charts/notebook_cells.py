@@ -309,8 +309,8 @@ def _mix_cell(ctx: Context) -> Cell:
 
 
 def _concat_cell(ctx: Context) -> Cell:
-    # A kernel that puts each head on its own scale first (differential) concatenates those: ``mixed``
-    source = "mixed" if hasattr(ctx.result.trace.kernel_parts, "normed_heads") else "heads"
+    # A kernel with a step after A·V (differential's norm, gated's gate) concatenates what it made: ``mixed``
+    source = "mixed" if ctx.config.attention_kernel.after_mix else "heads"
     code = f"concat = {source}.transpose(1, 0, 2).reshape(T_q, nh * hs)  # (T_q, nh*hs): [head_0 | head_1 | ...]"
     return Cell(code, check("concat"), {"concat": ctx.result.trace.concat})
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from ui.charts.labels import said
 from ui.charts.notebook_cells import Cell, Context, _mask_source, _number, array_source, check, comment, scheme_source
+from ui.charts.notebook_gated import output_gate_cell, sink_weights_cell
 from ui.charts.notebook_kernels_sparse import SPARSE_CELLS
 from ui.i18n import _
 
@@ -183,4 +184,6 @@ KERNEL_CELLS: dict[str, Callable[[Context], Cell]] = {
     "linear_weights": _linear_weights_cell,
     "linear_state": _linear_state_cell,
     **SPARSE_CELLS,  # MoBA's gate, DSA's indexer, the softmax over the kept keys (notebook_kernels_sparse.py)
+    "output_gate": output_gate_cell,
+    "sink_weights": sink_weights_cell,
 }

@@ -24,6 +24,7 @@ import numpy as np
 
 from mha_core.kernels import KERNELS
 from ui.i18n import _, ngettext
+from ui.pipeline.kernel_steps_gated import output_gate_step, sink_weights_step
 from ui.pipeline.kernel_steps_sparse import SPARSE_STEPS
 from ui.pipeline.records import (
     Panel,
@@ -340,4 +341,6 @@ KERNEL_STEPS: dict[str, Callable[[StepInputs, int, object], Step | None]] = {
     "linear_weights": linear_weights_step,
     "linear_state": linear_state_step,
     **SPARSE_STEPS,  # MoBA's block gate, DSA's indexer, the softmax over the kept keys (kernel_steps_sparse.py)
+    "output_gate": output_gate_step,
+    "sink_weights": sink_weights_step,
 }

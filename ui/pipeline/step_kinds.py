@@ -86,8 +86,14 @@ STEP_KINDS: dict[str, StepKind] = {kind.slug: kind for kind in (
     StepKind("sparse_keep", N_("Softmax over the kept keys, beside the dense row (sparse)"), N_("kept"),
              N_("The softmax runs over the chosen keys only; beside it the dense row and ‖o_sparse − o_dense‖ per "
                 "query.")),
+    StepKind("sink_weights", N_("Softmax with a learned sink, its column dropped (sinks)"), "[L|s]",
+             N_("One learned logit per head joins every row, the softmax is taken, and its column is dropped: the "
+                "keys' weights sum to less than 1, the sink taking the rest (gpt-oss).")),
     StepKind("mix", N_("Weighted sum of values A·V"), "A·V",
              N_("Each query receives the sum of the value rows weighted by its attention weights.")),
+    StepKind("output_gate", N_("Gate each head's output: Y ⊙ σ(X W_θ) (gated)"), N_("gate"),
+             N_("Each head's A·V is multiplied, feature by feature, by a sigmoid gate made from the token's input, "
+                "before W_O: a head can hand on less without moving its weights (Qwen3-Next).")),
     StepKind("diff_norm", N_("Normalise each head, times 1 − λ_init (differential)"), N_("norm"),
              N_("Each head's output is RMS-normalised on its own and multiplied by 1 − λ_init before the heads are "
                 "concatenated.")),

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from mha_core.attention import split_heads
 from mha_core.config import RunResult
 from mha_core.contributions import KnockOut, contribution_identity, knock_out, output_norm_weights
+from mha_core.gated import gated_output_norm_weights
 from mha_core.kernels import attention_kernel
 from ui.charts import figures, tables
 from ui.i18n import _
@@ -40,7 +41,11 @@ def take_apart(result: RunResult, heads_off) -> TakenApart:
     heads = split_heads(trace.concat, trace.n_heads)  # (nh, Tq, hv)
     contributions, gap = contribution_identity(heads, w_o, b_o, trace.output)  # (nh, Tq, C_out)
     knocked = knock_out(heads, w_o, b_o, heads_off)
-    carried = output_norm_weights(trace.weights, trace.values_per_query_head(), w_o, row_scale(trace))  # (nh, Tq, Tk)
+    gate = getattr(trace.kernel_parts, "gate", None)  # a gated head's σ(X W_θ) (nh, Tq, hv), feature by feature
+    if gate is None:
+        carried = output_norm_weights(trace.weights, trace.values_per_query_head(), w_o, row_scale(trace))  # (nh, Tq, Tk)
+    else:
+        carried = gated_output_norm_weights(trace.weights, trace.values_per_query_head(), w_o, gate)  # (nh, Tq, Tk)
     return TakenApart(contributions, gap, knocked, carried)
 
 

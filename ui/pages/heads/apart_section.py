@@ -128,6 +128,10 @@ def carried_panel(result, parts, head: int, off) -> None:
                      "c_i = {formula}, so row i is still Σ_j c_i·w_ij·v_j: key j's exact share of it is "
                      "c_i·w_ij·v_j W_O(h), and the map shows its norm (|weight|: a weight here can be negative).")
                    .format(formula=scale.formula))
+    if getattr(result.trace.kernel_parts, "gate", None) is not None:
+        st.caption(_("A gated head multiplies row i of A·V by its gate g_i = σ(x_i W_θ), feature by feature, so row i "
+                     "is Σ_j w_ij·(g_i ⊙ v_j): key j's exact share of it is w_ij·(g_i ⊙ v_j) W_O(h), and the map shows "
+                     "its norm."))
     n_heads = result.trace.n_heads
     shown_heads = list(range(n_heads)) if parts.carried.size <= MAX_DRAWN_CELLS else [head]
     titles = [_("head {h}: {formula}").format(h=h, formula=formula) for h in shown_heads]

@@ -28,6 +28,7 @@ LESSON_MODULES = (
     "flash",  # 14-17. FlashAttention's online softmax, weights never stored, skipped tiles, attention sinks
     "tokens",  # 18. the same sentence in English, Chinese and Spanish: SmolLM2 tokens and MiniLM word pieces
     "sparse",  # sparse selection: MoBA and DeepSeek Sparse Attention keep k (issue 34)
+    "gate_sinks",  # gated attention's output gate and gpt-oss's learned sinks (issue 34)
 )
 
 
