@@ -225,12 +225,8 @@ def diagnostics_section(result) -> None:
 
 def head_output_words(trace) -> str:
     """What one head puts into the concatenation, in words: weights × V, and a differential head's RMSNorm after it."""
-    gain = getattr(trace.kernel_parts, "output_gain", None)  # a differential head's 1 − λ_init
-    if getattr(trace.kernel_parts, "gate", None) is not None:  # a gated head's σ(X W_θ), feature by feature
-        return _("weights × V, then ⊙ its gate σ(X W_θ)")
-    if gain is None:
-        return _("weights × V")
-    return _("weights × V, then RMSNorm on its own and × (1 − λ_init) = {gain:.4f}").format(gain=gain)
+    words = attention_kernel(trace.kernel).output_words  # the row's words, filled from its parts (gain, ...)
+    return _(words).format(**vars(trace.kernel_parts)) if words else _("weights × V")
 
 
 def outputs_section(result) -> None:

@@ -132,7 +132,8 @@ GATED = Kernel(
     refuses=(no_latent(Message(N_("gated attention"))),),
     paper="Qiu et al. 2025 (Qwen3-Next)", formula="Y′ = softmax(QKᵀ/√d_k)·V ⊙ σ(X W_θ)", variant=False,
     drill_down=True, params=lambda c: gate_params(c.d_model, c.n_heads, c.head_size, c.seed),
-    steps=("softmax",), after_mix=("output_gate",), heads_sections=("gate_opening",),
+    steps=("softmax",), after_mix=("output_gate",), output_words=N_("weights × V, then ⊙ its gate σ(X W_θ)"),
+    heads_sections=("gate_opening",),
     weights_label=N_("weights (before the gate)"),
     mix_why=N_("Each query receives the sum of the value rows weighted by its attention weights, as in a softmax "
                "head; the next step gates this row before the heads are concatenated."),

@@ -122,6 +122,7 @@ class Kernel:
     steps: tuple[str, ...] = ("kernel_weights",)  # Step by step's step slugs where the softmax step stands
     drops: tuple[str, ...] = ()  # the softmax head's steps before that it has no use for ("scores", "scale", ...)
     after_mix: tuple[str, ...] = ()  # its own steps after A·V
+    output_words: str = ""  # what a head puts into the concatenation when more than A·V ({fields} of its parts)
     mix_why: str = ""  # what A·V is under it, when not an average ("": the page's own words)
     weights_of: Callable[[np.ndarray], np.ndarray] | None = None  # logits (nh,Tq,Tk) -> weights, for a map kernel
     weights_title: str = ""  # its weights step's title; "": "<Short label> weights, entry by entry"

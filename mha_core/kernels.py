@@ -282,6 +282,7 @@ KERNELS: dict[str, Kernel] = {
                weights_label=N_("weights A₁ − λA₂"),
                params=lambda c: differential_params(c.head_size, c.seed), steps=("diff_maps", "diff_combine"),
                drops=("scores", "scale", "mask"), after_mix=("diff_norm",),
+               output_words=N_("weights × V, then RMSNorm on its own and × (1 − λ_init) = {output_gain:.4f}"),
                mix_why=N_("Each query's output is the sum of the value rows weighted by A₁ − λA₂: not an average, "
                           "since the weights can be negative and sum to 1 − λ. The next step normalises each head on "
                           "its own."),
