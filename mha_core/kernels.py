@@ -42,6 +42,7 @@ from mha_core.kernel_base import (  # noqa: F401  (the record and the softmax he
 from mha_core.kernel_records import Refusal, RowScale, WeightInputs
 from mha_core.linear_state import LINEAR_STATE, add_to_state, elu_plus_one, read_state
 from mha_core.marks import N_, Message
+from mha_core.qk_norm import QK_NORM
 from mha_core.steps import attention_scores, softmax, weighted_sum
 
 DIFF_NORM_EPS = 1e-5  # RMSNorm's epsilon on each differential head (the paper's code and DiffLlama's default)
@@ -310,6 +311,7 @@ KERNELS: dict[str, Kernel] = {
                scores_caption=N_("Colour = the raw dot product q·k, centred on 0. A linear head never forms it: φ = "
                                  "elu + 1 acts on q and on k before their product (φ(q)·φ(k), the view before). Grey "
                                  "cells are masked.")),
+        QK_NORM,
     )
 }
 

@@ -33,6 +33,7 @@ ENGINE_MAPS = {
     "differential": lambda trace: [[trace.kernel_parts.logits1[h], trace.kernel_parts.logits2[h]]
                                    for h in range(trace.n_heads)],
     "linear": lambda trace: [[trace.kernel_parts.similarity[h]] for h in range(trace.n_heads)],
+    "qknorm": lambda trace: [[trace.logits[h]] for h in range(trace.n_heads)],  # softmax's logits, of q̂ and k̂
 }
 
 

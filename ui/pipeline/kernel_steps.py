@@ -24,6 +24,7 @@ import numpy as np
 
 from mha_core.kernels import KERNELS
 from ui.i18n import _, ngettext
+from ui.pipeline.kernel_steps_qknorm import qk_norm_step
 from ui.pipeline.records import (
     Panel,
     Step,
@@ -47,7 +48,11 @@ def variant_steps(inputs: StepInputs, head: int, cell, steps: list[Step]) -> lis
     trace = inputs.trace
     kernel = KERNELS[trace.kernel]
     out: list[Step] = []
+    early = [KERNEL_STEPS[slug](inputs, head, cell) for slug in kernel.early_steps]  # before positions (QK-norm)
     for step in steps:
+        if early and step.slug in ("rope", "scores"):  # the first step after the heads are split and shared
+            out.extend(early)
+            early = []
         if step.slug == "rope" and (trace.mla is not None or kernel.sub_heads > 1):
             out.append(part_rope_step(inputs, head))
         elif step.slug == "softmax":
@@ -338,4 +343,5 @@ KERNEL_STEPS: dict[str, Callable[[StepInputs, int, object], Step | None]] = {
     "linear_phi": linear_phi_step,
     "linear_weights": linear_weights_step,
     "linear_state": linear_state_step,
+    "qk_norm": qk_norm_step,
 }
