@@ -31,8 +31,8 @@ UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 LENGTH_NAMES = {4096: "4k", 131072: "128k", 1048576: "1M"}
 PER_LAYER_NAMES = (N_("model"), N_("attention"), N_("layer type"), N_("layers"), N_("numbers per token, one layer"),
                    N_("bytes per token, these layers"), N_("kept"), N_("source (config.json)"), N_("not checked"))
-TOTAL_NAMES = (N_("model"), N_("attention"), *(N_("cache at {n} tokens").format(n=n) for n in LENGTH_NAMES.values()))
-TOTAL_COLUMNS = tuple(f"cache at {n} tokens" for n in LENGTH_NAMES.values())
+CACHE_AT = N_("cache at {n} tokens")
+TOTAL_COLUMNS = tuple(CACHE_AT.format(n=n) for n in LENGTH_NAMES.values())  # the builder's English keys
 
 
 def size_text(nbytes: int) -> str:
@@ -99,8 +99,9 @@ def lineage_section(result: RunResult) -> None:
         "head_dim × 2 (K and V) × bytes per number for every token."
     ))
     st.dataframe(shown_table(per_layer_table(), PER_LAYER_NAMES), key="dec_lineage_layers", hide_index=True)
-    st.dataframe(shown_table(totals_table(toy=(toy_name(result.config), measured)), TOTAL_NAMES),
-                 key="dec_lineage_totals", hide_index=True)
+    totals = shown_table(totals_table(toy=(toy_name(result.config), measured)), PER_LAYER_NAMES)
+    lengths = {column: _(CACHE_AT).format(n=n) for column, n in zip(TOTAL_COLUMNS, LENGTH_NAMES.values(), strict=True)}
+    st.dataframe(totals.rename(columns=lengths), key="dec_lineage_totals", hide_index=True)
     st.caption(_(
         "Counted at {bytes} bytes per number (bf16, the checkpoints' dtype); a server keeping FP8 or float32 "
         "changes the bytes, not the counts. The numbers of layers, heads, head sizes, windows and ranks are read "
