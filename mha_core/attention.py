@@ -241,8 +241,8 @@ def multi_head_attention(
     scale = default_scale(head_size // chosen.sub_heads) if scale is None else float(scale)  # computed once, reported
     q_positions = checked_positions(q_positions, tq, "q_positions")  # (Tq,)
     k_positions = checked_positions(k_positions, tk, "k_positions")  # (Tk,)
-    projected, placed, v, latent_inputs = _queries_keys_values(x_q, x_k, x_v, weights, mla, n_heads, kv_heads, pe,
-                                                               q_positions, k_positions, rope_base, chosen, kernel_params)
+    (q_in, k_in), placed, v, latent_inputs = _queries_keys_values(x_q, x_k, x_v, weights, mla, n_heads, kv_heads, pe,
+                                                                  q_positions, k_positions, rope_base, chosen, kernel_params)
     given = {"x": x_q} if chosen.reads_input else {}  # a kernel that reads the layer's input (Tq, C) gets it
     out = chosen.attend(placed.q, placed.k, v, mask, scale, placed.bias, null_key, kernel_params, **given)
     concat = merge_heads(out.mixed)  # (Tq, nh*hv)
@@ -253,9 +253,8 @@ def multi_head_attention(
         fully_masked=fully_masked_rows(mask, n_heads, tq),  # (nh, Tq)
         scale=scale, null_key=bool(null_key), pe=pe, bias=placed.bias,
         q_unrotated=placed.q_unrotated, k_unrotated=placed.k_unrotated, q_angles=placed.q_angles,
-        k_angles=placed.k_angles, kernel=kernel, kernel_parts=out.parts,
+        k_angles=placed.k_angles, kernel=kernel, kernel_parts=out.parts, q_projected=q_in, k_projected=k_in,
         mla=None if mla is None else _finish_latent(latent_inputs, mla, out.scores),
-        q_projected=projected[0], k_projected=projected[1],
     )
 
 

@@ -98,10 +98,10 @@ def lineage_section(result: RunResult) -> None:
         "**Gated DeltaNet** layers keep a state of constant size. Full attention keeps layers × kv_heads × "
         "head_dim × 2 (K and V) × bytes per number for every token."
     ))
-    st.dataframe(shown_table(per_layer_table(), PER_LAYER_NAMES), key="dec_lineage_layers", hide_index=True)
     totals = shown_table(totals_table(toy=(toy_name(result.config), measured)), PER_LAYER_NAMES)
     lengths = {column: _(CACHE_AT).format(n=n) for column, n in zip(TOTAL_COLUMNS, LENGTH_NAMES.values(), strict=True)}
     st.dataframe(totals.rename(columns=lengths), key="dec_lineage_totals", hide_index=True)
+    st.dataframe(shown_table(per_layer_table(), PER_LAYER_NAMES), key="dec_lineage_layers", hide_index=True)
     st.caption(_(
         "Counted at {bytes} bytes per number (bf16, the checkpoints' dtype); a server keeping FP8 or float32 "
         "changes the bytes, not the counts. The numbers of layers, heads, head sizes, windows and ranks are read "

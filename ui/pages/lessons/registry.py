@@ -26,8 +26,8 @@ LESSON_MODULES = (
     "kv_cache",  # 10. the KV cache
     "kernels",  # 11-13. differential attention, MLA's latent cache, linear attention's constant state
     "flash",  # 14-17. FlashAttention's online softmax, weights never stored, skipped tiles, attention sinks
-    "qknorm",  # QK-norm: longer queries and keys cannot saturate the softmax
     "tokens",  # 18. the same sentence in English, Chinese and Spanish: SmolLM2 tokens and MiniLM word pieces
+    "qknorm",  # issue 34: QK-norm, longer queries and keys cannot saturate the softmax
 )
 
 
