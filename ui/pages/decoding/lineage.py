@@ -64,14 +64,16 @@ def per_layer_table(models: tuple[ModelCache, ...] = LINEAGE) -> pd.DataFrame:
 def totals_table(models: tuple[ModelCache, ...] = LINEAGE, toy: tuple[str, MeasuredCache] | None = None) -> pd.DataFrame:
     """Each model's whole cache at ``LENGTHS`` tokens (bf16), and the toy layer's, extrapolated from its measured
     cache (float64, as the engine keeps it), last."""
-    rows = [{"model": m.name, "attention": _(m.family),
-             **{column: size_text(cache_bytes(m, n)) for column, n in zip(TOTAL_COLUMNS, LENGTHS, strict=True)}}
+    rows = [{"model": m.name,
+             **{column: size_text(cache_bytes(m, n)) for column, n in zip(TOTAL_COLUMNS, LENGTHS, strict=True)},
+             "attention": _(m.family)}  # the sizes first: a phone shows the first columns
             for m in models]
     if toy is not None:
         name, measured = toy
-        rows.append({"model": name, "attention": _("this toy layer (measured, float64)"),
+        rows.append({"model": name,
                      **{column: size_text(measured.extrapolated(n)) for column, n in zip(TOTAL_COLUMNS, LENGTHS,
-                                                                                         strict=True)}})
+                                                                                         strict=True)},
+                     "attention": _("this toy layer (measured, float64)")})
     return pd.DataFrame(rows)
 
 
