@@ -96,7 +96,7 @@ QK_NORM = Kernel(
     N_("Each head's q and k are RMS-normalised with learned gains before positions turn them; then the softmax "
        "head: no logit can be larger than scale · d_k · max gain²."),
     rows_sum_to_one=True, row_sums=N_("each row sums to 1"), signed=False, attend=qk_norm_kernel,
-    cache_policies=True, paper="Dehghani et al. 2023; OLMo 2, Qwen3, Gemma 3",
+    cache_policies=True, tiled=True, paper="Dehghani et al. 2023; OLMo 2, Qwen3, Gemma 3",
     formula="A = softmax(RMSNorm(Q)·g_q (RMSNorm(K)·g_k)ᵀ/√d_k)",
     weights_label=N_("weights (QK-norm)"), drill_down=True,
     params=lambda c: qk_norm_params(c.head_size, c.seed), before_positions=normalise_qk,

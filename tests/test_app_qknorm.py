@@ -117,3 +117,13 @@ def test_the_static_pack_builds_a_qknorm_link_with_the_engines_weights(tmp_path)
     causal = np.tri(6, dtype=bool)
     assert np.array_equal(np.isfinite(z), causal)
     assert np.array_equal(z[causal], trace.weights[0][causal].astype(np.float32).astype(np.float64))
+
+
+def test_flashattention_tiles_the_normalised_q_and_k_and_gives_the_engines_head():
+    from mha_core.flash import flash_of_run
+
+    at = open_app("app_pages/flash.py", **LINK)
+    assert not any("no softmax row to tile" in e.value for e in [*at.error, *at.warning, *at.info])
+    config, trace = engine()
+    tiled = flash_of_run(run(config), 1, 2, 2)
+    np.testing.assert_allclose(tiled.output, trace.heads[1], atol=1e-12)
