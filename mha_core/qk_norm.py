@@ -74,10 +74,14 @@ def logit_bound(head_size: int, scale: float, params: QKNormParams) -> float:
 
 @dataclass(frozen=True)
 class QKNormParts:
-    """A QK-norm layer's own numbers: its ``params`` and ``bound`` = ``logit_bound`` for this run's scale."""
+    """A QK-norm layer's own numbers in the trace: ``gains (2, hs)``, the rows g_q and g_k it used, and ``bound`` =
+    ``logit_bound`` for this run's scale (the parameters themselves are the run's ``kernel_params``)."""
 
-    params: QKNormParams
+    gains: np.ndarray
     bound: float
+
+    def __post_init__(self) -> None:
+        _read_only(self)
 
 
 def qk_norm_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = False,
@@ -85,7 +89,7 @@ def qk_norm_kernel(q, k, v, mask, scale: float, bias=None, null_key: bool = Fals
     """The softmax head on q̂ and k̂ (normalised before positions, by ``normalise_qk``). Rows sum to 1."""
     params = plain_qk_norm_params(q.shape[-1]) if params is None else params
     out = softmax_kernel(q, k, v, mask, scale, bias, null_key)
-    parts = QKNormParts(params, logit_bound(q.shape[-1], scale, params))
+    parts = QKNormParts(np.stack([params.gain_q, params.gain_k]), logit_bound(q.shape[-1], scale, params))  # (2, hs)
     return KernelOutput(out.scores, out.logits, out.weights, out.heads, out.mixed, parts)
 
 

@@ -10,7 +10,7 @@ from ui.i18n import _
 
 def qk_norm_cell(ctx: Context) -> Cell:
     t = ctx.result.trace
-    params = t.kernel_parts.params
+    params = ctx.result.kernel_params  # QKNormParams: the gains and eps the engine used
     q_hat = t.q if t.q_unrotated is None else t.q_unrotated  # (nh, Tq, hs) before a scheme turns it
     k_hat = t.k if t.k_unrotated is None else t.k_unrotated  # (kv, Tk, hs)
     code = (comment(_("QK-norm: each row of each head's q and k is divided by its root mean square over the hs "

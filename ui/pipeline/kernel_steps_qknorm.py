@@ -32,8 +32,7 @@ def largest_scaled_score(trace, head: int) -> float:
 def qk_norm_step(inputs: StepInputs, head: int, cell=None) -> Step:
     trace, parts = inputs.trace, inputs.trace.kernel_parts
     hs, g = trace.q.shape[-1], trace.kv_head_of(head)
-    params = parts.params
-    gains = np.stack([params.gain_q, params.gain_k])  # (2, hs)
+    gains = parts.gains  # (2, hs): g_q, g_k
     panels = (
         Panel(_("Q_{head} as projected").format(head=head), trace.projected_q[head], inputs.query_labels,
               dim_labels(hs, head * hs), "q"),
