@@ -86,27 +86,29 @@ DELTANET = N_("Gated DeltaNet state")
 
 LINEAGE: tuple[ModelCache, ...] = (
     ModelCache("Llama 2 7B", "MHA", (CachePart(FULL, 32, kv_numbers(32, 128)),),
-               "meta-llama/Llama-2-7b-hf config.json: 32 layers, 32 heads, 32 K/V heads, hidden 4096"),
+               "meta-llama/Llama-2-7b-hf config.json"),
     ModelCache("Llama 3 8B", "GQA", (CachePart(FULL, 32, kv_numbers(8, 128)),),
-               "meta-llama/Meta-Llama-3-8B config.json: 32 layers, 32 heads, 8 K/V heads, head_dim 128"),
+               "meta-llama/Meta-Llama-3-8B config.json"),
     ModelCache("Falcon 7B", "MQA", (CachePart(FULL, 32, kv_numbers(1, 64)),),
-               "tiiuae/falcon-7b config.json: 32 layers, 71 heads, multi_query, hidden 4544 (head 64)"),
+               "tiiuae/falcon-7b config.json (multi_query, 71 heads × 64)"),
     ModelCache("DeepSeek-V3", "MLA", (CachePart(LATENT, 61, 512 + 64),),
-               "deepseek-ai/DeepSeek-V3 config.json: 61 layers, kv_lora_rank 512, qk_rope_head_dim 64"),
+               "deepseek-ai/DeepSeek-V3 config.json"),
     ModelCache("DeepSeek-V3.2", "MLA + DSA", (CachePart(LATENT, 61, 512 + 64), CachePart(INDEXER, 61, 128)),
-               "DeepSeek-V3.2 config (NeMo's DeepseekV32Config defaults): as V3, index_head_dim 128, index_topk 2048"),
+               "DeepSeek-V3.2: NeMo DeepseekV32Config (index_head_dim 128)"),
     ModelCache("Qwen3-Next-80B-A3B", N_("3:1 Gated DeltaNet : gated attention"),
                (CachePart(DELTANET, 36, state=32 * 128 * 128), CachePart(FULL, 12, kv_numbers(2, 256))),
-               "Qwen/Qwen3-Next-80B-A3B config.json: 48 layers, full_attention_interval 4, 2 K/V heads, head_dim 256",
+               "Qwen/Qwen3-Next-80B-A3B config.json, vLLM Qwen3NextConfig",
                N_("the DeltaNet sizes (32 value heads, key and value dims 128) and the short convolution's state "
                   "(left out) were not checked")),
     ModelCache("Gemma 3 4B", N_("5:1 sliding window : global"),
                (CachePart(SLIDING, 29, kv_numbers(4, 256), window=1024), CachePart(FULL, 5, kv_numbers(4, 256))),
-               "google/gemma-3-4b-it config (text): 34 layers, 8 heads, 4 K/V heads, head_dim 256, sliding_window 1024"),
+               "google/gemma-3-4b-it config.json (text_config)",
+               N_("which 5 of the 34 layers are global follows the 5:1 pattern (counted here, not read)")),
     ModelCache("gpt-oss-120b", N_("1:1 banded : dense"),
                (CachePart(SLIDING, 18, kv_numbers(8, 64), window=128), CachePart(FULL, 18, kv_numbers(8, 64))),
-               "openai/gpt-oss-120b config.json: 36 layers alternating, 64 heads, 8 K/V heads, head_dim 64, window 128",
-               N_("the learned sinks (one number per head, not per token) are left out")),
+               "openai/gpt-oss-120b config.json",
+               N_("the window of 128 was read from gpt-oss-20b's config; the learned sinks (one number per head, "
+                  "not per token) are left out")),
 )
 
 
