@@ -11,6 +11,7 @@ from ui.charts.numbers import count
 from ui.i18n import _
 from ui.pages.decoding import CACHE_TABLE_NAMES, position_configs, qk_axes, shown_table
 from ui.pages.decoding.cache_policy_section import cache_policy_section, capture_links
+from ui.pages.decoding.lineage import lineage_section
 from ui.pages.decoding.variant_stepper import variant_stepper
 from ui.pages.decoding.variants import plain_kv_cache, variant_intro
 from ui.pipeline.cache_table import cache_table
@@ -201,6 +202,7 @@ def main() -> None:
         variant_stepper(result.config)
     compare_positions(decoder)
     rope_offsets(result)
+    lineage_section(result)
 
 
 main()

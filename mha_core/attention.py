@@ -22,6 +22,7 @@ from mha_core.attention_checks import (
     is_cross_attention,
 )
 from mha_core.grouping import kv_head_of
+from mha_core.kernel_base import before_positions
 from mha_core.kernels import attention_kernel, kernel_refusal
 from mha_core.mla import finish, latent_attention_inputs
 from mha_core.positions import ROPE_BASE, check_inside_attention, position_scheme
@@ -95,7 +96,9 @@ class AttentionTrace:
     normalised heads), ``scores``/``logits`` stay the whole head's q.k and its scaled, masked logits,
     and ``kernel_parts`` holds the kernel's own record (``DifferentialParts``, ``LinearParts``).
     ``mla`` is an ``mha_core.mla.MLAParts`` when keys and values come from a latent (then kv = nh and
-    ``k``, ``v`` are the materialised ones).
+    ``k``, ``v`` are the materialised ones). When the kernel acts on q and k before positions (QK-norm,
+    ``Kernel.before_positions``), ``q_projected (nh,Tq,hs)``, ``k_projected (kv,Tk,hs)`` hold them as projected
+    and ``q_unrotated``/``q`` what the kernel made of them; None otherwise (``projected_q`` reads either).
     """
 
     q: np.ndarray
@@ -119,11 +122,23 @@ class AttentionTrace:
     kernel: str = "softmax"
     kernel_parts: object | None = None
     mla: object | None = None
+    q_projected: np.ndarray | None = None
+    k_projected: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for value in self.__dict__.values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
+
+    @property
+    def projected_q(self) -> np.ndarray:
+        """Q split into heads as projected, before any kernel or scheme acted on it: (nh, Tq, hs)."""
+        return next(q for q in (self.q_projected, self.q_unrotated, self.q) if q is not None)
+
+    @property
+    def projected_k(self) -> np.ndarray:
+        """K split into heads as projected: (kv, Tk, hs)."""
+        return next(k for k in (self.k_projected, self.k_unrotated, self.k) if k is not None)
 
     @property
     def n_heads(self) -> int:
@@ -226,8 +241,8 @@ def multi_head_attention(
     scale = default_scale(head_size // chosen.sub_heads) if scale is None else float(scale)  # computed once, reported
     q_positions = checked_positions(q_positions, tq, "q_positions")  # (Tq,)
     k_positions = checked_positions(k_positions, tk, "k_positions")  # (Tk,)
-    placed, v, latent_inputs = _queries_keys_values(x_q, x_k, x_v, weights, mla, n_heads, kv_heads, pe,
-                                                    q_positions, k_positions, rope_base, chosen.sub_heads)
+    (q_in, k_in), placed, v, latent_inputs = _queries_keys_values(x_q, x_k, x_v, weights, mla, n_heads, kv_heads, pe,
+                                                                  q_positions, k_positions, rope_base, chosen, kernel_params)
     given = {"x": x_q} if chosen.reads_input else {}  # a kernel that reads the layer's input (Tq, C) gets it
     out = chosen.attend(placed.q, placed.k, v, mask, scale, placed.bias, null_key, kernel_params, **given)
     concat = merge_heads(out.mixed)  # (Tq, nh*hv)
@@ -238,7 +253,7 @@ def multi_head_attention(
         fully_masked=fully_masked_rows(mask, n_heads, tq),  # (nh, Tq)
         scale=scale, null_key=bool(null_key), pe=pe, bias=placed.bias,
         q_unrotated=placed.q_unrotated, k_unrotated=placed.k_unrotated, q_angles=placed.q_angles,
-        k_angles=placed.k_angles, kernel=kernel, kernel_parts=out.parts,
+        k_angles=placed.k_angles, kernel=kernel, kernel_parts=out.parts, q_projected=q_in, k_projected=k_in,
         mla=None if mla is None else _finish_latent(latent_inputs, mla, out.scores),
     )
 
@@ -270,15 +285,19 @@ def _check_options(kernel: str, head_size: int, pe: str, null_key: bool, mla, cr
 
 
 def _queries_keys_values(x_q, x_k, x_v, weights: AttentionWeights, mla, n_heads: int, kv_heads: int, pe: str,
-                         q_positions, k_positions, rope_base: float, parts: int):
-    """Project and split q, k, v and place the positions (q and k turned, or a bias): (placed, v, latent inputs)."""
+                         q_positions, k_positions, rope_base: float, kernel, kernel_params):
+    """Project and split q, k, v, let the kernel act on q and k where it does so before positions (QK-norm), and
+    place the positions (q and k turned, or a bias): ((q, k) as projected or (None, None), placed, v, latent inputs)."""
     q = split_heads(project(x_q, weights.w_q, weights.b_q), n_heads)  # (nh, Tq, hs)
     if mla is not None:
         inputs = latent_attention_inputs(q, x_k, mla, pe, q_positions, k_positions, rope_base)
-        return inputs.placed, inputs.v, inputs  # q (nh,Tq,hs), k (nh,Tk,hs) turned; v (nh,Tk,hv)
+        return (None, None), inputs.placed, inputs.v, inputs  # q (nh,Tq,hs), k (nh,Tk,hs) turned; v (nh,Tk,hv)
     k = split_heads(project(x_k, weights.w_k, weights.b_k), kv_heads)  # (kv, Tk, hs)
     v = split_heads(project(x_v, weights.w_v, weights.b_v), kv_heads)  # (kv, Tk, hv)
-    return apply_positions_per_part(pe, q, k, q_positions, k_positions, rope_base, parts), v, None
+    projected = (None, None) if kernel.before_positions is None else (q, k)
+    q, k = before_positions(kernel, q, k, kernel_params)  # (nh, Tq, hs), (kv, Tk, hs)
+    placed = apply_positions_per_part(pe, q, k, q_positions, k_positions, rope_base, kernel.sub_heads)
+    return projected, placed, v, None
 
 
 def _finish_latent(inputs, mla, scores: np.ndarray):

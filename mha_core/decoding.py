@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from mha_core.decoder_state import KV_CACHE, Attended, Decoder, DecoderLayer, NewToken, Reading
+from mha_core.kernel_base import before_positions
 from mha_core.kernels import attention_kernel
 from mha_core.mla import LATENT_CACHE
 from mha_core.positions import ROPE_BASE
@@ -72,6 +73,7 @@ def project_token(layer: DecoderLayer, x_t: np.ndarray, position: int) -> NewTok
         return NewToken(position, x_t, q, None, None)
     k = split_heads(project(x_t, w.w_k, w.b_k), layer.kv_heads)  # (kv, 1, hs)
     v = split_heads(project(x_t, w.w_v, w.b_v), layer.kv_heads)  # (kv, 1, hv)
+    q, k = before_positions(layer.kernel, q, k, layer.kernel_params)  # QK-norm acts here, before positions
     return NewToken(position, x_t, q, k, v)
 
 
@@ -82,6 +84,7 @@ def project_prompt(layer: DecoderLayer, x: np.ndarray) -> list[NewToken]:
     q = split_heads(project(x, w.w_q, w.b_q), layer.n_heads)  # (nh, T, hs)
     k = split_heads(project(x, w.w_k, w.b_k), layer.kv_heads)  # (kv, T, hs)
     v = split_heads(project(x, w.w_v, w.b_v), layer.kv_heads)  # (kv, T, hv)
+    q, k = before_positions(layer.kernel, q, k, layer.kernel_params)  # QK-norm acts here, before positions
     return [NewToken(t, x[t : t + 1], q[:, t : t + 1], k[:, t : t + 1], v[:, t : t + 1]) for t in range(x.shape[0])]
 
 

@@ -112,6 +112,9 @@ class Kernel:
     scores_caption: str = ""
     row_scale: RowScale | None = None  # None: a head's row i is Σ_j w_ij v_j as it is (c_i = 1)
     reads_input: bool = False  # its function also takes x= (Tq, C): the query side's input (a gate, a decay, a step size)
+    # (q (nh,T,hs), k (kv,T,hs), params) -> (q, k) of the same shapes, applied right after the heads are split and
+    # before any positional scheme turns them (QK-norm's RMSNorm); None: q and k go on as projected
+    before_positions: Callable[[np.ndarray, np.ndarray, object], tuple[np.ndarray, np.ndarray]] | None = None
     decoder: Decoder | None = None  # what its decoder keeps per token and how a step reads it; None: a KV cache
     cache_policies: bool = False  # a sliding window or attention sinks may evict from its cache (StreamingLLM)
     tiled: bool = False  # FlashAttention's online softmax tiles its rows (its weights are a softmax of the logits)
@@ -123,6 +126,7 @@ class Kernel:
     drops: tuple[str, ...] = ()  # the softmax head's steps before that it has no use for ("scores", "scale", ...)
     after_mix: tuple[str, ...] = ()  # its own steps after A·V
     output_words: str = ""  # what a head puts into the concatenation when more than A·V ({fields} of its parts)
+    early_steps: tuple[str, ...] = ()  # its own steps after the heads are split, before positions (``before_positions``)
     mix_why: str = ""  # what A·V is under it, when not an average ("": the page's own words)
     weights_of: Callable[[np.ndarray], np.ndarray] | None = None  # logits (nh,Tq,Tk) -> weights, for a map kernel
     weights_title: str = ""  # its weights step's title; "": "<Short label> weights, entry by entry"
@@ -181,3 +185,8 @@ def no_bias(what: Message) -> Refusal:
     return Refusal("pe", Message(N_("the positional scheme adds a bias to softmax logits (as ALiBi's distance penalty "
                                     "does); {what} has no reference with a bias: choose a scheme that turns q and k, one "
                                     "added to the tokens, or no positions"), what=what), lambda c: scheme_of(c).has_bias, {"pe": "none"})
+
+
+def before_positions(kernel: Kernel, q: np.ndarray, k: np.ndarray, params) -> tuple[np.ndarray, np.ndarray]:
+    """q (nh,T,hs) and k (kv,T,hs) as the kernel's row wants them before positions (``Kernel.before_positions``)."""
+    return (q, k) if kernel.before_positions is None else kernel.before_positions(q, k, params)

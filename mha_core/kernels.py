@@ -46,6 +46,7 @@ from mha_core.kernel_base import (  # noqa: F401  (the record and the softmax he
 from mha_core.kernel_records import Refusal, RowScale, WeightInputs
 from mha_core.linear_state import LINEAR_STATE, add_to_state, elu_plus_one, read_state
 from mha_core.marks import N_, Message
+from mha_core.qk_norm import QK_NORM
 from mha_core.sink_kernel import SINK
 from mha_core.sparse import DSA, MOBA
 from mha_core.steps import attention_scores, softmax, weighted_sum
@@ -321,6 +322,7 @@ KERNELS: dict[str, Kernel] = {
         DSA,
         GATED,
         SINK,
+        QK_NORM,
     )
 }
 

@@ -38,6 +38,7 @@ ENGINE_MAPS = {
     "dsa": lambda trace: [[np.where(trace.kernel_parts.kept[h], trace.logits[h], -np.inf)] for h in range(trace.n_heads)],
     "gated": lambda trace: [[trace.logits[h]] for h in range(trace.n_heads)],  # a softmax head's, gated after A·V
     "sink": lambda trace: [[trace.logits[h]] for h in range(trace.n_heads)],  # the logits the sink joins
+    "qknorm": lambda trace: [[trace.logits[h]] for h in range(trace.n_heads)],  # softmax's logits, of q̂ and k̂
 }
 
 

@@ -29,6 +29,7 @@ KERNEL_RUNS = {  # the records of the other kernels and of multi-head latent att
     "differential, rope, causal": MHAConfig(kernel="differential", pe="rope", mask="causal"),
     "linear, causal, GQA": MHAConfig(kernel="linear", mask="causal", kv_heads=2),
     "MLA, rope, causal": MHAConfig(mla_rank=4, mla_rope=2, pe="rope", mask="causal"),
+    "QK-norm, rope, causal": MHAConfig(kernel="qknorm", pe="rope", mask="causal"),  # q and k as projected, kept
 }
 CONFIGS = {
     "causal, bias": MHAConfig(mask="causal", bias=True),

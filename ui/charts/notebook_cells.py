@@ -182,8 +182,8 @@ def _projection_cell(ctx: Context) -> Cell:
     code = (f"Q = X @ W_Q{b['Q']}  # (T_q, nh*hs)\n"
             f"K = X_kv @ W_K{b['K']}  # (T_k, kv*hs)\n"
             f"V = X_kv @ W_V{b['V']}  # (T_k, kv*hs)")
-    q = t.q if t.q_unrotated is None else t.q_unrotated
-    k = t.k if t.k_unrotated is None else t.k_unrotated
+    q = t.projected_q
+    k = t.projected_k
     expected = {"Q": merge_heads(q), "K": merge_heads(k), "V": merge_heads(t.v)}
     return Cell(code, "\n".join(check(n) for n in "QKV"), expected)
 
@@ -194,14 +194,14 @@ def _split_cell(ctx: Context) -> Cell:
             "Q_h = Q.reshape(T_q, nh, hs).transpose(1, 0, 2)  # (nh, T_q, hs)\n"
             "K_h = K.reshape(T_k, kv, hs).transpose(1, 0, 2)  # (kv, T_k, hs)\n"
             "V_h = V.reshape(T_k, kv, hs).transpose(1, 0, 2)  # (kv, T_k, hs)")
-    q = t.q if t.q_unrotated is None else t.q_unrotated
-    k = t.k if t.k_unrotated is None else t.k_unrotated
+    q = t.projected_q
+    k = t.projected_k
     return Cell(code, "\n".join(check(n) for n in ("Q_h", "K_h", "V_h")), {"Q_h": q, "K_h": k, "V_h": t.v})
 
 
 def _kv_share_cell(ctx: Context) -> Cell:
     t = ctx.result.trace
-    k = t.k if t.k_unrotated is None else t.k_unrotated
+    k = t.projected_k
     code = (comment(_("query head h reads key/value head h // (nh / kv): one K/V head per group of query heads"))
             + "\n"
             "reads = np.arange(nh) // (nh // kv)  # (nh,)\n"

@@ -15,6 +15,7 @@ from ui.charts.labels import said
 from ui.charts.notebook_cells import Cell, Context, _mask_source, _number, array_source, check, comment, scheme_source
 from ui.charts.notebook_gated import output_gate_cell, sink_weights_cell
 from ui.charts.notebook_kernels_sparse import SPARSE_CELLS
+from ui.charts.notebook_qknorm import qk_norm_cell
 from ui.i18n import _
 
 SCALE_OF_A_HALF = {
@@ -186,4 +187,5 @@ KERNEL_CELLS: dict[str, Callable[[Context], Cell]] = {
     **SPARSE_CELLS,  # MoBA's gate, DSA's indexer, the softmax over the kept keys (notebook_kernels_sparse.py)
     "output_gate": output_gate_cell,
     "sink_weights": sink_weights_cell,
+    "qk_norm": qk_norm_cell,
 }

@@ -25,6 +25,7 @@ import numpy as np
 from mha_core.kernels import KERNELS
 from ui.i18n import _, ngettext
 from ui.pipeline.kernel_steps_gated import output_gate_step, sink_weights_step
+from ui.pipeline.kernel_steps_qknorm import qk_norm_step
 from ui.pipeline.kernel_steps_sparse import SPARSE_STEPS
 from ui.pipeline.records import (
     Panel,
@@ -49,7 +50,11 @@ def variant_steps(inputs: StepInputs, head: int, cell, steps: list[Step]) -> lis
     trace = inputs.trace
     kernel = KERNELS[trace.kernel]
     out: list[Step] = []
+    early = [KERNEL_STEPS[slug](inputs, head, cell) for slug in kernel.early_steps]  # before positions (QK-norm)
     for step in steps:
+        if early and step.slug in ("rope", "scores"):  # the first step after the heads are split and shared
+            out.extend(early)
+            early = []
         if step.slug == "rope" and (trace.mla is not None or kernel.sub_heads > 1):
             out.append(part_rope_step(inputs, head))
         elif step.slug == "softmax":
@@ -343,4 +348,5 @@ KERNEL_STEPS: dict[str, Callable[[StepInputs, int, object], Step | None]] = {
     **SPARSE_STEPS,  # MoBA's block gate, DSA's indexer, the softmax over the kept keys (kernel_steps_sparse.py)
     "output_gate": output_gate_step,
     "sink_weights": sink_weights_step,
+    "qk_norm": qk_norm_step,
 }

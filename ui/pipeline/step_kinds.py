@@ -43,6 +43,9 @@ STEP_KINDS: dict[str, StepKind] = {kind.slug: kind for kind in (
     StepKind("kv_share", N_("Share keys and values among query heads"), N_("K/V\u00a0sharing"),
              N_("A group of query heads reads one key/value head: fewer keys and values to compute and to cache "
                 "(grouped-query attention; one for all heads is multi-query).")),
+    StepKind("qk_norm", N_("Normalise q and k (QK-norm)"), "QK-norm",
+             N_("Each head's q and k are RMS-normalised with learned gains before positions turn them: no scaled "
+                "score can be larger than scale · d_k · max|g_q| · max|g_k|.")),
     StepKind("rope", N_("Rotate queries and keys by position (RoPE)"), "RoPE",
              N_("Each pair of features of q and k is turned by an angle proportional to its position, so a score "
                 "depends on the offset i − j only.")),

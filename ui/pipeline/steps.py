@@ -153,8 +153,8 @@ def _projection_step(inputs: StepInputs, head: int) -> Step:
     b = {name: (f" + b_{name}" if getattr(w, f"b_{name.lower()}") is not None else "") for name in "QKV"}
     formula = rf"Q = {x_q} W_Q{b['Q']},\quad K = {x_kv} W_K{b['K']},\quad V = {x_kv} W_V{b['V']}"
     # X W_Q and X W_K as projected: with RoPE, trace.q and trace.k are already turned (a later step turns them)
-    q = merge_heads(trace.q if trace.q_unrotated is None else trace.q_unrotated)  # (Tq, nh*hs)
-    k = merge_heads(trace.k if trace.k_unrotated is None else trace.k_unrotated)  # (Tk, kv*hs)
+    q = merge_heads(trace.projected_q)  # (Tq, nh*hs)
+    k = merge_heads(trace.projected_k)  # (Tk, kv*hs)
     v = merge_heads(trace.v)  # (Tk, kv*hv)
     group = trace.kv_head_of(head)  # the key/value head this query head reads (itself unless shared)
     kv_block, hv_block = head_block(group, hs), head_block(group, trace.v.shape[-1])
@@ -190,9 +190,9 @@ def _split_step(inputs: StepInputs, head: int) -> Step:
     g = trace.kv_head_of(head)
     kv_start = g * hs
     panels = (
-        Panel(f"Q_{head}", trace.q[head] if trace.q_unrotated is None else trace.q_unrotated[head], inputs.query_labels,
+        Panel(f"Q_{head}", trace.projected_q[head], inputs.query_labels,
               dim_labels(hs, start), "q"),
-        Panel(_kv_name("K", head, g), trace.k[g] if trace.k_unrotated is None else trace.k_unrotated[g], inputs.key_labels,
+        Panel(_kv_name("K", head, g), trace.projected_k[g], inputs.key_labels,
               dim_labels(hs, kv_start), "k"),
         Panel(_kv_name("V", head, g), trace.v[g], inputs.key_labels, dim_labels(trace.v.shape[-1], g * trace.v.shape[-1]),
               "v"),
@@ -221,7 +221,7 @@ def _kv_share_step(inputs: StepInputs, head: int) -> Step:
               [_("q head {h}").format(h=h) for h in range(nh)], [_("K/V head {k}").format(k=k) for k in range(kv)],
               _("reads"), kind="mask", cell=(head, g), axis_titles=(_("query head"), _("key/value head"))),
         Panel(_("K_({g}): the keys heads {readers} all read").format(g=g, readers=", ".join(map(str, readers))),
-              trace.k[g] if trace.k_unrotated is None else trace.k_unrotated[g], inputs.key_labels,  # RoPE comes next
+              trace.projected_k[g], inputs.key_labels,  # RoPE comes next
               dim_labels(trace.k.shape[-1], g * trace.k.shape[-1]), "k"),
     )
     kind = _("Multi-query attention (MQA): one K/V head for all.") if kv == 1 else _("Grouped-query attention (GQA).")

@@ -29,6 +29,7 @@ LESSON_MODULES = (
     "tokens",  # 18. the same sentence in English, Chinese and Spanish: SmolLM2 tokens and MiniLM word pieces
     "sparse",  # sparse selection: MoBA and DeepSeek Sparse Attention keep k (issue 34)
     "gate_sinks",  # gated attention's output gate and gpt-oss's learned sinks (issue 34)
+    "qknorm",  # issue 34: QK-norm, longer queries and keys cannot saturate the softmax
 )
 
 
