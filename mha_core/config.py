@@ -1,8 +1,7 @@
 """One frozen configuration for everything a user can set, and ``run`` that turns it into a trace.
 
-``run(config)`` builds the inputs, the weights and the mask, calls
-``multi_head_attention`` once and returns every piece in a ``RunResult``. Invalid
-configurations raise ``ValueError`` with a message that says what would work.
+``run(config)`` builds the inputs, the weights and the mask, calls ``multi_head_attention`` once and returns
+every piece in a ``RunResult``. Invalid configurations raise ``ValueError`` with a message that says what would work.
 """
 
 from __future__ import annotations
@@ -69,7 +68,7 @@ class MHAConfig:
     pe: str = "none"  # a positional scheme of mha_core.positions.SCHEMES
     rope_base: float = ROPE_BASE  # the base of a scheme that turns q and k (RoPE's theta)
     kv_heads: int | None = None  # key/value heads dividing n_heads (1: MQA); None = n_heads (MHA)
-    kernel: str = "softmax"  # a record of mha_core.kernels.KERNELS: softmax, differential, linear
+    kernel: str = "softmax"  # a row of mha_core.kernels.KERNELS (its name)
     mla_rank: int = 0  # multi-head latent attention: keys and values from a latent of this rank; 0 = off
     mla_rope: int = 0  # MLA's decoupled RoPE dimensions per head (even, below the head size; needs pe=rope)
     sparse_block: int = 2  # MoBA's block size B (keys per block)

@@ -56,7 +56,7 @@ def per_layer_table(models: tuple[ModelCache, ...] = LINEAGE) -> pd.DataFrame:
     """One row per model and layer type: layers, numbers per token and layer, bytes per token, what is kept."""
     rows = [{"model": m.name, "attention": _(m.family), "layer type": _(part.kind), "layers": part.layers,
              "numbers per token, one layer": part.per_token, "bytes per token, these layers": part_bytes_per_token(part),
-             "kept": kept_words(part), "source (config.json)": m.source, "not checked": _(m.unchecked) if m.unchecked else ""}
+             "what is kept": kept_words(part), "source (config.json)": m.source, "not checked": _(m.unchecked) if m.unchecked else ""}
             for m in models for part in m.parts]
     return pd.DataFrame(rows)
 
