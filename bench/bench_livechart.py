@@ -10,6 +10,7 @@ step are timed twice, their charts sent by st.plotly_chart and by the live chart
 and Heads once more with plotly's full bundle (copied into static/ for the run).
 
     python -m bench.bench_livechart          # prints the table (about 3 minutes)
+    python -m bench.bench_livechart --quick  # three pages, one sample each (CI's smoke test)
     python -m bench --only livechart
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from bench.bench_browser import (
     FULL_SAMPLES,
+    QUICK_QUIET_S,
     QUICK_SAMPLES,
     fresh_tab,
     missing_browser,
@@ -57,6 +59,9 @@ PAGES = (  # (row name, page, the shared link's path and query, environment of i
     ("Step by step, live charts", "Step by step", "step_by_step?seed=3", {}),
     ("Heads, live, full plotly.js", "Heads", "?seed=3", {"MHA_PLOTLY_FILE": FULL_PLOTLY}),
 )
+# A quick run (CI smoke) times the pages the goals judge, as the app draws them, once each with no untimed
+# opening or press first; the st.plotly_chart and full-bundle comparisons are the full run's.
+QUICK_PAGES = ("floor page", "Heads, live charts", "Step by step, live charts")
 GOALS = {  # (measurement, page) -> the highest ratio to the floor page that meets issue 22's goal
     ("link", "Heads"): 1.0,
     ("seed", "Heads"): 1.2,
@@ -107,34 +112,37 @@ async def first_heatmap(playwright, url: str, query: str, directory: Path) -> fl
         await context.close()
 
 
-async def seed_redraws(playwright, url: str, query: str, server_pid: int, samples: int, directory: Path):
-    """Seed + pressed ``samples`` times (after one untimed press) in one tab: the Redraw of each."""
+async def seed_redraws(playwright, url: str, query: str, server_pid: int, samples: int, directory: Path,
+                       warm_up: bool = True, quiet_s: float = QUIET_S):
+    """Seed + pressed ``samples`` times (after one untimed press when ``warm_up``) in one tab: the Redraw of each."""
     context, page = await fresh_tab(playwright, directory)
     try:
         await page.goto(f"{url}/{query}", timeout=TIMEOUT_MS)
         await watch(page, TIMEOUT_MS)
         measured = []
-        for _ in range(samples + 1):
+        for _ in range(samples + warm_up):
             await page.evaluate(SCRIPT_STATE_JS)
-            redraw = await redrawn(page, lambda: step_seed(page), server_pid, QUIET_S, TIMEOUT_MS)
+            redraw = await redrawn(page, lambda: step_seed(page), server_pid, quiet_s, TIMEOUT_MS)
             script = await page.evaluate("() => window.__mhaScript")
             measured.append((redraw, await page.evaluate(LONG_TASKS_JS), script.get("end", float("nan"))))
         await wait_idle(page, TIMEOUT_MS)
-        return measured[1:]
+        return measured[warm_up:]
     finally:
         await context.close()
 
 
 async def measure(quick: bool, directory: Path) -> dict[str, dict]:
-    """Every page's openings (after one untimed opening that warms the server) and Seed + redraws."""
+    """Every page's openings (after one untimed opening that warms the server) and Seed + redraws; a quick run:
+    ``QUICK_PAGES`` only, one opening and one press each, nothing untimed first."""
     from playwright.async_api import async_playwright
 
     samples = QUICK_SAMPLES if quick else FULL_SAMPLES
+    pages = [row for row in PAGES if row[0] in QUICK_PAGES] if quick else PAGES
     floor_script = directory / "floor_app.py"
     floor_script.write_text(FLOOR_APP)
     measured = {}
     async with async_playwright() as playwright:
-        for index, (name, page, query, settings) in enumerate(PAGES):
+        for index, (name, page, query, settings) in enumerate(pages):
             port = free_port()
             command = app_command(port, floor_script) if page == "floor" else app_command(port)
             here = directory / f"page{index}"
@@ -144,10 +152,12 @@ async def measure(quick: bool, directory: Path) -> dict[str, dict]:
             env = {**os.environ, **settings}
             try:
                 with running_server(command, port, here / "server.log", env=env) as (server, _):
-                    await first_heatmap(playwright, server.url, query, here / "warm-up")
+                    if not quick:
+                        await first_heatmap(playwright, server.url, query, here / "warm-up")
                     links = [await first_heatmap(playwright, server.url, query, here / f"open{i}")
                              for i in range(samples)]
-                    redraws = await seed_redraws(playwright, server.url, query, server.pid, samples, here / "seed")
+                    redraws = await seed_redraws(playwright, server.url, query, server.pid, samples, here / "seed",
+                                                 warm_up=not quick, quiet_s=QUICK_QUIET_S if quick else QUIET_S)
             finally:
                 (STATIC / FULL_PLOTLY).unlink(missing_ok=True)
             measured[name] = {"link": links, "seed": redraws}
@@ -204,6 +214,8 @@ def run(quick: bool) -> list[dict]:
     <= 1.2x, on Step by step <= 1.8x. Each page is timed with its charts sent by st.plotly_chart
     (MHA_LIVE_CHARTS=0, as before issue 22) and by the live charts (ui/widgets/live.py), and Heads once
     more with plotly's full bundle (the plotly package's plotly.min.js) instead of the cartesian one.
+    A quick run (CI's smoke test) opens the floor page, Heads and Step by step with live charts, once each, and
+    presses Seed + once, with nothing untimed first and a 0.5 s quiet.
     """
     reason = missing_browser()
     if reason:

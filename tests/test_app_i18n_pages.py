@@ -178,23 +178,18 @@ def numbers_of(at: AppTest) -> dict[str, object]:
             "metrics": [DIGITS.findall(m.value) for m in at.main.metric]}
 
 
-@cache
-def english(page: str) -> AppTest:
-    return open_page(page, None)
-
-
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("page", list(PAGES))
-def test_a_page_in_a_language_leaves_none_of_its_text_in_english(page, lang):
-    at = open_page(page, lang)
+def test_a_page_in_a_language_leaves_none_of_its_text_in_english(once, page, lang):
+    at = once(open_page, page, lang)
     left = untranslated(at, lang, page)
     assert not left, f"{page} ?lang={lang} shows English: {left}"
 
 
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("page", list(PAGES))
-def test_a_page_shows_the_same_numbers_in_every_language(page, lang):
-    before, after = numbers_of(english(page)), numbers_of(open_page(page, lang))
+def test_a_page_shows_the_same_numbers_in_every_language(once, page, lang):
+    before, after = numbers_of(once(open_page, page, None)), numbers_of(once(open_page, page, lang))
     assert after["text"] == before["text"] and before["text"] or page == "about"
     assert after["metrics"] == before["metrics"]
     for name in ("cells", "heatmaps"):
@@ -210,14 +205,14 @@ def test_a_page_shows_the_same_numbers_in_every_language(page, lang):
     ("seeds", "zh-CN", "种子笔记"), ("seeds", "es", "Cuadernos semilla"),
     ("about", "zh-CN", "关于 MHA Explorer"), ("about", "es", "Acerca de MHA Explorer"),
 ])
-def test_a_page_shows_the_catalogs_words(page, lang, shown):
-    assert any(shown in text for text in page_texts(open_page(page, lang)))
+def test_a_page_shows_the_catalogs_words(once, page, lang, shown):
+    assert any(shown in text for text in page_texts(once(open_page, page, lang)))
 
 
-def test_the_english_page_is_what_the_check_looks_for():
+def test_the_english_page_is_what_the_check_looks_for(once):
     """The check is not vacuous: the English Heads page shows phrases the Chinese one must not."""
     whole, phrases = english_left("zh-CN")
-    texts = page_texts(english("heads"))
+    texts = page_texts(once(open_page, "heads", None))
     joined = "\n".join(texts)
     assert "What each head does" in whole and any(p in joined for p in phrases)
     assert {t.strip() for t in texts} & whole

@@ -140,9 +140,9 @@ def summary(at: AppTest) -> str:
 
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("name", list(LINKS))
-def test_the_controls_speak_the_language_and_keep_every_setting_and_number(name, lang):
-    english = open_app(LINKS[name])
-    shown = open_app(LINKS[name], lang)
+def test_the_controls_speak_the_language_and_keep_every_setting_and_number(once, name, lang):
+    english = once(open_app, LINKS[name])
+    shown = once(open_app, LINKS[name], lang)
     texts = shown_texts(shown._tree)
     problems = untranslated(texts, lang)
     assert not problems, f"{lang}, link {name}: English left on the page:\n" + "\n".join(map(repr, problems))
@@ -166,8 +166,8 @@ def test_the_check_finds_english_left_in_a_page():
             "pesos:", "escala:", "posiciones:")),
     ("zh-CN", ("显示控件", "演示中", "个头", "掩码：", "个 K/V 头", "空键", "无 W_O", "权重：", "缩放：", "位置编码：")),
 ])
-def test_the_presentation_bar_in_a_language_states_the_same_numbers(lang, words):
-    english, shown = open_app(LINKS["present"]), open_app(LINKS["present"], lang)
+def test_the_presentation_bar_in_a_language_states_the_same_numbers(once, lang, words):
+    english, shown = once(open_app, LINKS["present"]), once(open_app, LINKS["present"], lang)
     line = summary(shown)
     texts = [line, *shown_texts(shown._tree)]
     assert all(any(word in text for text in texts) for word in words), (words, line)
@@ -199,14 +199,14 @@ def test_the_phone_hint_is_in_the_language(monkeypatch):
     ("es", "Enlace: `heads=3` no divide d_model 8 (elija 1, 2, 4, 8): se usa 2.",
      "Enlace: `kv_heads=3` no divide 4 cabezas (elija 1, 2, 4): se usa 2."),
 ])
-def test_a_bad_link_value_is_told_in_the_language_and_falls_back(lang, heads_message, kv_message):
+def test_a_bad_link_value_is_told_in_the_language_and_falls_back(once, lang, heads_message, kv_message):
     at = open_app({"d_model": "8", "heads": "3"}, lang)
     assert heads_message in [w.value for w in at.sidebar.warning]
     assert at.session_state.config.n_heads == 2
     at = open_app({"d_model": "8", "heads": "4", "kv_heads": "3"}, lang)
     assert kv_message in [w.value for w in at.sidebar.warning]
     assert at.session_state.config.key_value_heads == 2
-    english = open_app({"d_model": "8", "heads": "4", "kv_heads": "3"})  # the same fallback in English
+    english = once(open_app, {"d_model": "8", "heads": "4", "kv_heads": "3"})  # the same fallback in English
     assert "Link: `kv_heads=3` does not divide 4 heads (choose 1, 2, 4): using 2." in [w.value for w in english.sidebar.warning]
 
 
