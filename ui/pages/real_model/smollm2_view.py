@@ -23,6 +23,7 @@ from ui.i18n import N_, _, current_language
 from ui.pages.real_model import smollm2 as sb
 from ui.pages.real_model.ablation import MODE_ROW, OFF_PARAM
 from ui.pages.real_model.ablation_view import ablation_section
+from ui.pages.real_model.flow_view import flow_section
 from ui.pages.real_model.roles_view import roles_section
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pages.real_model.smollm2_intro import about_the_model, show_tokens
@@ -475,5 +476,6 @@ def main_body() -> None:
     lens_section(model, text, run)
     induction_section(model)
     roles_section(model, cached_induction)
+    flow_section("sm", text, lambda: run.attentions, sb.axis_labels(run.tokens), causal=True)
     sink_section(model, run)
     steps_section(model, run, int(layer), int(head))
