@@ -105,13 +105,13 @@ def induction_findings(panels: tuple[LessonPanel, ...]) -> Findings:
             (_("{k} other heads of the same layers off").format(k=k), *numbers.losses["control"]))
     table = pd.DataFrame({_("run"): [r[0] for r in rows], _("first copy (nats)"): [r[1] for r in rows],
                           _("second copy (nats)"): [r[2] for r in rows]})
-    heads_text = ", ".join(f"{lay}.{h}" for lay, h in numbers.heads)
+    heads_text = ",".join(f"{lay}.{h}" for lay, h in numbers.heads)  # as the link writes them
     labels = list(numbers.labels)
     figure = Heatmap(numbers.pattern, labels, labels, _("layer {layer}, head {head}").format(layer=layer, head=head),
                      _("weight"), _("query"), _("key"), allowed=np.tri(len(labels), dtype=bool))
     note = _("The strongest induction head on the probe: in the second copy, the stripe one column right of the "
              "off-diagonal is each token looking at what followed it last time. On the Real model page, *Turn heads "
-             "off* does the same for any prompt; these heads are rm_off={heads}.").format(heads=heads_text)
+             "off* does the same for any prompt; these heads are `rm_off={heads}`.").format(heads=heads_text)
     return Findings((figure,), claims, ((_("Mean loss per token on each copy of the probe."), table),), note=note)
 
 

@@ -119,10 +119,12 @@ def ablation_section(model: smol.SmolLM2, text: str, run: runs.SmolRun, top_k: i
         where.dataframe(abv.top_frame(model, result, top_k, by=by), key=f"sm_off_{by}", column_config={
             "_index": st.column_config.NumberColumn(_("rank")),
             "token": st.column_config.TextColumn(_("token")),
-            "before": st.column_config.ProgressColumn(_("before"), format="%.3f", min_value=0.0, max_value=1.0),
-            "after": st.column_config.ProgressColumn(_("after"), format="%.3f", min_value=0.0, max_value=1.0),
-            "change": st.column_config.NumberColumn(_("change"), format="%+.3f"),
-            "id": st.column_config.NumberColumn(_("id"))})
+            "before": st.column_config.ProgressColumn(_("before"), format="%.3f", min_value=0.0, max_value=1.0,
+                                                    width="small"),
+            "after": st.column_config.ProgressColumn(_("after"), format="%.3f", min_value=0.0, max_value=1.0,
+                                                    width="small"),
+            "change": st.column_config.NumberColumn(_("change"), format="%+.3f", width="small"),
+            "id": None})  # the token's id stays in the data (the tests read it), off the narrow table
     st.caption(_("Probabilities at temperature 1, before (every head) and after (the chosen heads off); the number "
                  "of rows is the 'Tokens shown' setting above. KL(before ‖ after) = Σ p_before · log(p_before / "
                  "p_after) over all 49,152 tokens: 0 when nothing changed. The loss is the mean cross-entropy of "

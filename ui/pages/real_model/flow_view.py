@@ -71,18 +71,18 @@ def flow_body(prefix: str, text: str, attentions: np.ndarray, labels: list[str],
     if t <= af.MAX_FLOW_TOKENS:
         with st.spinner(_("Computing {n} maximum flows…").format(n=t * t)):
             flowed = cached_flow(text, prefix, int(layer), attentions)
-    panels = [(_("raw attention, layer {layer} (mean over heads)").format(layer=layer), raw),
-              (_("rollout after layer {layer}").format(layer=layer), rolled)]
+    panels = [(_("raw attention, layer {layer} (mean over heads)").format(layer=layer), _("raw attention"), raw),
+              (_("rollout after layer {layer}").format(layer=layer), _("rollout"), rolled)]
     if flowed is not None:
-        panels.append((_("flow after layer {layer}").format(layer=layer), flowed))
+        panels.append((_("flow after layer {layer}").format(layer=layer), _("flow"), flowed))
     columns = st.columns(1 if on_phone() else len(panels))
     mask = np.tri(t, dtype=bool) if causal else None
-    for n, (title, matrix) in enumerate(panels):
-        show_chart(cached_figures.matrix_heatmap(matrix, labels, labels, title=title, value_name=title, signed=False,
+    for n, (title, value_name, matrix) in enumerate(panels):
+        show_chart(cached_figures.matrix_heatmap(matrix, labels, labels, title=title, value_name=value_name, signed=False,
                                                  zmin=0.0, zmax=1.0, row_name=_("token"), col_name=_("input token"),
                                                  height=380, allowed=mask),
                    key=f"{prefix}_flow_{n}", where=columns[n % len(columns)], config=chart_config(),
-                   alt=describe.describe_matrix(matrix, labels, labels, title=title, value_name=title,
+                   alt=describe.describe_matrix(matrix, labels, labels, title=title, value_name=value_name,
                                                 row_name=_("token"), col_name=_("input token")))
     if flowed is None:
         st.info(_("Flow is left out at {n} tokens: it takes {n}² maximum flows through a graph of {nodes} nodes. "
