@@ -87,7 +87,7 @@ def their_head_means(llama, ids: np.ndarray, n_heads: int, head_size: int) -> li
 
 def their_losses(logits: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Cross-entropy of each next token from transformers' logits, with torch's own function."""
-    return torch.nn.functional.cross_entropy(torch.from_numpy(logits[:-1]).double(), torch.from_numpy(ids[1:]),
+    return torch.nn.functional.cross_entropy(torch.from_numpy(logits[:-1]).double(), torch.from_numpy(np.array(ids[1:])),  # a copy: the run's ids are read-only
                                              reduction="none").numpy()
 
 
