@@ -27,6 +27,9 @@ from ui.pages import real_model as rm
 from ui.pages.real_model import layer_steps as rm_steps
 from ui.pages.real_model import overview as rm_overview
 from ui.pages.real_model import smollm2_view
+from ui.pages.real_model.ablation_view import minilm_ablation_section
+from ui.pages.real_model.flow_view import flow_section
+from ui.pages.real_model.smollm2 import axis_labels
 from ui.pipeline.drill_down import drill_down
 from ui.run import cached_figures
 from ui.state.device import chart_config, on_phone
@@ -404,7 +407,9 @@ def layer_view(text: str, model: MiniLM) -> None:
     heads_section(run, layer, head)
     diagnostics_section(text, run, layer)
     patterns_section(text, run)
+    minilm_ablation_section(model, text, run)
     overview_section(text, run)
+    flow_section("rm", text, lambda: run.attentions, axis_labels(run.tokens), causal=False)
     sink_section(text, model, run)
     steps_section(model, run, layer, head)
 

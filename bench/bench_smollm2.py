@@ -5,6 +5,8 @@
 Rows:
 - load, cold: a fresh process imports mha_core.smollm2 and loads the model (hashing the 98 MB file,
   reading the settings and unpacking the quantized blocks);
+- ablation of one head on a 32-token prompt (issue 35; goal < 1 s on one core), zero and mean, a head in
+  layer 0, 15 or 29: the layers from that one on run again, the earlier ones come from the clean run;
 - forward of 32 and 128 tokens: median wall-clock in a fresh process with one BLAS thread (as the
   server runs, ``ui/run/server.py``), ours against transformers' ``LlamaForCausalLM`` (eager attention,
   float32, the same GGUF file, ``torch.set_num_threads(1)``): ratio = ours / theirs, goal <= 1;
@@ -35,9 +37,10 @@ from pathlib import Path
 from bench.bench_minilm import FRESH_PREAMBLE, format_table, machine, row
 
 ROOT = Path(__file__).resolve().parents[1]
-GOALS = {"ratio": 1.0, "server_peak_mb": 600.0}
+GOALS = {"ratio": 1.0, "server_peak_mb": 600.0, "ablation_ms": 1000.0}
 
-FRESH_PROCESS = FRESH_PREAMBLE + r"""from mha_core.smollm2 import load_smollm2
+ABLATED_LAYERS = (0, 15, 29)  # a head here: 30, 15 and 1 layers run again (the ones before come from the run)
+FRESH_PROCESS = FRESH_PREAMBLE + f"ABLATED_LAYERS = {ABLATED_LAYERS}\n" + r"""from mha_core.smollm2 import load_smollm2
 t1 = time.perf_counter()
 model = load_smollm2()
 t2 = time.perf_counter()
@@ -56,6 +59,13 @@ def median_ms(call, n):
 out = {"import_s": t1 - t0, "load_s": t2 - t1, "weights_mb": model.nbytes / 2**20}
 for n, ids in prompts.items():
     out[f"ours_{n}_ms"], out[f"ours_{n}_cpu_ms"] = median_ms(lambda: model.forward(ids, traces=()), repeats)
+from mha_core.smollm2_ablation import ablate, head_means
+run32 = model.forward(prompts[32], traces=())
+clean32, means = model.prompt_losses(run32), head_means(model)
+for layer in ABLATED_LAYERS:
+    for mode in ("zero", "mean"):
+        out[f"ablate_{layer}_{mode}_ms"], out[f"ablate_{layer}_{mode}_cpu_ms"] = median_ms(
+            lambda: ablate(model, run32, [(layer, 0)], mode, means=means, clean_losses=clean32), repeats)
 out["peak_mb"], out["base_mb"], out["rss_mb"] = status_mb("VmHWM"), base_mb, status_mb("VmRSS")
 if with_torch:
     import torch, transformers
@@ -213,6 +223,12 @@ def run(quick: bool = False) -> list[dict]:
             rows.append(row(f"ratio ours / transformers, {n} tokens", ours / theirs, "", GOALS["ratio"], "wall clock"))
             rows.append(row(f"ratio ours / transformers, {n} tokens, CPU time", ours_cpu / theirs_cpu, "",
                             GOALS["ratio"], "the work itself: least sensitive to other load"))
+    for layer in ABLATED_LAYERS:
+        for mode in ("zero", "mean"):
+            rows.append(row(f"ablation of one head ({mode}), 32 tokens, head in layer {layer}",
+                            fresh[f"ablate_{layer}_{mode}_ms"], "ms", GOALS["ablation_ms"],
+                            f"layers {layer}..29 run again + the loss read-out; CPU "
+                            f"{fresh[f'ablate_{layer}_{mode}_cpu_ms']:.0f} ms"))
     if with_torch:
         rows.append(row("transformers load of the same GGUF", fresh["theirs_load_s"], "s"))
     elif not quick:

@@ -274,10 +274,21 @@ def feed_forward(x: np.ndarray, layer: EncoderLayerWeights) -> tuple[np.ndarray,
 def encoder_layer(x: np.ndarray, layer: EncoderLayerWeights, config: MiniLMConfig) -> LayerRun:
     """One post-LayerNorm BERT encoder layer: attention, add and norm, feed-forward, add and norm. (T, C) -> (T, C)."""
     attention = self_attention(x, layer.attention, config.n_heads)
-    after_attention = layer_norm(x + attention.output, layer.attention_norm, config.eps)  # (T, C)
+    after_attention, hidden, output = after_attention_output(x, attention.output, layer, config)
+    return LayerRun(input=x, attention=attention, after_attention=after_attention, ffn_hidden=hidden, output=output)
+
+
+def after_attention_output(x: np.ndarray, attention_output: np.ndarray, layer: EncoderLayerWeights,
+                           config: MiniLMConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rest of an encoder layer after its attention: add and norm, feed-forward, add and norm.
+
+    x (T, C) the layer's input, attention_output (T, C) after W_O and b_O -> (after_attention (T, C),
+    ffn_hidden (T, d_ff), output (T, C)).
+    """
+    after_attention = layer_norm(x + attention_output, layer.attention_norm, config.eps)  # (T, C)
     hidden, projected = feed_forward(after_attention, layer)  # (T, d_ff), (T, C)
     output = layer_norm(after_attention + projected, layer.output_norm, config.eps)  # (T, C)
-    return LayerRun(input=x, attention=attention, after_attention=after_attention, ffn_hidden=hidden, output=output)
+    return after_attention, hidden, output
 
 
 def mean_pool(hidden: np.ndarray) -> np.ndarray:

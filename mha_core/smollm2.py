@@ -52,6 +52,7 @@ from mha_core._smollm2_files import (
 from mha_core.attention import AttentionTrace, AttentionWeights, multi_head_attention
 from mha_core.bpe import TokenLabel, build_tokenizer, byte_alphabet, label_tokens, token_bytes
 from mha_core.gguf_reader import GGUFContents, QuantizedMatrix, read_gguf
+from mha_core.head_roles import role_scores
 from mha_core.kv_cache import KVCache, decode_step
 from mha_core.masks import causal_mask
 from mha_core.smollm2_runs import (
@@ -307,11 +308,17 @@ class SmolLM2:
         """Decoder layer ``index`` on the residual stream x (T, C): attention, then the feed-forward layer."""
         weights = self.layers[index]
         attention = self_attention(rms_norm(x, weights.attn_norm, self.config.eps), weights.attention(), self.config)
-        after_attention = x + attention.output  # (T, C)
-        normed = rms_norm(after_attention, weights.ffn_norm, self.config.eps)  # (T, C)
-        output = after_attention + feed_forward(normed, weights)  # (T, C)
+        output = self.after_attention(x, attention.output, index)  # (T, C)
         return SmolLayerRun(input=x, weights=attention.weights, keys=attention.k, values=attention.v, output=output,
                             trace=attention if keep_trace else None)
+
+    def after_attention(self, x: np.ndarray, attention_output: np.ndarray, index: int) -> np.ndarray:
+        """The rest of layer ``index``: add the attention's output (T, C) to the stream x (T, C), then the
+        feed-forward layer of the RMS-normed sum. -> the layer's output (T, C)."""
+        weights = self.layers[index]
+        after_attention = x + attention_output  # (T, C)
+        normed = rms_norm(after_attention, weights.ffn_norm, self.config.eps)  # (T, C)
+        return after_attention + feed_forward(normed, weights)  # (T, C)
 
     def layer_trace(self, run: SmolRun, index: int) -> tuple[np.ndarray, AttentionTrace, AttentionWeights]:
         """Layer ``index`` of a run again, with the engine's full trace: (RMSNorm of its input (T, C), trace, weights)."""
@@ -360,15 +367,37 @@ class SmolLM2:
         ids = np.concatenate([first, first])  # (2n,)
         run = self.forward(ids, traces=())
         attentions = run.attentions  # (L, nh, 2n, 2n)
-        second = np.arange(half, 2 * half)  # positions i of the second copy
-        induction = attentions[:, :, second, second - half + 1].mean(axis=-1)  # (L, nh)
-        after_first = np.arange(1, 2 * half)
-        previous = attentions[:, :, after_first, after_first - 1].mean(axis=-1)  # (L, nh)
-        logits = self.logits(run)[:-1].astype(np.float64)  # (2n-1, V)
-        peak = logits.max(axis=1, keepdims=True)  # (2n-1, 1)
-        log_total = np.log(np.exp(logits - peak).sum(axis=1)) + peak[:, 0]  # (2n-1,)
-        loss = log_total - logits[np.arange(2 * half - 1), ids[1:]]  # (2n-1,)
-        return InductionScores(ids, induction, previous, loss, attentions)
+        scores = role_scores(attentions, half)  # the definitions: mha_core.head_roles
+        return InductionScores(ids, scores["induction"], scores["previous"], self.prompt_losses(run), attentions)
+
+    def prompt_losses(self, run: SmolRun) -> np.ndarray:
+        """Cross-entropy (nats) of predicting token i + 1 at position i, i = 0..T-2: (T - 1,), float64."""
+        return self.read_out(run.final, run.token_ids)[0]
+
+    def read_out(self, final: np.ndarray, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The loss on each next token of the prompt (T - 1,) and the logits after its last token (V,).
+
+        ``final`` (T, C) is the normed last residual. Loss i = log Σ_v exp(logit_i,v) − logit_i,token[i+1], in
+        float64. One pass over the vocabulary, UNEMBED_CHUNK rows of E at a time, with a running maximum and
+        sum (the online softmax), so the (T, V) logits (25 MB at 128 tokens, 50 in float64) never exist at once.
+        """
+        final, targets = np.asarray(final, dtype=np.float32), np.asarray(token_ids)[1:]  # (T, C), (T-1,)
+        n = final.shape[0] - 1
+        peak = np.full(n, -np.inf)  # (T-1,) running max of each row's logits
+        total = np.zeros(n)  # (T-1,) running Σ exp(logit - peak)
+        target_logit = np.empty(n)  # (T-1,)
+        next_logits = np.empty(self.config.vocab_size, dtype=np.float32)  # (V,)
+        for start in range(0, self.config.vocab_size, UNEMBED_CHUNK):
+            stop = min(start + UNEMBED_CHUNK, self.config.vocab_size)
+            logits = final @ self.embedding.transposed(slice(start, stop))  # (T, chunk)
+            next_logits[start:stop] = logits[-1]
+            rows = logits[:-1].astype(np.float64)  # (T-1, chunk)
+            new_peak = np.maximum(peak, rows.max(axis=1, initial=-np.inf))  # (T-1,)
+            total = total * np.exp(peak - new_peak) + np.exp(rows - new_peak[:, None]).sum(axis=1)
+            peak = new_peak
+            inside = (targets >= start) & (targets < stop)  # (T-1,) whose target is in this chunk
+            target_logit[inside] = rows[inside, targets[inside] - start]
+        return np.log(total) + peak - target_logit, next_logits
 
     @staticmethod
     def sink_mass(run: SmolRun) -> np.ndarray:

@@ -22,7 +22,7 @@ FIGURE_TOL = 1e-6  # figures carry float32
 
 
 def lessons_page(lesson: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)  # lesson 19 loads SmolLM2 and runs it 4 times on its first open
     at.switch_page("app_pages/lessons.py")
     if lesson is not None:
         at.query_params["lesson"] = lesson

@@ -347,7 +347,7 @@ def test_the_switch_carries_the_prompt_and_leaves_smollm2s_settings_behind(smoll
 def test_ranking_by_previous_token_score(smollm2):
     at = page({"model": "smollm2"})
     at.button(key="sm_induction_run").click().run()
-    at.get("button_group")[1].set_value("previous").run()  # "Rank the heads by"
+    next(b for b in at.get("button_group") if b.key == "w_sm_rank").set_value("previous").run()  # "Rank the heads by"
     assert_ok(at)
     table = frame(at, "sm_induction_table")
     rng = np.random.default_rng(0)

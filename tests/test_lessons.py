@@ -55,6 +55,7 @@ def test_the_six_confusions_of_issue_6_each_have_a_lesson():
     assert list(LESSONS)[13:17] == ["online_softmax", "never_stored", "causal_skip", "sinks"]  # issue 25
     assert list(LESSONS)[17] == "tokens"  # issue 37; issue 34's lessons follow
     assert {"sparse", "gated_attention", "learned_sinks", "qknorm"} <= set(list(LESSONS)[18:])  # issue 34
+    assert list(LESSONS)[-1] == "induction_ablation"  # issue 35
     for lesson in LESSONS.values():
         assert lesson.title and lesson.question and lesson.source
         sentences = [s for s in lesson.explanation.replace("..", "").split(". ") if s.strip()]
@@ -112,6 +113,7 @@ def test_the_picker_labels_number_the_lessons_and_use_their_short_titles():
     assert lesson_label("sinks") == "17. Attention sinks"
     assert lesson_label("tokens") == "18. Tokens across scripts"
     assert lesson_label("learned_sinks") == f"{list(LESSONS).index('learned_sinks') + 1}. Learned sinks"
+    assert lesson_label("induction_ablation") == f"{len(LESSONS)}. Induction heads off"
     short = [lesson.short_title for lesson in LESSONS.values()]
     assert all(short) and len(set(short)) == len(short)
 

@@ -21,6 +21,10 @@ from mha_core import smollm2_runs as runs
 from ui.charts import describe, tables
 from ui.i18n import N_, _, current_language
 from ui.pages.real_model import smollm2 as sb
+from ui.pages.real_model.ablation import MODE_ROW, OFF_PARAM
+from ui.pages.real_model.ablation_view import ablation_section
+from ui.pages.real_model.flow_view import flow_section
+from ui.pages.real_model.roles_view import roles_section
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pages.real_model.smollm2_intro import about_the_model, show_tokens
 from ui.pipeline.drill_down import drill_down
@@ -73,7 +77,7 @@ def leave_the_other_models_settings() -> None:
     """
     if st.session_state.get("w_rm_model") != sb.DEFAULT_MODEL:
         return
-    names = [row.param for row in sb.SMOL_ROWS]
+    names = [row.param for row in sb.SMOL_ROWS] + [OFF_PARAM, MODE_ROW.param]
     if "rm_link_read" in st.session_state:  # MiniLM's view writes its own layer and head
         names = [name for name in names if name not in ("rm_layer", "rm_head")]
     for name in names:
@@ -454,6 +458,7 @@ def main_body() -> None:
         run = cached_forward(text, model)
     show_tokens(model, text, run)
     prediction_section(model, run)
+    ablation_section(model, text, run, int(st.session_state.w_sm_topk))
     config = model.config
     clamp_choice("w_sm_layer", config.n_layers)
     clamp_choice("w_sm_head", config.n_heads)
@@ -470,5 +475,7 @@ def main_body() -> None:
     kv_cache_section(model, text, run)
     lens_section(model, text, run)
     induction_section(model)
+    roles_section(model, cached_induction)
+    flow_section("sm", text, lambda: run.attentions, sb.axis_labels(run.tokens), causal=True)
     sink_section(model, run)
     steps_section(model, run, int(layer), int(head))
