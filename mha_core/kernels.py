@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha_core.deltanet import DELTANET
 from mha_core.kernel_base import (  # noqa: F401  (the record and the softmax head, re-exported: kernels' old imports)
     Kernel,
     KernelOutput,
@@ -310,6 +311,7 @@ KERNELS: dict[str, Kernel] = {
                scores_caption=N_("Colour = the raw dot product q·k, centred on 0. A linear head never forms it: φ = "
                                  "elu + 1 acts on q and on k before their product (φ(q)·φ(k), the view before). Grey "
                                  "cells are masked.")),
+        DELTANET,
     )
 }
 
