@@ -256,7 +256,7 @@ def _read_delta_state(layer, kept: DeltaState, reading: Reading) -> Attended:
 DELTA_STATE = Decoder(
     "delta state", _start_delta_state, _keep_in_delta_state, _read_delta_state,
     lambda kept: ((N_("state S"), kept.state),),
-    words=N_("a **state of constant size** per head, S_t = α_t S_{t−1} + k_t δ_tᵀ with δ_t = β_t (v_t − α_t S_{t−1}ᵀ "
+    words=N_("a **state of constant size** per head, S_t = α_t S_{{t−1}} + k_t δ_tᵀ with δ_t = β_t (v_t − α_t S_{{t−1}}ᵀ "
              "k_t): decayed, corrected and read once per token; no keys or values are kept"),
     size_words=N_("a state S ({hs}×{hv}) per head: {numbers} numbers, the same at every step, and no keys or values "
                   "at all"),
@@ -284,7 +284,7 @@ DELTANET = Kernel(
     N_("A state per head is decayed by α_t, corrected towards v_t for the key k_t by a step β_t (the delta rule) and "
        "read by q_t; the weights are the matrix M that state implies, o_i = Σ_j M_ij v_j."),
     rows_sum_to_one=False, row_sums=N_("rows have no fixed sum, and weights can be negative"), signed=True,
-    attend=deltanet_kernel, recurrent=True, decoder=DELTA_STATE, reads_input=True,
+    row_sum_formula="Σ_j M_ij", attend=deltanet_kernel, recurrent=True, decoder=DELTA_STATE, reads_input=True,
     refuses=(*(_and_causal(r) for r in (no_null_key(_DELTANET), no_bias(_DELTANET), no_latent(_DELTANET))),
              _and_causal(Refusal("scale_rule", N_("Gated DeltaNet scales its L2-normalised queries by 1/√d_k: keep the "
                                                   "standard scale rule"),

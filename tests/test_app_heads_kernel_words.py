@@ -33,6 +33,7 @@ ENGINE_MAPS = {
     "differential": lambda trace: [[trace.kernel_parts.logits1[h], trace.kernel_parts.logits2[h]]
                                    for h in range(trace.n_heads)],
     "linear": lambda trace: [[trace.kernel_parts.similarity[h]] for h in range(trace.n_heads)],
+    "deltanet": lambda trace: [[trace.kernel_parts.similarity[h]] for h in range(trace.n_heads)],
 }
 
 
@@ -177,7 +178,7 @@ def test_the_concatenation_caption_says_what_each_head_puts_in(name):
     # The figure holds the engine's concat; each head's block is weights × V, or a differential head's
     # RMSNorm(weights × V) × (1 − λ_init): the caption must name the step that made the numbers shown.
     at = app({"kernel": name})
-    trace = run(MHAConfig(kernel=name)).trace
+    trace = run(at.session_state["config"]).trace  # the link's, after a fallback (Gated DeltaNet: the causal mask)
     shown = decode_z(charts(at)["concat"]["data"][0]["z"])
     np.testing.assert_allclose(shown, trace.concat, rtol=0, atol=FIGURE)
     blocks = np.split(trace.concat, trace.n_heads, axis=1)

@@ -90,9 +90,11 @@ def test_heads_keeps_the_fixed_scale_for_linear_and_says_rows_sum_to_1():
 
 
 def test_the_sidebar_offers_every_kernel_and_writes_the_link():
+    from mha_core.kernels import KERNELS
+
     at = app()
     box = at.selectbox(key="w_kernel")
-    assert len(box.options) == 3
+    assert len(box.options) == len(KERNELS)
     box.set_value("linear").run()
     assert not at.exception
     assert at.session_state["config"].kernel == "linear"

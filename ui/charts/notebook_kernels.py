@@ -13,6 +13,7 @@ import numpy as np
 
 from ui.charts.labels import said
 from ui.charts.notebook_cells import Cell, Context, _mask_source, _number, array_source, check, comment, scheme_source
+from ui.charts.notebook_deltanet import DELTANET_CELLS
 from ui.i18n import _
 
 SCALE_OF_A_HALF = {
@@ -181,4 +182,5 @@ KERNEL_CELLS: dict[str, Callable[[Context], Cell]] = {
     "linear_phi": _linear_phi_cell,
     "linear_weights": _linear_weights_cell,
     "linear_state": _linear_state_cell,
+    **DELTANET_CELLS,
 }

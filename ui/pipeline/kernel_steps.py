@@ -34,6 +34,7 @@ from ui.pipeline.records import (
     qk_axes,
     shape_text,
 )
+from ui.pipeline.kernel_steps_deltanet import DELTANET_STEPS
 from ui.pipeline.step_kinds import StepKind
 
 
@@ -338,4 +339,5 @@ KERNEL_STEPS: dict[str, Callable[[StepInputs, int, object], Step | None]] = {
     "linear_phi": linear_phi_step,
     "linear_weights": linear_weights_step,
     "linear_state": linear_state_step,
+    **DELTANET_STEPS,
 }
