@@ -181,3 +181,33 @@ def test_the_static_pack_draws_m_for_a_deltanet_link(tmp_path):
     for z, want in zip(shown_z, trace.weights, strict=True):
         drawn = np.isfinite(z)
         np.testing.assert_array_equal(z[drawn], want.astype(np.float32)[drawn].astype(np.float64))
+
+
+# ---- the lesson ------------------------------------------------------------------------------------------------
+
+
+def test_the_lesson_asks_first_then_shows_claims_that_hold_with_the_engines_numbers():
+    from ui.pages.lessons.registry import LESSONS
+
+    lesson = LESSONS["deltanet"]
+    assert "Before you look" in lesson.question
+    findings = lesson.findings(lesson.panels)
+    assert all(claim.holds for claim in findings.claims), [c.text for c in findings.claims if not c.holds]
+    trace = run(lesson.panels[1].config).trace
+    np.testing.assert_array_equal(findings.figures[0].matrices[1], trace.weights[0])
+    table = findings.tables[0][1]
+    assert list(table["kind"]) == ["Gated DeltaNet"] * 3 + ["gated attention (KV cache)"]
+    at = open_app("app_pages/lessons.py", lesson="deltanet")
+    text = " ".join(m.value for m in [*at.markdown, *at.caption, *at.subheader, *at.header, *at.info, *at.success])
+    assert lesson.question in text or lesson.question.split(":")[0] in text
+
+
+def test_a_lesson_claim_fails_when_the_engine_skips_the_decay(monkeypatch):
+    import mha_core.deltanet as deltanet
+    from ui.pages.lessons.registry import LESSONS
+
+    original = deltanet.implied_matrix
+    monkeypatch.setattr(deltanet, "implied_matrix", lambda q, k, g, beta: original(q, k, np.zeros_like(g), beta))
+    lesson = LESSONS["deltanet"]
+    claims = lesson.findings(lesson.panels).claims
+    assert not claims[1].holds and not claims[2].holds  # M V no longer the recurrence; M no longer the product

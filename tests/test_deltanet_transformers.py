@@ -104,3 +104,18 @@ def test_our_gates_are_qwen3_nexts_formula():
     beta, g = gates(result.x_q, result.kernel_params)
     np.testing.assert_array_equal(beta, result.trace.kernel_parts.beta)
     np.testing.assert_array_equal(g, result.trace.kernel_parts.g)
+
+
+def test_the_lessons_stack_table_reads_qwen3_nexts_published_config():
+    from transformers import Qwen3NextConfig
+
+    from ui.pages.lessons.deltanet import QWEN3_NEXT, stack_table
+
+    c = Qwen3NextConfig()
+    assert c.layer_types[:4] == ["linear_attention"] * 3 + ["full_attention"] and c.num_hidden_layers == 48
+    assert (c.num_key_value_heads, c.head_dim) == (QWEN3_NEXT["kv_heads"], QWEN3_NEXT["head_dim"])
+    assert (c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim) == (
+        QWEN3_NEXT["v_heads"], QWEN3_NEXT["k_dim"], QWEN3_NEXT["v_dim"])
+    table = stack_table(6, 64, 32)
+    assert table.iloc[0, -1] == c.linear_num_value_heads * c.linear_key_head_dim * c.linear_value_head_dim
+    assert table.iloc[3, -1] == 2 * c.num_key_value_heads * c.head_dim * 1_048_576

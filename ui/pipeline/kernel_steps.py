@@ -24,6 +24,7 @@ import numpy as np
 
 from mha_core.kernels import KERNELS
 from ui.i18n import _, ngettext
+from ui.pipeline.kernel_steps_deltanet import DELTANET_STEPS
 from ui.pipeline.records import (
     Panel,
     Step,
@@ -34,7 +35,6 @@ from ui.pipeline.records import (
     qk_axes,
     shape_text,
 )
-from ui.pipeline.kernel_steps_deltanet import DELTANET_STEPS
 from ui.pipeline.step_kinds import StepKind
 
 

@@ -27,6 +27,7 @@ LESSON_MODULES = (
     "kernels",  # 11-13. differential attention, MLA's latent cache, linear attention's constant state
     "flash",  # 14-17. FlashAttention's online softmax, weights never stored, skipped tiles, attention sinks
     "tokens",  # 18. the same sentence in English, Chinese and Spanish: SmolLM2 tokens and MiniLM word pieces
+    "deltanet",  # Gated DeltaNet: the delta rule overwrites, its implied matrix M, the 3:1 stack (issue 34)
 )
 
 
