@@ -211,3 +211,35 @@ def test_a_lesson_claim_fails_when_the_engine_skips_the_decay(monkeypatch):
     lesson = LESSONS["deltanet"]
     claims = lesson.findings(lesson.panels).claims
     assert not claims[1].holds and not claims[2].holds  # M V no longer the recurrence; M no longer the product
+
+
+# ---- in zh-CN and es -----------------------------------------------------------------------------------------
+
+STEP_TITLES = ("Normalise q and k; β and α from x (Gated DeltaNet)", "The implied matrix M (Gated DeltaNet)",
+               "Three forms, one output; a state of constant size (Gated DeltaNet)")
+
+
+def _page_text(at) -> str:
+    return " ".join(e.value for e in [*at.markdown, *at.header, *at.subheader, *at.caption, *at.info])
+
+
+@pytest.mark.parametrize("code", ["zh-CN", "es"])
+def test_step_by_step_and_the_lesson_speak_the_language_with_the_same_numbers(code):
+    from ui.i18n import _, using_language
+    from ui.pages.lessons.registry import LESSONS
+
+    english = _page_text(open_app("app_pages/step_by_step.py", **PARAMS))
+    text = _page_text(open_app("app_pages/step_by_step.py", **PARAMS, lang=code))
+    with using_language(code):
+        titles = [_(t) for t in STEP_TITLES]
+        question = _(LESSONS["deltanet"].question)
+        lesson_title = _(LESSONS["deltanet"].title)
+    for english_title, title in zip(STEP_TITLES, titles, strict=True):
+        assert title != english_title and title in text and english_title not in text
+    for english_words in ("Gated DeltaNet first makes every q and k", "The state is linear in the values",
+                          "The same heads, three ways"):  # the steps' words: shown in English, translated here
+        assert english_words in english and english_words not in text
+    gaps = re.compile(r"\*\*(\d\.\de-\d\d)\*\*")
+    assert gaps.findall(text) == gaps.findall(english) and len(gaps.findall(text)) >= 2
+    lesson = _page_text(open_app("app_pages/lessons.py", lesson="deltanet", lang=code))
+    assert lesson_title in lesson and (question in lesson or question.split("：")[0].split(":")[0] in lesson)
