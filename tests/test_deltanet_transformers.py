@@ -4,9 +4,9 @@ own β and g (``Qwen3NextGatedDeltaNet``: β = b.sigmoid(), g = −A_log.exp() �
 
 The same q, k, v, g, β go in; transformers L2-normalises q and k (``use_qk_l2norm_in_kernel``) and scales q by
 1/√d_k itself; its state is (d_k, d_v), as ours. Both functions cast every input to float32 before they compute
-(``.to(torch.float32)``), so they are checked at float32's 1e-6 for the recurrence; the chunked path solves a
-triangular system per chunk and sums in another order, held to 5e-6 (what that allows; measured below 1e-6 here). Our
-float64 forms agree with one another within 1e-12 (also in tests/test_deltanet.py).
+(``.to(torch.float32)``), so they are checked at float32's 1e-6, the chunked path (a triangular solve per chunk,
+sums in another order) too: measured here up to 3.6e-7. Our float64 forms agree with one another within 1e-12
+(also in tests/test_deltanet.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from mha_core.config import MHAConfig, run  # noqa: E402
 from mha_core.deltanet import delta_chunked, delta_recurrence, gates, implied_matrix, l2_normalise  # noqa: E402
 
 FLOAT32 = 1e-6
-CHUNK32 = 5e-6
 FLOAT64 = 1e-12
 
 
@@ -59,9 +58,9 @@ def test_float32_against_transformers_recurrent_and_chunked_rules(seed):
     np.testing.assert_allclose(recurrent, rec_out, rtol=0, atol=FLOAT32)
     np.testing.assert_allclose(state, rec_state, rtol=0, atol=FLOAT32)
     np.testing.assert_allclose(by_matrix, rec_out, rtol=0, atol=FLOAT32)
-    np.testing.assert_allclose(chunked, chunk_out, rtol=0, atol=CHUNK32)
-    np.testing.assert_allclose(chunk_state, chunk_final, rtol=0, atol=CHUNK32)
-    np.testing.assert_allclose(recurrent, chunk_out, rtol=0, atol=CHUNK32)
+    np.testing.assert_allclose(chunked, chunk_out, rtol=0, atol=FLOAT32)
+    np.testing.assert_allclose(chunk_state, chunk_final, rtol=0, atol=FLOAT32)
+    np.testing.assert_allclose(recurrent, chunk_out, rtol=0, atol=FLOAT32)
     assert np.abs(rec_out).max() > 0.1
 
 
