@@ -98,6 +98,16 @@ def test_decoding_shows_a_state_of_constant_size_against_the_growing_kv_cache():
     assert "state of constant size" in text and f"{nh * hs * hs} numbers" in text
 
 
+def test_decodings_positions_section_draws_m_on_a_scale_centred_on_0():
+    at = open_app("app_pages/decoding.py", **PARAMS)
+    trace = run(CONFIG).trace
+    heatmap = figures(at)["dec_pe_none"]["data"][0]
+    z = decode(heatmap["z"]).astype(np.float64)
+    drawn = np.isfinite(z)
+    np.testing.assert_allclose(z[drawn], trace.weights[0][drawn], rtol=0, atol=FIGURE)
+    assert heatmap["zmin"] == -heatmap["zmax"] <= trace.weights[0].min() < 0  # negative weights not clipped at 0
+
+
 @pytest.mark.parametrize("page", ["app_pages/compare.py", "app_pages/about.py"])
 def test_compare_and_about_open_with_the_kernel(page):
     at = open_app(page, **PARAMS)
