@@ -255,7 +255,7 @@ def _read_delta_state(layer, kept: DeltaState, reading: Reading) -> Attended:
 
 DELTA_STATE = Decoder(
     "delta state", _start_delta_state, _keep_in_delta_state, _read_delta_state,
-    lambda kept: ((N_("state S"), kept.state),),
+    lambda kept: (("state S per query head", kept.state),),  # a name the Decoding page draws by (query head h's)
     words=N_("a **state of constant size** per head, S_t = α_t S_{{t−1}} + k_t δ_tᵀ with δ_t = β_t (v_t − α_t S_{{t−1}}ᵀ "
              "k_t): decayed, corrected and read once per token; no keys or values are kept"),
     size_words=N_("a state S ({hs}×{hv}) per head: {numbers} numbers, the same at every step, and no keys or values "

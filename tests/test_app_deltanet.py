@@ -92,7 +92,7 @@ def test_decoding_shows_a_state_of_constant_size_against_the_growing_kv_cache():
         assert int(metrics["Numbers kept (this layer)"].replace(",", "")) == nh * hs * hs  # the same at every step
         assert metrics["MHA's KV cache would hold"] == f"{2 * nh * hs * (t + 1):,}"
         steps = decode_variant_run(run(decoder_config(config)), upto=t)
-        state = dict(steps[-1].held)["state S"]
+        state = dict(steps[-1].held)["state S per query head"]
         assert shown(heatmaps(at), state[0])  # head 0's state after token t, the engine's
     text = " ".join(m.value for m in at.markdown)
     assert "state of constant size" in text and f"{nh * hs * hs} numbers" in text
@@ -106,6 +106,20 @@ def test_decodings_positions_section_draws_m_on_a_scale_centred_on_0():
     drawn = np.isfinite(z)
     np.testing.assert_allclose(z[drawn], trace.weights[0][drawn], rtol=0, atol=FIGURE)
     assert heatmap["zmin"] == -heatmap["zmax"] <= trace.weights[0].min() < 0  # negative weights not clipped at 0
+
+
+def test_with_shared_kv_heads_decoding_shows_the_chosen_query_heads_own_state():
+    """β and α are per query head, so is the state: head 1 shares K/V head 0 with head 0 but keeps its own S."""
+    at = open_app("app_pages/decoding.py", **PARAMS, kv_heads=2)
+    config = at.session_state["config"]
+    at.slider(key="w_dec_step").set_value(5).run()
+    at.selectbox(key="w_dec_head").set_value(1).run()
+    assert not at.exception
+    state = dict(decode_variant_run(run(decoder_config(config)), upto=5)[-1].held)["state S per query head"]
+    assert state.shape[0] == config.n_heads == 4 and not np.allclose(state[0], state[1])
+    assert shown(heatmaps(at), state[1]) and not shown(heatmaps(at), state[0])
+    assert "S (head 1), after token 5" in [f["layout"]["title"]["text"] for f in figures(at).values()
+                                           if f["layout"].get("title")]
 
 
 @pytest.mark.parametrize("page", ["app_pages/compare.py", "app_pages/about.py"])

@@ -139,7 +139,7 @@ def test_the_decoder_keeps_a_state_of_constant_size_and_gives_the_causal_rows(co
         np.testing.assert_allclose(step.heads, trace.heads[:, t], rtol=0, atol=EXACT)
         np.testing.assert_allclose(step.output, trace.output[t], rtol=0, atol=EXACT)
     (name, state), = steps[-1].held
-    assert name == "state S"
+    assert name == "state S per query head"
     np.testing.assert_allclose(state, trace.kernel_parts.state, rtol=0, atol=EXACT)
 
 
