@@ -218,7 +218,7 @@ def test_the_lesson_asks_first_then_shows_claims_that_hold_with_the_engines_numb
     findings = lesson.findings(lesson.panels)
     assert all(claim.holds for claim in findings.claims), [c.text for c in findings.claims if not c.holds]
     trace = run(lesson.panels[1].config).trace
-    np.testing.assert_array_equal(findings.figures[0].matrices[1], trace.weights[0])
+    np.testing.assert_array_equal(findings.figures[1].matrices[0], trace.weights[0])
     table = findings.tables[0][1]
     assert list(table["kind"]) == ["Gated DeltaNet"] * 3 + ["gated attention (KV cache)"]
     at = open_app("app_pages/lessons.py", lesson="deltanet")

@@ -62,7 +62,7 @@ def deltanet_matrix_step(inputs: StepInputs, head: int, cell) -> Step:
             "is 0 above the diagonal (causal), its rows have no fixed sum, and {n} of its entries in head {head} are "
             "negative.").format(n=negative, head=head)
     formula = (r"M_{ij} = \beta_j\,\hat k_j^\top \Big(\prod_{m=j+1}^{i} \alpha_m\big(I - \beta_m \hat k_m \hat k_m^\top"
-               r"\big)\Big)\,\hat q_i\ \ (j \le i),\qquad o_i = \sum_j M_{ij}\,v_j")
+               r"\big)\Big)\,\hat q_i,\qquad j \le i,\qquad o_i = \sum_j M_{ij}\,v_j")
     return Step("deltanet_matrix", _("The implied matrix M (Gated DeltaNet)"), why, formula,
                 _("{shape}, 0 above the diagonal").format(shape=shape_text(weights)), panels)
 

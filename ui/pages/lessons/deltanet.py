@@ -15,6 +15,7 @@ import pandas as pd
 from mha_core.config import run
 from mha_core.deltanet import delta_recurrence, l2_normalise
 from mha_core.variant_decoding import decode_variant_run
+from ui.charts.numbers import count
 from ui.i18n import N_, _
 from ui.pages.lessons.records import BASE, Claim, Findings, Grid, Lesson, LessonPanel, tiny
 
@@ -51,7 +52,7 @@ def stack_table(t_toy: int, toy_state: int, toy_kv_per_token: int) -> pd.DataFra
         rows.append([layer, _(kind), toy_kv_per_token * t_toy if attention else toy_state,
                      *((per_token * n) if attention else state for n in CONTEXTS)])
     columns = [N_("layer"), N_("kind"), _("toy, {t} tokens").format(t=t_toy),
-               *(_("Qwen3-Next, {n} tokens").format(n=f"{n:,}") for n in CONTEXTS)]
+               *(_("Qwen3-Next, {n} tokens").format(n=count(n)) for n in CONTEXTS)]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -102,15 +103,16 @@ def deltanet_findings(panels: tuple[LessonPanel, ...]) -> Findings:
             negative=negative, low=float(sums.min()), high=float(sums.max())), negative > 0),
     )
     figures = (
-        Grid(np.stack([plain.trace.weights[0], trace.weights[0]]), plain.query_labels, plain.key_labels,
-             [_("softmax, head 0"), _("Gated DeltaNet M, head 0")], kind="signed_weights", max_cols=2,
+        Grid(plain.trace.weights[:1], plain.query_labels, plain.key_labels, [_("softmax, head 0")], max_cols=1,
              mask=plain.mask),
+        Grid(trace.weights[:1], plain.query_labels, plain.key_labels, [_("Gated DeltaNet M, head 0")],
+             kind="signed_weights", max_cols=1, mask=plain.mask),
     )
     tables = ((_("What four layers keep while decoding, laid out as Qwen3-Next and Qwen3.5 do (three Gated DeltaNet, "
                  "then one gated attention; numbers per layer: the toy's, and Qwen3-Next-80B-A3B's from transformers' "
                  "Qwen3NextConfig)."), stack_table(len(steps), steps[-1].numbers, kv_per_token)),)
-    return Findings(figures, claims, tables, note=_("Both panels are on one scale centred on 0 (blue below 0): the "
-                                                    "softmax row is ≥ 0 and sums to 1, M's is signed."))
+    return Findings(figures, claims, tables, note=_("The softmax head is on 0..1; M is on its own scale "
+                                                    "centred on 0 (blue below 0): signed, with no fixed row sum."))
 
 
 CAUSAL = replace(BASE, mask="causal")
@@ -130,7 +132,7 @@ LESSONS: tuple[Lesson, ...] = (
         explanation=N_(
             "Each head keeps a matrix S. For every token it first decays S by α_t, then asks what S already recalls "
             "for the key k_t, and writes only the correction β_t (v_t − recalled): with β = 1 the old value under "
-            "that key is replaced, not added to. The query reads o_t = S_t q_t. Because S is linear in the values, "
+            "that key is replaced, not added to, and the query reads o_t = S_t q_t. Because S is linear in the values, "
             "o_i = Σ_j M_ij v_j for a matrix M made of the decays and corrections: that is what Heads draws. It can be "
             "negative (a later token erased part of v_j) and its rows have no fixed sum. Qwen3-Next and Qwen3.5 use "
             "three such layers for every softmax (gated) attention layer, so most layers keep a state of constant "
