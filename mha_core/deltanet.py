@@ -280,7 +280,7 @@ def _and_causal(refusal: Refusal) -> Refusal:
 
 
 DELTANET = Kernel(
-    "deltanet", N_("Gated DeltaNet (delta rule)"), N_("Gated DeltaNet"),
+    "deltanet", N_("Gated DeltaNet"), N_("Gated DeltaNet"),  # the label as captions name it ("Gated DeltaNet attention")
     N_("A state per head is decayed by α_t, corrected towards v_t for the key k_t by a step β_t (the delta rule) and "
        "read by q_t; the weights are the matrix M that state implies, o_i = Σ_j M_ij v_j."),
     rows_sum_to_one=False, row_sums=N_("rows have no fixed sum, and weights can be negative"), signed=True,
