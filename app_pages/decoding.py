@@ -7,6 +7,7 @@ import streamlit as st
 from mha_core.config import MHAConfig, RunResult
 from mha_core.decoder import assembled_weights, decode_run, decoder_config, max_difference, step_cost
 from mha_core.offsets import diagonal_spread, rope_offset_scores
+from ui.charts.kernels import weights_signed
 from ui.charts.numbers import count
 from ui.i18n import _
 from ui.pages.decoding import CACHE_TABLE_NAMES, position_configs, qk_axes, shown_table
@@ -128,8 +129,9 @@ def position_panel(pe: str, pe_config: MHAConfig, head: int) -> None:
         return
     result = compute(pe_config)
     labels = result.query_labels
+    kind = "signed" if weights_signed(result.trace) else "weights"  # a signed kernel's weights centred on 0
     views.show_panel(Panel(_(POSITION_LABELS[pe]), result.trace.weights[head], labels, labels, _("weight"),
-                           kind="weights", axis_titles=qk_axes(), allowed=result.mask),
+                           kind=kind, axis_titles=qk_axes(), allowed=result.mask),
                      f"dec_pe_{pe}", width_px=views.plot_px(1 / 2), font_size=figure_font_size())
 
 

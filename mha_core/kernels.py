@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha_core.deltanet import DELTANET
 from mha_core.gated import GATED
 from mha_core.kernel_base import (  # noqa: F401  (the record and the softmax head, re-exported: kernels' old imports)
     Kernel,
@@ -323,6 +324,7 @@ KERNELS: dict[str, Kernel] = {
         GATED,
         SINK,
         QK_NORM,
+        DELTANET,
     )
 }
 

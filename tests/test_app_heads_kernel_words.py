@@ -39,6 +39,7 @@ ENGINE_MAPS = {
     "gated": lambda trace: [[trace.logits[h]] for h in range(trace.n_heads)],  # a softmax head's, gated after A·V
     "sink": lambda trace: [[trace.logits[h]] for h in range(trace.n_heads)],  # the logits the sink joins
     "qknorm": lambda trace: [[trace.logits[h]] for h in range(trace.n_heads)],  # softmax's logits, of q̂ and k̂
+    "deltanet": lambda trace: [[trace.kernel_parts.similarity[h]] for h in range(trace.n_heads)],
 }
 
 

@@ -54,7 +54,7 @@ def test_the_six_confusions_of_issue_6_each_have_a_lesson():
     assert list(LESSONS)[10:13] == ["differential", "mla_cache", "linear_state"]  # issue 26
     assert list(LESSONS)[13:17] == ["online_softmax", "never_stored", "causal_skip", "sinks"]  # issue 25
     assert list(LESSONS)[17] == "tokens"  # issue 37; issue 34's lessons follow
-    assert {"sparse", "gated_attention", "learned_sinks", "qknorm"} <= set(list(LESSONS)[18:])  # issue 34
+    assert {"sparse", "gated_attention", "learned_sinks", "qknorm", "deltanet"} <= set(list(LESSONS)[18:])  # issue 34
     assert list(LESSONS)[-1] == "induction_ablation"  # issue 35
     for lesson in LESSONS.values():
         assert lesson.title and lesson.question and lesson.source

@@ -13,6 +13,7 @@ import numpy as np
 
 from ui.charts.labels import said
 from ui.charts.notebook_cells import Cell, Context, _mask_source, _number, array_source, check, comment, scheme_source
+from ui.charts.notebook_deltanet import DELTANET_CELLS
 from ui.charts.notebook_gated import output_gate_cell, sink_weights_cell
 from ui.charts.notebook_kernels_sparse import SPARSE_CELLS
 from ui.charts.notebook_qknorm import qk_norm_cell
@@ -188,4 +189,5 @@ KERNEL_CELLS: dict[str, Callable[[Context], Cell]] = {
     "output_gate": output_gate_cell,
     "sink_weights": sink_weights_cell,
     "qk_norm": qk_norm_cell,
+    **DELTANET_CELLS,
 }

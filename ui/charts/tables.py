@@ -57,6 +57,10 @@ def diagnostics_caption(trace: AttentionTrace) -> str:
     kernel = attention_kernel(trace.kernel)
     if kernel.rows_are_distributions:
         return _("Averages over the query rows (fully masked rows left out). Entropy 0 = sharp, 1 = even.")
+    if kernel.row_sum is None and not kernel.rows_sum_to_one:  # no one sum for the run (Gated DeltaNet's M)
+        return _("Averages over the query rows (fully masked rows left out) of the signed {weights}: {row_sums}, and "
+                 "a weight below 0 subtracts its key's value. No entropy (—): a signed row is no probability "
+                 "distribution.").format(weights=_(kernel.weights_label), row_sums=_(kernel.row_sums))
     total = 1.0 if kernel.row_sum is None else kernel.row_sum(trace.kernel_parts)
     return _("Averages over the query rows (fully masked rows left out) of the signed {weights}: each row sums to "
              "{formula} = {total} here, and a weight below 0 subtracts its key's value. No entropy (—): a signed row "

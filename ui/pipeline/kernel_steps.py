@@ -24,6 +24,7 @@ import numpy as np
 
 from mha_core.kernels import KERNELS
 from ui.i18n import _, ngettext
+from ui.pipeline.kernel_steps_deltanet import DELTANET_STEPS
 from ui.pipeline.kernel_steps_gated import output_gate_step, sink_weights_step
 from ui.pipeline.kernel_steps_qknorm import qk_norm_step
 from ui.pipeline.kernel_steps_sparse import SPARSE_STEPS
@@ -349,4 +350,5 @@ KERNEL_STEPS: dict[str, Callable[[StepInputs, int, object], Step | None]] = {
     "output_gate": output_gate_step,
     "sink_weights": sink_weights_step,
     "qk_norm": qk_norm_step,
+    **DELTANET_STEPS,
 }

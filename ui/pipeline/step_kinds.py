@@ -92,6 +92,14 @@ STEP_KINDS: dict[str, StepKind] = {kind.slug: kind for kind in (
     StepKind("sink_weights", N_("Softmax with a learned sink, its column dropped (sinks)"), "[L|s]",
              N_("One learned logit per head joins every row, the softmax is taken, and its column is dropped: the "
                 "keys' weights sum to less than 1, the sink taking the rest (gpt-oss).")),
+    StepKind("deltanet_gates", N_("Normalise q and k; β and α from x (Gated DeltaNet)"), "q̂,\u00a0k̂,\u00a0β,\u00a0α",
+             N_("Gated DeltaNet L2-normalises q and k and makes a step size β_t and a decay α_t per head from each "
+                "token's input.")),
+    StepKind("deltanet_matrix", N_("The implied matrix M (Gated DeltaNet)"), "M",
+             N_("The state is linear in the values: o_i = Σ_j M_ij v_j, with M built from the decays and the delta "
+                "rule's corrections; signed, 0 above the diagonal.")),
+    StepKind("deltanet_forms", N_("Three forms, one output; a state of constant size (Gated DeltaNet)"), N_("state"),
+             N_("The recurrence, the chunked form and M V give the same heads; a decoder keeps only the state S.")),
     StepKind("mix", N_("Weighted sum of values A·V"), "A·V",
              N_("Each query receives the sum of the value rows weighted by its attention weights.")),
     StepKind("output_gate", N_("Gate each head's output: Y ⊙ σ(X W_θ) (gated)"), N_("gate"),

@@ -54,7 +54,7 @@ def variant_stepper(config: MHAConfig) -> None:
     metrics[3].metric(_("max |Δ| vs full causal"), f"{delta:.1e}", help=_("Over the rows decoded so far, all heads."))
     st.markdown(_("Step {t} generates **{token}**. This decoder keeps {kept}. {comparison}").format(
         t=t, token=labels[t], kept=held_words(config), comparison=cache.sentence))
-    panels = held_panels(step.held, labels, t, trace.kv_head_of(head))
+    panels = held_panels(step.held, labels, t, trace.kv_head_of(head), head)
     views.show_panels(panels, "dec_variant_held", font_size=figure_font_size())
     kind = "signed" if weights_signed(trace) else "weights"
     left, right = st.columns(2)
@@ -75,8 +75,9 @@ def variant_stepper(config: MHAConfig) -> None:
                      "per token; 2·kv_heads·d_k with shared key/value heads)."))
 
 
-def held_panels(held, labels: list[str], t: int, g: int) -> tuple[Panel, ...]:
-    """What the decoder keeps after token ``t``, one panel per kept array (K/V head ``g``'s part), titles translated."""
+def held_panels(held, labels: list[str], t: int, g: int, head: int = 0) -> tuple[Panel, ...]:
+    """What the decoder keeps after token ``t``, one panel per kept array (K/V head ``g``'s part, or query head
+    ``head``'s for a state kept per query head), titles translated."""
     panels = []
     for name, array in held:
         if name in ("latent cache c", "RoPE key cache k_R"):
@@ -87,6 +88,10 @@ def held_panels(held, labels: list[str], t: int, g: int) -> tuple[Panel, ...]:
             panels.append(Panel(_("S (K/V head {g}), after token {t}").format(g=g, t=t), array[g],
                                 dim_labels(array.shape[1]), dim_labels(array.shape[2]), _("state"),
                                 axis_titles=(_("φ(k) feature"), _("value feature"))))
+        elif name == "state S per query head":  # Gated DeltaNet: β and α are per query head, so is its state
+            panels.append(Panel(_("S (head {head}), after token {t}").format(head=head, t=t), array[head],
+                                dim_labels(array.shape[1]), dim_labels(array.shape[2]), _("state"),
+                                axis_titles=(_("key feature"), _("value feature"))))
         elif name == "state sum z":
             panels.append(Panel(_("z (K/V head {g})").format(g=g), array[g][None], ["z"], dim_labels(array.shape[1]),
                                 "z"))
