@@ -51,30 +51,10 @@ from mha_core.attention import AttentionTrace, AttentionWeights, multi_head_atte
 from mha_core.masks import padding_mask
 
 __all__ = [
-    "ENV_VAR",
-    "HOW_TO_GET_THE_MODEL",
-    "HUB_REPO",
-    "MAX_TOKENS",
-    "MODEL_LICENSE",
-    "EmbeddingWeights",
-    "EncoderLayerWeights",
-    "LayerNormWeights",
-    "LayerRun",
-    "MiniLM",
-    "MiniLMConfig",
-    "MiniLMRun",
-    "ModelIntegrityError",
-    "ModelSource",
-    "ModelUnavailableError",
-    "encoder_layer",
-    "embed",
-    "feed_forward",
-    "gelu",
-    "l2_normalize",
-    "layer_norm",
-    "load_minilm",
-    "mean_pool",
-    "self_attention",
+    "ENV_VAR", "HOW_TO_GET_THE_MODEL", "HUB_REPO", "MAX_TOKENS", "MODEL_LICENSE", "EmbeddingWeights",
+    "EncoderLayerWeights", "LayerNormWeights", "LayerRun", "MiniLM", "MiniLMConfig", "MiniLMRun",
+    "ModelIntegrityError", "ModelSource", "ModelUnavailableError", "encoder_layer", "embed", "feed_forward", "gelu",
+    "l2_normalize", "layer_norm", "load_minilm", "mean_pool", "self_attention",
 ]
 
 MAX_TOKENS = 128  # word pieces per sentence, [CLS] and [SEP] included

@@ -55,14 +55,8 @@ from mha_core.gguf_reader import GGUFContents, QuantizedMatrix, read_gguf
 from mha_core.head_roles import role_scores
 from mha_core.kv_cache import KVCache, decode_step
 from mha_core.masks import causal_mask
-from mha_core.smollm2_runs import (
-    InductionScores,
-    LogitLens,
-    SmolDecodeStep,
-    SmolLayerRun,
-    SmolRun,
-    softmax_1d,
-)
+from mha_core.smollm2_runs import InductionScores, LogitLens, SmolDecodeStep, SmolLayerRun, SmolRun, softmax_1d
+from mha_core.unembed import UNEMBED_CHUNK, read_out
 
 __all__ = [
     "ENV_VAR",
@@ -90,7 +84,6 @@ __all__ = [
 
 MAX_TOKENS = 128  # tokens per prompt (the model was trained on 8192): a run then holds ~45 MB, 4x that at 256
 MODEL_LICENSE = "Apache-2.0"
-UNEMBED_CHUNK = 8192  # vocabulary rows dequantized at a time for the logits (8192 x 576 float32 = 19 MB)
 
 
 @dataclass(frozen=True)
@@ -375,29 +368,9 @@ class SmolLM2:
         return self.read_out(run.final, run.token_ids)[0]
 
     def read_out(self, final: np.ndarray, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The loss on each next token of the prompt (T - 1,) and the logits after its last token (V,).
-
-        ``final`` (T, C) is the normed last residual. Loss i = log Σ_v exp(logit_i,v) − logit_i,token[i+1], in
-        float64. One pass over the vocabulary, UNEMBED_CHUNK rows of E at a time, with a running maximum and
-        sum (the online softmax), so the (T, V) logits (25 MB at 128 tokens, 50 in float64) never exist at once.
-        """
-        final, targets = np.asarray(final, dtype=np.float32), np.asarray(token_ids)[1:]  # (T, C), (T-1,)
-        n = final.shape[0] - 1
-        peak = np.full(n, -np.inf)  # (T-1,) running max of each row's logits
-        total = np.zeros(n)  # (T-1,) running Σ exp(logit - peak)
-        target_logit = np.empty(n)  # (T-1,)
-        next_logits = np.empty(self.config.vocab_size, dtype=np.float32)  # (V,)
-        for start in range(0, self.config.vocab_size, UNEMBED_CHUNK):
-            stop = min(start + UNEMBED_CHUNK, self.config.vocab_size)
-            logits = final @ self.embedding.transposed(slice(start, stop))  # (T, chunk)
-            next_logits[start:stop] = logits[-1]
-            rows = logits[:-1].astype(np.float64)  # (T-1, chunk)
-            new_peak = np.maximum(peak, rows.max(axis=1, initial=-np.inf))  # (T-1,)
-            total = total * np.exp(peak - new_peak) + np.exp(rows - new_peak[:, None]).sum(axis=1)
-            peak = new_peak
-            inside = (targets >= start) & (targets < stop)  # (T-1,) whose target is in this chunk
-            target_logit[inside] = rows[inside, targets[inside] - start]
-        return np.log(total) + peak - target_logit, next_logits
+        """The loss on each next token (T - 1,) and the logits after the last (V,), from the normed last residual
+        ``final`` (T, C), a block of the vocabulary at a time (``mha_core.unembed.read_out``)."""
+        return read_out(final, token_ids, self.embedding.transposed, self.config.vocab_size)
 
     @staticmethod
     def sink_mass(run: SmolRun) -> np.ndarray:

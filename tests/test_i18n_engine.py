@@ -27,7 +27,7 @@ from ui.i18n import LANGUAGES, _, catalog_path, using_language
 ROOT = Path(__file__).resolve().parents[1]
 TRANSLATED = ("zh-CN", "es")
 # Words a catalog keeps as they are (names): their translation may equal the English.
-SAME_IN_EVERY_LANGUAGE = {"softmax", "RoPE", "ALiBi", "logits", "softmax (2017)"}
+SAME_IN_EVERY_LANGUAGE = {"softmax", "RoPE", "ALiBi", "logits", "softmax (2017)", "MoBA", "DSA", "QK-norm"}  # names
 SAME_IN = {"es": {"sinusoidal", "Gated DeltaNet"}, "zh-CN": set()}  # the same word in that language
 SYMBOLS = {"L₁, L₂", "φ(q)·φ(k)", "q̂·k̂"}  # record fields that are formulas only: not marked, shown as they are
 

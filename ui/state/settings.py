@@ -314,8 +314,8 @@ SETTINGS: tuple[Setting, ...] = (
             "weights then sum to at most 1, and a row may put its weight 'nowhere' (softmax with +1 in the denominator).")),
     Setting("kernel", "choice", "kernel", label=N_("Attention kernel"), section=N_("Scores"), widget="select",
             choices=KERNEL_LABELS, written="changed",
-            help=N_("softmax: the 2017 head. differential: two softmax maps, the first minus λ times the second "
-            "(weights can be negative). linear: φ(q)·φ(k) with φ = elu + 1, a constant-size state when decoding.")),
+            help=N_("How each head turns its queries and keys into weights: the 2017 softmax or a later variant. "
+                    "About lists every kernel with its paper, its formula and what it cannot combine with.")),
     Setting("sparse_block", "int", "sparse_block", url="block", label=N_("Block size B (MoBA)"), short_label=N_("Block"),
             section=N_("Scores"), widget="number", limits=(1, MAX_SPARSE), applies=_tuned("sparse_block"),
             written="changed", help=N_("MoBA cuts the keys into blocks of B tokens; a block's gate is q · its mean key.")),

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mha_core.head_roles import THRESHOLD
+from ui.charts.labels import axis_labels
 from ui.i18n import N_, _
 from ui.pages.lessons.records import BASE, Claim, Findings, Heatmap, Lesson, LessonPanel
 
@@ -52,13 +53,12 @@ def control_heads(scores: np.ndarray, heads) -> tuple[tuple[int, int], ...]:
 @functools.cache
 def measured() -> InductionAblation:
     """SmolLM2 on the probe with all heads, the strongest induction head off, all of them off, and the control off.
-    The model is the Real model page's (one copy per server); RuntimeError when its file is missing."""
+    The model is the Real model page's (``mha_core.models``: one copy per process); RuntimeError when its file is missing."""
     from mha_core import smollm2 as smol
+    from mha_core.models import shared_smollm2
     from mha_core.smollm2_ablation import ablate
-    from ui.pages.real_model.smollm2 import axis_labels
-    from ui.pages.real_model.smollm2_view import cached_model
 
-    model = cached_model(os.environ.get(smol.ENV_VAR))
+    model = shared_smollm2(os.environ.get(smol.ENV_VAR))
     probe = model.induction(half=PROBE_HALF, seed=PROBE_SEED)
     run = model.forward(probe.token_ids, traces=())
     order = [divmod(int(i), probe.induction.shape[1]) for i in np.argsort(-probe.induction, axis=None, kind="stable")]

@@ -13,7 +13,6 @@ Shapes: L layers, nh query heads, kv K/V heads, T tokens, V vocabulary (glossary
 from __future__ import annotations
 
 import html
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -23,6 +22,7 @@ import pandas as pd
 from mha_core.smollm2 import SmolLM2
 from mha_core.smollm2_runs import InductionScores, LogitLens, softmax_1d
 from ui.charts.figures import figure, plot_texts
+from ui.charts.labels import axis_labels, shown_token  # noqa: F401  (re-exported: the page's old imports)
 from ui.i18n import N_, _
 from ui.pages.real_model import link_text
 from ui.pipeline.panels import slim_step
@@ -110,25 +110,7 @@ def smol_params(view: SmolView) -> dict[str, str]:
     return {"model": "smollm2", "rm_text": view.text, **write_settings(SMOL_ROWS, values)}
 
 
-# ---- tokens ----
-
-
-def shown_token(text: str) -> str:
-    """A token's label made visible: a leading space as '␣', a newline as '↵', a tab as '⇥'; a character that
-    draws nothing alone (a zero-width joiner, a variation selector) by its short name, a combining mark on '◌'."""
-    text = text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")
-    return "".join(_visible(char) for char in text)
-
-
-INVISIBLE_NAMES = {"\u200d": "ZWJ", "\u200c": "ZWNJ", "\ufe0f": "VS16", "\ufe0e": "VS15", "\ufeff": "BOM"}
-
-
-def _visible(char: str) -> str:
-    if char in INVISIBLE_NAMES:
-        return f"‹{INVISIBLE_NAMES[char]}›"
-    if unicodedata.combining(char):
-        return "◌" + char
-    return char
+# ---- tokens ---- (their labels: ui.charts.labels.shown_token, axis_labels)
 
 
 def token_chips_html(tokens, hovers=None) -> str:
@@ -155,11 +137,6 @@ def token_hovers(labels) -> list[str]:
             words += " · " + _("holds part of a character: ¹⁄₂ = the first of the 2 tokens that share it")
         hovers.append(words)
     return hovers
-
-
-def axis_labels(tokens) -> list[str]:
-    """Heatmap labels that carry the position ('3:␣the'): plotly merges repeated tick labels."""
-    return [f"{i}:{shown_token(t)}" for i, t in enumerate(tokens)]
 
 
 # ---- next token ----

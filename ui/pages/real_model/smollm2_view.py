@@ -29,6 +29,7 @@ from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pages.real_model.smollm2_intro import about_the_model, show_tokens
 from ui.pipeline.drill_down import drill_down
 from ui.run import cached_figures
+from ui.run.models import cached_model
 from ui.state.device import chart_config, on_phone
 from ui.widgets import step_views as views
 from ui.widgets.live import show_chart
@@ -86,13 +87,6 @@ def leave_the_other_models_settings() -> None:
 
 
 # ---- loading and running ----
-
-
-@st.cache_resource(max_entries=1, show_spinner=False)  # the spinners are the callers', in the page's language
-def cached_model(model_file: str | None) -> smol.SmolLM2:
-    """The verified model, from a file already on this server; ``model_file`` ($MHA_SMOLLM2_FILE) is only the
-    cache key. ModelNotFetchedError when it must be downloaded first (``fetch_with_progress``)."""
-    return smol.load_smollm2(allow_download=False)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
