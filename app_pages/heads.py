@@ -230,13 +230,27 @@ def head_output_words(trace) -> str:
     return _("weights × V, then RMSNorm on its own and × (1 − λ_init) = {gain:.4f}").format(gain=gain)
 
 
+MAIN_COLUMN_PX = 820  # the page's column on a 1280-pixel screen beside the sidebar: the figures' width there
+PHONE_COLUMN_PX = 350  # ... and on a phone
+
+
 def outputs_section(result) -> None:
-    """The concatenated head outputs with head boundaries, then the output after W_O (or a note)."""
+    """The concatenated head outputs with head boundaries and the output after W_O (or a note): one figure, the
+    output beside the concatenation (under it on a phone), on one colour bar."""
     st.subheader(_("After the heads: concatenate, then W_O"))
     trace, config = result.trace, result.config
     columns = concat_columns(trace.concat.shape[1], trace.n_heads)
-    show_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat",
-               config=chart_config(), alt=describe.describe_concat(trace.concat, result.query_labels, trace.n_heads))
+    out_cols = [str(c) for c in range(trace.output.shape[1])]
+    output = (trace.output, result.query_labels, out_cols) if config.output_projection else None
+    words = dict(title=_("Output = concat · W_O"), value_name=_("output"), row_name=_("query"), col_name=_("feature"))
+    fig = cached_figures.concat_and_output(trace.concat, result.query_labels, trace.n_heads,
+                                           None if output is None else trace.output, output_words=words,
+                                           max_cols=1 if on_phone() else 2,
+                                           width_px=PHONE_COLUMN_PX if on_phone() else MAIN_COLUMN_PX)
+    alt = describe.describe_concat(trace.concat, result.query_labels, trace.n_heads)
+    if output is not None:  # each panel in words, from the same arrays
+        alt += " " + describe.describe_matrix(*output, **words)
+    show_chart(fig, key="concat", config=chart_config(), alt=alt)
     st.caption(
         _("Each head's output ({words}) is {size} numbers per token; the heads are laid side by side (black lines) "
           "into {columns} columns. Nothing mixes the heads yet.").format(
@@ -249,13 +263,7 @@ def outputs_section(result) -> None:
         "concat.csv",
         "dl_concat",
     )
-    if config.output_projection:
-        out_cols = [str(c) for c in range(trace.output.shape[1])]
-        drawn = (trace.output, result.query_labels, out_cols)
-        words = dict(title=_("Output = concat · W_O"), value_name=_("output"), row_name=_("query"),
-                     col_name=_("feature"))
-        show_chart(cached_figures.matrix_heatmap(*drawn, **words), key="output", config=chart_config(),
-                   alt=describe.describe_matrix(*drawn, **words))  # the chart in words, from the same arrays
+    if output is not None:
         st.caption(
             _("W_O is the only step that mixes the heads: each output feature is a weighted sum of every head's "
               "columns.")

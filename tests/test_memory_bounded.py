@@ -36,7 +36,7 @@ CACHES = {
     "_panels_figure": cached_figures.MAX_PANEL_ROWS,
     "_attention_grid": cached_figures.MAX_FIGURES,
     "_matrix_heatmap": cached_figures.MAX_FIGURES,
-    "_concat_heatmap": cached_figures.MAX_FIGURES,
+    "_concat_and_output": cached_figures.MAX_FIGURES,
     "_similarity_heatmap": cached_figures.MAX_FIGURES,
 }
 
