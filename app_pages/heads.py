@@ -251,11 +251,14 @@ def outputs_section(result) -> None:
     if output is not None:  # each panel in words, from the same arrays
         alt += " " + describe.describe_matrix(*output, **words)
     show_chart(fig, key="concat", config=chart_config(), alt=alt)
-    st.caption(
-        _("Each head's output ({words}) is {size} numbers per token; the heads are laid side by side (black lines) "
-          "into {columns} columns. Nothing mixes the heads yet.").format(
-            words=head_output_words(trace), size=trace.heads.shape[-1], columns=trace.concat.shape[1])
-    )
+    # One caption for both panels and the downloads under it: each element is a message every run sends again.
+    words = _("Each head's output ({words}) is {size} numbers per token; the heads are laid side by side (black "
+              "lines) into {columns} columns. Nothing mixes the heads yet.").format(
+        words=head_output_words(trace), size=trace.heads.shape[-1], columns=trace.concat.shape[1])
+    if output is not None:
+        words += " " + _("W_O is the only step that mixes the heads: each output feature is a weighted sum of every "
+                         "head's columns.")
+    st.caption(words)
     download_csv(
         _("Concatenation (CSV)"),
         config,
@@ -264,10 +267,6 @@ def outputs_section(result) -> None:
         "dl_concat",
     )
     if output is not None:
-        st.caption(
-            _("W_O is the only step that mixes the heads: each output feature is a weighted sum of every head's "
-              "columns.")
-        )
         download_csv(
             _("Output after W_O (CSV)"),
             config,
@@ -317,15 +316,13 @@ def quiz_section(config) -> None:
 def export_section(result) -> None:
     """Every intermediate at once, as .npz and as .json."""
     st.subheader(_("Download everything"))
-    left, right = st.columns(2)
     config = result.config  # the callables keep the config, not the arrays (see download_csv)
-    with left:
+    with st.container(horizontal=True):  # one row, one layout block (two columns were three elements)
         download(_("All intermediates (.npz)"), lambda: export.npz_bytes(result_later(config)), "mha_trace.npz",
                  "application/octet-stream", "dl_npz")
-    with right:
         download(_("All intermediates (.json)"), lambda: export.json_bytes(result_later(config)), "mha_trace.json",
                  "application/json", "dl_json")
-    notebook_button(config, "heads")
+        notebook_button(config, "heads")
     st.caption(
         _("Inputs, W_Q/W_K/W_V/W_O, mask, Q, K, V, scores, logits, weights, head outputs, concat, output. "
           "In the JSON, masked logits (−∞) are written as null (its README key says so).")
