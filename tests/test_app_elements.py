@@ -6,12 +6,8 @@ a message for nothing: none may come back. The counts themselves are the bench's
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
-
-ROOT = Path(__file__).resolve().parents[1]
+from app_opener import open_app
 
 
 def layout_blocks(node, found: list) -> list:
@@ -25,12 +21,7 @@ def layout_blocks(node, found: list) -> list:
 
 @pytest.mark.parametrize("page", ["heads", "step_by_step"])
 def test_no_empty_column_and_no_row_of_one_element(page):
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.query_params["seed"] = "3"
-    at.run()
-    if page != "heads":
-        at.switch_page(f"app_pages/{page}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = open_app(None if page == "heads" else f"app_pages/{page}.py", seed=3)
     blocks = layout_blocks(at.main, [])
     empty = [block for block in blocks if type(block).__name__ == "Column" and not block.children]
     assert not empty, f"{len(empty)} empty column(s) on {page}"
