@@ -229,18 +229,35 @@ def head_output_words(trace) -> str:
     return _(words).format(**vars(trace.kernel_parts)) if words else _("weights × V")
 
 
+MAIN_COLUMN_PX = 820  # the page's column on a 1280-pixel screen beside the sidebar: the figures' width there
+PHONE_COLUMN_PX = 350  # ... and on a phone
+
+
 def outputs_section(result) -> None:
-    """The concatenated head outputs with head boundaries, then the output after W_O (or a note)."""
+    """The concatenated head outputs with head boundaries and the output after W_O (or a note): one figure, the
+    output beside the concatenation (under it on a phone), on one colour bar."""
     st.subheader(_("After the heads: concatenate, then W_O"))
     trace, config = result.trace, result.config
     columns = concat_columns(trace.concat.shape[1], trace.n_heads)
-    show_chart(cached_figures.concat_heatmap(trace.concat, result.query_labels, trace.n_heads), key="concat",
-               config=chart_config(), alt=describe.describe_concat(trace.concat, result.query_labels, trace.n_heads))
-    st.caption(
-        _("Each head's output ({words}) is {size} numbers per token; the heads are laid side by side (black lines) "
-          "into {columns} columns. Nothing mixes the heads yet.").format(
-            words=head_output_words(trace), size=trace.heads.shape[-1], columns=trace.concat.shape[1])
-    )
+    out_cols = [str(c) for c in range(trace.output.shape[1])]
+    output = (trace.output, result.query_labels, out_cols) if config.output_projection else None
+    words = dict(title=_("Output = concat · W_O"), value_name=_("output"), row_name=_("query"), col_name=_("feature"))
+    fig = cached_figures.concat_and_output(trace.concat, result.query_labels, trace.n_heads,
+                                           None if output is None else trace.output, output_words=words,
+                                           max_cols=1 if on_phone() else 2,
+                                           width_px=PHONE_COLUMN_PX if on_phone() else MAIN_COLUMN_PX)
+    alt = describe.describe_concat(trace.concat, result.query_labels, trace.n_heads)
+    if output is not None:  # each panel in words, from the same arrays
+        alt += " " + describe.describe_matrix(*output, **words)
+    show_chart(fig, key="concat", config=chart_config(), alt=alt)
+    # One caption for both panels and the downloads under it: each element is a message every run sends again.
+    words = _("Each head's output ({words}) is {size} numbers per token; the heads are laid side by side (black "
+              "lines) into {columns} columns. Nothing mixes the heads yet.").format(
+        words=head_output_words(trace), size=trace.heads.shape[-1], columns=trace.concat.shape[1])
+    if output is not None:
+        words += " " + _("W_O is the only step that mixes the heads: each output feature is a weighted sum of every "
+                         "head's columns.")
+    st.caption(words)
     download_csv(
         _("Concatenation (CSV)"),
         config,
@@ -248,17 +265,7 @@ def outputs_section(result) -> None:
         "concat.csv",
         "dl_concat",
     )
-    if config.output_projection:
-        out_cols = [str(c) for c in range(trace.output.shape[1])]
-        drawn = (trace.output, result.query_labels, out_cols)
-        words = dict(title=_("Output = concat · W_O"), value_name=_("output"), row_name=_("query"),
-                     col_name=_("feature"))
-        show_chart(cached_figures.matrix_heatmap(*drawn, **words), key="output", config=chart_config(),
-                   alt=describe.describe_matrix(*drawn, **words))  # the chart in words, from the same arrays
-        st.caption(
-            _("W_O is the only step that mixes the heads: each output feature is a weighted sum of every head's "
-              "columns.")
-        )
+    if output is not None:
         download_csv(
             _("Output after W_O (CSV)"),
             config,
@@ -308,15 +315,13 @@ def quiz_section(config) -> None:
 def export_section(result) -> None:
     """Every intermediate at once, as .npz and as .json."""
     st.subheader(_("Download everything"))
-    left, right = st.columns(2)
     config = result.config  # the callables keep the config, not the arrays (see download_csv)
-    with left:
+    with st.container(horizontal=True):  # one row, one layout block (two columns were three elements)
         download(_("All intermediates (.npz)"), lambda: export.npz_bytes(result_later(config)), "mha_trace.npz",
                  "application/octet-stream", "dl_npz")
-    with right:
         download(_("All intermediates (.json)"), lambda: export.json_bytes(result_later(config)), "mha_trace.json",
                  "application/json", "dl_json")
-    notebook_button(config, "heads")
+        notebook_button(config, "heads")
     st.caption(
         _("Inputs, W_Q/W_K/W_V/W_O, mask, Q, K, V, scores, logits, weights, head outputs, concat, output. "
           "In the JSON, masked logits (−∞) are written as null (its README key says so).")

@@ -84,6 +84,19 @@ SCRIPT_STATE_JS = """() => {
     else if (window.__mhaScript.start !== undefined) window.__mhaScript.end ??= at;
   }).observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
 }"""
+# Every websocket message the page receives (a ForwardMsg: one per element or layout block a run sends, plus the
+# run's start and end), installed before the app loads; MESSAGES_JS counts those after the input.
+MESSAGES_SCRIPT = """
+window.__mhaReceived = [];
+const MhaCountingSocket = window.WebSocket;
+window.WebSocket = class extends MhaCountingSocket {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener("message", () => window.__mhaReceived.push(performance.now()));
+  }
+};
+"""
+MESSAGES_JS = "() => window.__mhaReceived.filter(time => time >= window.__mhaChangeAt).length"
 STATIC = Path(__file__).resolve().parents[1] / "static"
 QUIET_S = 1.0
 
@@ -114,8 +127,10 @@ async def first_heatmap(playwright, url: str, query: str, directory: Path) -> fl
 
 async def seed_redraws(playwright, url: str, query: str, server_pid: int, samples: int, directory: Path,
                        warm_up: bool = True, quiet_s: float = QUIET_S):
-    """Seed + pressed ``samples`` times (after one untimed press when ``warm_up``) in one tab: the Redraw of each."""
+    """Seed + pressed ``samples`` times (after one untimed press when ``warm_up``) in one tab: the Redraw of each,
+    its long tasks, when the script's run ended and the websocket messages the run sent (``MESSAGES_SCRIPT``)."""
     context, page = await fresh_tab(playwright, directory)
+    await context.add_init_script(MESSAGES_SCRIPT)
     try:
         await page.goto(f"{url}/{query}", timeout=TIMEOUT_MS)
         await watch(page, TIMEOUT_MS)
@@ -124,7 +139,8 @@ async def seed_redraws(playwright, url: str, query: str, server_pid: int, sample
             await page.evaluate(SCRIPT_STATE_JS)
             redraw = await redrawn(page, lambda: step_seed(page), server_pid, quiet_s, TIMEOUT_MS)
             script = await page.evaluate("() => window.__mhaScript")
-            measured.append((redraw, await page.evaluate(LONG_TASKS_JS), script.get("end", float("nan"))))
+            measured.append((redraw, await page.evaluate(LONG_TASKS_JS), script.get("end", float("nan")),
+                             await page.evaluate(MESSAGES_JS)))
         await wait_idle(page, TIMEOUT_MS)
         return measured[warm_up:]
     finally:
@@ -175,8 +191,7 @@ def rows_from(measured: dict[str, dict], quick: bool) -> list[dict]:
                 continue
             values = measured[name][measurement]
             if measurement == "seed":
-                values, long_tasks, script_end = ([v for v, _, _ in values], [t for _, t, _ in values],
-                                                  [e for _, _, e in values])
+                values, long_tasks, script_end, messages = (list(column) for column in zip(*values, strict=True))
             times = [v.last_ms for v in values] if measurement == "seed" else values
             median = statistics.median(times)
             floor = median if floor is None else floor
@@ -190,6 +205,7 @@ def rows_from(measured: dict[str, dict], quick: bool) -> list[dict]:
                 row["first_ms"] = statistics.median(v.first_ms for v in values)
                 row["long_tasks_ms"] = statistics.median(long_tasks)
                 row["script_end_ms"] = statistics.median(script_end)
+                row["messages"] = statistics.median(messages)
                 row["server_cpu_ms"] = statistics.median(v.server_cpu_ms for v in values)
                 row["browser_cpu_ms"] = statistics.median(v.browser_cpu_ms for v in values)
             if goal and ratio > goal:
@@ -209,7 +225,9 @@ def run(quick: bool) -> list[dict]:
     pointerdown to the last frame in which any figure showed new data, after 1 s with no change
     (bench_browser.redrawn), one untimed press first. ``charts``: figures redrawn / on the page;
     ``first_ms``: to the first figure redrawn; ``long_tasks_ms``: the page's long tasks (> 50 ms) in between;
-    ``script_end_ms``: to the page showing the script's run as finished (every element it sent has arrived).
+    ``script_end_ms``: to the page showing the script's run as finished (every element it sent has arrived);
+    ``messages``: websocket messages the page received after the input (one per element or layout block the run
+    sent, plus its start and end: what the browser takes in, ~1 ms each).
     ``ratio``: median / the floor page's median. Goals (issue 22): Heads' link <= 1.0x, Seed + on Heads
     <= 1.2x, on Step by step <= 1.8x. Each page is timed with its charts sent by st.plotly_chart
     (MHA_LIVE_CHARTS=0, as before issue 22) and by the live charts (ui/widgets/live.py), and Heads once

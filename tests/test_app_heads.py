@@ -78,14 +78,14 @@ def default_app() -> AppTest:
 
 def test_the_default_page_renders_every_section(default_app):
     assert_page_ok(default_app)
-    assert set(charts(default_app)) == {"heads_grid", "similarity", "concat", "output"}
+    assert set(charts(default_app)) == {"heads_grid", "similarity", "concat"}  # concat: and the output
     assert default_app.title[0].value == "Heads"
     assert len(default_app.dataframe) == 1  # the head diagnostics
     assert [e.label for e in default_app.expander] == ["Describe this chart",
                                                       "**Take it apart: each head's contribution, and knocking heads out**"]
     opened = open_take_apart(app())
     assert_page_ok(opened)
-    assert set(charts(opened)) == {"heads_grid", "similarity", "concat", "output"} | APART_CHARTS
+    assert set(charts(opened)) == {"heads_grid", "similarity", "concat"} | APART_CHARTS
     assert len(opened.dataframe) == 2  # and the knock-out change per token
     table = default_app.dataframe[0].value
     assert list(table.index) == ["head 0", "head 1", "head 2", "head 3"]
@@ -107,6 +107,41 @@ def test_changing_heads_changes_the_number_of_heatmaps(heads):
     assert_page_ok(at)
     assert len(charts(at)["heads_grid"]["data"]) == heads
     assert len(charts(at)["concat"]["layout"]["shapes"]) == heads - 1  # head boundaries
+
+
+@pytest.mark.parametrize("params", [{"seed": "5"}, {"seed": "5", "wo": "0", "mask": "causal", "heads": "2"}])
+def test_the_after_the_heads_figure_holds_the_engines_concatenation_and_output(params):
+    # One chart (issue 38: fewer charts), its panels on one colour axis: the concatenation, and beside it the
+    # output after W_O; with W_O off (out_proj=0) the concatenation alone.
+    at = app(params)
+    assert_page_ok(at)
+    result = run(MHAConfig(seed=5, **({"output_projection": False, "mask": "causal", "n_heads": 2}
+                                     if "wo" in params else {})))
+    figure = charts(at)["concat"]
+    shown = [decode(trace["z"]) for trace in figure["data"]]
+    wanted = [result.trace.concat] + ([result.trace.output] if result.config.output_projection else [])
+    assert len(shown) == len(wanted)
+    for z, want in zip(shown, wanted, strict=True):
+        np.testing.assert_allclose(z, want, rtol=0, atol=1e-6)  # float32 of the engine's float64
+    bound = max(np.abs(want).max() for want in wanted)
+    axis = figure["layout"]["coloraxis"]
+    assert all(trace["coloraxis"] == "coloraxis" for trace in figure["data"])  # one colour bar for both
+    assert axis["cmin"] == pytest.approx(-bound) and axis["cmax"] == pytest.approx(bound) and axis["cmid"] == 0.0
+    assert len(figure["layout"]["shapes"]) == result.config.n_heads - 1  # head boundaries, on the concatenation
+
+
+@pytest.mark.parametrize("phone", [False, True])
+def test_the_after_the_heads_figure_stands_one_panel_under_the_other_on_a_phone(monkeypatch, phone):
+    monkeypatch.setattr("ui.state.device.on_phone", lambda: phone)  # the page reads it on every run
+    layout = charts(app({"seed": "5"}))["concat"]["layout"]
+    concat, output = (layout["xaxis"]["domain"], layout["yaxis"]["domain"]), (layout["xaxis2"]["domain"],
+                                                                             layout["yaxis2"]["domain"])
+    if phone:  # one column: the same width, the output under the concatenation
+        assert concat[0] == output[0] and output[1][1] < concat[1][0]
+        assert layout["yaxis2"].get("showticklabels", True)  # each panel names its rows
+    else:  # side by side on the same rows, which the concatenation names for both
+        assert concat[1] == output[1] and concat[0][1] < output[0][0]
+        assert layout["yaxis2"]["showticklabels"] is False and layout["yaxis2"]["matches"] == "y"
 
 
 def test_a_causal_mask_gives_a_grey_upper_triangle_and_rows_that_sum_to_1():

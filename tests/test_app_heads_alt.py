@@ -78,7 +78,7 @@ def test_the_output_gives_its_extremes(alts, engine):
     output = result.trace.concat @ result.weights.w_o + (0 if result.weights.b_o is None else result.weights.b_o)
     np.testing.assert_allclose(output, result.trace.output, atol=1e-12)
     (bi, bj), (si, sj) = extremes(output)
-    text = alts["output"]
+    text = alts["concat"]  # one chart: the concatenation and, beside it, the output
     assert f"{output.shape[0]} queries by {output.shape[1]} features" in text, text
     assert f"largest {output[bi, bj]:.2f} at query {q(labels[bi])}, feature {q(str(bj))}" in text, text
     assert f"smallest {output[si, sj]:.2f} at query {q(labels[si])}, feature {q(str(sj))}" in text, text

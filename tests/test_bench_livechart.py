@@ -6,9 +6,10 @@ from bench.bench_browser import Redraw
 from bench.bench_livechart import PAGES, rows_from
 
 
-def redraws(last_ms: float) -> list[tuple[Redraw, float, float]]:
-    """Five Seed + presses that each took ``last_ms``, 10 ms of long tasks, the script done at half of it."""
-    return [(Redraw(last_ms / 2, last_ms, 4, 4, 40.0, 500.0), 10.0, last_ms / 2)] * 5
+def redraws(last_ms: float, messages: int = 80) -> list[tuple[Redraw, float, float, int]]:
+    """Five Seed + presses that each took ``last_ms``, 10 ms of long tasks, the script done at half of it, and
+    ``messages`` websocket messages received."""
+    return [(Redraw(last_ms / 2, last_ms, 4, 4, 40.0, 500.0), 10.0, last_ms / 2, messages)] * 5
 
 
 def test_each_row_is_divided_by_the_floor_pages_median_and_judged_by_its_pages_goal():
@@ -26,3 +27,4 @@ def test_each_row_is_divided_by_the_floor_pages_median_and_judged_by_its_pages_g
     assert heads_seed["note"] == "missed by 0.10x (10 ms)"
     assert rows[("Seed", "Step by step, live charts")]["met"] is False  # 2.0x against 1.8x
     assert rows[("Seed", "floor page")]["goal"] == "" and rows[("Seed", "floor page")]["long_tasks_ms"] == 10.0
+    assert rows[("Seed", "floor page")]["messages"] == 80 and "messages" not in heads_link  # per press, Seed + only

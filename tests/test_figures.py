@@ -163,6 +163,25 @@ def test_concat_marks_every_head_boundary():
     np.testing.assert_array_equal(decode(s["data"][0]["z"]), concat.astype(np.float32))
 
 
+def test_concat_and_output_is_one_figure_of_two_panels_on_one_colour_bar():
+    concat = np.arange(6 * 8, dtype=float).reshape(6, 8) - 20.0  # -20 .. 27
+    output = np.linspace(-3.0, 30.0, 6 * 8).reshape(6, 8)  # the larger bound: 30
+    words = dict(title="out", value_name="output", row_name="query", col_name="feature")
+    s = spec(figures.concat_and_output(concat, LABELS, 4, output, output_words=words))
+    first, second = s["data"]
+    np.testing.assert_array_equal(decode(first["z"]), concat.astype(np.float32))
+    np.testing.assert_array_equal(decode(second["z"]), output.astype(np.float32))
+    assert (first["xaxis"], first["yaxis"], second["xaxis"], second["yaxis"]) == ("x", "y", "x2", "y2")
+    assert "output %{z:.4f}" in second["hovertemplate"] and "value %{z:.4f}" in first["hovertemplate"]
+    axis = s["layout"]["coloraxis"]
+    assert (axis["cmin"], axis["cmax"], axis["cmid"]) == (-30.0, 30.0, 0.0)  # both ranges, centred on 0
+    assert not any("colorbar" in trace or "zmin" in trace for trace in s["data"])  # one colour bar, the axis's
+    assert {(shape["xref"], shape["yref"]) for shape in s["layout"]["shapes"]} == {("x", "y domain")}
+    titles = [a for a in s["layout"]["annotations"] if a["text"] in ("Concatenated head outputs", "out")]
+    assert len(titles) == 2 and titles[0]["yshift"] == titles[1]["yshift"]  # in line above their panels
+    assert s["data"][1]["x"] == [str(c) for c in range(8)]
+
+
 def test_similarity_heatmap_is_fixed_to_0_1():
     trace = spec(figures.similarity_heatmap(np.eye(3)))["data"][0]
     assert (trace["zmin"], trace["zmax"]) == (0.0, 1.0)
@@ -185,6 +204,9 @@ def every_builder(causal_run) -> list[go.Figure]:
         figures.matrix_heatmap(t.output, LABELS, [str(c) for c in range(16)], title="out"),
         figures.matrix_heatmap(t.weights[0], LABELS, LABELS, signed=False, zmin=0, zmax=1),
         figures.concat_heatmap(t.concat, LABELS, 4),
+        figures.concat_and_output(t.concat, LABELS, 4, t.output),
+        figures.concat_and_output(t.concat, LABELS, 4, t.output, max_cols=1, width_px=350),
+        figures.concat_and_output(t.concat, LABELS, 4),
         figures.similarity_heatmap(np.eye(4)),
         figures.attention_grid(t.logits, LABELS, LABELS, kind="logits", mask=causal_run.mask, colour_range="head"),
     ]

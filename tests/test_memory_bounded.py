@@ -36,7 +36,7 @@ CACHES = {
     "_panels_figure": cached_figures.MAX_PANEL_ROWS,
     "_attention_grid": cached_figures.MAX_FIGURES,
     "_matrix_heatmap": cached_figures.MAX_FIGURES,
-    "_concat_heatmap": cached_figures.MAX_FIGURES,
+    "_concat_and_output": cached_figures.MAX_FIGURES,
     "_similarity_heatmap": cached_figures.MAX_FIGURES,
 }
 
@@ -127,7 +127,13 @@ def test_the_figures_kept_stop_growing_once_the_caches_are_full(made):
 
 def test_the_figure_caches_worst_case_at_the_caps_fits_the_budget(made):
     for seed, page in ((1, "app_pages/step_by_step.py"), (2, "app_pages/decoding.py")):
-        open_at_caps(seed, page)
+        at = open_at_caps(seed, page)
+    # Heads draws its output after W_O inside the concatenation's figure now (_concat_and_output); the single
+    # heatmaps' cache is the Real model page's, which needs a model: fill it with the output at the caps, 64 x 512,
+    # the largest matrix Heads drew through it before.
+    output = run(at.session_state["config"]).trace.output  # (64, 512)
+    cached_figures.matrix_heatmap(output, [f"{i}:t" for i in range(output.shape[0])],
+                                  [str(c) for c in range(output.shape[1])], title="output")
     largest = {}
     for name, figs in alive(made).items():
         assert figs, f"no page at the caps made a {name} figure"

@@ -76,9 +76,10 @@ def matrix_heatmap(matrix, row_labels, col_labels, **options):
     return _matrix_heatmap(digest(matrix, row_labels, col_labels, options), matrix, row_labels, col_labels, options)
 
 
-def concat_heatmap(concat, query_labels, n_heads: int):
-    """``ui.charts.figures.concat_heatmap``, cached."""
-    return _concat_heatmap(digest(concat, query_labels, n_heads), concat, query_labels, n_heads)
+def concat_and_output(concat, query_labels, n_heads: int, output=None, **options):
+    """``ui.charts.figures.concat_and_output`` (the concatenation and the output after W_O, one figure), cached."""
+    return _concat_and_output(digest(concat, query_labels, n_heads, output, options), concat, query_labels, n_heads,
+                              output, options)
 
 
 def similarity_heatmap(similarity):
@@ -110,8 +111,8 @@ def _matrix_heatmap(key: str, _matrix, _row_labels, _col_labels, _options: dict)
 
 
 @st.cache_resource(max_entries=MAX_FIGURES, show_spinner=False)
-def _concat_heatmap(key: str, _concat, _query_labels, _n_heads: int):
-    return figures.concat_heatmap(_concat, _query_labels, _n_heads)
+def _concat_and_output(key: str, _concat, _query_labels, _n_heads: int, _output, _options: dict):
+    return figures.concat_and_output(_concat, _query_labels, _n_heads, _output, **_options)
 
 
 @st.cache_resource(max_entries=MAX_FIGURES, show_spinner=False)

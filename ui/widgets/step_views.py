@@ -54,11 +54,13 @@ def show_formula(latex: str) -> None:
     st.latex(phone_lines(latex) if on_phone() else latex)
 
 
-def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: float, font_size: int = FONT_SIZE) -> None:
-    """One matrix: a heatmap whose cells are ``width_px`` wide in all, or its table of numbers."""
+def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: float, font_size: int = FONT_SIZE,
+               chart_width: int | str = "stretch") -> None:
+    """One matrix: a heatmap whose cells are ``width_px`` wide in all (the chart ``chart_width`` wide: pixels or
+    "stretch", its column's width), or its table of numbers."""
     if not as_table:
         show_chart(cached_figures.panel_figure(panel, font_size=font_size, width_px=width_px), key=key,
-                   config=chart_config(), alt=panel.title)
+                   config=chart_config(), alt=panel.title, width=chart_width)
         return
     frame = panel_table(panel)
     st.markdown(f"**{panel.title}**")
@@ -89,6 +91,12 @@ def show_panels(panels: tuple[Panel, ...], key_prefix: str, *, as_table: bool = 
             figure = cached_figures.panels_figure(tuple(row), font_size=font_size, width_px=width_px)
             show_chart(figure, key=f"{key_prefix}_{start}", config=chart_config(),
                        alt=", ".join(panel.title for panel in row))
+            continue
+        if len(panels) == 1 and not as_table and not on_phone():
+            # two thirds of the main column as the chart's own width, not a column beside an empty one: a row of
+            # columns is three more elements every run sends (a phone stacks columns: there the chart stretches)
+            show_panel(row[0], f"{key_prefix}_0", width_px=width_px, font_size=font_size,
+                       chart_width=round(MAIN_COLUMN_PX * 2 / 3))
             continue
         columns = st.columns([2, 1] if len(panels) == 1 else per_row)
         for offset, panel in enumerate(row):
@@ -130,7 +138,7 @@ def step_downloads(number: int, step: Step, key_prefix: str, config, head: int, 
     if not step.panels:
         return
     slug = step.slug  # the callable must not hold ``step``
-    row = st.container(horizontal=True, gap="small")
+    row = st.container(horizontal=True, gap="small") if number == 1 else st  # a row only for two buttons
     row.download_button(
         _("Step {number}'s matrices (CSV)").format(number=number),
         data=lambda: csv_bytes(run_step_frame(result_later(config), head, slug, cell)),
