@@ -13,7 +13,7 @@ import plotly.io as pio
 import pytest
 
 from mha_core.config import MHAConfig, run
-from ui.charts import figures
+from ui.charts import figure_rows, figures
 from ui.charts.views import MATRIX_VIEWS
 
 LABELS = ["0:the", "1:cat", "2:sat", "3:on", "4:the", "5:mat"]
@@ -167,7 +167,7 @@ def test_concat_and_output_is_one_figure_of_two_panels_on_one_colour_bar():
     concat = np.arange(6 * 8, dtype=float).reshape(6, 8) - 20.0  # -20 .. 27
     output = np.linspace(-3.0, 30.0, 6 * 8).reshape(6, 8)  # the larger bound: 30
     words = dict(title="out", value_name="output", row_name="query", col_name="feature")
-    s = spec(figures.concat_and_output(concat, LABELS, 4, output, output_words=words))
+    s = spec(figure_rows.concat_and_output(concat, LABELS, 4, output, output_words=words))
     first, second = s["data"]
     np.testing.assert_array_equal(decode(first["z"]), concat.astype(np.float32))
     np.testing.assert_array_equal(decode(second["z"]), output.astype(np.float32))
@@ -204,9 +204,9 @@ def every_builder(causal_run) -> list[go.Figure]:
         figures.matrix_heatmap(t.output, LABELS, [str(c) for c in range(16)], title="out"),
         figures.matrix_heatmap(t.weights[0], LABELS, LABELS, signed=False, zmin=0, zmax=1),
         figures.concat_heatmap(t.concat, LABELS, 4),
-        figures.concat_and_output(t.concat, LABELS, 4, t.output),
-        figures.concat_and_output(t.concat, LABELS, 4, t.output, max_cols=1, width_px=350),
-        figures.concat_and_output(t.concat, LABELS, 4),
+        figure_rows.concat_and_output(t.concat, LABELS, 4, t.output),
+        figure_rows.concat_and_output(t.concat, LABELS, 4, t.output, max_cols=1, width_px=350),
+        figure_rows.concat_and_output(t.concat, LABELS, 4),
         figures.similarity_heatmap(np.eye(4)),
         figures.attention_grid(t.logits, LABELS, LABELS, kind="logits", mask=causal_run.mask, colour_range="head"),
     ]

@@ -32,7 +32,9 @@ def shown(at, title: str) -> np.ndarray:
     views = {}
     for chart in shown_charts.chart_elements(at):
         figure = shown_charts.figure_of(chart)
-        if "title" in figure["layout"] or "annotations" in figure["layout"]:
+        layout = figure["layout"]
+        titles = [note.get("text") for note in layout.get("annotations", [])] + [layout.get("title", {}).get("text")]
+        if title in titles:  # the figure that holds the panel (Heads' other figures are laid out otherwise)
             views.update(panel_views(figure))
     return z_of(views[title])
 

@@ -23,7 +23,7 @@ import pickle
 
 import streamlit as st
 
-from ui.charts import figures
+from ui.charts import figure_rows, figures
 from ui.i18n import current_language
 from ui.pipeline import panels as panel_figures
 from ui.pipeline.records import Panel
@@ -77,7 +77,7 @@ def matrix_heatmap(matrix, row_labels, col_labels, **options):
 
 
 def concat_and_output(concat, query_labels, n_heads: int, output=None, **options):
-    """``ui.charts.figures.concat_and_output`` (the concatenation and the output after W_O, one figure), cached."""
+    """``ui.charts.figure_rows.concat_and_output`` (the concatenation and the output after W_O, one figure), cached."""
     return _concat_and_output(digest(concat, query_labels, n_heads, output, options), concat, query_labels, n_heads,
                               output, options)
 
@@ -112,7 +112,7 @@ def _matrix_heatmap(key: str, _matrix, _row_labels, _col_labels, _options: dict)
 
 @st.cache_resource(max_entries=MAX_FIGURES, show_spinner=False)
 def _concat_and_output(key: str, _concat, _query_labels, _n_heads: int, _output, _options: dict):
-    return figures.concat_and_output(_concat, _query_labels, _n_heads, _output, **_options)
+    return figure_rows.concat_and_output(_concat, _query_labels, _n_heads, _output, **_options)
 
 
 @st.cache_resource(max_entries=MAX_FIGURES, show_spinner=False)
