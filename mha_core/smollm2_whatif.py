@@ -204,16 +204,21 @@ def sink_weights(variant: str, sinks: np.ndarray | None = None) -> Callable[[np.
     raise ValueError(f"variant {variant!r} is not one of {', '.join(SINK_VARIANTS)}")
 
 
+def sink_loss(model: SmolLM2, run: SmolRun, variant: str, sinks: np.ndarray | None = None) -> float:
+    """Mean loss on ``run``'s prompt with every layer's weights from ``sink_weights(variant)``; ``sinks (L, nh)``."""
+    if variant == "with":
+        return _mean(model.prompt_losses(run))
+    changed = {index: sink_weights(variant, None if sinks is None else sinks[index])
+               for index in range(model.config.n_layers)}
+    return _mean(_run_from(model, run, changed))
+
+
 def sink_losses(model: SmolLM2, run: SmolRun, sinks: np.ndarray,
                 progress: Progress | None = None) -> dict[str, float]:
-    """Mean loss on ``run``'s prompt for each of ``SINK_VARIANTS`` (every layer changed); ``sinks (L, nh)``."""
+    """``sink_loss`` for each of ``SINK_VARIANTS`` (every layer changed); ``sinks (L, nh)``."""
     losses = {}
     for done, variant in enumerate(SINK_VARIANTS, start=1):
-        if variant == "with":
-            losses[variant] = _mean(model.prompt_losses(run))
-        else:
-            changed = {index: sink_weights(variant, sinks[index]) for index in range(model.config.n_layers)}
-            losses[variant] = _mean(_run_from(model, run, changed))
+        losses[variant] = sink_loss(model, run, variant, sinks)
         if progress is not None:
             progress(done, len(SINK_VARIANTS))
     return losses

@@ -1,0 +1,97 @@
+"""The SmolLM2 view's what-ifs in AppTest: the link opens them (bad values: a message and the default), and the
+shown losses and kept keys are the engine's (mha_core.smollm2_whatif) for the same settings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from mha_core import smollm2_whatif as wi
+from tests.app_opener import open_app
+from tests.shown_charts import chart_elements, decode, figure_of
+from ui.pages.real_model.smollm2 import DEFAULT_PROMPT
+
+PAGE = "app_pages/real_model.py"
+LAYERS = (20, 25)
+LINK = {"model": "smollm2", "rm_sparse": "25,20", "rm_sparse_k": "2", "rm_sparse_at": "25.3", "rm_sinks": "1"}
+
+
+@pytest.fixture(scope="module")
+def linked(smollm2) -> AppTest:
+    return open_app(PAGE, timeout=600, **LINK)
+
+
+@pytest.fixture(scope="module")
+def run(smollm2):
+    return smollm2.forward(DEFAULT_PROMPT)
+
+
+def frame(at: AppTest, column: str):
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1, [list(d.value.columns) for d in at.dataframe]
+    return found[0]
+
+
+def chart(at: AppTest, title_part: str) -> dict:
+    for element in chart_elements(at):
+        spec = figure_of(element)
+        if title_part in str(spec["layout"].get("title", "")):
+            return spec
+    raise AssertionError(f"no chart titled with {title_part!r}")
+
+
+def test_the_link_fills_the_widgets_and_is_written_back(linked):
+    assert linked.toggle(key="w_sm_sparse_on").value and linked.toggle(key="w_sm_sinks_on").value
+    assert linked.multiselect(key="w_sm_sparse_layers").value == list(LAYERS)
+    assert linked.select_slider(key="w_sm_sparse_k").value == 2
+    assert (linked.selectbox(key="w_sm_sparse_layer").value, linked.selectbox(key="w_sm_sparse_head").value) == (25, 3)
+    assert linked.query_params["rm_sparse"] == "20,25" and linked.query_params["rm_sparse_at"] == "25.3"
+
+
+def test_shown_sweep_is_the_engines(linked, smollm2, run):
+    shown = frame(linked, "rise")
+    assert shown["k"].tolist() == list(wi.SWEEP_K)
+    dense = float(smollm2.prompt_losses(run).mean())
+    for k in (1, 8):
+        expected = float(wi.sparse_losses(smollm2, run, LAYERS, k).mean())
+        row = shown[shown["k"] == k].iloc[0]
+        assert row["loss"] == pytest.approx(expected, abs=1e-9)
+        assert row["rise"] == pytest.approx(expected - dense, abs=1e-9)
+    spec = chart(linked, "Loss against k")
+    y = spec["data"][0]["y"]
+    y = decode(y) if isinstance(y, dict) else np.asarray(y)
+    np.testing.assert_allclose(y, shown["loss"].to_numpy(), atol=1e-12)
+
+
+def test_shown_kept_keys_are_the_engines(linked, smollm2, run):
+    z = chart(linked, "Keys kept")["data"][0]["z"]
+    z = decode(z)
+    kept = wi.kept_keys(smollm2, run, 25, 2, LAYERS)[3]  # (T, T)
+    t = run.n_tokens
+    np.testing.assert_array_equal(np.nan_to_num(z, nan=0.0) > 0.5, kept)
+    assert (kept.sum(axis=-1) == np.minimum(2, np.arange(1, t + 1))).all()
+
+
+def test_shown_sink_losses_are_the_engines(linked, smollm2, run):
+    shown = frame(linked, "variant")
+    sinks = wi.fit_sinks(smollm2, run)
+    for variant in ("without", "fitted"):
+        row = shown[shown["variant"] == variant].iloc[0]
+        assert row["loss"] == pytest.approx(wi.sink_loss(smollm2, run, variant, sinks), abs=1e-9)
+    needy = frame(linked, "mass")
+    mass = wi.first_token_mass(run)
+    assert len(needy) == int((mass >= 0.3).sum())
+    top = needy.iloc[0]
+    assert top["mass"] == pytest.approx(mass.max(), abs=1e-7)
+
+
+def test_bad_link_values_get_a_message_and_the_default(smollm2):
+    at = open_app(PAGE, timeout=600, model="smollm2", rm_sparse="abc,29", rm_sparse_k="5", rm_sparse_at="99.1",
+                  rm_whatif_text="novel")
+    warnings = " ".join(w.value for w in at.warning)
+    for param in ("rm_sparse=abc,29", "rm_sparse_k=5", "rm_sparse_at=99.1", "rm_whatif_text=novel"):
+        assert param in warnings
+    assert at.multiselect(key="w_sm_sparse_layers").value == [29]
+    assert at.select_slider(key="w_sm_sparse_k").value == wi.SWEEP_K[2]
+    assert at.segmented_control(key="w_sm_whatif_text").value == "prompt"
