@@ -95,3 +95,31 @@ def test_bad_link_values_get_a_message_and_the_default(smollm2):
     assert at.multiselect(key="w_sm_sparse_layers").value == [29]
     assert at.select_slider(key="w_sm_sparse_k").value == wi.SWEEP_K[2]
     assert at.segmented_control(key="w_sm_whatif_text").value == "prompt"
+
+
+def shown_text(at: AppTest) -> str:
+    parts = [e.value for kind in ("markdown", "caption", "subheader", "warning", "info") for e in getattr(at, kind)]
+    parts += [at.toggle(key=key).label for key in ("w_sm_sparse_on", "w_sm_sinks_on")]
+    parts += [at.multiselect(key="w_sm_sparse_layers").label]
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("lang", ["es", "zh-CN"])
+def test_other_languages_translate_the_words_and_keep_the_numbers(smollm2, linked, lang):
+    from ui.i18n import _ as translate
+    from ui.i18n import using_language
+
+    at = open_app(PAGE, timeout=600, lang=lang, **LINK)
+    text = shown_text(at)
+    mine = (
+        "Sparse selection: keep only the top-k keys per query",
+        "Sinks without the sink token",
+        "What if: change SmolLM2's attention after training",
+        "Sparse layers (none chosen: all 30)",
+    )
+    with using_language(lang):
+        for msgid in mine:
+            assert msgid not in text and translate(msgid) in text, msgid
+    np.testing.assert_array_equal(frame(at, "rise")["loss"].to_numpy(), frame(linked, "rise")["loss"].to_numpy())
+    np.testing.assert_array_equal(frame(at, "variant")["loss"].to_numpy(), frame(linked, "variant")["loss"].to_numpy())
+    assert any(msgid in shown_text(linked) for msgid in mine)  # the English page shows them

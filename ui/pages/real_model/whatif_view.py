@@ -122,7 +122,7 @@ def sparse_part(model: smol.SmolLM2, text: str, run: runs.SmolRun):
     bar.empty()
     sweep = wi.SparseSweep(used, wi.SWEEP_K, np.array(losses),
                            cached_sink_loss(text, "with", model, run, None))
-    show_chart(wv.sweep_figure(sweep, title=_("Loss against k ({n} sparse layers, {t} tokens)").format(
+    show_chart(wv.sweep_figure(sweep, title=_("Loss against k (sparse layers: {n}; tokens: {t})").format(
         n=len(used), t=run.n_tokens), x_title=_("k: keys kept per query"), y_title=_("mean loss (nats)"),
         sparse_name=_("top-k"), dense_name=_("dense")), key="sm_sparse_sweep", config=chart_config())
     st.dataframe(wv.sweep_frame(sweep), key="sm_sparse_rows", hide_index=True, column_config={
