@@ -5,6 +5,9 @@ read the next-token loss. Pure NumPy.
   q.k, scaled, after RoPE; ``mha_core.sparse.top_k_of``, ties to the earlier key) and the softmax runs over those
   alone. k ≥ the number of keys a query sees is the dense model exactly. The layers before the first chosen one are
   the clean run's; the rest run again.
+- **MoBA's block selection** (``mha_core.sparse.moba_kernel``, no parameters, so it applies to trained weights as
+  they are): keys in blocks of B = ``MOBA_BLOCK``, each query keeps its own block and its best earlier blocks by
+  q . mean(K of the block), ``blocks`` in all.
 - **Sinks without the sink token.** In every layer and head the first token's column is dropped (its logit set to
   -inf) and the softmax runs over the other keys, with or without a learned sink logit s_h per head in the gpt-oss
   form (``mha_core.sink_kernel.sink_softmax``: exp(L_ij) / (exp(s_h) + Σ_j exp(L_ij))). s_h = 0 is the null key.
@@ -24,10 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha_core.attention import AttentionTrace
 from mha_core.sink_kernel import sink_softmax
 from mha_core.smollm2 import SmolLM2, rms_norm, self_attention
 from mha_core.smollm2_runs import SmolRun
-from mha_core.sparse import top_k_of
+from mha_core.sparse import MobaParams, moba_kernel, top_k_of
 from mha_core.steps import apply_mask, merge_heads, output_projection, softmax, weighted_sum
 
 CALIBRATION_TEXT = (
@@ -37,6 +41,8 @@ CALIBRATION_TEXT = (
     "people who worked beside it."
 )  # ~75 tokens of plain prose, not any prompt the tests use
 SWEEP_K = (1, 2, 4, 8, 16, 32, 64)  # keys kept per query in the sweep (the prompt has at most 128 tokens)
+MOBA_BLOCK = 8  # B: MoBA's block size on SmolLM2 (MoBA itself uses blocks of 512 and more on long contexts)
+SWEEP_BLOCKS = (1, 2, 4, 8, 16)  # blocks kept per query: at most 8, 16, 32, 64, 128 keys
 SINK_VARIANTS = ("with", "without", "fitted", "null")  # the first token kept; dropped; dropped + fitted s_h; + s_h = 0
 BISECTION_STEPS = 200
 
@@ -56,17 +62,26 @@ def drop_first(logits: np.ndarray) -> np.ndarray:
     return dropped
 
 
+def moba_weights(trace: AttentionTrace, block: int, blocks: int) -> tuple[np.ndarray, np.ndarray]:
+    """MoBA's selection on a layer's trace (``mha_core.sparse.moba_kernel``: each query's own block and its best earlier
+    ones by q . mean(K of the block), ``blocks`` in all) -> (weights (nh,T,T), kept (nh,T,T) bool)."""
+    t = trace.q.shape[1]
+    out = moba_kernel(trace.q, trace.k, trace.v, np.tri(t, dtype=bool), trace.scale, params=MobaParams(block, blocks))
+    return out.weights, out.parts.kept  # (nh, T, T) x2
+
+
 def attention_with(model: SmolLM2, x: np.ndarray, index: int,
-                   weights_of: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """Layer ``index`` on the stream x (T, C) with the attention weights ``weights_of(logits (nh,T,T))``. -> (T, C)."""
+                   weights_of: Callable[[np.ndarray], np.ndarray], *, whole_trace: bool = False) -> np.ndarray:
+    """Layer ``index`` on the stream x (T, C) with the attention weights ``weights_of(logits (nh,T,T))`` (of the whole
+    ``AttentionTrace`` when ``whole_trace``). -> (T, C)."""
     attention = model.layers[index].attention()  # dequantized now
     trace = self_attention(rms_norm(x, model.layers[index].attn_norm, model.config.eps), attention, model.config)
-    heads = weighted_sum(weights_of(trace.logits), trace.v)  # (nh, T, hs)
+    heads = weighted_sum(weights_of(trace if whole_trace else trace.logits), trace.v)  # (nh, T, hs)
     out = output_projection(merge_heads(heads), attention.w_o, attention.b_o)  # (T, C)
     return model.after_attention(x, out, index)  # (T, C)
 
 
-def _run_from(model: SmolLM2, run: SmolRun, changed: dict[int, Callable]) -> np.ndarray:
+def _run_from(model: SmolLM2, run: SmolRun, changed: dict[int, Callable], whole_trace: bool = False) -> np.ndarray:
     """The loss on each next token (T-1,) with layer l's weights made by ``changed[l]``, from the first changed layer."""
     if not changed:
         return model.prompt_losses(run)
@@ -74,7 +89,7 @@ def _run_from(model: SmolLM2, run: SmolRun, changed: dict[int, Callable]) -> np.
     x = run.layers[first].input  # (T, C): the layers before are the clean run's
     for index in range(first, model.config.n_layers):
         if index in changed:
-            x = attention_with(model, x, index, changed[index])
+            x = attention_with(model, x, index, changed[index], whole_trace=whole_trace)
         else:
             x = model.layer(x, index, keep_trace=False).output  # (T, C)
     return model.read_out(model.norm(x), run.token_ids)[0]  # (T-1,)
@@ -96,20 +111,40 @@ def sparse_losses(model: SmolLM2, run: SmolRun, layers: Iterable[int], k: int) -
     return _run_from(model, run, {layer: (lambda logits: sparse_weights(logits, k)[0]) for layer in chosen})
 
 
-def kept_keys(model: SmolLM2, run: SmolRun, layer: int, k: int, sparse_layers: Iterable[int]) -> np.ndarray:
+def moba_losses(model: SmolLM2, run: SmolRun, layers: Iterable[int], blocks: int,
+                block: int = MOBA_BLOCK) -> np.ndarray:
+    """The loss on each next token of ``run``'s prompt (T-1,) with MoBA (``blocks`` blocks of ``block``) in ``layers``."""
+    if blocks < 1 or block < 1:
+        raise ValueError(f"MoBA needs at least 1 block of at least 1 key, got {blocks} blocks of {block}")
+    chosen = checked_layers(layers, model.config.n_layers)
+    return _run_from(model, run, {layer: (lambda trace: moba_weights(trace, block, blocks)[0]) for layer in chosen},
+                     whole_trace=True)
+
+
+def selection(method: str, k: int) -> Callable[[AttentionTrace], tuple[np.ndarray, np.ndarray]]:
+    """trace -> (weights, kept) of ``method`` "topk" (k keys) or "moba" (k blocks of ``MOBA_BLOCK``)."""
+    if method == "topk":
+        return lambda trace: sparse_weights(trace.logits, k)
+    if method == "moba":
+        return lambda trace: moba_weights(trace, MOBA_BLOCK, k)
+    raise ValueError(f"method {method!r} is not topk or moba")
+
+
+def kept_keys(model: SmolLM2, run: SmolRun, layer: int, k: int, sparse_layers: Iterable[int],
+              method: str = "topk") -> np.ndarray:
     """The keys each query of each head keeps in ``layer`` (nh, T, T) bool, on the stream the sparse run gives it
-    (the sparse layers before ``layer`` change its input)."""
-    chosen = checked_layers(sparse_layers, model.config.n_layers)
+    (the sparse layers before ``layer`` change its input); ``method`` "topk" (k keys) or "moba" (k blocks)."""
+    chosen, select = checked_layers(sparse_layers, model.config.n_layers), selection(method, k)
     x = run.layers[layer].input  # (T, C)
     earlier = [index for index in chosen if index < layer]
     if earlier:
         x = run.layers[earlier[0]].input  # (T, C)
         for index in range(earlier[0], layer):
-            x = (attention_with(model, x, index, lambda logits: sparse_weights(logits, k)[0]) if index in chosen
+            x = (attention_with(model, x, index, lambda trace: select(trace)[0], whole_trace=True) if index in chosen
                  else model.layer(x, index, keep_trace=False).output)  # (T, C)
     attention = model.layers[layer].attention()
     trace = self_attention(rms_norm(x, model.layers[layer].attn_norm, model.config.eps), attention, model.config)
-    return sparse_weights(trace.logits, k)[1]  # (nh, T, T)
+    return select(trace)[1]  # (nh, T, T)
 
 
 @dataclass(frozen=True)

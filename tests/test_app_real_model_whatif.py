@@ -50,7 +50,7 @@ def test_the_link_fills_the_widgets_and_is_written_back(linked):
 
 
 def test_shown_sweep_is_the_engines(linked, smollm2, run):
-    shown = frame(linked, "rise")
+    shown = frame(linked, "k")
     assert shown["k"].tolist() == list(wi.SWEEP_K)
     dense = float(smollm2.prompt_losses(run).mean())
     for k in (1, 8):
@@ -58,6 +58,11 @@ def test_shown_sweep_is_the_engines(linked, smollm2, run):
         row = shown[shown["k"] == k].iloc[0]
         assert row["loss"] == pytest.approx(expected, abs=1e-9)
         assert row["rise"] == pytest.approx(expected - dense, abs=1e-9)
+    moba = frame(linked, "blocks")
+    assert moba["blocks"].tolist() == list(wi.SWEEP_BLOCKS)
+    row = moba[moba["blocks"] == 2].iloc[0]
+    assert row["keys"] == 2 * wi.MOBA_BLOCK
+    assert row["loss"] == pytest.approx(float(wi.moba_losses(smollm2, run, LAYERS, 2).mean()), abs=1e-9)
     spec = chart(linked, "Loss against k")
     y = spec["data"][0]["y"]
     y = decode(y) if isinstance(y, dict) else np.asarray(y)
@@ -120,6 +125,6 @@ def test_other_languages_translate_the_words_and_keep_the_numbers(smollm2, linke
     with using_language(lang):
         for msgid in mine:
             assert msgid not in text and translate(msgid) in text, msgid
-    np.testing.assert_array_equal(frame(at, "rise")["loss"].to_numpy(), frame(linked, "rise")["loss"].to_numpy())
+    np.testing.assert_array_equal(frame(at, "k")["loss"].to_numpy(), frame(linked, "k")["loss"].to_numpy())
     np.testing.assert_array_equal(frame(at, "variant")["loss"].to_numpy(), frame(linked, "variant")["loss"].to_numpy())
     assert any(msgid in shown_text(linked) for msgid in mine)  # the English page shows them

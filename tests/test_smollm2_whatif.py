@@ -117,3 +117,30 @@ def test_sink_losses_with_is_the_clean_loss(smollm2):
     assert list(losses) == list(wi.SINK_VARIANTS)
     assert losses["with"] == pytest.approx(float(smollm2.prompt_losses(short).mean()), abs=1e-12)
     assert len({round(v, 6) for v in losses.values()}) == 4  # four different models
+
+
+# ---- MoBA's block selection ----
+
+
+def test_moba_keeps_whole_blocks_its_own_first(smollm2):
+    run = smollm2.forward(wi.CALIBRATION_TEXT, traces=())  # ~80 tokens: 11 blocks of 8
+    blocks, b = 3, wi.MOBA_BLOCK
+    kept = wi.kept_keys(smollm2, run, 7, blocks, [3, 7], method="moba")  # (nh, T, T)
+    t = run.n_tokens
+    assert t > 4 * b
+    for i in range(t):
+        own = i // b
+        assert kept[:, i, own * b : i + 1].all()  # its own block up to itself
+        assert not kept[:, i, i + 1 :].any()  # never the future
+        for head in (0, 8):
+            chosen = {j // b for j in np.flatnonzero(kept[head, i])}
+            assert len(chosen) == min(blocks, own + 1)
+            for block in chosen - {own}:  # a chosen earlier block is kept whole
+                assert kept[head, i, block * b : (block + 1) * b].all()
+
+
+def test_moba_with_every_block_is_the_dense_model(smollm2, run):
+    dense = smollm2.prompt_losses(run)
+    every = -(-run.n_tokens // wi.MOBA_BLOCK)
+    np.testing.assert_allclose(wi.moba_losses(smollm2, run, [0, 15], every), dense, atol=1e-6, rtol=0)
+    assert abs(wi.moba_losses(smollm2, run, [0, 15], 1).mean() - dense.mean()) > 1e-3

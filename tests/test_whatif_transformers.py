@@ -74,18 +74,20 @@ def their_loss(logits: np.ndarray, ids: np.ndarray) -> float:
                                              torch.from_numpy(np.array(ids[1:]))).item()
 
 
-def test_sparse_run_equals_transformers_with_a_4d_mask(smollm2, llama, run):
-    masks = {layer: additive(wi.kept_keys(smollm2, run, layer, K, LAYERS)) for layer in LAYERS}
+@pytest.mark.parametrize("method", ["topk", "moba"])
+def test_sparse_run_equals_transformers_with_a_4d_mask(smollm2, llama, run, method):
+    k = K if method == "topk" else 1  # MoBA: one block of 8, its own
+    masks = {layer: additive(wi.kept_keys(smollm2, run, layer, k, LAYERS, method)) for layer in LAYERS}
     theirs = masked_logits(llama, run.token_ids, masks)  # (T, V)
-    ours = wi.sparse_losses(smollm2, run, LAYERS, K)
+    ours = (wi.sparse_losses if method == "topk" else wi.moba_losses)(smollm2, run, LAYERS, k)
     assert float(ours.mean()) == pytest.approx(their_loss(theirs, run.token_ids), abs=ATOL_LOSS)
     dense = masked_logits(llama, run.token_ids, {})
     assert abs(their_loss(dense, run.token_ids) - float(ours.mean())) > 100 * ATOL_LOSS  # sparsity changed the loss
     # the last position's logits, ours from the same sparse pass
     x = run.layers[LAYERS[0]].input
     for index in range(LAYERS[0], 30):
-        x = (wi.attention_with(smollm2, x, index, lambda logits: wi.sparse_weights(logits, K)[0]) if index in LAYERS
-             else smollm2.layer(x, index, keep_trace=False).output)
+        x = (wi.attention_with(smollm2, x, index, lambda trace: wi.selection(method, k)(trace)[0], whole_trace=True)
+             if index in LAYERS else smollm2.layer(x, index, keep_trace=False).output)
     np.testing.assert_allclose(smollm2.unembed(smollm2.norm(x)[-1:])[0], theirs[-1], atol=ATOL_LOGITS, rtol=0)
 
 

@@ -105,22 +105,34 @@ def link_params(link: WhatIfLink) -> dict[str, str]:
 
 
 def sweep_figure(sweep: SparseSweep, *, title: str, x_title: str, y_title: str, sparse_name: str,
-                 dense_name: str) -> go.Figure:
-    """Mean loss against k (log scale) with the dense loss as a line: the sweep's numbers as they are."""
+                 dense_name: str, moba: SparseSweep | None = None, moba_name: str = "") -> go.Figure:
+    """Mean loss against k (log scale) with the dense loss as a line: the sweep's numbers as they are; ``moba``'s
+    ks are the keys its blocks hold at most (blocks x B)."""
     fig = go.Figure()
     fig.add_scatter(x=list(sweep.ks), y=sweep.losses.tolist(), mode="lines+markers", name=sparse_name,
                     hovertemplate="k = %{x}<br>%{y:.4f}<extra></extra>")
+    if moba is not None:
+        fig.add_scatter(x=list(moba.ks), y=moba.losses.tolist(), mode="lines+markers", name=moba_name,
+                        hovertemplate="≤ %{x}<br>%{y:.4f}<extra></extra>")
     fig.add_scatter(x=[sweep.ks[0], sweep.ks[-1]], y=[sweep.dense, sweep.dense], mode="lines", name=dense_name,
                     line={"dash": "dash"}, hovertemplate="%{y:.4f}<extra></extra>")
     fig.update_layout(title=title, height=360, margin={"l": 50, "r": 10, "t": 50, "b": 40},
                       legend={"orientation": "h", "y": -0.25},
-                      xaxis={"title": x_title, "type": "log", "tickvals": list(sweep.ks)}, yaxis={"title": y_title})
+                      xaxis={"title": x_title, "type": "log",
+                             "tickvals": sorted({*sweep.ks, *(moba.ks if moba is not None else ())})},
+                      yaxis={"title": y_title})
     return fig
 
 
 def sweep_frame(sweep: SparseSweep) -> pd.DataFrame:
     """One row per k: the mean loss and its rise over the dense model's."""
     return pd.DataFrame({"k": list(sweep.ks), "loss": sweep.losses, "rise": sweep.losses - sweep.dense})
+
+
+def moba_frame(moba: SparseSweep, block: int) -> pd.DataFrame:
+    """One row per number of blocks kept: the keys they hold at most, the mean loss and its rise over dense."""
+    return pd.DataFrame({"blocks": [k // block for k in moba.ks], "keys": list(moba.ks), "loss": moba.losses,
+                         "rise": moba.losses - moba.dense})
 
 
 def sink_frame(losses: Mapping[str, float]) -> pd.DataFrame:

@@ -32,6 +32,12 @@ def cached_sparse_loss(text: str, layers: tuple, k: int, _model: smol.SmolLM2, _
     return float(wi.sparse_losses(_model, _run, layers, k).mean())
 
 
+@st.cache_resource(max_entries=WHATIF_CACHE_ENTRIES, show_spinner=False)
+def cached_moba_loss(text: str, layers: tuple, blocks: int, _model: smol.SmolLM2, _run: runs.SmolRun) -> float:
+    """Mean loss on ``text`` with MoBA (``blocks`` blocks of ``MOBA_BLOCK``) in ``layers``."""
+    return float(wi.moba_losses(_model, _run, layers, blocks).mean())
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cached_kept(text: str, layer: int, k: int, layers: tuple, _model: smol.SmolLM2, _run: runs.SmolRun):
     """The keys each query of each head keeps in ``layer``, (nh, T, T)."""
@@ -114,23 +120,37 @@ def sparse_part(model: smol.SmolLM2, text: str, run: runs.SmolRun):
     layers = tuple(sorted(int(n) for n in chosen))
     used = layers or tuple(range(config.n_layers))
     bar = st.progress(0.0, text=_("Sweeping k…"))
-    losses = []
+    losses, moba_losses, total = [], [], len(wi.SWEEP_K) + len(wi.SWEEP_BLOCKS)
     for done, k in enumerate(wi.SWEEP_K, start=1):
         losses.append(cached_sparse_loss(text, used, k, model, run))
-        bar.progress(done / len(wi.SWEEP_K), text=_("k = {k}: {done} of {total}").format(
-            k=k, done=done, total=len(wi.SWEEP_K)))
+        bar.progress(done / total, text=_("k = {k}: {done} of {total}").format(k=k, done=done, total=total))
+    for done, blocks in enumerate(wi.SWEEP_BLOCKS, start=len(wi.SWEEP_K) + 1):
+        moba_losses.append(cached_moba_loss(text, used, blocks, model, run))
+        bar.progress(done / total, text=_("MoBA, {blocks} blocks: {done} of {total}").format(
+            blocks=blocks, done=done, total=total))
     bar.empty()
-    sweep = wi.SparseSweep(used, wi.SWEEP_K, np.array(losses),
-                           cached_sink_loss(text, "with", model, run, None))
+    dense = cached_sink_loss(text, "with", model, run, None)
+    sweep = wi.SparseSweep(used, wi.SWEEP_K, np.array(losses), dense)
+    moba = wi.SparseSweep(used, tuple(b * wi.MOBA_BLOCK for b in wi.SWEEP_BLOCKS), np.array(moba_losses), dense)
     show_chart(wv.sweep_figure(sweep, title=_("Loss against k (sparse layers: {n}; tokens: {t})").format(
         n=len(used), t=run.n_tokens), x_title=_("k: keys kept per query"), y_title=_("mean loss (nats)"),
-        sparse_name=_("top-k"), dense_name=_("dense")), key="sm_sparse_sweep", config=chart_config())
+        sparse_name=_("top-k"), dense_name=_("dense"), moba=moba,
+        moba_name=_("MoBA, blocks of {b} (x: keys at most)").format(b=wi.MOBA_BLOCK)),
+        key="sm_sparse_sweep", config=chart_config())
     st.dataframe(wv.sweep_frame(sweep), key="sm_sparse_rows", hide_index=True, column_config={
         "k": st.column_config.NumberColumn(_("k")),
         "loss": st.column_config.NumberColumn(_("loss (nats)"), format="%.4f"),
         "rise": st.column_config.NumberColumn(_("rise over dense"), format="%+.4f")})
     st.caption(_("Dense loss {dense} nats. A query that sees fewer than k keys keeps them all, so k ≥ {t} is the "
                  "dense model exactly.").format(dense=f"{sweep.dense:.4f}", t=run.n_tokens))
+    st.dataframe(wv.moba_frame(moba, wi.MOBA_BLOCK), key="sm_moba_rows", hide_index=True, column_config={
+        "blocks": st.column_config.NumberColumn(_("MoBA blocks kept")),
+        "keys": st.column_config.NumberColumn(_("keys at most")),
+        "loss": st.column_config.NumberColumn(_("loss (nats)"), format="%.4f"),
+        "rise": st.column_config.NumberColumn(_("rise over dense"), format="%+.4f")})
+    st.caption(_("MoBA (no parameters, so it runs on the trained weights as they are): keys in blocks of {b}; each "
+                 "query keeps its own block and its best earlier blocks by q · mean(K of the block).").format(
+        b=wi.MOBA_BLOCK))
     left, middle, right = st.columns(3)
     k = left.select_slider(_("k shown"), list(wi.SWEEP_K), key="w_sm_sparse_k", persist_state=KEEP)
     if st.session_state.get("w_sm_sparse_layer") not in used:
