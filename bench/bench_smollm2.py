@@ -7,8 +7,8 @@ Rows:
   reading the settings and unpacking the quantized blocks);
 - ablation of one head on a 32-token prompt (issue 35; goal < 1 s on one core), zero and mean, a head in
   layer 0, 15 or 29: the layers from that one on run again, the earlier ones come from the clean run;
-- the what-if sweep (issue 36): top-k attention for every k of ``SWEEP_K`` in all 30 layers on 128 tokens (the
-  cap; goal < 2 min on one core), and the sink comparison (fit 270 sinks, three changed runs);
+- the what-if sweep (issue 36): top-k attention for every k of ``SWEEP_K`` and MoBA for every block count of
+  ``SWEEP_BLOCKS`` in all 30 layers on 128 tokens (the cap; goal < 2 min on one core), and the sink comparison (fit 270 sinks, three changed runs);
 - forward of 32 and 128 tokens: median wall-clock in a fresh process with one BLAS thread (as the
   server runs, ``ui/run/server.py``), ours against transformers' ``LlamaForCausalLM`` (eager attention,
   float32, the same GGUF file, ``torch.set_num_threads(1)``): ratio = ours / theirs, goal <= 1;
@@ -37,7 +37,7 @@ import urllib.parse
 from pathlib import Path
 
 from bench.bench_minilm import FRESH_PREAMBLE, format_table, machine, row
-from mha_core.smollm2_whatif import SWEEP_K
+from mha_core.smollm2_whatif import SWEEP_BLOCKS, SWEEP_K
 
 ROOT = Path(__file__).resolve().parents[1]
 GOALS = {"ratio": 1.0, "server_peak_mb": 600.0, "ablation_ms": 1000.0, "sweep_s": 120.0}
@@ -70,10 +70,12 @@ for layer in ABLATED_LAYERS:
     for mode in ("zero", "mean"):
         out[f"ablate_{layer}_{mode}_ms"], out[f"ablate_{layer}_{mode}_cpu_ms"] = median_ms(
             lambda: ablate(model, run32, [(layer, 0)], mode, means=means, clean_losses=clean32), repeats)
-from mha_core.smollm2_whatif import fit_sinks, sink_losses, sparse_sweep
+from mha_core.smollm2_whatif import SWEEP_BLOCKS, fit_sinks, moba_losses, sink_losses, sparse_sweep
 sweep_run = model.forward(prompts[128][: int(sys.argv[3])], traces=())
 start, cpu_start = time.perf_counter(), time.process_time()
 sparse_sweep(model, sweep_run, range(30))
+for blocks in SWEEP_BLOCKS:
+    moba_losses(model, sweep_run, range(30), blocks)
 out["sweep_s"], out["sweep_cpu_s"] = time.perf_counter() - start, time.process_time() - cpu_start
 start, cpu_start = time.perf_counter(), time.process_time()
 sink_losses(model, sweep_run, fit_sinks(model, sweep_run))
@@ -243,7 +245,8 @@ def run(quick: bool = False) -> list[dict]:
                             fresh[f"ablate_{layer}_{mode}_ms"], "ms", GOALS["ablation_ms"],
                             f"layers {layer}..29 run again + the loss read-out; CPU "
                             f"{fresh[f'ablate_{layer}_{mode}_cpu_ms']:.0f} ms"))
-    rows.append(row(f"what-if sweep: top-k for k in {SWEEP_K} in all 30 layers, {sweep_tokens} tokens", fresh["sweep_s"],
+    rows.append(row(f"what-if sweep, all 30 layers, {sweep_tokens} tokens: top-k for k in {SWEEP_K}, MoBA for "
+                    f"{SWEEP_BLOCKS} blocks of 8", fresh["sweep_s"],
                     "s", GOALS["sweep_s"], f"one run, 1 BLAS thread; CPU {fresh['sweep_cpu_s']:.1f} s"))
     rows.append(row(f"what-if sinks: fit 270 sinks + 3 changed runs, {sweep_tokens} tokens", fresh["sinks_s"], "s",
                     note=f"one run; CPU {fresh['sinks_cpu_s']:.1f} s"))
