@@ -128,3 +128,13 @@ def test_other_languages_translate_the_words_and_keep_the_numbers(smollm2, linke
     np.testing.assert_array_equal(frame(at, "k")["loss"].to_numpy(), frame(linked, "k")["loss"].to_numpy())
     np.testing.assert_array_equal(frame(at, "variant")["loss"].to_numpy(), frame(linked, "variant")["loss"].to_numpy())
     assert any(msgid in shown_text(linked) for msgid in mine)  # the English page shows them
+
+
+def test_all_layers_from_the_link(smollm2, run):
+    at = open_app(PAGE, timeout=600, model="smollm2", rm_sparse="all")
+    assert at.multiselect(key="w_sm_sparse_layers").value == []
+    assert at.query_params["rm_sparse"] == "all"
+    assert "sparse layers: 30;" in str(chart(at, "Loss against k")["layout"]["title"])
+    shown = frame(at, "k")
+    k1 = shown[shown["k"] == 1].iloc[0]["loss"]
+    assert k1 == pytest.approx(float(wi.sparse_losses(smollm2, run, range(30), 1).mean()), abs=1e-9)
