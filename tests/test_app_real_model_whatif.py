@@ -138,3 +138,11 @@ def test_all_layers_from_the_link(smollm2, run):
     shown = frame(at, "k")
     k1 = shown[shown["k"] == 1].iloc[0]["loss"]
     assert k1 == pytest.approx(float(wi.sparse_losses(smollm2, run, range(30), 1).mean()), abs=1e-9)
+
+
+def test_a_shown_head_outside_the_sparse_layers_is_reported():
+    from ui.pages.real_model import whatif as wv
+
+    messages = []
+    link = wv.read_link({"rm_sparse": "20,25", "rm_sparse_at": "5.1"}, 30, 9, messages)
+    assert link.at is None and link.layers == (20, 25) and "layer 5 is not one of the sparse layers" in messages[0]

@@ -77,6 +77,10 @@ def read_link(params: Mapping[str, str], n_layers: int, n_heads: int, messages: 
         else:
             messages.append(_("`{param}={value}`: not layer.head of an existing head (e.g. 5.4); using the first "
                               "sparse layer's head 0.").format(param=AT_PARAM, value=params[AT_PARAM]))
+    if at is not None and layers and at[0] not in layers:
+        messages.append(_("`{param}={value}`: layer {layer} is not one of the sparse layers; using the first sparse "
+                          "layer's head 0.").format(param=AT_PARAM, value=params[AT_PARAM], layer=at[0]))
+        at = None
     text = params.get(TEXT_PARAM, "prompt")
     if text not in TEXTS:
         messages.append(_("`{param}={value}` is not one of {choices}; using {default}.").format(
