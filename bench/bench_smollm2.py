@@ -7,6 +7,8 @@ Rows:
   reading the settings and unpacking the quantized blocks);
 - ablation of one head on a 32-token prompt (issue 35; goal < 1 s on one core), zero and mean, a head in
   layer 0, 15 or 29: the layers from that one on run again, the earlier ones come from the clean run;
+- the what-if sweep (issue 36): top-k attention for every k of ``SWEEP_K`` and MoBA for every block count of
+  ``SWEEP_BLOCKS`` in all 30 layers on 128 tokens (the cap; goal < 2 min on one core), and the sink comparison (fit 270 sinks, three changed runs);
 - forward of 32 and 128 tokens: median wall-clock in a fresh process with one BLAS thread (as the
   server runs, ``ui/run/server.py``), ours against transformers' ``LlamaForCausalLM`` (eager attention,
   float32, the same GGUF file, ``torch.set_num_threads(1)``): ratio = ours / theirs, goal <= 1;
@@ -35,9 +37,11 @@ import urllib.parse
 from pathlib import Path
 
 from bench.bench_minilm import FRESH_PREAMBLE, format_table, machine, row
+from mha_core.smollm2_whatif import SWEEP_BLOCKS, SWEEP_K
 
 ROOT = Path(__file__).resolve().parents[1]
-GOALS = {"ratio": 1.0, "server_peak_mb": 600.0, "ablation_ms": 1000.0}
+GOALS = {"ratio": 1.0, "server_peak_mb": 600.0, "ablation_ms": 1000.0, "sweep_s": 120.0}
+SWEEP_TOKENS_QUICK = 16  # a quick run sweeps a short prompt: the path runs, the time is not judged
 
 ABLATED_LAYERS = (0, 15, 29)  # a head here: 30, 15 and 1 layers run again (the ones before come from the run)
 FRESH_PROCESS = FRESH_PREAMBLE + f"ABLATED_LAYERS = {ABLATED_LAYERS}\n" + r"""from mha_core.smollm2 import load_smollm2
@@ -66,6 +70,16 @@ for layer in ABLATED_LAYERS:
     for mode in ("zero", "mean"):
         out[f"ablate_{layer}_{mode}_ms"], out[f"ablate_{layer}_{mode}_cpu_ms"] = median_ms(
             lambda: ablate(model, run32, [(layer, 0)], mode, means=means, clean_losses=clean32), repeats)
+from mha_core.smollm2_whatif import SWEEP_BLOCKS, fit_sinks, moba_losses, sink_losses, sparse_sweep
+sweep_run = model.forward(prompts[128][: int(sys.argv[3])], traces=())
+start, cpu_start = time.perf_counter(), time.process_time()
+sparse_sweep(model, sweep_run, range(30))
+for blocks in SWEEP_BLOCKS:
+    moba_losses(model, sweep_run, range(30), blocks)
+out["sweep_s"], out["sweep_cpu_s"] = time.perf_counter() - start, time.process_time() - cpu_start
+start, cpu_start = time.perf_counter(), time.process_time()
+sink_losses(model, sweep_run, fit_sinks(model, sweep_run))
+out["sinks_s"], out["sinks_cpu_s"] = time.perf_counter() - start, time.process_time() - cpu_start
 out["peak_mb"], out["base_mb"], out["rss_mb"] = status_mb("VmHWM"), base_mb, status_mb("VmRSS")
 if with_torch:
     import torch, transformers
@@ -83,11 +97,12 @@ print(json.dumps(out))
 """
 
 
-def fresh_process(repeats: int, with_torch: bool) -> dict:
+def fresh_process(repeats: int, with_torch: bool, sweep_tokens: int = 128) -> dict:
     """Load and time in a new interpreter with one BLAS thread; its numbers as a dict."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
            "TQDM_DISABLE": "1"}
-    done = subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(repeats), "1" if with_torch else "0"],
+    done = subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(repeats), "1" if with_torch else "0",
+                           str(sweep_tokens)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -206,7 +221,8 @@ def run(quick: bool = False) -> list[dict]:
             import transformers  # noqa: F401
         except ImportError as error:
             with_torch, missing = False, str(error)
-    fresh = fresh_process(1 if quick else 15, with_torch)
+    sweep_tokens = SWEEP_TOKENS_QUICK if quick else 128
+    fresh = fresh_process(1 if quick else 15, with_torch, sweep_tokens)
     prompts = QUICK_CAP_PROMPTS if quick else CAP_PROMPTS
     rows = [
         row("import mha_core.smollm2 (cold)", fresh["import_s"], "s"),
@@ -229,6 +245,11 @@ def run(quick: bool = False) -> list[dict]:
                             fresh[f"ablate_{layer}_{mode}_ms"], "ms", GOALS["ablation_ms"],
                             f"layers {layer}..29 run again + the loss read-out; CPU "
                             f"{fresh[f'ablate_{layer}_{mode}_cpu_ms']:.0f} ms"))
+    rows.append(row(f"what-if sweep, all 30 layers, {sweep_tokens} tokens: top-k for k in {SWEEP_K}, MoBA for "
+                    f"{SWEEP_BLOCKS} blocks of 8", fresh["sweep_s"],
+                    "s", GOALS["sweep_s"], f"one run, 1 BLAS thread; CPU {fresh['sweep_cpu_s']:.1f} s"))
+    rows.append(row(f"what-if sinks: fit 270 sinks + 3 changed runs, {sweep_tokens} tokens", fresh["sinks_s"], "s",
+                    note=f"one run; CPU {fresh['sinks_cpu_s']:.1f} s"))
     if with_torch:
         rows.append(row("transformers load of the same GGUF", fresh["theirs_load_s"], "s"))
     elif not quick:

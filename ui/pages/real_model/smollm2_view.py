@@ -27,6 +27,8 @@ from ui.pages.real_model.flow_view import flow_section
 from ui.pages.real_model.roles_view import roles_section
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pages.real_model.smollm2_intro import about_the_model, show_tokens
+from ui.pages.real_model.whatif import PARAMS as WHATIF_PARAMS
+from ui.pages.real_model.whatif_view import whatif_section
 from ui.pipeline.drill_down import drill_down
 from ui.run import cached_figures
 from ui.run.models import cached_model
@@ -78,7 +80,7 @@ def leave_the_other_models_settings() -> None:
     """
     if st.session_state.get("w_rm_model") != sb.DEFAULT_MODEL:
         return
-    names = [row.param for row in sb.SMOL_ROWS] + [OFF_PARAM, MODE_ROW.param]
+    names = [row.param for row in sb.SMOL_ROWS] + [OFF_PARAM, MODE_ROW.param, *WHATIF_PARAMS]
     if "rm_link_read" in st.session_state:  # MiniLM's view writes its own layer and head
         names = [name for name in names if name not in ("rm_layer", "rm_head")]
     for name in names:
@@ -472,4 +474,5 @@ def main_body() -> None:
     roles_section(model, cached_induction)
     flow_section("sm", text, lambda: run.attentions, sb.axis_labels(run.tokens), causal=True)
     sink_section(model, run)
+    whatif_section(model, text, run, cached_forward)
     steps_section(model, run, int(layer), int(head))
