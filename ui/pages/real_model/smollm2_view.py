@@ -27,6 +27,7 @@ from ui.pages.real_model.flow_view import flow_section
 from ui.pages.real_model.roles_view import roles_section
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pages.real_model.smollm2_intro import about_the_model, show_tokens
+from ui.pages.real_model.targeted_view import targeted_section
 from ui.pipeline.drill_down import drill_down
 from ui.run import cached_figures
 from ui.state.device import chart_config, on_phone
@@ -459,6 +460,7 @@ def main_body() -> None:
     show_tokens(model, text, run)
     prediction_section(model, run)
     ablation_section(model, text, run, int(st.session_state.w_sm_topk))
+    targeted_section(model, text, run)
     config = model.config
     clamp_choice("w_sm_layer", config.n_layers)
     clamp_choice("w_sm_head", config.n_heads)
