@@ -7,6 +7,8 @@ Rows:
   reading the settings and unpacking the quantized blocks);
 - ablation of one head on a 32-token prompt (issue 35; goal < 1 s on one core), zero and mean, a head in
   layer 0, 15 or 29: the layers from that one on run again, the earlier ones come from the clean run;
+- targeted ablation (issue 35; goal < 60 s): every head's exact effect on logit(top) − logit(runner-up) on the
+  32-token prompt, and the greedy search after it (mha_core/targeted_ablation.py), timed once;
 - forward of 32 and 128 tokens: median wall-clock in a fresh process with one BLAS thread (as the
   server runs, ``ui/run/server.py``), ours against transformers' ``LlamaForCausalLM`` (eager attention,
   float32, the same GGUF file, ``torch.set_num_threads(1)``): ratio = ours / theirs, goal <= 1;
@@ -37,7 +39,7 @@ from pathlib import Path
 from bench.bench_minilm import FRESH_PREAMBLE, format_table, machine, row
 
 ROOT = Path(__file__).resolve().parents[1]
-GOALS = {"ratio": 1.0, "server_peak_mb": 600.0, "ablation_ms": 1000.0}
+GOALS = {"ratio": 1.0, "server_peak_mb": 600.0, "ablation_ms": 1000.0, "rank_s": 60.0}
 
 ABLATED_LAYERS = (0, 15, 29)  # a head here: 30, 15 and 1 layers run again (the ones before come from the run)
 FRESH_PROCESS = FRESH_PREAMBLE + f"ABLATED_LAYERS = {ABLATED_LAYERS}\n" + r"""from mha_core.smollm2 import load_smollm2
@@ -67,6 +69,12 @@ for layer in ABLATED_LAYERS:
         out[f"ablate_{layer}_{mode}_ms"], out[f"ablate_{layer}_{mode}_cpu_ms"] = median_ms(
             lambda: ablate(model, run32, [(layer, 0)], mode, means=means, clean_losses=clean32), repeats)
 out["peak_mb"], out["base_mb"], out["rss_mb"] = status_mb("VmHWM"), base_mb, status_mb("VmRSS")
+from mha_core.targeted_ablation import rank_heads  # after the peak: that row is load + forward
+order = np.argsort(-run32.next_logits)
+start, cpu_start = time.perf_counter(), time.process_time()
+ranked = rank_heads(model, run32, int(order[0]), int(order[1]))
+out["rank_s"], out["rank_cpu_s"] = time.perf_counter() - start, time.process_time() - cpu_start
+out["rank_greedy"], out["rank_wins"] = len(ranked.greedy), ranked.wins
 if with_torch:
     import torch, transformers
     torch.set_num_threads(1)
@@ -229,6 +237,9 @@ def run(quick: bool = False) -> list[dict]:
                             fresh[f"ablate_{layer}_{mode}_ms"], "ms", GOALS["ablation_ms"],
                             f"layers {layer}..29 run again + the loss read-out; CPU "
                             f"{fresh[f'ablate_{layer}_{mode}_cpu_ms']:.0f} ms"))
+    rows.append(row("targeted ablation: rank all 270 heads exactly + greedy search, 32 tokens", fresh["rank_s"], "s",
+                    GOALS["rank_s"], f"once; CPU {fresh['rank_cpu_s']:.1f} s; top vs runner-up: "
+                    f"{fresh['rank_greedy']} heads off at the end, alternative wins: {fresh['rank_wins']}"))
     if with_torch:
         rows.append(row("transformers load of the same GGUF", fresh["theirs_load_s"], "s"))
     elif not quick:
