@@ -102,11 +102,12 @@ def targeted_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
     number = st.column_config.NumberColumn
     columns[0].markdown("**" + _("Single heads, ranked") + "**")
     columns[0].dataframe(tv.ranking_frame(result), key="sm_rank_table", column_config={
-        "_index": number(_("rank")), "head": st.column_config.TextColumn(_("head off")),
-        "d": number(_("d with it off"), format="%.3f"), "move": number(_("move"), format="%+.3f")})
+        "_index": number(_("rank"), width="small"), "head": st.column_config.TextColumn(_("head off")),
+        "d": number(_("d with it off"), format="%.3f"),
+        "move": number(_("move"), format="%+.3f", width="small")})
     columns[1].markdown("**" + _("Turned off together, in that order") + "**")
     columns[1].dataframe(tv.greedy_frame(result), key="sm_greedy_table", column_config={
-        "_index": number(_("heads off")), "head": st.column_config.TextColumn(_("head added")),
+        "_index": number(_("heads off"), width="small"), "head": st.column_config.TextColumn(_("head added")),
         "d": number(_("d with all of them off"), format="%.3f")})
     st.caption(_("Replacement: {mode} (the choice in “Turn heads off” above). move = d with every head − d with "
                  "the head off: positive when the head helps the top token against the alternative. The search "
