@@ -28,6 +28,7 @@ from ui.pages.real_model.roles_view import roles_section
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pages.real_model.smollm2_intro import about_the_model, show_tokens
 from ui.pages.real_model.targeted_view import targeted_section
+from ui.pages.real_model.token_sets_view import token_sets_section
 from ui.pipeline.drill_down import drill_down
 from ui.run import cached_figures
 from ui.state.device import chart_config, on_phone
@@ -479,5 +480,6 @@ def main_body() -> None:
     induction_section(model)
     roles_section(model, cached_induction)
     flow_section("sm", text, lambda: run.attentions, sb.axis_labels(run.tokens), causal=True)
+    token_sets_section("sm", lambda: run.attentions, sb.axis_labels(run.tokens))
     sink_section(model, run)
     steps_section(model, run, int(layer), int(head))
