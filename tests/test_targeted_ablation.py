@@ -94,7 +94,7 @@ def test_link_restores_the_ranking_and_the_tables_are_the_ablated_runs(smollm2, 
     at, alternative = linked
     top, alt = tokens
     assert at.selectbox(key="w_sm_alt").value == alt
-    assert at.toggle(key="w_sm_rank").value is True
+    assert at.toggle(key="w_sm_target_rank").value is True
     assert at.query_params["rm_alt"] == alternative and at.query_params["rm_rank"] == "1"
     ranked, greedy = tables(at)
     clean = float(run.next_logits[top] - run.next_logits[alt])
@@ -114,7 +114,7 @@ def test_bad_alternative_gets_a_message_and_the_runner_up(smollm2, run):
     at = open_app(PAGE, timeout=300, model="smollm2", rm_alt=" Paris is nice")
     assert any("not one" in w.value for w in at.warning)
     assert at.selectbox(key="w_sm_alt").value == runner_up
-    assert at.toggle(key="w_sm_rank").value is False
+    assert at.toggle(key="w_sm_target_rank").value is False
     assert "rm_rank" not in at.query_params
 
 

@@ -2,7 +2,7 @@
 numbers mha_core/targeted_ablation.py).
 
 Read the alternative token (widgets ``w_sm_alt``, ``w_sm_alt_text``; on the session's first visit the link's
-``rm_alt``) and whether to rank (``w_sm_rank``; the link's ``rm_rank``) -> the exact ranking of all 270 heads and the
+``rm_alt``) and whether to rank (``w_sm_target_rank``; the link's ``rm_rank``) -> the exact ranking of all 270 heads and the
 greedy search, with a progress bar, kept per prompt, tokens and mode -> render: a sentence, two tables.
 The replacement (zero or mean) is the one chosen in "Turn heads off" above.
 """
@@ -55,7 +55,7 @@ def read_link(model: smol.SmolLM2, options: list[int]) -> None:
     by_text = {model.token_text(i): i for i in options}
     ss.w_sm_alt = by_text.get(text, options[0])
     ss.w_sm_alt_text = "" if text is None or text in by_text else text
-    ss.w_sm_rank = rank
+    ss.w_sm_target_rank = rank
     ss.sm_alt_link_read = True
 
 
@@ -92,7 +92,7 @@ def targeted_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
         st.warning(message)
     mode = st.session_state.get("w_sm_off_mode") or "zero"
     on = st.toggle(_("Rank all {n} heads (each one a partial run of the model)").format(
-        n=model.config.n_layers * model.config.n_heads), key="w_sm_rank", persist_state=KEEP)
+        n=model.config.n_layers * model.config.n_heads), key="w_sm_target_rank", persist_state=KEEP)
     write_link(tv.targeted_params(model, alternative, options[0], on))
     if not on:
         return
