@@ -30,6 +30,7 @@ from ui.pages.real_model import smollm2_view
 from ui.pages.real_model.ablation_view import minilm_ablation_section
 from ui.pages.real_model.flow_view import flow_section
 from ui.pages.real_model.smollm2 import axis_labels
+from ui.pages.real_model.token_sets_view import token_sets_section
 from ui.pipeline.drill_down import drill_down
 from ui.run import cached_figures
 from ui.state.device import chart_config, on_phone
@@ -410,6 +411,7 @@ def layer_view(text: str, model: MiniLM) -> None:
     minilm_ablation_section(model, text, run)
     overview_section(text, run)
     flow_section("rm", text, lambda: run.attentions, axis_labels(run.tokens), causal=False)
+    token_sets_section("rm", lambda: run.attentions, axis_labels(run.tokens))
     sink_section(text, model, run)
     steps_section(model, run, layer, head)
 

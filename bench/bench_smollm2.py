@@ -9,6 +9,8 @@ Rows:
   layer 0, 15 or 29: the layers from that one on run again, the earlier ones come from the clean run;
 - the what-if sweep (issue 36): top-k attention for every k of ``SWEEP_K`` and MoBA for every block count of
   ``SWEEP_BLOCKS`` in all 30 layers on 128 tokens (the cap; goal < 2 min on one core), and the sink comparison (fit 270 sinks, three changed runs);
+- targeted ablation (issue 35; goal < 60 s): every head's exact effect on logit(top) − logit(runner-up) on the
+  32-token prompt, and the greedy search after it (mha_core/targeted_ablation.py), timed once;
 - forward of 32 and 128 tokens: median wall-clock in a fresh process with one BLAS thread (as the
   server runs, ``ui/run/server.py``), ours against transformers' ``LlamaForCausalLM`` (eager attention,
   float32, the same GGUF file, ``torch.set_num_threads(1)``): ratio = ours / theirs, goal <= 1;
@@ -40,7 +42,7 @@ from bench.bench_minilm import FRESH_PREAMBLE, format_table, machine, row
 from mha_core.smollm2_whatif import SWEEP_BLOCKS, SWEEP_K
 
 ROOT = Path(__file__).resolve().parents[1]
-GOALS = {"ratio": 1.0, "server_peak_mb": 600.0, "ablation_ms": 1000.0, "sweep_s": 120.0}
+GOALS = {"ratio": 1.0, "server_peak_mb": 600.0, "ablation_ms": 1000.0, "sweep_s": 120.0, "rank_s": 60.0}
 SWEEP_TOKENS_QUICK = 16  # a quick run sweeps a short prompt: the path runs, the time is not judged
 
 ABLATED_LAYERS = (0, 15, 29)  # a head here: 30, 15 and 1 layers run again (the ones before come from the run)
@@ -81,6 +83,13 @@ start, cpu_start = time.perf_counter(), time.process_time()
 sink_losses(model, sweep_run, fit_sinks(model, sweep_run))
 out["sinks_s"], out["sinks_cpu_s"] = time.perf_counter() - start, time.process_time() - cpu_start
 out["peak_mb"], out["base_mb"], out["rss_mb"] = status_mb("VmHWM"), base_mb, status_mb("VmRSS")
+if with_torch:  # a full run only (CI's quick run skips it: tests/test_targeted_ablation.py runs the path)
+    from mha_core.targeted_ablation import rank_heads  # after the peak: that row is load + forward
+    order = np.argsort(-run32.next_logits)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    ranked = rank_heads(model, run32, int(order[0]), int(order[1]))
+    out["rank_s"], out["rank_cpu_s"] = time.perf_counter() - start, time.process_time() - cpu_start
+    out["rank_greedy"], out["rank_wins"] = len(ranked.greedy), ranked.wins
 if with_torch:
     import torch, transformers
     torch.set_num_threads(1)
@@ -250,6 +259,10 @@ def run(quick: bool = False) -> list[dict]:
                     "s", GOALS["sweep_s"], f"one run, 1 BLAS thread; CPU {fresh['sweep_cpu_s']:.1f} s"))
     rows.append(row(f"what-if sinks: fit 270 sinks + 3 changed runs, {sweep_tokens} tokens", fresh["sinks_s"], "s",
                     note=f"one run; CPU {fresh['sinks_cpu_s']:.1f} s"))
+    if "rank_s" in fresh:
+        rows.append(row("targeted ablation: rank all 270 heads exactly + greedy search, 32 tokens", fresh["rank_s"],
+                        "s", GOALS["rank_s"], f"once; CPU {fresh['rank_cpu_s']:.1f} s; top vs runner-up: "
+                        f"{fresh['rank_greedy']} heads off at the end, alternative wins: {fresh['rank_wins']}"))
     if with_torch:
         rows.append(row("transformers load of the same GGUF", fresh["theirs_load_s"], "s"))
     elif not quick:

@@ -226,3 +226,27 @@ def test_role_scores_equal_their_definitions_on_transformers_attentions(smollm2,
     np.testing.assert_allclose(probe.induction, definitions["induction"], atol=1e-5, rtol=0)
     np.testing.assert_allclose(probe.previous, definitions["previous"], atol=1e-5, rtol=0)
     assert definitions["induction"].max() > hr.THRESHOLD  # SmolLM2 has induction heads to find
+
+
+# ---- targeted ablation: single heads' logit differences from the hooked forward ----
+
+TARGETED_HEADS = ((0, 3), (5, 4), (17, 2), (29, 8))
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_targeted_logit_differences_equal_hooked_transformers(smollm2, llama, run, mode):
+    from mha_core import targeted_ablation as ta
+
+    config = smollm2.config
+    clean = hooked_logits(llama, run.token_ids, (), config.head_size)[-1]  # (V,)
+    top, alternative = (int(i) for i in np.argsort(-clean)[[0, 2]])
+    means = np.stack(their_head_means(llama, smollm2.encode(ab.REFERENCE_TEXT), config.n_heads, config.head_size)
+                     ) if mode == "mean" else None
+    theirs = [hooked_logits(llama, run.token_ids, [head], config.head_size, means)[-1] for head in TARGETED_HEADS]
+    expected = [float(logits[top]) - float(logits[alternative]) for logits in theirs]
+    sets = [(head,) for head in TARGETED_HEADS] + [()]
+    ours = ta.logit_differences(smollm2, run, sets, top, alternative, mode, ab.head_means(smollm2) if means is not None
+                                else None)
+    np.testing.assert_allclose(ours[:-1], expected, atol=ATOL_LOGITS, rtol=0)
+    assert ours[-1] == pytest.approx(float(clean[top]) - float(clean[alternative]), abs=ATOL_LOGITS)
+    assert np.ptp(expected) > 100 * ATOL_LOGITS  # the heads move d differently

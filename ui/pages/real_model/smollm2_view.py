@@ -27,6 +27,8 @@ from ui.pages.real_model.flow_view import flow_section
 from ui.pages.real_model.roles_view import roles_section
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pages.real_model.smollm2_intro import about_the_model, show_tokens
+from ui.pages.real_model.targeted_view import targeted_section
+from ui.pages.real_model.token_sets_view import token_sets_section
 from ui.pages.real_model.whatif import PARAMS as WHATIF_PARAMS
 from ui.pages.real_model.whatif_view import whatif_section
 from ui.pipeline.drill_down import drill_down
@@ -455,6 +457,7 @@ def main_body() -> None:
     show_tokens(model, text, run)
     prediction_section(model, run)
     ablation_section(model, text, run, int(st.session_state.w_sm_topk))
+    targeted_section(model, text, run)
     config = model.config
     clamp_choice("w_sm_layer", config.n_layers)
     clamp_choice("w_sm_head", config.n_heads)
@@ -473,6 +476,7 @@ def main_body() -> None:
     induction_section(model)
     roles_section(model, cached_induction)
     flow_section("sm", text, lambda: run.attentions, sb.axis_labels(run.tokens), causal=True)
+    token_sets_section("sm", lambda: run.attentions, sb.axis_labels(run.tokens))
     sink_section(model, run)
     whatif_section(model, text, run, cached_forward)
     steps_section(model, run, int(layer), int(head))
