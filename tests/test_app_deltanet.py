@@ -144,18 +144,14 @@ SAVED = ("beta", "g", "q_hat", "k_hat", "A", "sim", "S_state", "recurrent", "hea
 
 
 def _executed_notebook(tmp_path, link: str = LINK) -> dict[str, np.ndarray]:
-    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("nbformat")
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    from tests.test_notebook import GUARD, SAVE, execute
+    from tests.test_notebook import executed_values
     from ui.state import notebook_link
 
     nb, _msgs = notebook_link.notebook_for_link(link)
-    saved = tmp_path / "saved.npz"
-    nb.cells.insert(0, nbformat.v4.new_code_cell(GUARD))
-    nb.cells.append(nbformat.v4.new_code_cell(SAVE.format(path=str(saved), names=SAVED)))
-    execute(nb, tmp_path)
-    return dict(np.load(saved, allow_pickle=False))
+    return executed_values(nb, tmp_path, "saved", SAVED)
 
 
 def test_the_notebook_computes_beta_alpha_m_and_the_state_as_the_engine_does(tmp_path):

@@ -16,7 +16,7 @@ pytest.importorskip("ipykernel")
 import nbclient  # noqa: E402
 
 from mha_core.config import run  # noqa: E402
-from tests.test_notebook import GUARD, _planted, assert_close, execute  # noqa: E402
+from tests.test_notebook import _planted, assert_close, execute, executed_values  # noqa: E402
 from ui.charts import notebook_kernels  # noqa: E402
 from ui.state import notebook_link  # noqa: E402
 from ui.state.urlstate import config_from_params  # noqa: E402
@@ -30,7 +30,6 @@ LINKS = [
     "?tokens=a+b+c+d&kernel=sink&mask=padding&valid_len=0",  # every key masked: the sink takes every row whole
 ]
 SAVED = ("A", "heads", "G_h", "mixed", "opening", "sink_share", "concat", "Y")
-SAVE = "np.savez({path!r}, **{{n: globals()[n] for n in {names!r} if n in globals()}})"
 
 
 def engine_values(config) -> dict[str, np.ndarray]:
@@ -52,11 +51,7 @@ def test_the_notebook_holds_the_engines_gate_and_sinks(link, workdir):
     config, messages = config_from_params(dict(parse_qsl(urlsplit(link).query)))
     assert messages == []
     nb, _ = notebook_link.notebook_for_link(link)
-    saved = workdir / f"saved_{LINKS.index(link)}.npz"
-    nb.cells.insert(0, nbformat.v4.new_code_cell(GUARD))
-    nb.cells.append(nbformat.v4.new_code_cell(SAVE.format(path=str(saved), names=SAVED)))
-    execute(nb, workdir)
-    got = dict(np.load(saved, allow_pickle=False))
+    got = executed_values(nb, workdir, f"saved_{LINKS.index(link)}", SAVED)
     want = engine_values(config)
     assert set(want) <= set(got), f"the notebook lacks {set(want) - set(got)}"
     for name, value in want.items():

@@ -75,6 +75,15 @@ def execute(nb, workdir: Path):
     return nb
 
 
+def executed_values(nb, workdir: Path, stem: str, names) -> dict[str, np.ndarray]:
+    """Run ``nb`` (guarded: no plotting window) and return the arrays ``names`` it left in its globals, by name."""
+    saved = workdir / f"{stem}.npz"
+    nb.cells.insert(0, nbformat.v4.new_code_cell(GUARD))
+    nb.cells.append(nbformat.v4.new_code_cell(SAVE.format(path=str(saved), names=names)))
+    execute(nb, workdir)
+    return dict(np.load(saved, allow_pickle=False))
+
+
 def imported_modules(nb) -> set[str]:
     """Every module a code cell of the notebook imports."""
     found = set()
@@ -142,13 +151,9 @@ def test_the_notebook_of_a_link_reproduces_the_apps_download(link, workdir):
     assert imported_modules(nb) <= {"numpy", "matplotlib.pyplot"}
     if config.d_model ** 2 > notebook_cells.MAX_LITERAL:
         assert "bytes.fromhex" in nb.cells[5].source  # the weights' cell
-    saved_path = workdir / f"saved_{LINKS.index(link)}.npz"
-    nb.cells.insert(0, nbformat.v4.new_code_cell(GUARD))
-    nb.cells.append(nbformat.v4.new_code_cell(SAVE.format(path=str(saved_path), names=SAVED)))
-    execute(nb, workdir)
+    got = executed_values(nb, workdir, f"saved_{LINKS.index(link)}", SAVED)
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
-    got = dict(np.load(saved_path, allow_pickle=False))
     download = dict(np.load(io.BytesIO(export.npz_bytes(run(config))), allow_pickle=False))
     if "P" in got:
         got["P[:T_q]"] = got["P"][: download["x_q"].shape[0]]

@@ -14,7 +14,7 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
 from mha_core.config import run  # noqa: E402
-from tests.test_notebook import GUARD, _planted, assert_close, execute  # noqa: E402
+from tests.test_notebook import _planted, assert_close, execute, executed_values  # noqa: E402
 from ui.charts import notebook_kernels  # noqa: E402
 from ui.state import notebook_link  # noqa: E402
 from ui.state.urlstate import config_from_params  # noqa: E402
@@ -34,7 +34,6 @@ LINKS = [
 ]
 SAVED = ("M", "L1", "L2", "A1", "A2", "lam", "A", "heads", "mixed", "phi_Q", "phi_K", "sim", "z", "S_state",
          "z_state", "recurrent", "Q_h", "K_h", "concat", "Y", "theta_q", "theta_k")
-SAVE = "np.savez({path!r}, **{{n: globals()[n] for n in {names!r} if n in globals()}})"
 
 
 def engine_values(config) -> dict[str, np.ndarray]:
@@ -67,11 +66,7 @@ def test_the_notebook_of_a_kernel_link_holds_the_engines_intermediates(link, wor
     config, messages = config_from_params(dict(parse_qsl(urlsplit(link).query or link.lstrip("?"))))
     assert messages == [] and config.kernel in ("differential", "linear")
     nb, _ = notebook_link.notebook_for_link(link)
-    saved = workdir / f"saved_{LINKS.index(link)}.npz"
-    nb.cells.insert(0, nbformat.v4.new_code_cell(GUARD))
-    nb.cells.append(nbformat.v4.new_code_cell(SAVE.format(path=str(saved), names=SAVED)))
-    execute(nb, workdir)
-    got = dict(np.load(saved, allow_pickle=False))
+    got = executed_values(nb, workdir, f"saved_{LINKS.index(link)}", SAVED)
     want = engine_values(config)
     assert set(want) <= set(got), f"the notebook lacks {set(want) - set(got)}"
     for name, value in want.items():

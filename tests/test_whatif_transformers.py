@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -29,15 +28,6 @@ ATOL_LOSS = 1e-5
 ATOL_LOGITS = 1e-4
 PROMPT = "Every morning the baker opens the shop at six, and every morning the first customer is"
 LAYERS, K = (2, 9, 21), 4
-
-
-@pytest.fixture(scope="module")
-def llama(smollm2):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    folder, name = str(smollm2.source.path.parent), smollm2.source.path.name
-    return transformers.AutoModelForCausalLM.from_pretrained(
-        folder, gguf_file=name, attn_implementation="eager", dtype=torch.float32
-    ).eval()
 
 
 @pytest.fixture(scope="module")
