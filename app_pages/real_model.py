@@ -29,6 +29,7 @@ from ui.pages.real_model import overview as rm_overview
 from ui.pages.real_model import smollm2_view
 from ui.pages.real_model.ablation_view import minilm_ablation_section
 from ui.pages.real_model.flow_view import flow_section
+from ui.pages.real_model.roles_view import minilm_roles_section
 from ui.pages.real_model.smollm2 import axis_labels
 from ui.pages.real_model.token_sets_view import token_sets_section
 from ui.pipeline.drill_down import drill_down
@@ -410,7 +411,8 @@ def layer_view(text: str, model: MiniLM) -> None:
     patterns_section(text, run)
     minilm_ablation_section(model, text, run)
     overview_section(text, run)
-    flow_section("rm", text, lambda: run.attentions, axis_labels(run.tokens), causal=False)
+    minilm_roles_section(model)
+    flow_section("rm", text, lambda: run.attentions, axis_labels(run.tokens), False, config.n_layers)
     token_sets_section("rm", lambda: run.attentions, axis_labels(run.tokens))
     sink_section(text, model, run)
     steps_section(model, run, layer, head)

@@ -198,37 +198,4 @@ def test_head_roles_table_and_points_are_the_probes_scores(smollm2):
         np.testing.assert_allclose(shown, expected[key].ravel(), atol=1e-6)
 
 
-# ---- rollout and flow: the shown matrices are the paper's, from the run's attentions ----
-
-
-def test_minilm_rollout_and_flow_panels(model):
-    from mha_core import attention_flow as af
-    from tests.shown_charts import charts, decode
-
-    sentence = "Fish swim in rivers."
-    at = open_app(PAGE, timeout=180, rm_text=sentence)
-    at.session_state["w_rm_flow"] = True  # what a click on the expander does
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    attentions = model.forward(sentence).attentions.astype(np.float64)  # (6, 12, T, T)
-    t = attentions.shape[-1]
-    rolled = np.eye(t)
-    for layer in attentions:  # the paper's recursion, written here
-        rolled = (0.5 * layer.mean(axis=0) + 0.5 * np.eye(t)) @ rolled
-    shown = charts(at)
-    np.testing.assert_allclose(decode(shown["rm_flow_0"]["data"][0]["z"]), attentions[-1].mean(axis=0), atol=1e-6)
-    np.testing.assert_allclose(decode(shown["rm_flow_1"]["data"][0]["z"]), rolled, atol=1e-6)
-    np.testing.assert_allclose(decode(shown["rm_flow_2"]["data"][0]["z"]), af.flow(attentions), atol=1e-6)
-    row = next(d.value for d in at.dataframe if "rollout" in d.value.columns)
-    np.testing.assert_allclose(row["rollout"].to_numpy(), rolled[-1], atol=1e-9)  # the last token's row
-    assert any("Abnar & Zuidema (2020)" in m.value for m in at.markdown)
-
-
-def test_smollm2_flow_is_left_out_past_its_cap(smollm2):
-    at = page({"model": "smollm2", "rm_text": "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"})
-    at.session_state["w_sm_flow"] = True
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert any("Flow is left out at" in i.value for i in at.info)
-    row = next(d.value for d in at.dataframe if "rollout" in d.value.columns)
-    assert "flow" not in row.columns
+# Rollout and flow, opened from their links on both models: tests/test_app_real_model_section_links.py.

@@ -1,7 +1,8 @@
-"""Pure builders for "Head roles, with honest scores" on the SmolLM2 view (the scores: mha_core/head_roles.py).
+"""Pure builders for "Head roles, with honest scores" on either model's view (the scores: mha_core/head_roles.py).
 
 A table of the roles (definition, how many heads have each, the example head), the distribution of every role's
-score over all heads with the threshold, and the sentence that says how many heads have no clear role.
+score over all heads with the threshold, and the sentence that says how many heads have no clear role. A model's
+roles are its table (``ROLES`` for SmolLM2, ``ENCODER_ROLES`` for MiniLM): ``scores`` are keyed like it.
 No streamlit in here.
 """
 
@@ -10,20 +11,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mha_core.head_roles import NO_ROLE, ROLES
+from mha_core.head_roles import NO_ROLE, ROLES, Role
 from ui.charts.figures import plot_texts
 from ui.charts.sent import figure
 from ui.i18n import _
 
 POINT_COLOUR = "#3b528b"  # viridis' blue, as the app's line and bar charts
 THRESHOLD_COLOUR = "#b5367a"
-LESSONS = {"first": "sinks", "induction": "induction_ablation"}  # role -> the lesson that teaches it
+LESSONS = {"first": "sinks", "cls": "sinks", "sep": "sinks", "induction": "induction_ablation"}  # role -> lesson
 
 
-def roles_frame(scores: dict[str, np.ndarray], roles: np.ndarray) -> pd.DataFrame:
+def roles_frame(scores: dict[str, np.ndarray], roles: np.ndarray, table: dict[str, Role] = ROLES) -> pd.DataFrame:
     """One row per role: its name, how many heads have it, its example head (highest score) and that score."""
     rows = []
-    for key, role in ROLES.items():
+    for key, role in table.items():
         table = scores[key]  # (L, nh)
         layer, head = np.unravel_index(int(np.argmax(table)), table.shape)
         rows.append({"role": _(role.name), "heads": int((roles == key).sum()), "example": f"{layer}.{head}",
@@ -39,22 +40,23 @@ def example_head(scores: dict[str, np.ndarray], key: str) -> tuple[int, int]:
     return int(layer), int(head)
 
 
-def distribution_figure(scores: dict[str, np.ndarray], threshold: float, uniform: dict[str, float]):
+def distribution_figure(scores: dict[str, np.ndarray], threshold: float, uniform: dict[str, float],
+                        table: dict[str, Role] = ROLES):
     """Every head's score for every role as points (one column per role, hover: layer and head), the threshold as
     a line and a spread-evenly head's score as a cross; and the same in words (its alt)."""
-    names = plot_texts([_(role.name) for role in ROLES.values()])
+    names = plot_texts([_(role.name) for role in table.values()])
     traces = []
-    for name, key in zip(names, ROLES, strict=True):
-        table = scores[key]  # (L, nh)
-        layers, heads = np.indices(table.shape)
-        traces.append(dict(type="box", y=table.ravel().astype(np.float32), name=name, boxpoints="all", jitter=0.6,
+    for name, key in zip(names, table, strict=True):
+        values = scores[key]  # (L, nh)
+        layers, heads = np.indices(values.shape)
+        traces.append(dict(type="box", y=values.ravel().astype(np.float32), name=name, boxpoints="all", jitter=0.6,
                            pointpos=0, fillcolor="rgba(0,0,0,0)", line=dict(color="rgba(0,0,0,0.35)"),
                            marker=dict(color=POINT_COLOUR, size=4, opacity=0.6), showlegend=False,
                            customdata=np.stack([layers.ravel(), heads.ravel()], axis=1),
                            hovertemplate=_("layer {layer}, head {head}").format(layer="%{customdata[0]}",
                                                                                 head="%{customdata[1]}")
                            + "<br>%{y:.3f}<extra></extra>"))
-    traces.append(dict(type="scatter", mode="markers", x=names, y=[uniform[key] for key in ROLES],
+    traces.append(dict(type="scatter", mode="markers", x=names, y=[uniform[key] for key in table],
                        marker=dict(symbol="x", size=10, color="black"), name=_("a head spreading its weight evenly"),
                        hovertemplate="%{y:.3f}<extra></extra>"))
     layout = dict(height=380, margin=dict(l=60, r=10, t=20, b=40),
@@ -65,9 +67,9 @@ def distribution_figure(scores: dict[str, np.ndarray], threshold: float, uniform
                   annotations=[dict(xref="paper", x=1, y=threshold, xanchor="right", yanchor="bottom", showarrow=False,
                                     text=_("threshold {threshold}").format(threshold=threshold),
                                     font=dict(color=THRESHOLD_COLOUR))])
-    counts = [int((scores[key] >= threshold).sum()) for key in ROLES]
+    counts = [int((scores[key] >= threshold).sum()) for key in table]
     alt = _("Points: every head's score for each of {n} roles, 0 to 1, with a dashed line at the threshold "
             "{threshold}. Heads at or above it: {counts}.").format(
-        n=len(ROLES), threshold=threshold,
-        counts="; ".join(f"{_(role.name)} {count}" for role, count in zip(ROLES.values(), counts, strict=True)))
+        n=len(table), threshold=threshold,
+        counts="; ".join(f"{_(role.name)} {count}" for role, count in zip(table.values(), counts, strict=True)))
     return figure(traces, layout), alt

@@ -21,10 +21,10 @@ from mha_core import smollm2_runs as runs
 from ui.charts import describe, tables
 from ui.i18n import N_, _, current_language
 from ui.pages.real_model import smollm2 as sb
-from ui.pages.real_model.ablation import MODE_ROW, OFF_PARAM
 from ui.pages.real_model.ablation_view import ablation_section
 from ui.pages.real_model.flow_view import flow_section
 from ui.pages.real_model.roles_view import roles_section
+from ui.pages.real_model.section_links import per_model_params
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pages.real_model.smollm2_intro import about_the_model, show_tokens
 from ui.pages.real_model.targeted_view import targeted_section
@@ -80,9 +80,12 @@ def leave_the_other_models_settings() -> None:
     MiniLM's view reads the link on its first visit; a SmolLM2 layer (0..29) in it would be
     reported there as a bad link value, though nobody typed a link.
     """
+    for name in per_model_params():  # each model's sections keep their own (no MiniLM head 5.11 in SmolLM2)
+        if name in st.query_params:
+            del st.query_params[name]
     if st.session_state.get("w_rm_model") != sb.DEFAULT_MODEL:
         return
-    names = [row.param for row in sb.SMOL_ROWS] + [OFF_PARAM, MODE_ROW.param, *WHATIF_PARAMS]
+    names = [row.param for row in sb.SMOL_ROWS] + [*WHATIF_PARAMS]
     if "rm_link_read" in st.session_state:  # MiniLM's view writes its own layer and head
         names = [name for name in names if name not in ("rm_layer", "rm_head")]
     for name in names:
@@ -475,7 +478,7 @@ def main_body() -> None:
     lens_section(model, text, run)
     induction_section(model)
     roles_section(model, cached_induction)
-    flow_section("sm", text, lambda: run.attentions, sb.axis_labels(run.tokens), causal=True)
+    flow_section("sm", text, lambda: run.attentions, sb.axis_labels(run.tokens), True, config.n_layers)
     token_sets_section("sm", lambda: run.attentions, sb.axis_labels(run.tokens))
     sink_section(model, run)
     whatif_section(model, text, run, cached_forward)

@@ -14,9 +14,10 @@ import pandas as pd
 import streamlit as st
 
 from mha_core import token_sets as ts
-from ui.charts import describe
+from ui.charts import describe, figures
+from ui.charts.sent import figure
 from ui.i18n import _
-from ui.run import cached_figures
+from ui.pages.real_model.section_links import sync_params
 from ui.state.device import chart_config
 from ui.widgets.live import show_chart
 from ui.widgets.state import KEEP
@@ -53,12 +54,7 @@ def read_link(prefix: str, n_tokens: int) -> None:
 
 def write_link(queries: list[int], keys: list[int], n_tokens: int, shown: bool) -> None:
     values = {"rm_sq": ",".join(map(str, queries)), "rm_sk": ",".join(map(str, keys))} if shown else {}
-    for name in SET_PARAMS.values():
-        if name in st.query_params and name not in values:
-            del st.query_params[name]
-    changed = {name: value for name, value in values.items() if st.query_params.get(name) != value}
-    if changed:
-        st.query_params.update(changed)
+    sync_params(st.query_params, SET_PARAMS.values(), values)
 
 
 def token_sets_section(prefix: str, attentions_of: Callable[[], np.ndarray], labels: list[str]) -> None:
@@ -78,6 +74,16 @@ def token_sets_section(prefix: str, attentions_of: Callable[[], np.ndarray], lab
         token_sets_body(prefix, attentions_of(), labels)
 
 
+def grid_figure(grid: np.ndarray, layers: list[str], heads: list[str], title: str):
+    """The layer × head grid (L, nh) with its x-axis named: its head numbers alone read as nothing (a 30 × 9 grid
+    is small: built at each run, not cached)."""
+    trace, layout = figures.matrix_heatmap_parts(grid, layers, heads, title=title, value_name=_("share"), signed=False,
+                                                 zmin=0.0, zmax=1.0, row_name="", col_name=_("head"),
+                                                 height=max(280, 18 * grid.shape[0] + 100))
+    layout["xaxis"]["title"] = dict(text=_("head"), standoff=6)
+    return figure([trace], layout)
+
+
 def token_sets_body(prefix: str, attentions: np.ndarray, labels: list[str]) -> None:
     t = len(labels)
     left, right = st.columns(2)
@@ -94,10 +100,7 @@ def token_sets_body(prefix: str, attentions: np.ndarray, labels: list[str]) -> N
     layers = [_("layer {layer}").format(layer=n) for n in range(grid.shape[0])]
     heads = [str(h) for h in range(grid.shape[1])]
     title = _("Share of the query tokens' attention on the key tokens")
-    show_chart(cached_figures.matrix_heatmap(grid, layers, heads, title=title, value_name=_("share"), signed=False,
-                                             zmin=0.0, zmax=1.0, row_name="", col_name=_("head"),
-                                             height=max(260, 18 * grid.shape[0] + 80)),
-               key=f"{prefix}_sets_grid", config=chart_config(),
+    show_chart(grid_figure(grid, layers, heads, title), key=f"{prefix}_sets_grid", config=chart_config(),
                alt=describe.describe_matrix(grid, [str(n) for n in range(grid.shape[0])], heads, title=title,
                                             value_name=_("share"), row_name=_("layer"), col_name=_("head")))
     st.caption(_("Cell (layer, head) = (1/|Q|) Σ over the query tokens Q and the key tokens K of the attention "
