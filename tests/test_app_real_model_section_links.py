@@ -183,3 +183,25 @@ def test_the_token_sets_grid_names_its_axis(link, key, model, smollm2):
     layout = charts(at)[key]["layout"]
     assert layout["xaxis"]["title"]["text"] == "head"
     assert layout["xaxis"]["automargin"] is True  # the title gets the room it needs below the tick labels
+
+
+# ---- in Chinese and Spanish: the sections' words are the catalog's, their numbers the same ----
+
+
+@pytest.mark.parametrize("lang", ["zh-CN", "es"])
+def test_minilm_roles_and_flow_in_other_languages(lang, model):
+    from mha_core.head_roles import ENCODER_NO_INDUCTION
+    from ui.i18n import _ as translate
+    from ui.i18n import using_language
+
+    link = dict(rm_roles="next", rm_flow="flow", rm_flow_layer="2", rm_flow_token="3", rm_flow_dir="to",
+                rm_text=SENTENCE)
+    english, there = page(**link), page(**link, lang=lang)
+    with using_language(lang):
+        note, heading = translate(ENCODER_NO_INDUCTION), translate("Column of {token}: how much of it reaches each token")
+    assert note != ENCODER_NO_INDUCTION
+    assert any(note in m.value for m in there.markdown)
+    assert any(heading.split("{token}")[-1].strip() in m.value for m in there.markdown)
+    numbers = [next(d.value for d in at.dataframe if "shown" in d.value.columns)["shown"].to_numpy()
+               for at in (english, there)]
+    np.testing.assert_array_equal(numbers[0], numbers[1])
