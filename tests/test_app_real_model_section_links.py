@@ -139,7 +139,8 @@ def test_smollm2_flow_link_one_tokens_row(smollm2):
     at = page(model="smollm2", rm_flow="rollout", rm_flow_layer="4", rm_flow_token="2", rm_flow_dir="to")
     attentions = smollm2.forward(DEFAULT_PROMPT, traces=()).attentions
     frame = next(d.value for d in at.dataframe if "shown" in d.value.columns)
-    np.testing.assert_allclose(frame["shown"].to_numpy(), rolled_by_hand(attentions[:5])[2], atol=1e-6)  # a row
+    np.testing.assert_allclose(frame["shown"].to_numpy(), rolled_by_hand(attentions[:5])[2, :3], atol=1e-6)  # its row
+    assert list(frame["other"]) == ["0:The", "1:␣E", "2:iffel"]  # the keys it can see, no masked zeros
     assert "rm_flow_dir" not in at.query_params  # a causal model has one direction
     assert at.query_params["rm_flow_layer"] == "4"
 

@@ -7,14 +7,13 @@ plain loops; the link opens the section with its sets; bad positions get a messa
 from __future__ import annotations
 
 import base64
-import json
 
 import numpy as np
 import pytest
 
 from mha_core import token_sets as ts
 from tests.app_opener import open_app
-from tests.shown_charts import chart_elements, figure_of
+from tests.shown_charts import charts
 from ui.i18n import _ as translate
 from ui.i18n import using_language
 
@@ -48,8 +47,9 @@ TITLE = "Share of the query tokens' attention on the key tokens"
 
 
 def grid_of(at, title: str = TITLE) -> np.ndarray:
-    figure = next(f for f in map(figure_of, chart_elements(at))
-                  if title in json.dumps(f.get("layout", {}).get("title", ""), ensure_ascii=False))
+    """The grid's numbers; its title is written above it, in the page's language (it wraps on a phone)."""
+    assert any(title in m.value for m in at.markdown)
+    figure = next(f for key, f in charts(at).items() if key.endswith("_sets_grid"))
     z = figure["data"][0]["z"]
     if isinstance(z, dict):
         return np.frombuffer(base64.b64decode(z["bdata"]), z["dtype"]).reshape([int(n) for n in str(z["shape"]).split(",")]).astype(np.float64)

@@ -20,6 +20,7 @@ from ui.pages.real_model import section_links as sl
 from ui.run import cached_figures
 from ui.state.device import chart_config, on_phone
 from ui.widgets.live import show_chart
+from ui.widgets.phone import swipe_hint
 from ui.widgets.state import KEEP
 
 CAVEATS = N_(
@@ -126,7 +127,8 @@ def flow_body(prefix: str, text: str, attentions: np.ndarray, labels: list[str],
     if shown is not None and token == sl.ALL_TOKENS:
         flow_matrices(prefix, layer, labels, causal, {_("raw attention"): raw, _(sl.FLOW_METHODS[method]): shown})
     elif shown is not None:
-        flow_token(prefix, labels, raw, shown, token, values.get("flow_dir", "from"), _(sl.FLOW_METHODS[method]))
+        flow_token(prefix, labels, raw, shown, token, values.get("flow_dir", "from"), _(sl.FLOW_METHODS[method]),
+                   causal)
     st.markdown(_(CAVEATS))
 
 
@@ -149,9 +151,9 @@ def flow_matrices(prefix: str, layer: int, labels: list[str], causal: bool, matr
 
 
 def flow_token(prefix: str, labels: list[str], raw: np.ndarray, shown: np.ndarray, token: int, direction: str,
-               name: str) -> None:
+               name: str, causal: bool) -> None:
     """One token's numbers: its row (what it draws from each input token) or, ``direction`` "to", its column (how
-    much of it reaches each token after the layer)."""
+    much of it reaches each token after the layer). Causal: only the tokens it can see (a masked 0 is no number)."""
     if direction == "to":
         heading, other = _("Column of {token}: how much of it reaches each token").format(token=labels[token]), _("token")
         raw_part, shown_part = raw[:, token], shown[:, token]  # (T,), (T,)
@@ -159,8 +161,12 @@ def flow_token(prefix: str, labels: list[str], raw: np.ndarray, shown: np.ndarra
         heading, other = _("Row of {token}: what it draws from each input token").format(token=labels[token]), \
             _("input token")
         raw_part, shown_part = raw[token], shown[token]  # (T,), (T,)
+    seen = slice(0, token + 1) if causal else slice(None)  # a causal row: keys 0..token
     st.markdown("**" + heading + "**")
-    st.dataframe(pd.DataFrame({"other": labels, "raw": raw_part, "shown": shown_part}), key=f"{prefix}_flow_row",
+    if on_phone():  # wider than a phone: it scrolls sideways, with no scroll bar
+        st.caption(swipe_hint([other, _("raw attention"), name]))
+    st.dataframe(pd.DataFrame({"other": labels[seen], "raw": raw_part[seen], "shown": shown_part[seen]}),
+                 key=f"{prefix}_flow_row",
                  hide_index=True, column_config={
                      "other": st.column_config.TextColumn(other),
                      "raw": st.column_config.NumberColumn(_("raw attention"), format="%.3f"),

@@ -18,8 +18,9 @@ from ui.pages.real_model import roles as rb
 from ui.pages.real_model import section_links as sl
 from ui.pages.real_model import smollm2 as sb
 from ui.run import cached_figures
-from ui.state.device import chart_config
+from ui.state.device import chart_config, on_phone
 from ui.widgets.live import show_chart
+from ui.widgets.phone import swipe_hint
 from ui.widgets.state import KEEP
 
 PROBE_HALF, PROBE_SEED = 24, 0  # the induction section's sequence: 24 random tokens, repeated
@@ -108,12 +109,16 @@ def roles_body(prefix: str, attentions: np.ndarray, half: int, labels: list[str]
     ).format(n=half, threshold=hr.THRESHOLD, uniform=f"{max(uniform.values()):.2f}"))
     st.markdown("\n".join(f"- **{_(role.name)}**: {_(role.definition)}" for role in table.values()))
     frame = rb.roles_frame(scores, roles, table)
+    headers = {"role": _("role"), "heads": _("heads with this role"), "example": _("example head (layer.head)"),
+               "its score": _("its score"), "median over heads": _("median over all heads")}
+    if on_phone():  # five columns are wider than a phone: it scrolls sideways, with no scroll bar
+        st.caption(swipe_hint(headers.values()))
     st.dataframe(frame, key=f"{prefix}_roles_table", hide_index=True, column_config={
-        "role": st.column_config.TextColumn(_("role")),
-        "heads": st.column_config.NumberColumn(_("heads with this role")),
-        "example": st.column_config.TextColumn(_("example head (layer.head)")),
-        "its score": st.column_config.NumberColumn(_("its score"), format="%.3f"),
-        "median over heads": st.column_config.NumberColumn(_("median over all heads"), format="%.3f")})
+        "role": st.column_config.TextColumn(headers["role"]),
+        "heads": st.column_config.NumberColumn(headers["heads"]),
+        "example": st.column_config.TextColumn(headers["example"]),
+        "its score": st.column_config.NumberColumn(headers["its score"], format="%.3f"),
+        "median over heads": st.column_config.NumberColumn(headers["median over heads"], format="%.3f")})
     clear = int((roles != "").sum())
     st.caption(_("{clear} of {n} heads have a clear role; {none} have none. A head can score high on two roles (a "
                  "previous-token head is also local); it is named after its highest, previous-token before the "

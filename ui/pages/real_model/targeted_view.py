@@ -104,7 +104,7 @@ def targeted_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
     columns[0].dataframe(tv.ranking_frame(result), key="sm_rank_table", column_config={
         "_index": number(_("rank"), width="small"), "head": st.column_config.TextColumn(_("head off")),
         "d": number(_("d with it off"), format="%.3f"),
-        "move": number(_("move"), format="%+.3f", width="small")})
+        "move": number(_("move"), format="%+.3f")})  # "small" cut its numbers in presentation mode
     columns[1].markdown("**" + _("Turned off together, in that order") + "**")
     columns[1].dataframe(tv.greedy_frame(result), key="sm_greedy_table", column_config={
         "_index": number(_("heads off"), width="small"), "head": st.column_config.TextColumn(_("head added")),

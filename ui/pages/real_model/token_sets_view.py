@@ -18,8 +18,9 @@ from ui.charts import describe, figures
 from ui.charts.sent import figure
 from ui.i18n import _
 from ui.pages.real_model.section_links import sync_params
-from ui.state.device import chart_config
+from ui.state.device import chart_config, on_phone
 from ui.widgets.live import show_chart
+from ui.widgets.phone import swipe_hint
 from ui.widgets.state import KEEP
 
 SET_PARAMS = {"q": "rm_sq", "k": "rm_sk"}
@@ -74,10 +75,10 @@ def token_sets_section(prefix: str, attentions_of: Callable[[], np.ndarray], lab
         token_sets_body(prefix, attentions_of(), labels)
 
 
-def grid_figure(grid: np.ndarray, layers: list[str], heads: list[str], title: str):
+def grid_figure(grid: np.ndarray, layers: list[str], heads: list[str]):
     """The layer × head grid (L, nh) with its x-axis named: its head numbers alone read as nothing (a 30 × 9 grid
-    is small: built at each run, not cached)."""
-    trace, layout = figures.matrix_heatmap_parts(grid, layers, heads, title=title, value_name=_("share"), signed=False,
+    is small: built at each run, not cached). Its title is the page's, above it."""
+    trace, layout = figures.matrix_heatmap_parts(grid, layers, heads, value_name=_("share"), signed=False,
                                                  zmin=0.0, zmax=1.0, row_name="", col_name=_("head"),
                                                  height=max(280, 18 * grid.shape[0] + 100))
     layout["xaxis"]["title"] = dict(text=_("head"), standoff=6)
@@ -100,12 +101,15 @@ def token_sets_body(prefix: str, attentions: np.ndarray, labels: list[str]) -> N
     layers = [_("layer {layer}").format(layer=n) for n in range(grid.shape[0])]
     heads = [str(h) for h in range(grid.shape[1])]
     title = _("Share of the query tokens' attention on the key tokens")
-    show_chart(grid_figure(grid, layers, heads, title), key=f"{prefix}_sets_grid", config=chart_config(),
+    st.markdown(f"**{title}**")  # above the figure, where it wraps on a phone (a plotly title is cut there)
+    show_chart(grid_figure(grid, layers, heads), key=f"{prefix}_sets_grid", config=chart_config(),
                alt=describe.describe_matrix(grid, [str(n) for n in range(grid.shape[0])], heads, title=title,
                                             value_name=_("share"), row_name=_("layer"), col_name=_("head")))
     st.caption(_("Cell (layer, head) = (1/|Q|) Σ over the query tokens Q and the key tokens K of the attention "
                  "weight: 1 when the queries look only at the keys, 0 when never. Mean over all cells: {mean}.").format(
         mean=f"{grid.mean():.3f}"))
+    if on_phone():  # three columns are wider than a phone: it scrolls sideways, with no scroll bar
+        st.caption(swipe_hint([_("token"), _("received from the queries"), _("given to the keys")]))
     st.dataframe(pd.DataFrame({"token": labels, "received": received, "given": given}), key=f"{prefix}_sets_tokens",
                  hide_index=True, column_config={
                      "token": st.column_config.TextColumn(_("token")),
