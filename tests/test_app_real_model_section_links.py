@@ -141,7 +141,8 @@ def test_smollm2_flow_link_one_tokens_row(smollm2):
     frame = next(d.value for d in at.dataframe if "shown" in d.value.columns)
     np.testing.assert_allclose(frame["shown"].to_numpy(), rolled_by_hand(attentions[:5])[2, :3], atol=1e-6)  # its row
     assert list(frame["other"]) == ["0:The", "1:␣E", "2:iffel"]  # the keys it can see, no masked zeros
-    assert "rm_flow_dir" not in at.query_params  # a causal model has one direction
+    assert "rm_flow_dir" not in at.query_params  # a causal model has one direction: the link is told so
+    assert any("`rm_flow_dir` is for the encoder" in w for w in warnings(at))
     assert at.query_params["rm_flow_layer"] == "4"
 
 
@@ -206,3 +207,15 @@ def test_minilm_roles_and_flow_in_other_languages(lang, model):
     numbers = [next(d.value for d in at.dataframe if "shown" in d.value.columns)["shown"].to_numpy()
                for at in (english, there)]
     np.testing.assert_array_equal(numbers[0], numbers[1])
+
+
+# ---- on a phone the wide tables say they scroll sideways (they have no scroll bar there) ----
+
+
+def test_on_a_phone_the_roles_and_flow_tables_say_they_scroll(monkeypatch, model):
+    monkeypatch.setattr("ui.pages.real_model.roles_view.on_phone", lambda: True)
+    monkeypatch.setattr("ui.pages.real_model.flow_view.on_phone", lambda: True)
+    at = page(rm_roles="cls", rm_flow="rollout", rm_flow_token="2", rm_text=SENTENCE)
+    hints = [c.value for c in at.caption if "Swipe the table sideways" in c.value]
+    assert any("5 columns: role, heads with this role" in h for h in hints), hints
+    assert any("3 columns: input token, raw attention, rollout" in h for h in hints), hints

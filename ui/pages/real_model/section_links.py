@@ -27,6 +27,7 @@ FLOW_METHODS = {"rollout": N_("rollout"), "flow": N_("flow")}
 DIRECTIONS = {"from": N_("what it draws from (its row)"), "to": N_("where it goes (its column)")}
 ALL_TOKENS = "all"
 TOKEN_PARAM = "rm_flow_token"
+DIR_PARAM = "rm_flow_dir"
 
 
 def role_row(roles: Mapping[str, Role], default: str) -> Setting:
@@ -51,7 +52,7 @@ def flow_rows(n_layers: int, causal: bool) -> tuple[Setting, ...]:
                     limits=(0, n_layers - 1)))
     if causal:
         return rows
-    return (*rows, Setting("flow_dir", "choice", url="rm_flow_dir", label=N_("One token's"), default="from",
+    return (*rows, Setting("flow_dir", "choice", url=DIR_PARAM, label=N_("One token's"), default="from",
                            choices=DIRECTIONS))
 
 
@@ -74,6 +75,9 @@ def flow_from_link(params: Mapping[str, str], n_layers: int, n_tokens: int, caus
         return None
     values = read_settings(params, rows, {}, messages)
     values["flow_token"] = token_from_link(params.get(TOKEN_PARAM), n_tokens, messages)
+    if causal and DIR_PARAM in params:
+        messages.append(_("`{param}` is for the encoder, MiniLM: this causal model shows one token by its row (what "
+                          "it draws from).").format(param=DIR_PARAM))
     return values
 
 
