@@ -51,7 +51,7 @@ METHODS = {
     "nope4": N_("no RoPE in every fourth layer"),
 }
 MAX_LONG_TOKENS = 2048  # the cap on T: a run at 2048 takes ~1 min on one core
-DEFAULT_LONG_TOKENS = 512
+DEFAULT_LONG_TOKENS = 256
 MIN_LONG_TOKENS = 64
 SAMPLED_ROWS = 64  # query rows the per-layer measures read
 QUERY_BLOCK = 256  # query rows of attention computed at a time: (nh, 256, T) float32 = 19 MB at T = 2048

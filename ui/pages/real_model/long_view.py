@@ -156,11 +156,23 @@ def loss_figure(runs: tuple[lg.LongRun, ...]) -> go.Figure:
 # ---- the section ----
 
 
-@st.cache_resource(max_entries=LONG_CACHE_ENTRIES, show_spinner=False)
-def cached_long_run(text: str, setting: lg.LongSetting, _model: smol.SmolLM2, _progress=None) -> lg.LongRun:
-    """One long run of ``text`` repeated to T tokens."""
-    ids, period = lg.long_token_ids(_model, text, setting.n_tokens)
-    return lg.long_forward(_model, ids, period, setting, _progress)
+@st.cache_resource(show_spinner=False)
+def long_run_store() -> dict:
+    """This server's long runs, (text, setting) -> LongRun, oldest first, at most ``LONG_CACHE_ENTRIES``. A plain dict
+    and not a cached function: the run ticks a progress bar made outside it, which a cache could not replay."""
+    return {}
+
+
+def long_run(model: smol.SmolLM2, text: str, setting: lg.LongSetting, progress) -> lg.LongRun:
+    """One long run of ``text`` repeated to T tokens, from the store or computed now (``progress(done, total)``)."""
+    store, key = long_run_store(), (text, setting)
+    if key not in store:
+        ids, period = lg.long_token_ids(model, text, setting.n_tokens)
+        found = lg.long_forward(model, ids, period, setting, progress)
+        while len(store) >= LONG_CACHE_ENTRIES:
+            store.pop(next(iter(store)), None)
+        store[key] = found
+    return store[key]
 
 
 def read_long_link() -> None:
@@ -232,7 +244,7 @@ def long_section(model: smol.SmolLM2, whatif_text: str) -> None:
         def tick(layer, total, done=done):
             bar.progress((done + layer / total) / len(settings), text=_("Run {run} of {n}: layer {layer} of {total}")
                          .format(run=done + 1, n=len(settings), layer=layer, total=total))
-        runs.append(cached_long_run(text, setting, model, tick))
+        runs.append(long_run(model, text, setting, tick))
     bar.empty()
     show_results(model, link, runs)
 
