@@ -33,6 +33,7 @@ FACTORS = (1.0, 1.5, 2.0, 4.0, 8.0)
 FRACTIONS = (0.25, 0.5, 0.75)
 TOKEN_CHOICES = (256, 512, 1024, 2048)
 TEXTS = {"builtin": N_("the built-in text"), "whatif": N_("the what-ifs' text")}
+COLOURS = ("#0072b2", "#d55e00", "#009e73")  # inside, as trained, the chosen method (Okabe-Ito: colour-blind safe)
 LONG_CACHE_ENTRIES = 12  # a run keeps (T, C) + (T,) + 3 x (L, nh): 1.2 MB at T = 512
 
 
@@ -123,29 +124,29 @@ def summary_frame(runs: tuple[lg.LongRun, ...]) -> pd.DataFrame:
 
 def layers_figure(runs: tuple[lg.LongRun, ...]) -> go.Figure:
     """Per layer, one line per run: mean entropy over heads, mean first-token mass, the best head's induction score."""
-    titles = (_("attention entropy (nats, mean over heads)"), _("weight on the first token (mean over heads)"),
-              _("induction score (the layer's best head)"))
-    fig = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.08)
-    colours = ("#1f77b4", "#d62728", "#2ca02c")
-    for run, colour in zip(runs, colours, strict=False):
+    titles = (_("entropy (nats)"), _("first-token weight"), _("induction score"))
+    fig = make_subplots(rows=3, cols=1, subplot_titles=titles, shared_xaxes=True, vertical_spacing=0.09)
+    for run, colour in zip(runs, COLOURS, strict=False):
         name = _(lg.METHODS[run.setting.method])
         layers = list(range(run.entropy.shape[0]))
-        for col, values in enumerate((run.entropy.mean(axis=1), run.first.mean(axis=1), run.induction.max(axis=1)),
-                                     start=1):
+        for panel, values in enumerate((run.entropy.mean(axis=1), run.first.mean(axis=1),
+                                        run.induction.max(axis=1)), start=1):
             fig.add_scatter(x=layers, y=values.tolist(), mode="lines+markers", name=name, legendgroup=name,
-                            showlegend=col == 1, line={"color": colour}, row=1, col=col,
+                            showlegend=panel == 1, line={"color": colour}, row=panel, col=1,
                             hovertemplate=_("layer %{x}") + "<br>%{y:.4f}<extra>" + name + "</extra>")
-    fig.update_xaxes(title_text=_("layer"))
-    fig.update_layout(height=380, margin={"l": 40, "r": 10, "t": 60, "b": 40}, legend={"orientation": "h", "y": -0.3})
+    fig.update_xaxes(title_text=_("layer"), row=3, col=1)
+    fig.update_annotations(font_size=13)
+    fig.update_layout(height=560, margin={"l": 40, "r": 10, "t": 60, "b": 40}, legend={"orientation": "h", "y": -0.12})
     return fig
 
 
 def loss_figure(runs: tuple[lg.LongRun, ...]) -> go.Figure:
     """The loss on each next token against its position in the text (0..T-2), one line per run."""
     fig = go.Figure()
-    for run in runs:
+    for run, colour in zip(runs, COLOURS, strict=False):
         name = _(lg.METHODS[run.setting.method])
         fig.add_scatter(x=list(range(run.losses.size)), y=run.losses.tolist(), mode="lines", name=name,
+                        line={"color": colour, "width": 1},
                         hovertemplate=_("token %{x}") + "<br>%{y:.3f}<extra>" + name + "</extra>")
     fig.update_layout(title=_("Loss on each next token"), height=340, margin={"l": 50, "r": 10, "t": 50, "b": 40},
                       xaxis={"title": _("token i (predicting i + 1)")}, yaxis={"title": _("loss (nats)")},
@@ -268,6 +269,8 @@ def show_results(model: smol.SmolLM2, link: LongLink, runs: list[lg.LongRun]) ->
                                 last=f"{int(past.positions[-1]):,}", trained=f"{model.config.context:,}",
                                 rows=past.rows.size))
     show_chart(layers_figure(runs), key="sm_long_layers", config=chart_config())
+    st.caption(_("Per layer: the attention entropy and the weight on the first token are means over the heads; the "
+                 "induction score is the layer's best head's."))
     show_chart(loss_figure(runs), key="sm_long_loss", config=chart_config())
     chosen = runs[-1]
     st.markdown(_("Past the trained length the loss after the first copy goes from {inside} (inside) to {past} with "
