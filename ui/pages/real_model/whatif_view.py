@@ -17,6 +17,7 @@ from mha_core import smollm2_runs as runs
 from mha_core import smollm2_whatif as wi
 from ui.i18n import _
 from ui.pages.real_model import whatif as wv
+from ui.pages.real_model.long_view import long_section
 from ui.pages.real_model.smollm2 import axis_labels
 from ui.run import cached_figures
 from ui.state.device import chart_config
@@ -108,6 +109,7 @@ def whatif_section(model: smol.SmolLM2, text: str, run: runs.SmolRun,
     write_link(wv.WhatIfLink(layers, k, at, sinks_on, which))
     if sinks_on:
         sinks_part(model, text, run)
+    long_section(model, text)
 
 
 def sparse_part(model: smol.SmolLM2, text: str, run: runs.SmolRun):
