@@ -27,13 +27,14 @@ from ui.run import cached_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 2**20
-# What the six figure caches may hold together at the caps, worst case (every entry as large as the largest
+# What the seven figure caches may hold together at the caps, worst case (every entry as large as the largest
 # seen): issue 38's caches could reach ~350 MB on a 690 MB host that also holds the real models.
 FIGURE_BUDGET_MB = 100
-# The six caches, with their bounds (the number of entries each keeps).
+# The seven caches, with their bounds (the number of entries each keeps).
 CACHES = {
     "_panel_figure": cached_figures.MAX_PANELS,
     "_panels_figure": cached_figures.MAX_PANEL_ROWS,
+    "_panel_rows_figure": cached_figures.MAX_STEP_ROWS,  # Step by step's steps as rows of panels (issue 38)
     "_attention_grid": cached_figures.MAX_FIGURES,
     "_matrix_heatmap": cached_figures.MAX_FIGURES,
     "_concat_and_output": cached_figures.MAX_FIGURES,
