@@ -82,6 +82,12 @@ def test_every_panel_of_every_combined_chart_is_the_engines_array(params, head):
             assert np.isnan(shown[~finite]).all(), title  # a masked logit is blank, not a number
             seen.add(title)
         rows_share_a_colour_bar(figure)
+    for element in shown_charts.chart_elements(at):  # each combined chart: every panel named in its alt, an SVG camera
+        key, settings = shown_charts.key_of(element), shown_charts.settings_of(element)
+        if key in figures:
+            titles = [note["text"] for note in figures[key]["layout"]["annotations"]]
+            assert all(title in settings["alt"] for title in titles), (key, settings["alt"])
+            assert settings["config"]["toImageButtonOptions"]["format"] == "svg", key
     wanted = {"W_Q", "W_K", "W_V", "Q (queries)", f"Q_{head}", f"S_{head} × scale", "concat of all heads", "W_O",
               "Y: output"}
     if link.get("mask"):

@@ -46,6 +46,17 @@ def _label_px(trace: dict, tick_font: int) -> int:
     return int(0.55 * tick_font * max((len(str(x)) for x in trace["x"]), default=1)) + 12
 
 
+def _laid_row(row: tuple[Panel, ...], font_size: int, width_px: float, numbers: bool) -> tuple[list, int, int]:
+    """A row's panels as (trace, layout) parts, the height of their cells and of the labels under them, in pixels."""
+    tick_font = max(font_size - 1, 11)
+    cells_px = (width_px - ROW_LABELS_PX) / len(row)
+    parts = [panel_parts(panel, font_size=font_size, width_px=cells_px, numbers=numbers) for panel in row]
+    height = max(part["height"] - (150 if "title" in part["xaxis"] else 110) for _t, part in parts)
+    below = max(_label_px(trace, tick_font) + (2 * font_size if "title" in part["xaxis"] else 0)
+                for trace, part in parts)
+    return parts, max(height, 110), below
+
+
 def panel_rows_figure(rows: tuple[tuple[Panel, ...], ...], *, font_size: int = 12, width_px: float = 820,
                       numbers: bool = True) -> go.Figure:
     """``rows`` of panels (each row's panels have the same rows) as one figure ``width_px`` wide on the page.
@@ -55,14 +66,7 @@ def panel_rows_figure(rows: tuple[tuple[Panel, ...], ...], *, font_size: int = 1
     value where the panel is small enough to hold it (``panel_parts``)."""
     tick_font = max(font_size - 1, 11)
     title_px = 30 + 2 * font_size
-    laid = []  # per row: (its parts, the cells' height, the labels' height under it)
-    for row in rows:
-        cells_px = (width_px - ROW_LABELS_PX) / len(row)
-        parts = [panel_parts(panel, font_size=font_size, width_px=cells_px, numbers=numbers) for panel in row]
-        height = max(part["height"] - (150 if "title" in part["xaxis"] else 110) for _t, part in parts)
-        below = max(_label_px(trace, tick_font) + (2 * font_size if "title" in part["xaxis"] else 0)
-                    for trace, part in parts)
-        laid.append((parts, max(height, 110), below))
+    laid = [_laid_row(row, font_size, width_px, numbers) for row in rows]
     tops, top = [], 0
     for _parts, height, below in laid:
         tops.append(top)
