@@ -89,19 +89,20 @@ def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int,
 
 def step_controls(config) -> tuple[int, bool, bool, bool]:
     """The head to follow, the numbers in the cells (``nums``), numbers instead of heatmaps, predict-then-reveal."""
-    top = st.columns(4, vertical_alignment="bottom")
-    head = top[0].selectbox(_("Head to follow"), range(config.n_heads), key="w_head", persist_state=KEEP,
-                            format_func=lambda h: _("head {h}").format(h=h))
+    # One row that wraps (each control as wide as it needs): four columns cut "Numbers instead of heatmaps" short
+    top = st.container(horizontal=True, vertical_alignment="bottom", gap="small")
+    head = top.selectbox(_("Head to follow"), range(config.n_heads), key="w_head", persist_state=KEEP,
+                         format_func=lambda h: _("head {h}").format(h=h), width=150)
     row = view_setting("nums")
-    choice = top[1].selectbox(row.short_name, tuple(row.choices), key=row.key, persist_state=KEEP,
-                              format_func=row.choice_label,
-                              help=_("Each cell's value printed in it. Auto: for sentences of up to {n} tokens, not "
-                                     "on a phone.").format(n=NUMBERS_MAX_TOKENS))
+    choice = top.selectbox(row.short_name, tuple(row.choices), key=row.key, persist_state=KEEP,
+                           format_func=row.choice_label, width=210,
+                           help=_("Each cell's value printed in it. Auto: for sentences of up to {n} tokens, not "
+                                  "on a phone.").format(n=NUMBERS_MAX_TOKENS))
     tokens = max(len(config.tokens), len(config.key_tokens))
     numbers = numbers_shown(choice, tokens, on_phone())
-    as_table = top[2].toggle(_("Numbers instead of heatmaps"), key="w_sbs_table", persist_state=KEEP)
-    predict = top[3].toggle(_("Predict, then reveal"), key="w_sbs_predict", persist_state=KEEP,
-                            help=_("Hide the attention weights and let the class guess the largest cell of a row."))
+    as_table = top.toggle(_("Numbers instead of heatmaps"), key="w_sbs_table", persist_state=KEEP, width="content")
+    predict = top.toggle(_("Predict, then reveal"), key="w_sbs_predict", persist_state=KEEP, width="content",
+                         help=_("Hide the attention weights and let the class guess the largest cell of a row."))
     return head, numbers, as_table, predict
 
 
