@@ -7,6 +7,7 @@ import streamlit as st
 
 from ui.i18n import _
 from ui.pipeline.drill_down import drill_down
+from ui.pipeline.panel_rows import step_runs
 from ui.pipeline.predict import check_prediction, prediction_message
 from ui.pipeline.records import Step, StepInputs, step_inputs
 from ui.pipeline.steps import (
@@ -18,6 +19,8 @@ from ui.pipeline.steps import (
 )
 from ui.run.compute import compute
 from ui.state import navigation
+from ui.state.device import on_phone
+from ui.state.settings import NUMBERS_MAX_TOKENS, numbers_shown, view_setting
 from ui.widgets import step_views as views
 from ui.widgets.notebook_button import notebook_button
 from ui.widgets.number_columns import number_columns
@@ -57,7 +60,7 @@ def predict_then_reveal(result, head: int) -> tuple[int, int] | None:
 
 
 def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int, as_table: bool, predict: bool,
-                 font_size: int) -> bool:
+                 font_size: int, numbers: bool) -> bool:
     """The softmax step, maybe hidden behind a prediction; returns True when the weights are on screen."""
     views.show_step(number, step, KEY_PREFIX, panels=False)
     shown = step.panels[0]
@@ -69,7 +72,7 @@ def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int,
     left, right = st.columns([3, 1])
     with left:
         views.show_panel(shown, f"{KEY_PREFIX}_softmax_0", as_table=as_table, width_px=views.plot_px(3 / 4),
-                         font_size=font_size)
+                         font_size=font_size, numbers=numbers)
     with right:
         st.markdown(row_sums_heading(inputs.trace))
         sums = row_sums_table(inputs, head)
@@ -84,15 +87,23 @@ def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int,
     return True
 
 
-def step_controls(config) -> tuple[int, bool, bool]:
-    """The head to follow, numbers instead of heatmaps, predict-then-reveal."""
-    top = st.columns(3, vertical_alignment="bottom")
-    head = top[0].selectbox(_("Head to follow"), range(config.n_heads), key="w_head", persist_state=KEEP,
-                            format_func=lambda h: _("head {h}").format(h=h))
-    as_table = top[1].toggle(_("Numbers instead of heatmaps"), key="w_sbs_table", persist_state=KEEP)
-    predict = top[2].toggle(_("Predict, then reveal"), key="w_sbs_predict", persist_state=KEEP,
-                            help=_("Hide the attention weights and let the class guess the largest cell of a row."))
-    return head, as_table, predict
+def step_controls(config) -> tuple[int, bool, bool, bool]:
+    """The head to follow, the numbers in the cells (``nums``), numbers instead of heatmaps, predict-then-reveal."""
+    # One row that wraps (each control as wide as it needs): four columns cut "Numbers instead of heatmaps" short
+    top = st.container(horizontal=True, vertical_alignment="bottom", gap="small")
+    head = top.selectbox(_("Head to follow"), range(config.n_heads), key="w_head", persist_state=KEEP,
+                         format_func=lambda h: _("head {h}").format(h=h), width=150)
+    row = view_setting("nums")
+    choice = top.selectbox(row.short_name, tuple(row.choices), key=row.key, persist_state=KEEP,
+                           format_func=row.choice_label, width=210,
+                           help=_("Each cell's value printed in it. Auto: for sentences of up to {n} tokens, not "
+                                  "on a phone.").format(n=NUMBERS_MAX_TOKENS))
+    tokens = max(len(config.tokens), len(config.key_tokens))
+    numbers = numbers_shown(choice, tokens, on_phone())
+    as_table = top.toggle(_("Numbers instead of heatmaps"), key="w_sbs_table", persist_state=KEEP, width="content")
+    predict = top.toggle(_("Predict, then reveal"), key="w_sbs_predict", persist_state=KEEP, width="content",
+                         help=_("Hide the attention weights and let the class guess the largest cell of a row."))
+    return head, numbers, as_table, predict
 
 
 def chosen_cell() -> tuple[int, int]:
@@ -100,7 +111,8 @@ def chosen_cell() -> tuple[int, int]:
     return int(st.session_state.get("w_qi", 0)), int(st.session_state.get("w_kj", 0))
 
 
-def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_table: bool, predict: bool) -> bool:
+def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_table: bool, predict: bool,
+               numbers: bool) -> bool:
     """Every step in order, with a "Jump to" line; returns True when the weights are on screen."""
     font_size = figure_font_size()
     jumps = [f"[{number}.\u00a0{_(step.kind.short_name)}](#{step.slug})" for number, step in enumerate(steps, start=1)]
@@ -108,12 +120,13 @@ def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_tabl
     st.markdown(_("**Jump to:** {steps}").format(steps=" · ".join(jumps + [f"[{drill}](#drill-down)"])))
     notebook_button(result.config, "step_by_step")
     weights_shown = True
-    for number, step in enumerate(steps, start=1):
+    for run in step_runs(steps):  # steps whose charts follow one another: one chart (issue 38)
+        number, step = run[0]
         if step.slug == "softmax":
-            weights_shown = show_softmax(number, step, result, inputs, head, as_table, predict, font_size)
+            weights_shown = show_softmax(number, step, result, inputs, head, as_table, predict, font_size, numbers)
         else:
-            views.show_step(number, step, KEY_PREFIX, as_table=as_table, font_size=font_size,
-                            rebuilt_from=(result.config, head, chosen_cell()))
+            views.show_step_run(run, KEY_PREFIX, as_table=as_table, font_size=font_size, numbers=numbers,
+                                rebuilt_from=(result.config, head, chosen_cell()))
     return weights_shown
 
 
@@ -150,10 +163,10 @@ def main() -> None:
     if config.is_cross:
         st.markdown(_("Cross-attention: queries from **{queries}**, keys and values from **{keys}**.").format(
             queries=" ".join(config.tokens), keys=" ".join(config.key_tokens)))
-    head, as_table, predict = step_controls(config)
+    head, numbers, as_table, predict = step_controls(config)
     inputs = step_inputs(result)
     steps = build_steps(inputs, head, chosen_cell())
-    weights_shown = show_steps(steps, result, inputs, head, as_table, predict)
+    weights_shown = show_steps(steps, result, inputs, head, as_table, predict, numbers)
     drill_down_section(result, inputs, head, weights_shown)
 
 

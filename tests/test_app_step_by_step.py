@@ -283,9 +283,15 @@ def test_the_softmax_step_says_rows_sum_to_1_only_without_the_null_key(null):
 def test_four_panels_stand_two_by_two_never_one_alone():
     # A differential head's step 5 has four maps (L₁, L₂, A₁, A₂): three in a row and the fourth alone drew the
     # fourth squeezed into a third of the width. Two rows of two keep every panel's cells the same size.
+    # Issue 38: the step is one chart, its two rows of two one under the other.
     at = open_page(kernel="differential")
-    figures = {key: figure for key, figure in shown_charts.charts(at).items() if key.startswith("sbs_diff_maps_")}
-    panels = {key: sorted(name for name in figure["layout"] if name.startswith("xaxis")) for key, figure in figures.items()}
-    assert panels == {"sbs_diff_maps_0": ["xaxis", "xaxis2"], "sbs_diff_maps_2": ["xaxis", "xaxis2"]}, panels
-    titles = [a["text"] for key in sorted(figures) for a in figures[key]["layout"]["annotations"]]
+    layout = shown_charts.charts(at)["sbs_diff_maps_rows"]["layout"]
+    axes = [("", "2"), ("3", "4")]  # panel i on axes x{i+1}: the rows' panels
+    assert sorted(name for name in layout if name.startswith("xaxis")) == ["xaxis", "xaxis2", "xaxis3", "xaxis4"]
+    for row in axes:
+        assert [layout[f"yaxis{s}"]["domain"] for s in row] == [layout[f"yaxis{row[0]}"]["domain"]] * 2  # side by side
+        widths = [layout[f"xaxis{s}"]["domain"][1] - layout[f"xaxis{s}"]["domain"][0] for s in row]
+        assert abs(widths[0] - widths[1]) < 1e-9 and widths[0] > 0.4  # each half the width, never a third
+    assert layout["yaxis3"]["domain"][1] < layout["yaxis"]["domain"][0]  # the second row under the first
+    titles = [a["text"] for a in layout["annotations"]]
     assert [t.split(" = ")[0] for t in titles] == ["L₁", "L₂", "A₁", "A₂"], titles

@@ -27,13 +27,14 @@ from ui.run import cached_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 2**20
-# What the six figure caches may hold together at the caps, worst case (every entry as large as the largest
+# What the seven figure caches may hold together at the caps, worst case (every entry as large as the largest
 # seen): issue 38's caches could reach ~350 MB on a 690 MB host that also holds the real models.
 FIGURE_BUDGET_MB = 100
-# The six caches, with their bounds (the number of entries each keeps).
+# The seven caches, with their bounds (the number of entries each keeps).
 CACHES = {
     "_panel_figure": cached_figures.MAX_PANELS,
     "_panels_figure": cached_figures.MAX_PANEL_ROWS,
+    "_panel_rows_figure": cached_figures.MAX_STEP_ROWS,  # Step by step's steps as rows of panels (issue 38)
     "_attention_grid": cached_figures.MAX_FIGURES,
     "_matrix_heatmap": cached_figures.MAX_FIGURES,
     "_concat_and_output": cached_figures.MAX_FIGURES,
@@ -89,9 +90,15 @@ def alive(made) -> dict[str, list]:
     return {name: [fig for fig in (ref() for ref in refs.values()) if fig is not None] for name, refs in made.items()}
 
 
-def alive_bytes(made) -> int:
+def alive_bytes(made, leave_out: frozenset[str] = frozenset()) -> int:
     seen: set[int] = set()
-    return sum(held_bytes(fig, seen) for figs in alive(made).values() for fig in figs)
+    return sum(held_bytes(fig, seen) for name, figs in alive(made).items() if name not in leave_out for fig in figs)
+
+
+# Since issue 38 Step by step draws one single panel per configuration at the caps (the weights; its embeddings are
+# too large to draw there): the single panels' cache, sized for Decoding's nine a configuration, fills only after
+# MAX_PANELS configurations. Its count is bounded below, its bytes by the worst-case test.
+FILLS_LATER = frozenset({"_panel_figure"})
 
 
 def open_at_caps(seed: int, page: str = "app_pages/step_by_step.py") -> AppTest:
@@ -110,7 +117,7 @@ def test_the_figures_kept_stop_growing_once_the_caches_are_full(made):
     held = {}
     for seed in range(1, kept + 3):
         open_at_caps(seed)
-        held[seed] = alive_bytes(made)
+        held[seed] = alive_bytes(made, FILLS_LATER)
     assert held[kept] > 10 * MB  # the sessions did fill the caches with figures at the caps
     # Two more configurations evict two; the same shapes, so the same bytes (the seeds change a few digits).
     assert held[kept + 2] <= held[kept] * 1.01, f"{held[kept] / MB:.1f} MB after {kept} sessions, " \

@@ -90,6 +90,7 @@ def test_the_readme_example_and_every_parameter_of_its_table_are_among_the_links
     names -= {"kernel", "mla_rank", "mla_rope"}  # issue 26, after the fixture: tested in tests/test_kernel_links.py
     names -= {LANGUAGE.param}  # issue 37, after the fixture: tested in tests/test_app_i18n.py
     names -= {"block", "topk"}  # issue 34, after the fixture: tested in tests/test_sparse_pages.py
+    names -= {"nums"}  # issue 38, after the fixture: tested in tests/test_app_step_by_step_numbers.py
     names -= {name for name in names if name.startswith("rm_")}  # the Real model page's own (issues 35, 36): its app tests
     settings = {row.param for row in (*SETTINGS, *VIEW_SETTINGS, *PAGE_SETTINGS, LANGUAGE)}
     first_cells = re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", readme, flags=re.M)

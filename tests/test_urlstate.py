@@ -146,10 +146,11 @@ def test_mask_encoding_round_trips_and_rejects_other_characters():
 
 def test_view_round_trips_and_only_non_defaults_travel():
     config = replace(DEFAULT, n_heads=4)
-    view = {"view": "logits", "avg": True, "colours": "max", "head": 3, "qi": 2, "kj": 5, "present": True}
+    view = {"view": "logits", "avg": True, "colours": "max", "head": 3, "qi": 2, "kj": 5, "present": True,
+            "nums": "0"}
     params = view_params(view)
     assert params == {
-        "view": "logits", "avg": "1", "colours": "max", "head": "3", "qi": "2", "kj": "5", "present": "1"
+        "view": "logits", "avg": "1", "colours": "max", "head": "3", "qi": "2", "kj": "5", "present": "1", "nums": "0"
     }
     back, messages = view_from_params(params, config)
     assert back == {**view, "knock": ()} and messages == []  # knock: a view setting at its default

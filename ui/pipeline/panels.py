@@ -29,13 +29,13 @@ MASK_SCALE = [[0.0, MASKED_SOLID], [0.5, MASKED_SOLID], [0.5, ALLOWED_COLOUR], [
 
 
 def panel_figure(panel: Panel, *, height: int | None = None, font_size: int = 12,
-                 width_px: float = FULL_WIDTH_PX) -> go.Figure:
-    """A heatmap of ``panel`` (via ``matrix_heatmap``), with its outlines and, when small, its numbers.
+                 width_px: float = FULL_WIDTH_PX, numbers: bool = True) -> go.Figure:
+    """A heatmap of ``panel`` (via ``matrix_heatmap``), with its outlines and, when small and ``numbers``, its numbers.
 
     ``font_size`` scales every text (presentation mode makes it larger); ``width_px`` is how wide the
     cells are drawn on the page, which decides how many column labels are printed.
     """
-    trace, layout = panel_parts(panel, height=height, font_size=font_size, width_px=width_px)
+    trace, layout = panel_parts(panel, height=height, font_size=font_size, width_px=width_px, numbers=numbers)
     return figure([trace, *masked_cover(trace, panel)], layout)
 
 
@@ -45,8 +45,9 @@ def masked_cover(trace: dict, panel: Panel) -> list[dict]:
 
 
 def panel_parts(panel: Panel, *, height: int | None = None, font_size: int = 12,
-                width_px: float = FULL_WIDTH_PX) -> tuple[dict, dict]:
-    """The trace and layout of ``panel_figure``, as dictionaries (``panels_figure`` puts several side by side)."""
+                width_px: float = FULL_WIDTH_PX, numbers: bool = True) -> tuple[dict, dict]:
+    """The trace and layout of ``panel_figure``, as dictionaries (``panels_figure`` puts several side by side).
+    ``numbers``: each cell's value printed in it (when the panel is at most MAX_TEXT_ROWS x MAX_TEXT_COLS)."""
     rows, cols = panel.matrix.shape
     if height is None and panel.axis_titles is not None:
         height = int(np.clip(22 * rows + 150, 260, 600))  # matrix_heatmap's height plus room for axis titles
@@ -57,7 +58,7 @@ def panel_parts(panel: Panel, *, height: int | None = None, font_size: int = 12,
     if panel.kind == "mask":
         trace["showscale"] = False  # two values, written in the cells: no colour bar needed
         trace["colorscale"] = MASK_SCALE
-    if rows <= MAX_TEXT_ROWS and cols <= MAX_TEXT_COLS:
+    if (numbers or panel.kind == "mask") and rows <= MAX_TEXT_ROWS and cols <= MAX_TEXT_COLS:  # a mask: ✓/✗ is its key
         trace.update(text=cell_text(panel.matrix, panel.kind), texttemplate="%{text}", textfont=dict(size=font_size + 2))
     layout["margin"]["pad"] = 0  # the cells meet the axes, no grey frame
     if panel.axis_titles is not None:
@@ -82,7 +83,8 @@ def panel_parts(panel: Panel, *, height: int | None = None, font_size: int = 12,
 PANEL_GAP = 0.1  # of the figure's width between two panels of a row: the first one's colour bar and the next's labels
 
 
-def panels_figure(panels: tuple[Panel, ...], *, font_size: int = 12, width_px: float = FULL_WIDTH_PX) -> go.Figure:
+def panels_figure(panels: tuple[Panel, ...], *, font_size: int = 12, width_px: float = FULL_WIDTH_PX,
+                  numbers: bool = True) -> go.Figure:
     """Panels with the same number of rows side by side in ONE figure, each on its own axes with its own
     colour bar, outlines, numbers and title: what ``panel_figure`` draws for each, as one chart.
 
@@ -95,7 +97,7 @@ def panels_figure(panels: tuple[Panel, ...], *, font_size: int = 12, width_px: f
     size = (1.0 - PANEL_GAP * (n - 1)) / n
     data, layout, annotations, shapes = [], {}, [], []
     for index, panel in enumerate(panels):
-        trace, part = panel_parts(panel, font_size=font_size, width_px=width_px)
+        trace, part = panel_parts(panel, font_size=font_size, width_px=width_px, numbers=numbers)
         suffix = "" if index == 0 else str(index + 1)
         left = index * (size + PANEL_GAP)
         trace.update(xaxis=f"x{suffix}", yaxis=f"y{suffix}")

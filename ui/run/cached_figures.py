@@ -25,6 +25,7 @@ import streamlit as st
 
 from ui.charts import figure_rows, figures
 from ui.i18n import current_language
+from ui.pipeline import panel_rows
 from ui.pipeline import panels as panel_figures
 from ui.pipeline.records import Panel
 from ui.run.compute import MAX_RESULTS
@@ -41,6 +42,10 @@ CONFIGURATIONS_KEPT = MAX_RESULTS
 MAX_PANELS = 8 * CONFIGURATIONS_KEPT
 MAX_PANEL_ROWS = 3 * CONFIGURATIONS_KEPT
 MAX_FIGURES = CONFIGURATIONS_KEPT
+# Issue 38: Step by step draws a step, or a run of steps, as one figure of rows of panels: 5 per configuration with
+# the default options (Q, K, V; heads; scores to mask; A·V and concat; W_O), a 6th and 7th with positions or a
+# kernel's own steps (those evict older configurations' figures). Its embeddings and weights stay single panels.
+MAX_STEP_ROWS = 5 * CONFIGURATIONS_KEPT
 
 
 def digest(*parts) -> str:
@@ -55,14 +60,24 @@ def digest(*parts) -> str:
     return hashlib.md5(pickle.dumps(keyed, protocol=pickle.HIGHEST_PROTOCOL), usedforsecurity=False).hexdigest()
 
 
-def panel_figure(panel: Panel, *, font_size: int, width_px: float):
-    """``ui.pipeline.panels.panel_figure``, cached per panel, font size and width."""
-    return _panel_figure(digest(panel, font_size, width_px), panel, font_size=font_size, width_px=width_px)
+def panel_figure(panel: Panel, *, font_size: int, width_px: float, numbers: bool = True):
+    """``ui.pipeline.panels.panel_figure``, cached per panel, font size, width and numbers."""
+    return _panel_figure(digest(panel, font_size, width_px, numbers), panel, font_size=font_size, width_px=width_px,
+                         numbers=numbers)
 
 
-def panels_figure(panels: tuple[Panel, ...], *, font_size: int, width_px: float):
-    """``ui.pipeline.panels.panels_figure`` (a row of panels as one chart), cached per panels, font size and width."""
-    return _panels_figure(digest(panels, font_size, width_px), panels, font_size=font_size, width_px=width_px)
+def panels_figure(panels: tuple[Panel, ...], *, font_size: int, width_px: float, numbers: bool = True):
+    """``ui.pipeline.panels.panels_figure`` (a row of panels as one chart), cached per panels, font size, width and
+    numbers."""
+    return _panels_figure(digest(panels, font_size, width_px, numbers), panels, font_size=font_size,
+                          width_px=width_px, numbers=numbers)
+
+
+def panel_rows_figure(rows: tuple[tuple[Panel, ...], ...], *, font_size: int, width_px: float, numbers: bool):
+    """``ui.pipeline.panel_rows.panel_rows_figure`` (rows of step panels as one chart), cached per rows, font size,
+    width and numbers."""
+    return _panel_rows_figure(digest(rows, font_size, width_px, numbers), rows, font_size=font_size,
+                              width_px=width_px, numbers=numbers)
 
 
 def attention_grid(matrices, query_labels, key_labels, **options):
@@ -91,13 +106,18 @@ def similarity_heatmap(similarity):
 
 
 @st.cache_resource(max_entries=MAX_PANELS, show_spinner=False)
-def _panel_figure(key: str, _panel: Panel, *, font_size: int, width_px: float):
-    return panel_figures.panel_figure(_panel, font_size=font_size, width_px=width_px)
+def _panel_figure(key: str, _panel: Panel, *, font_size: int, width_px: float, numbers: bool):
+    return panel_figures.panel_figure(_panel, font_size=font_size, width_px=width_px, numbers=numbers)
 
 
 @st.cache_resource(max_entries=MAX_PANEL_ROWS, show_spinner=False)
-def _panels_figure(key: str, _panels: tuple[Panel, ...], *, font_size: int, width_px: float):
-    return panel_figures.panels_figure(_panels, font_size=font_size, width_px=width_px)
+def _panels_figure(key: str, _panels: tuple[Panel, ...], *, font_size: int, width_px: float, numbers: bool):
+    return panel_figures.panels_figure(_panels, font_size=font_size, width_px=width_px, numbers=numbers)
+
+
+@st.cache_resource(max_entries=MAX_STEP_ROWS, show_spinner=False)
+def _panel_rows_figure(key: str, _rows, *, font_size: int, width_px: float, numbers: bool):
+    return panel_rows.panel_rows_figure(_rows, font_size=font_size, width_px=width_px, numbers=numbers)
 
 
 @st.cache_resource(max_entries=MAX_FIGURES, show_spinner=False)

@@ -266,6 +266,22 @@ SHORT_POSITION_LABELS = RecordLabels(SCHEMES, "short_label")
 KERNEL_LABELS = RecordLabels(KERNELS, "label")
 EMBEDDING_LABELS = {"random": N_("seeded random"), "onehot": N_("one-hot"), "custom": N_("uploaded matrix")}
 LINK_EMBEDDINGS = tuple(e for e in EMBEDDINGS if e != "custom")  # an uploaded matrix cannot travel in a link
+NUMBERS_LABELS = {  # Step by step: each cell's value printed in it (issue 38: none unless the reader asks)
+    "auto": N_("Auto: up to 6 tokens"),
+    "1": N_("On"),
+    "0": N_("Off"),
+}
+NUMBERS_MAX_TOKENS = 6  # "auto" prints the numbers of sentences this short (not on a phone); longer ones crowd
+
+
+def numbers_shown(choice: str, n_tokens: int, phone: bool) -> bool:
+    """Whether the cells print their numbers: "1" on, "0" off, "auto" on for at most NUMBERS_MAX_TOKENS tokens
+    (queries or keys, whichever are more) on a screen that is not a phone's."""
+    if choice == "auto":
+        return n_tokens <= NUMBERS_MAX_TOKENS and not phone
+    return choice == "1"
+
+
 COLOUR_RANGE_LABELS = {  # the weights view's colour range (ui/charts/colour_ranges.py)
     "fixed": N_("0..1, all heads"),
     "max": N_("0..largest shown"),
@@ -357,6 +373,8 @@ VIEW_SETTINGS: tuple[Setting, ...] = (
     Setting("qi", "int", default=0, limits=lambda v: (0, len(v["tokens"]) - 1), written="changed"),
     Setting("kj", "int", default=0, limits=lambda v: (0, len(key_tokens(v)) - 1), written="changed"),
     Setting("present", "flag", default=False, written="changed"),
+    Setting("nums", "choice", label=N_("Numbers in the cells"), default="auto", choices=NUMBERS_LABELS,
+            written="changed"),
     Setting("knock", "heads", default=(), written="changed"),  # heads knocked out on the Heads page, e.g. 0,2
 )
 
@@ -366,6 +384,11 @@ LANGUAGE = Setting("lang", "choice", label=N_("Language"), default=DEFAULT_LANGU
                    legacy={"zh": "zh-CN", "zh_CN": "zh-CN", "zh-cn": "zh-CN"}, written="changed")
 
 VIEW_DEFAULTS = MappingProxyType({row.name: row.default for row in VIEW_SETTINGS})
+
+
+def view_setting(name: str) -> Setting:
+    """The view setting called ``name``."""
+    return next(row for row in VIEW_SETTINGS if row.name == name)
 
 
 def model_settings() -> tuple[Setting, ...]:

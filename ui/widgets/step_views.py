@@ -8,6 +8,8 @@ fit the width of the column it is drawn in.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 import streamlit as st
 
@@ -29,6 +31,7 @@ from ui.pipeline.drill_down import (
     softmax_row_table,
 )
 from ui.pipeline.latex_lines import phone_lines
+from ui.pipeline.panel_rows import combinable
 from ui.pipeline.panels import panel_table
 from ui.pipeline.records import Panel, Step
 from ui.pipeline.step_export import run_step_frame, step_file_name
@@ -55,12 +58,12 @@ def show_formula(latex: str) -> None:
 
 
 def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: float, font_size: int = FONT_SIZE,
-               chart_width: int | str = "stretch") -> None:
+               chart_width: int | str = "stretch", numbers: bool = True) -> None:
     """One matrix: a heatmap whose cells are ``width_px`` wide in all (the chart ``chart_width`` wide: pixels or
-    "stretch", its column's width), or its table of numbers."""
+    "stretch", its column's width), with its numbers in the cells when ``numbers``, or its table of numbers."""
     if not as_table:
-        show_chart(cached_figures.panel_figure(panel, font_size=font_size, width_px=width_px), key=key,
-                   config=chart_config(), alt=panel.title, width=chart_width)
+        show_chart(cached_figures.panel_figure(panel, font_size=font_size, width_px=width_px, numbers=numbers),
+                   key=key, config=chart_config(), alt=panel.title, width=chart_width)
         return
     frame = panel_table(panel)
     st.markdown(f"**{panel.title}**")
@@ -79,7 +82,7 @@ def panels_per_row(n: int) -> int:
 
 
 def show_panels(panels: tuple[Panel, ...], key_prefix: str, *, as_table: bool = False,
-                font_size: int = FONT_SIZE) -> None:
+                font_size: int = FONT_SIZE, numbers: bool = True) -> None:
     """Up to three matrices side by side (one alone takes two thirds of the width); keys ``<key_prefix>_<i>``."""
     per_row = panels_per_row(len(panels))
     width_px = plot_px(2 / 3 if len(panels) == 1 else 1 / per_row)
@@ -88,7 +91,7 @@ def show_panels(panels: tuple[Panel, ...], key_prefix: str, *, as_table: bool = 
         if not as_table and not on_phone() and len(row) > 1 and len({panel.matrix.shape[0] for panel in row}) == 1:
             # one chart for the row (the browser redraws each chart on its own); key of its first panel.
             # Not on a phone: there the columns stack, one matrix under the other.
-            figure = cached_figures.panels_figure(tuple(row), font_size=font_size, width_px=width_px)
+            figure = cached_figures.panels_figure(tuple(row), font_size=font_size, width_px=width_px, numbers=numbers)
             show_chart(figure, key=f"{key_prefix}_{start}", config=chart_config(),
                        alt=", ".join(panel.title for panel in row))
             continue
@@ -96,17 +99,17 @@ def show_panels(panels: tuple[Panel, ...], key_prefix: str, *, as_table: bool = 
             # two thirds of the main column as the chart's own width, not a column beside an empty one: a row of
             # columns is three more elements every run sends (a phone stacks columns: there the chart stretches)
             show_panel(row[0], f"{key_prefix}_0", width_px=width_px, font_size=font_size,
-                       chart_width=round(MAIN_COLUMN_PX * 2 / 3))
+                       chart_width=round(MAIN_COLUMN_PX * 2 / 3), numbers=numbers)
             continue
         columns = st.columns([2, 1] if len(panels) == 1 else per_row)
         for offset, panel in enumerate(row):
             with columns[offset]:
                 show_panel(panel, f"{key_prefix}_{start + offset}", as_table=as_table, width_px=width_px,
-                           font_size=font_size)
+                           font_size=font_size, numbers=numbers)
 
 
 def show_step(number: int, step: Step, key_prefix: str, *, as_table: bool = False, panels: bool = True,
-              font_size: int = FONT_SIZE, level: int = 3, rebuilt_from=None) -> None:
+              font_size: int = FONT_SIZE, level: int = 3, rebuilt_from=None, numbers: bool = True) -> None:
     """A step's numbered heading (``level`` 3: a subheader with the step's anchor; 4: inside a page section),
     why it exists, its formula, its shapes, its note and its matrices (keys ``<key_prefix>_<slug>_<i>``).
     ``rebuilt_from``: (config, head, cell) the page built the step from; given, the step gets its downloads."""
@@ -124,9 +127,47 @@ def show_step(number: int, step: Step, key_prefix: str, *, as_table: bool = Fals
     if step.note:
         st.markdown(step.note)
     if panels:
-        show_panels(step.panels, f"{key_prefix}_{step.slug}", as_table=as_table, font_size=font_size)
+        show_panels(step.panels, f"{key_prefix}_{step.slug}", as_table=as_table, font_size=font_size,
+                    numbers=numbers)
         if rebuilt_from is not None:
             step_downloads(number, step, key_prefix, *rebuilt_from)
+
+
+def panel_rows(run: list[tuple[int, Step]]) -> tuple[tuple[Panel, ...], ...]:
+    """A run of steps' panels in rows of at most three (``panels_per_row``): all of them flowing on when they have
+    the same rows (tokens), else step by step."""
+    def rows_of(panels: tuple[Panel, ...]) -> list[tuple[Panel, ...]]:
+        per_row = panels_per_row(len(panels))
+        return [panels[start : start + per_row] for start in range(0, len(panels), per_row)]
+
+    panels = tuple(panel for _number, step in run for panel in step.panels)
+    if len({panel.matrix.shape[0] for panel in panels}) == 1:
+        return tuple(rows_of(panels))
+    return tuple(row for _number, step in run for row in rows_of(step.panels))
+
+
+def show_step_run(run: list[tuple[int, Step]], key_prefix: str, *, as_table: bool = False,
+                  font_size: int = FONT_SIZE, rebuilt_from=None, numbers: bool = True) -> None:
+    """Steps whose charts follow one another (``ui.pipeline.panel_rows.step_runs``): each step's heading and words,
+    then ONE chart of all their panels (key ``<key_prefix>_<slugs>_rows``), then their downloads. As tables, on a
+    phone (one matrix under another) or for a single panel, each step on its own as ``show_step`` draws it."""
+    rows = panel_rows(run)
+    if as_table or on_phone() or sum(map(len, rows)) <= 1 or not combinable(rows):
+        for number, step in run:
+            show_step(number, step, key_prefix, as_table=as_table, font_size=font_size, rebuilt_from=rebuilt_from,
+                      numbers=numbers)
+        return
+    for number, step in run:
+        show_step(number, step, key_prefix, panels=False, font_size=font_size)
+    figure = cached_figures.panel_rows_figure(rows, font_size=font_size, width_px=MAIN_COLUMN_PX, numbers=numbers)
+    slugs = "_".join(step.slug for _number, step in run)
+    show_chart(figure, key=f"{key_prefix}_{slugs}_rows", config=chart_config(),
+               alt=", ".join(panel.title for row in rows for panel in row))
+    if rebuilt_from is not None:
+        row = st.container(horizontal=True, gap="small") if len(run) > 1 else nullcontext()  # the run's buttons
+        with row:
+            for number, step in run:
+                step_downloads(number, step, key_prefix, *rebuilt_from)
 
 
 def step_downloads(number: int, step: Step, key_prefix: str, config, head: int, cell: tuple[int, int]) -> None:
