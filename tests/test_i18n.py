@@ -160,3 +160,33 @@ def test_the_abouts_glossary_is_marked_as_the_engine_writes_it():
     assert [meaning for _symbol, meaning in glossary_rows(mha_core.__doc__)] == list(GLOSSARY_WORDS)
     with using_language("zh-CN"):
         assert all(_(meaning) != meaning for meaning in GLOSSARY_WORDS)
+
+
+def po_entries(text: str) -> list[list[tuple[str, str]]]:
+    """A .po file's entries read strictly (Babel's reader forgives what a union merge leaves): split at blank lines,
+    each a list of (keyword, its whole string with continuations joined); comments left out."""
+    entries = []
+    for block in text.strip().split("\n\n"):
+        fields: list[tuple[str, str]] = []
+        for line in block.splitlines():
+            if line.startswith(("msgctxt", "msgid", "msgstr")):
+                keyword, _space, rest = line.partition(" ")
+                fields.append((keyword, rest.strip()[1:-1]))
+            elif line.startswith('"') and fields:
+                fields[-1] = (fields[-1][0], fields[-1][1] + line.strip()[1:-1])
+        entries.append(fields)
+    return entries
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_each_catalog_entry_is_whole_and_defined_once(code):
+    problems, seen = [], set()
+    for fields in po_entries(catalog_path(code).read_text(encoding="utf-8")):
+        keywords = [keyword for keyword, _text in fields]
+        if keywords.count("msgid") > 1 or keywords.count("msgstr") > 1:
+            problems.append(f"two entries in one (a blank line missing, or a second msgstr): {fields[:2]}")
+        key = tuple(text for keyword, text in fields if keyword in ("msgctxt", "msgid"))
+        if key and key in seen:  # a block of comments only has no key
+            problems.append(f"defined twice: {key}")
+        seen.add(key)
+    assert not problems, "\n".join(problems)
