@@ -68,6 +68,7 @@ from ui.pages import compare
 from ui.pages.flash import (
     FLASH_SETTINGS,
     config_note,
+    engine_handed_on,
     live_check,
     not_stored,
     sram_sentence,
@@ -498,6 +499,15 @@ def flash_link(link: Link, app_url: str) -> Page:
                   q_labels,
                   dim_labels(hv, head * hv), "output", row_block=step.rows),
     )
+    if kernel.after is not None:  # gated attention: the gate on O after the kernel, beside the engine's concatenation
+        intro += f"<p>{_markdown(_(s.config.attention_kernel.after_tiles_words))}</p>"
+        outputs += (
+            StepPanel(_("O after step {step}, after the kernel (head {head})").format(step=index + 1, head=head),
+                      kernel.handed_on_after(index), q_labels, dim_labels(hv, head * hv), "output", row_block=step.rows),
+            StepPanel(_("Head {head}'s columns of the engine's concatenation").format(head=head),
+                      engine_handed_on(result.trace, head), q_labels, dim_labels(hv, head * hv), "output",
+                      row_block=step.rows),
+        )
     point = not_stored(kernel, result)
     sections = [
         Section(intro, tuple(panel_of(p, f"{stem}_tile_{i}") for i, p in enumerate(tile))),

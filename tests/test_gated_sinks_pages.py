@@ -150,11 +150,36 @@ def test_decoding_token_by_token_gives_the_full_layers_rows_and_output(params):
 @pytest.mark.parametrize("params", [GATED, SINK])
 def test_every_page_opens_with_the_kernel(page, params):
     at = open_app(page, **params)
-    if page.endswith("flash.py"):  # FlashAttention tiles only a row marked ``tiled``: refused, with the fix
-        assert [e.value for e in at.error] == [f"The tiled kernel cannot run these settings: the {params['kernel']} "
-                                               "kernel has no softmax row to tile; choose Attention kernel: softmax."]
+    if page.endswith("flash.py") and params is SINK:  # FlashAttention tiles only a row marked ``tiled``: the fix
+        assert [e.value for e in at.error] == ["The tiled kernel cannot run these settings: the sink kernel's weights "
+                                               "are not the softmax of the logits that this tile loop computes; choose "
+                                               "Attention kernel: softmax."]
     else:
         assert not at.error, [e.value for e in at.error]
+
+
+def test_flash_tiles_a_gated_head_as_softmax_rows_then_gates_its_output():
+    """The tiles are the softmax head's (the engine's logits); what the head hands on after the kernel is
+    (A·V) ⊙ σ(X W_θ) computed here, on the finished rows, and the live gap says so."""
+    from tests.test_app_flash import metric
+    from tests.test_app_step_by_step import charts as all_charts
+
+    at = open_app("app_pages/flash.py", **GATED, head="2", br="2", bc="3", tile="3")
+    assert not at.error, [e.value for e in at.error]
+    result = result_of(GATED)
+    trace = result.trace
+    by_hand = np.einsum("hqk,hkv->hqv", trace.weights, trace.v[[trace.kv_head_of(h) for h in range(4)]])
+    handed = by_hand * gate_by_hand(result)  # (nh, Tq, hv)
+    figures = all_charts(at)
+    so_far = z_of(figures["O after step 4, after the kernel (head 2)"])  # rows 0..3 finished (blocks of 2, keys 0..5)
+    assert np.isnan(so_far[4:]).all()
+    np.testing.assert_allclose(so_far[:4], handed[2, :4], rtol=0, atol=FIGURE)
+    np.testing.assert_allclose(z_of(figures["Head 2's columns of the engine's concatenation"]), handed[2], rtol=0,
+                               atol=FIGURE)
+    np.testing.assert_allclose(z_of(figures["softmax(S) V from the engine (head 2)"]), by_hand[2], rtol=0, atol=FIGURE)
+    assert float(metric(at, "max |Δ| handed on vs engine")) <= 1e-12
+    rules = next(f.value for f in at.dataframe if "setting" in f.value.columns)
+    assert "gated: after the kernel" in list(rules["setting"])
 
 
 @pytest.mark.parametrize("lesson", ["gated_attention", "learned_sinks"])
@@ -196,9 +221,9 @@ def test_the_gate_reads_each_decoded_tokens_own_input():
     ("zh-CN", "每个头的门控开得多大", "每个头的汇聚点拿走多少"),
     ("es", "Cuánto se abre la compuerta de cada cabeza", "Lo que se lleva el sumidero de cada cabeza"),
 ])
-def test_the_views_speak_the_language_and_show_the_same_numbers(lang, gate_title, sink_title):
+def test_the_views_speak_the_language_and_show_the_same_numbers(once, lang, gate_title, sink_title):
     for params, title, key in ((GATED, gate_title, "gate_opening"), (SINK, sink_title, "sink_share")):
-        english, other = app(params), app({**params, "lang": lang})
+        english, other = once(app, params), app({**params, "lang": lang})  # one English run per kernel
         assert not other.exception
         assert title in [h.value for h in other.subheader]
         assert not any(h.value in ("How far each head's gate opens", "What each head's sink takes")
@@ -241,3 +266,21 @@ def test_the_static_pack_draws_both_kernels_weights_as_the_engine_makes_them(tmp
         for (_title, z, _axis), want in zip(shown, weights, strict=True):
             assert_shows(z, want, result.mask)
     assert "each row sums to less than 1" in page_text(tmp_path, 2)
+
+
+def test_the_static_packs_flash_page_gates_the_tiled_output_as_computed_here():
+    """A FlashAttention link with the gated kernel: the O ⊙ gate panel so far and the engine's concatenation panel
+    are (A·V) ⊙ σ(X W_θ) computed here, on the finished rows."""
+    from deploy import static_pack
+    from tests.test_static_pack import decode
+
+    page = static_pack.link_page(1, "flash?tokens=the+cat+sat+on+a+mat&d_model=16&heads=4&seed=3&mask=causal"
+                                    "&kernel=gated&pe=rope&head=2&br=2&bc=3&tile=3", "")
+    panels = {p.title: decode(p.figure["data"][0]["z"]).astype(np.float64) for s in page.sections for p in s.panels}
+    result = result_of(GATED)
+    trace = result.trace
+    handed = (trace.weights[2] @ trace.v[trace.kv_head_of(2)]) * gate_by_hand(result)[2]  # (Tq, hv)
+    so_far = panels["O after step 4, after the kernel (head 2)"]
+    assert np.isnan(so_far[4:]).all()
+    np.testing.assert_allclose(so_far[:4], handed[:4], rtol=0, atol=FIGURE)
+    np.testing.assert_allclose(panels["Head 2's columns of the engine's concatenation"], handed, rtol=0, atol=FIGURE)
