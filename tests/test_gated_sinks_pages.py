@@ -251,7 +251,8 @@ def test_the_steps_and_lessons_are_translated(lang):
 
 def test_the_static_pack_draws_both_kernels_weights_as_the_engine_makes_them(tmp_path):
     from deploy import static_pack
-    from tests.test_static_pack_kernels import assert_shows, figures, page_text
+    from tests.test_static_pack import decode, page_data
+    from tests.test_static_pack_kernels import assert_shows, page_text
 
     lines = ["?kernel=gated&mask=causal&tokens=the+cat+sat+on+a+mat",
              "?kernel=sink&mask=causal&tokens=the+cat+sat+on+a+mat"]
@@ -261,10 +262,10 @@ def test_the_static_pack_draws_both_kernels_weights_as_the_engine_makes_them(tmp
         weights = result.trace.weights
         if params["kernel"] == "sink":  # the weights by hand: gpt-oss's concatenate, softmax, drop
             weights = sink_weights_by_hand(result)
-        shown = figures(tmp_path, number)
-        assert len(shown) == result.trace.n_heads
-        for (_title, z, _axis), want in zip(shown, weights, strict=True):
-            assert_shows(z, want, result.mask)
+        shown = page_data(tmp_path / f"link-{number}.html")["figures"]
+        assert len(shown) == result.trace.n_heads + 1  # the heads, then the kernel's own section (tested below)
+        for figure, want in zip(shown, weights, strict=False):
+            assert_shows(decode(figure["data"][0]["z"]).astype(np.float64), want, result.mask)
     assert "each row sums to less than 1" in page_text(tmp_path, 2)
 
 
@@ -284,3 +285,33 @@ def test_the_static_packs_flash_page_gates_the_tiled_output_as_computed_here():
     assert np.isnan(so_far[4:]).all()
     np.testing.assert_allclose(so_far[:4], handed[:4], rtol=0, atol=FIGURE)
     np.testing.assert_allclose(panels["Head 2's columns of the engine's concatenation"], handed, rtol=0, atol=FIGURE)
+
+
+@pytest.mark.parametrize("params", [GATED, SINK])
+def test_the_static_packs_heads_page_carries_the_kernels_own_section_with_the_numbers_computed_here(params):
+    """The Heads sections the kernel's record names (gate opening, sink share) are in the pack's Heads page: the
+    heads × queries heatmap and its table, against the gate and the rows' sums computed here."""
+    import re
+
+    from deploy import static_pack
+    from tests.test_static_pack import decode
+
+    query = "&".join(f"{name}={value.replace(' ', '+')}" for name, value in params.items())
+    page = static_pack.link_page(1, f"?{query}", "")
+    panels = {p.title: decode(p.figure["data"][0]["z"]).astype(np.float64) for s in page.sections for p in s.panels}
+    result = result_of(params)
+    if params is GATED:
+        expected = gate_by_hand(result).mean(axis=-1)  # (nh, Tq)
+        shown = panels["Mean gate σ(X W_θ) per head and token"]
+        column, per_head = "mean gate", expected.mean(axis=-1)
+    else:
+        expected = 1.0 - result.trace.weights.sum(axis=-1)  # (nh, Tq): what the row's keys do not get
+        shown = panels["Sink share 1 − Σ_j A_ij per head and token"]
+        column, per_head = "mean sink share", expected.mean(axis=-1)
+    np.testing.assert_allclose(shown, expected, rtol=0, atol=FIGURE)
+    table_html = next(s.text for s in page.sections if column in s.text and "<table" in s.text)
+    rows = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S) for row in re.findall(r"<tr[^>]*>(.*?)</tr>",
+                                                                                      table_html, re.S)]
+    at = next(row for row in rows if column in row).index(column)  # the header row (the index's cell first)
+    printed = [float(row[at]) for row in rows if row and row[0].startswith("head ")]
+    np.testing.assert_allclose(printed, per_head, rtol=1e-3)  # printed to 4 significant digits
