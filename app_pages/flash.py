@@ -11,6 +11,7 @@ from ui.pages.flash import (
     FLASH_SETTINGS,
     SETTING,
     config_note,
+    engine_handed_on,
     live_check,
     not_stored,
     reads_worked,
@@ -118,8 +119,33 @@ def show_step(kernel: FlashRun, index: int, result) -> None:
                          "flash_engine", width_px=width, font_size=font)
     st.caption(_("Rows not started yet are blank. A row is finished once its last tile is done; until then it is "
                  "O~ / ℓ over the keys seen so far, and a later tile with a larger maximum rescales it."))
+    show_after_kernel(kernel, index, result, check)
     st.markdown(_("**The tiles in the kernel's order** (query blocks one after another; within one, the key blocks)"))
     st.dataframe(tile_map(kernel, index, q_labels, k_labels), key="flash_tiles")
+
+
+def show_after_kernel(kernel: FlashRun, index: int, result, check) -> None:
+    """What multiplies O after the kernel (``Kernel.after_tiles``: gated attention's gate), the product so far beside
+    the head's columns of the engine's concatenation; nothing for a head whose O is what it hands on."""
+    if kernel.after is None:
+        return
+    head, hv = kernel.head, kernel.output.shape[1]
+    st.markdown(_("**After the kernel.** {words}").format(words=_(result.config.attention_kernel.after_tiles_words)))
+    st.metric(_("max |Δ| handed on vs engine"), "—" if check.handed_on is None else f"{check.handed_on:.1e}",
+              help=_("Over the {finished} of {rows} query rows finished by this step.").format(
+                  finished=check.rows_finished, rows=check.rows))
+    left, right = st.columns(2)
+    width, font = views.plot_px(1 / 2), figure_font_size()
+    with left:
+        views.show_panel(Panel(_("O after step {step}, after the kernel (head {head})").format(step=index + 1, head=head),
+                               kernel.handed_on_after(index), result.query_labels, dim_labels(hv, head * hv),
+                               _("output"), row_block=kernel.steps[index].rows),
+                         "flash_handed_on", width_px=width, font_size=font)
+    with right:
+        views.show_panel(Panel(_("Head {head}'s columns of the engine's concatenation").format(head=head),
+                               engine_handed_on(result.trace, head), result.query_labels, dim_labels(hv, head * hv),
+                               _("output"), row_block=kernel.steps[index].rows),
+                         "flash_engine_handed_on", width_px=width, font_size=font)
 
 
 def show_traffic(kernel: FlashRun) -> None:

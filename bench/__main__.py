@@ -39,6 +39,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", metavar="NAMES", help="comma-separated sections, e.g. engine,seeds")
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"directory for the results (default {RESULTS})")
     parser.add_argument("--list", action="store_true", help="list the sections and exit")
+    parser.add_argument("--untested", action="store_true",
+                        help="leave out the sections whose quick mode a test runs (Section.tested_by): CI's step")
     return parser.parse_args(argv)
 
 
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{section.name:8s} {section.title}")
         return 0
     try:
-        sections = select(arguments.only)
+        sections = [s for s in select(arguments.only) if not (arguments.untested and s.tested_by)]
     except ValueError as error:
         print(f"python -m bench: {error}", file=sys.stderr)
         return 2

@@ -68,6 +68,7 @@ from ui.pages import compare
 from ui.pages.flash import (
     FLASH_SETTINGS,
     config_note,
+    engine_handed_on,
     live_check,
     not_stored,
     sram_sentence,
@@ -77,6 +78,7 @@ from ui.pages.flash import (
     tile_panels,
     traffic_table,
 )
+from ui.pages.heads.kernel_tables import gate_frame, head_index, sink_frame
 from ui.pages.lessons import LESSONS, Lesson
 from ui.pipeline.panels import panel_figure
 from ui.pipeline.records import Panel as StepPanel
@@ -263,6 +265,53 @@ def lesson_page(number: int, lesson: Lesson, app_url: str) -> Page:
                 configuration, live_link(app_url, "lessons", {"lesson": lesson.key}))
 
 
+def heads_by_queries(result: RunResult, matrix: np.ndarray, title: str, value_name: str, stem: str) -> Panel:
+    """A (nh, Tq) matrix of the run as the Heads page draws a kernel's own view: heads down, queries across, 0..1."""
+    figure = matrix_heatmap(matrix, list(head_index(matrix.shape[0])), result.query_labels, title=title,
+                            value_name=value_name, signed=False, zmin=0.0, zmax=1.0, row_name=_("head"),
+                            col_name=_("query"))
+    return Panel(title, _figure_dict(figure, stem), np.asarray(matrix))
+
+
+def gate_opening_sections(result: RunResult, stem: str) -> list[Section]:
+    """Gated attention's view on Heads: how far each head's gate opens per token, and the first token's table."""
+    parts = result.trace.kernel_parts
+    heading = _text(_("How far each head's gate opens"))
+    words = _("Qwen3-Next's gate is elementwise: each head has {hv} gates per token, one per value feature; the "
+              "colour is their mean, 0 = the head hands on nothing for this token, 1 = all of A·V.").format(
+        hv=parts.gate.shape[-1])
+    heat = heads_by_queries(result, parts.opening, _("Mean gate σ(X W_θ) per head and token"), _("mean gate"), stem)
+    return [Section(f"<h2>{heading}</h2><p class='note'>{_markdown(words)}</p>", (heat,)),
+            Section(_table_html("", gate_frame(result), index=True))]
+
+
+def sink_share_sections(result: RunResult, stem: str) -> list[Section]:
+    """Learned sinks' view on Heads: the share of every row each head's sink takes, and each head's s_h."""
+    heading = _text(_("What each head's sink takes"))
+    words = _("Each head has one learned logit s_h, appended to every row before the softmax and dropped after "
+              "it: the share it takes is what the row's keys do not get. A larger s_h, or a row whose logits are "
+              "all low, gives the sink more. s_h = 0 for every head is the null key.")
+    heat = heads_by_queries(result, result.trace.kernel_parts.sink_share,
+                            _("Sink share 1 − Σ_j A_ij per head and token"), _("sink share"), stem)
+    return [Section(f"<h2>{heading}</h2><p class='note'>{_markdown(words)}</p>", (heat,)),
+            Section(_table_html("", sink_frame(result), index=True))]
+
+
+# A kernel's own Heads sections by the slugs its record names (``Kernel.heads_sections``), as the Heads page finds
+# them (ui/pages/heads/kernel_sections.py). A slug without one here (sparse selection's per-head ``sparse_keep``,
+# drawn for the head a reader picks) is left to the live page.
+PACK_KERNEL_SECTIONS: dict[str, Callable[[RunResult, str], list[Section]]] = {
+    "gate_opening": gate_opening_sections,
+    "sink_share": sink_share_sections,
+}
+
+
+def kernel_sections(result: RunResult, stem: str) -> list[Section]:
+    """The pack's sections for the slugs ``result``'s kernel names, in its order."""
+    return [section for slug in result.config.attention_kernel.heads_sections if slug in PACK_KERNEL_SECTIONS
+            for section in PACK_KERNEL_SECTIONS[slug](result, f"{stem}_{slug}")]
+
+
 def heads_page(file: str, title: str, intro: str, config: MHAConfig, view: Mapping[str, object], app_url: str,
                live_params: dict[str, str]) -> Page:
     """Every head of one configuration, as on the Heads page (the view's matrix, average and colour range)."""
@@ -274,8 +323,8 @@ def heads_page(file: str, title: str, intro: str, config: MHAConfig, view: Mappi
         view=_(shown_view(result.trace, shown).label))
     view_line = f"<p class='view'>{_text(showing)}</p><p class='note'>{_markdown(caption)}</p>"
     panels = head_panels(result, shown, stem, average=bool(view.get("avg")), colours=colours)
-    return Page(file, title, [Section(intro + view_line, tuple(panels))], describe(config),
-                live_link(app_url, "heads", live_params))
+    return Page(file, title, [Section(intro + view_line, tuple(panels)), *kernel_sections(result, stem)],
+                describe(config), live_link(app_url, "heads", live_params))
 
 
 def preset_page(init: str, app_url: str) -> Page:
@@ -498,6 +547,15 @@ def flash_link(link: Link, app_url: str) -> Page:
                   q_labels,
                   dim_labels(hv, head * hv), "output", row_block=step.rows),
     )
+    if kernel.after is not None:  # gated attention: the gate on O after the kernel, beside the engine's concatenation
+        intro += f"<p>{_markdown(_(s.config.attention_kernel.after_tiles_words))}</p>"
+        outputs += (
+            StepPanel(_("O after step {step}, after the kernel (head {head})").format(step=index + 1, head=head),
+                      kernel.handed_on_after(index), q_labels, dim_labels(hv, head * hv), "output", row_block=step.rows),
+            StepPanel(_("Head {head}'s columns of the engine's concatenation").format(head=head),
+                      engine_handed_on(result.trace, head), q_labels, dim_labels(hv, head * hv), "output",
+                      row_block=step.rows),
+        )
     point = not_stored(kernel, result)
     sections = [
         Section(intro, tuple(panel_of(p, f"{stem}_tile_{i}") for i, p in enumerate(tile))),

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -94,8 +94,11 @@ KERNEL_RULES: tuple[KernelRule, ...] = (
                N_("the query blocks come from one sentence and the key/value blocks from the other")),
     KernelRule(N_("attention kernel"), lambda c: not c.attention_kernel.tiled,
                N_("the online softmax tiles a softmax head only"),
-               lambda c: Message(N_("the {kernel} kernel has no softmax row to tile; choose Attention kernel: softmax"),
-                                 kernel=c.kernel)),
+               lambda c: Message(N_("the {kernel} kernel's weights are not the softmax of the logits that this tile "
+                                    "loop computes; choose Attention kernel: softmax"), kernel=c.kernel)),
+    KernelRule(N_("after the kernel"), lambda c: c.attention_kernel.after_tiles is not None,
+               N_("the tiles are the softmax head's; the finished O is multiplied, feature by feature, after the kernel"),
+               label=lambda c: Message(N_("{name}: after the kernel"), name=Message(c.attention_kernel.short_label))),
     KernelRule(N_("multi-head latent attention"), lambda c: bool(c.mla_rank),
                N_("keys and values would be up-projected from the latent inside the kernel"),
                lambda c: N_("this stepper tiles ordinary keys and values; set the latent rank (mla_rank) to 0")),
@@ -288,6 +291,7 @@ class FlashRun:
 
     ``output (Tq, hv)`` = softmax(S) V; ``m``, ``l``, ``lse (Tq,)`` the final running maximum, sum and
     log-sum-exp m + log l (-inf for a row with every key masked and no null key; its output is 0).
+    ``after (Tq, hv)``: what multiplies the finished output after the kernel (``Kernel.after_tiles``), or None.
     """
 
     head: int
@@ -300,11 +304,17 @@ class FlashRun:
     lse: np.ndarray
     traffic: Traffic
     null_key: bool
+    after: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for value in self.__dict__.values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
+
+    @property
+    def handed_on(self) -> np.ndarray:
+        """(Tq, hv) what the head hands to the concatenation: ``output``, times ``after`` when there is one."""
+        return self.output if self.after is None else self.output * self.after  # (Tq, hv)
 
     @property
     def skipped(self) -> list[tuple[int, int]]:
@@ -318,6 +328,11 @@ class FlashRun:
         for step in self.steps[: index + 1]:
             out[step.rows[0] : step.rows[1]] = step.o_partial
         return out
+
+    def handed_on_after(self, index: int) -> np.ndarray:
+        """(Tq, hv) ``output_after(index)``, times ``after`` when there is one: what the head hands on so far."""
+        so_far = self.output_after(index)  # (Tq, hv)
+        return so_far if self.after is None else so_far * self.after  # (Tq, hv)
 
     def lse_after(self, index: int) -> np.ndarray:
         """(Tq,) m + log l as it stands after step ``index`` (NaN for rows not started)."""
@@ -427,7 +442,8 @@ def _skipped_step(index, i, j, rows, cols, m, l, acc) -> TileStep:  # noqa: E741
 
 
 def flash_of_run(result: RunResult, head: int, block_rows: int, block_cols: int) -> FlashRun:
-    """Head ``head`` of an engine run, recomputed by the tiled kernel from the run's Q, K, V (after RoPE).
+    """Head ``head`` of an engine run, recomputed by the tiled kernel from the run's Q, K, V (after RoPE); a kernel
+    whose head multiplies O afterwards (``Kernel.after_tiles``: gated attention's gate) gives ``after`` from its parts.
 
     ValueError when the configuration or the block sizes cannot be tiled (``kernel_problem``, ``block_problem``).
     """
@@ -442,8 +458,12 @@ def flash_of_run(result: RunResult, head: int, block_rows: int, block_cols: int)
         def bias(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
             return scheme.bias(trace.n_heads, rows, cols)[head]  # (br, bc) this head's slope
     mask = None if result.mask is None else np.broadcast_to(result.mask, trace.logits.shape[1:])  # (Tq, Tk)
-    return flash_attention_head(trace.q[head], trace.k[g], trace.v[g], block_rows=block_rows, block_cols=block_cols,
-                                scale=trace.scale, mask=mask, bias=bias, null_key=config.null_key, head=head)
+    tiled = flash_attention_head(trace.q[head], trace.k[g], trace.v[g], block_rows=block_rows, block_cols=block_cols,
+                                 scale=trace.scale, mask=mask, bias=bias, null_key=config.null_key, head=head)
+    after_tiles = config.attention_kernel.after_tiles
+    if after_tiles is None:
+        return tiled
+    return replace(tiled, after=np.array(after_tiles(trace.kernel_parts, head), dtype=float))  # (Tq, hv)
 
 
 def weights_from_lse(q: np.ndarray, k: np.ndarray, scale: float, lse: np.ndarray,

@@ -133,7 +133,9 @@ GATED = Kernel(
     paper="Qiu et al. 2025 (Qwen3-Next)", formula="Y′ = softmax(QKᵀ/√d_k)·V ⊙ σ(X W_θ)", variant=False,
     drill_down=True, params=lambda c: gate_params(c.d_model, c.n_heads, c.head_size, c.seed),
     steps=("softmax",), after_mix=("output_gate",), output_words=N_("weights × V, then ⊙ its gate σ(X W_θ)"),
-    heads_sections=("gate_opening",),
+    heads_sections=("gate_opening",), tiled=True, after_tiles=lambda parts, head: parts.gate[head],
+    after_tiles_words=N_("The gate σ(X W_θ) of this head multiplies the kernel's finished O feature by feature, after "
+                         "the kernel, as Qwen3-Next does: the tiles are the softmax head's."),
     weights_label=N_("weights (before the gate)"),
     mix_why=N_("Each query receives the sum of the value rows weighted by its attention weights, as in a softmax "
                "head; the next step gates this row before the heads are concatenated."),

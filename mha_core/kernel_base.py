@@ -118,6 +118,10 @@ class Kernel:
     decoder: Decoder | None = None  # what its decoder keeps per token and how a step reads it; None: a KV cache
     cache_policies: bool = False  # a sliding window or attention sinks may evict from its cache (StreamingLLM)
     tiled: bool = False  # FlashAttention's online softmax tiles its rows (its weights are a softmax of the logits)
+    # (its parts, head) -> (Tq, hv): what multiplies the tiled kernel's finished O = softmax(S)·V, feature by feature,
+    # after the kernel (gated attention's gate); None: O is what the head hands on. ``after_tiles_words`` says it.
+    after_tiles: Callable[[object, int], np.ndarray] | None = None
+    after_tiles_words: str = ""
     # --- hooks the pages read (Step by step, the notebook, captions, the drill-down, the engine's setup)
     variant: bool = True  # pages say what it changes from the 2017 softmax head (row-sum captions, Decoding)
     drill_down: bool = False  # Step by step's drill-down re-derives one of its rows (a softmax row)

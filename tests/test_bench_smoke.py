@@ -10,10 +10,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bench import __main__ as bench_main
 from bench import bench_engine, bench_kernels, bench_seeds
 from bench.__main__ import main
 from bench.registry import SECTIONS, select
@@ -182,3 +184,29 @@ def test_main_quick_writes_markdown_and_json(tmp_path, capsys):
 def test_main_rejects_an_unknown_section(tmp_path):
     assert main(["--quick", "--only", "nope", "--out", str(tmp_path)]) == 2
     assert not (tmp_path / "quick.json").exists()
+
+
+def test_a_section_said_to_be_tested_is_run_in_quick_mode_by_that_test_file():
+    """CI's bench step (``--untested``) leaves these sections to the file named: it must run their quick mode."""
+    root = Path(__file__).resolve().parents[1]
+    tested = [s for s in SECTIONS if s.tested_by]
+    assert tested and [s for s in SECTIONS if not s.tested_by]
+    for section in tested:
+        module, function = section.target.split(":")
+        call = f"{module.rsplit('.', 1)[1]}.{function}(quick=True)"
+        assert call in (root / section.tested_by).read_text(encoding="utf-8"), (section.name, call)
+
+
+def test_untested_leaves_out_the_sections_a_test_runs(tmp_path, capsys, monkeypatch):
+    from bench import registry
+
+    monkeypatch.setattr(registry, "SECTIONS", (registry.Section("a", "A", "bench.bench_seeds:run", "x.py"),
+                                               registry.Section("b", "B", "bench.bench_seeds:run")))
+    monkeypatch.setattr(bench_main, "SECTIONS", registry.SECTIONS)
+    monkeypatch.setattr(bench_main, "run_section", lambda section, quick: {"rows": [{"ran": section.name}],
+                                                                            "machine_line": "", "seconds": 0.0})
+    monkeypatch.setattr(bench_main, "write_results", lambda *args: [])
+    assert bench_main.main(["--quick", "--untested", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "(b) ==" in out and "(a) ==" not in out
+

@@ -185,6 +185,35 @@ def test_every_head_equals_the_engines_output_and_log_sum_exp(config, block_rows
         np.testing.assert_allclose(kernel.lse[~masked], lse[head][~masked], rtol=0, atol=EXACT)
 
 
+def gate_by_hand(result) -> np.ndarray:
+    """σ(X W_θ) per head (nh, Tq, hv), from the run's query input and its learned W_θ."""
+    g = 1.0 / (1.0 + np.exp(-(result.x_q @ result.kernel_params.w_gate)))  # (Tq, nh*hv)
+    return g.reshape(g.shape[0], result.config.n_heads, -1).transpose(1, 0, 2)  # (nh, Tq, hv)
+
+
+@pytest.mark.parametrize("config", [replace(c, kernel="gated") for c in CONFIGS])
+@pytest.mark.parametrize(("block_rows", "block_cols"), [(1, 1), (2, 3), (6, 6)])
+def test_a_gated_head_is_the_softmax_tiles_then_its_gate_as_the_engine_concatenates_it(config, block_rows, block_cols):
+    """Gated attention's rows are softmax rows: tiled as such, O = softmax(S)·V, then the gate on O after the kernel;
+    against the slow loop times σ(X W_θ) computed here, and against the head's columns of the engine's concat."""
+    assert kernel_problem(config) is None
+    result = run(config)
+    trace = result.trace
+    gate = gate_by_hand(result)  # (nh, Tq, hv)
+    hv = gate.shape[-1]
+    block_cols = min(block_cols, len(config.key_tokens))
+    for head in range(config.n_heads):
+        kernel = flash_of_run(result, head, block_rows, block_cols)
+        g = trace.kv_head_of(head)
+        out, _ = slow_attention(trace.q[head], trace.k[g], trace.v[g], trace.scale, result.mask,
+                                None if trace.bias is None else trace.bias[head], config.null_key)
+        np.testing.assert_allclose(kernel.output, out, rtol=0, atol=EXACT)
+        np.testing.assert_allclose(kernel.handed_on, out * gate[head], rtol=0, atol=EXACT)
+        np.testing.assert_allclose(kernel.handed_on, trace.concat[:, head * hv : (head + 1) * hv], rtol=0, atol=EXACT)
+        last = len(kernel.steps) - 1
+        np.testing.assert_array_equal(kernel.handed_on_after(last), kernel.handed_on)
+
+
 def test_a_row_whose_keys_are_all_masked_gives_output_0_and_no_nan():
     result = run(CONFIGS[6])
     assert result.trace.fully_masked[0, 5]

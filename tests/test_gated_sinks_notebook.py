@@ -4,8 +4,6 @@ can import numpy but not this project, its variables compared with the engine's 
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlsplit
-
 import numpy as np
 import pytest
 
@@ -16,10 +14,9 @@ pytest.importorskip("ipykernel")
 import nbclient  # noqa: E402
 
 from mha_core.config import run  # noqa: E402
-from tests.test_notebook import _planted, assert_close, execute, executed_values  # noqa: E402
+from tests.test_notebook import _planted, execute, notebook_against_engine  # noqa: E402
 from ui.charts import notebook_kernels  # noqa: E402
 from ui.state import notebook_link  # noqa: E402
-from ui.state.urlstate import config_from_params  # noqa: E402
 
 LINKS = [
     "?tokens=the+cat+sat+on+the+mat&kernel=gated&mask=causal",
@@ -48,14 +45,7 @@ def workdir(tmp_path_factory):
 
 @pytest.mark.parametrize("link", LINKS)
 def test_the_notebook_holds_the_engines_gate_and_sinks(link, workdir):
-    config, messages = config_from_params(dict(parse_qsl(urlsplit(link).query)))
-    assert messages == []
-    nb, _ = notebook_link.notebook_for_link(link)
-    got = executed_values(nb, workdir, f"saved_{LINKS.index(link)}", SAVED)
-    want = engine_values(config)
-    assert set(want) <= set(got), f"the notebook lacks {set(want) - set(got)}"
-    for name, value in want.items():
-        assert_close(name, got[name], value)
+    config, _, got = notebook_against_engine(link, workdir, f"saved_{LINKS.index(link)}", SAVED, engine_values)
     if config.mask == "padding":
         assert np.all(got["sink_share"] == 1.0)
 

@@ -150,11 +150,36 @@ def test_decoding_token_by_token_gives_the_full_layers_rows_and_output(params):
 @pytest.mark.parametrize("params", [GATED, SINK])
 def test_every_page_opens_with_the_kernel(page, params):
     at = open_app(page, **params)
-    if page.endswith("flash.py"):  # FlashAttention tiles only a row marked ``tiled``: refused, with the fix
-        assert [e.value for e in at.error] == [f"The tiled kernel cannot run these settings: the {params['kernel']} "
-                                               "kernel has no softmax row to tile; choose Attention kernel: softmax."]
+    if page.endswith("flash.py") and params is SINK:  # FlashAttention tiles only a row marked ``tiled``: the fix
+        assert [e.value for e in at.error] == ["The tiled kernel cannot run these settings: the sink kernel's weights "
+                                               "are not the softmax of the logits that this tile loop computes; choose "
+                                               "Attention kernel: softmax."]
     else:
         assert not at.error, [e.value for e in at.error]
+
+
+def test_flash_tiles_a_gated_head_as_softmax_rows_then_gates_its_output():
+    """The tiles are the softmax head's (the engine's logits); what the head hands on after the kernel is
+    (A·V) ⊙ σ(X W_θ) computed here, on the finished rows, and the live gap says so."""
+    from tests.test_app_flash import metric
+    from tests.test_app_step_by_step import charts as all_charts
+
+    at = open_app("app_pages/flash.py", **GATED, head="2", br="2", bc="3", tile="3")
+    assert not at.error, [e.value for e in at.error]
+    result = result_of(GATED)
+    trace = result.trace
+    by_hand = np.einsum("hqk,hkv->hqv", trace.weights, trace.v[[trace.kv_head_of(h) for h in range(4)]])
+    handed = by_hand * gate_by_hand(result)  # (nh, Tq, hv)
+    figures = all_charts(at)
+    so_far = z_of(figures["O after step 4, after the kernel (head 2)"])  # rows 0..3 finished (blocks of 2, keys 0..5)
+    assert np.isnan(so_far[4:]).all()
+    np.testing.assert_allclose(so_far[:4], handed[2, :4], rtol=0, atol=FIGURE)
+    np.testing.assert_allclose(z_of(figures["Head 2's columns of the engine's concatenation"]), handed[2], rtol=0,
+                               atol=FIGURE)
+    np.testing.assert_allclose(z_of(figures["softmax(S) V from the engine (head 2)"]), by_hand[2], rtol=0, atol=FIGURE)
+    assert float(metric(at, "max |Δ| handed on vs engine")) <= 1e-12
+    rules = next(f.value for f in at.dataframe if "setting" in f.value.columns)
+    assert "gated: after the kernel" in list(rules["setting"])
 
 
 @pytest.mark.parametrize("lesson", ["gated_attention", "learned_sinks"])
@@ -196,9 +221,9 @@ def test_the_gate_reads_each_decoded_tokens_own_input():
     ("zh-CN", "每个头的门控开得多大", "每个头的汇聚点拿走多少"),
     ("es", "Cuánto se abre la compuerta de cada cabeza", "Lo que se lleva el sumidero de cada cabeza"),
 ])
-def test_the_views_speak_the_language_and_show_the_same_numbers(lang, gate_title, sink_title):
+def test_the_views_speak_the_language_and_show_the_same_numbers(once, lang, gate_title, sink_title):
     for params, title, key in ((GATED, gate_title, "gate_opening"), (SINK, sink_title, "sink_share")):
-        english, other = app(params), app({**params, "lang": lang})
+        english, other = once(app, params), app({**params, "lang": lang})  # one English run per kernel
         assert not other.exception
         assert title in [h.value for h in other.subheader]
         assert not any(h.value in ("How far each head's gate opens", "What each head's sink takes")
@@ -226,7 +251,8 @@ def test_the_steps_and_lessons_are_translated(lang):
 
 def test_the_static_pack_draws_both_kernels_weights_as_the_engine_makes_them(tmp_path):
     from deploy import static_pack
-    from tests.test_static_pack_kernels import assert_shows, figures, page_text
+    from tests.test_static_pack import decode, page_data
+    from tests.test_static_pack_kernels import assert_shows, page_text
 
     lines = ["?kernel=gated&mask=causal&tokens=the+cat+sat+on+a+mat",
              "?kernel=sink&mask=causal&tokens=the+cat+sat+on+a+mat"]
@@ -236,8 +262,56 @@ def test_the_static_pack_draws_both_kernels_weights_as_the_engine_makes_them(tmp
         weights = result.trace.weights
         if params["kernel"] == "sink":  # the weights by hand: gpt-oss's concatenate, softmax, drop
             weights = sink_weights_by_hand(result)
-        shown = figures(tmp_path, number)
-        assert len(shown) == result.trace.n_heads
-        for (_title, z, _axis), want in zip(shown, weights, strict=True):
-            assert_shows(z, want, result.mask)
+        shown = page_data(tmp_path / f"link-{number}.html")["figures"]
+        assert len(shown) == result.trace.n_heads + 1  # the heads, then the kernel's own section (tested below)
+        for figure, want in zip(shown, weights, strict=False):
+            assert_shows(decode(figure["data"][0]["z"]).astype(np.float64), want, result.mask)
     assert "each row sums to less than 1" in page_text(tmp_path, 2)
+
+
+def test_the_static_packs_flash_page_gates_the_tiled_output_as_computed_here():
+    """A FlashAttention link with the gated kernel: the O ⊙ gate panel so far and the engine's concatenation panel
+    are (A·V) ⊙ σ(X W_θ) computed here, on the finished rows."""
+    from deploy import static_pack
+    from tests.test_static_pack import decode
+
+    page = static_pack.link_page(1, "flash?tokens=the+cat+sat+on+a+mat&d_model=16&heads=4&seed=3&mask=causal"
+                                    "&kernel=gated&pe=rope&head=2&br=2&bc=3&tile=3", "")
+    panels = {p.title: decode(p.figure["data"][0]["z"]).astype(np.float64) for s in page.sections for p in s.panels}
+    result = result_of(GATED)
+    trace = result.trace
+    handed = (trace.weights[2] @ trace.v[trace.kv_head_of(2)]) * gate_by_hand(result)[2]  # (Tq, hv)
+    so_far = panels["O after step 4, after the kernel (head 2)"]
+    assert np.isnan(so_far[4:]).all()
+    np.testing.assert_allclose(so_far[:4], handed[:4], rtol=0, atol=FIGURE)
+    np.testing.assert_allclose(panels["Head 2's columns of the engine's concatenation"], handed, rtol=0, atol=FIGURE)
+
+
+@pytest.mark.parametrize("params", [GATED, SINK])
+def test_the_static_packs_heads_page_carries_the_kernels_own_section_with_the_numbers_computed_here(params):
+    """The Heads sections the kernel's record names (gate opening, sink share) are in the pack's Heads page: the
+    heads × queries heatmap and its table, against the gate and the rows' sums computed here."""
+    import re
+
+    from deploy import static_pack
+    from tests.test_static_pack import decode
+
+    query = "&".join(f"{name}={value.replace(' ', '+')}" for name, value in params.items())
+    page = static_pack.link_page(1, f"?{query}", "")
+    panels = {p.title: decode(p.figure["data"][0]["z"]).astype(np.float64) for s in page.sections for p in s.panels}
+    result = result_of(params)
+    if params is GATED:
+        expected = gate_by_hand(result).mean(axis=-1)  # (nh, Tq)
+        shown = panels["Mean gate σ(X W_θ) per head and token"]
+        column, per_head = "mean gate", expected.mean(axis=-1)
+    else:
+        expected = 1.0 - result.trace.weights.sum(axis=-1)  # (nh, Tq): what the row's keys do not get
+        shown = panels["Sink share 1 − Σ_j A_ij per head and token"]
+        column, per_head = "mean sink share", expected.mean(axis=-1)
+    np.testing.assert_allclose(shown, expected, rtol=0, atol=FIGURE)
+    table_html = next(s.text for s in page.sections if column in s.text and "<table" in s.text)
+    rows = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S) for row in re.findall(r"<tr[^>]*>(.*?)</tr>",
+                                                                                      table_html, re.S)]
+    at = next(row for row in rows if column in row).index(column)  # the header row (the index's cell first)
+    printed = [float(row[at]) for row in rows if row and row[0].startswith("head ")]
+    np.testing.assert_allclose(printed, per_head, rtol=1e-3)  # printed to 4 significant digits

@@ -84,6 +84,24 @@ def executed_values(nb, workdir: Path, stem: str, names) -> dict[str, np.ndarray
     return dict(np.load(saved, allow_pickle=False))
 
 
+def notebook_against_engine(link: str, workdir: Path, stem: str, names, expected):
+    """Run the notebook of ``link`` (a link the app reads without a message) and assert it holds every array
+    ``expected(config)`` names, each to TOL; return the config, the executed notebook and its saved arrays."""
+    config, messages = config_from_params(dict(parse_qsl(urlsplit(link).query or link.lstrip("?"))))
+    assert messages == []
+    nb, _ = notebook_link.notebook_for_link(link)
+    got = executed_values(nb, workdir, stem, names)
+    assert_holds(got, expected(config))
+    return config, nb, got
+
+
+def assert_holds(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> None:
+    """Every array of ``want`` is in ``got`` under its name, equal to TOL (``assert_close``)."""
+    assert set(want) <= set(got), f"the notebook lacks {set(want) - set(got)}"
+    for name, value in want.items():
+        assert_close(name, got[name], value)
+
+
 def imported_modules(nb) -> set[str]:
     """Every module a code cell of the notebook imports."""
     found = set()
@@ -158,9 +176,7 @@ def test_the_notebook_of_a_link_reproduces_the_apps_download(link, workdir):
     if "P" in got:
         got["P[:T_q]"] = got["P"][: download["x_q"].shape[0]]
     want = expected_from_download(download)
-    assert set(want) <= set(got), f"the notebook lacks {set(want) - set(got)}"
-    for name, value in want.items():
-        assert_close(name, got[name], value)
+    assert_holds(got, want)
     for name in ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O", "E", "E_kv"):
         if name in want:
             assert np.array_equal(got[name], want[name]), f"{name} is not the engine's bit for bit"

@@ -4,8 +4,6 @@ that can import numpy but not this project, its variables compared with the engi
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlsplit
-
 import numpy as np
 import pytest
 
@@ -14,10 +12,9 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
 from mha_core.config import run  # noqa: E402
-from tests.test_notebook import _planted, assert_close, execute, executed_values  # noqa: E402
+from tests.test_notebook import _planted, assert_close, execute, notebook_against_engine  # noqa: E402
 from ui.charts import notebook_kernels  # noqa: E402
 from ui.state import notebook_link  # noqa: E402
-from ui.state.urlstate import config_from_params  # noqa: E402
 
 # Both kernels under every mask, RoPE (on each half for differential), K/V sharing, cross-attention, the scale
 # rules, a bias scheme other than ALiBi is refused by both, so none here.
@@ -63,14 +60,8 @@ def workdir(tmp_path_factory):
 
 @pytest.mark.parametrize("link", LINKS)
 def test_the_notebook_of_a_kernel_link_holds_the_engines_intermediates(link, workdir):
-    config, messages = config_from_params(dict(parse_qsl(urlsplit(link).query or link.lstrip("?"))))
-    assert messages == [] and config.kernel in ("differential", "linear")
-    nb, _ = notebook_link.notebook_for_link(link)
-    got = executed_values(nb, workdir, f"saved_{LINKS.index(link)}", SAVED)
-    want = engine_values(config)
-    assert set(want) <= set(got), f"the notebook lacks {set(want) - set(got)}"
-    for name, value in want.items():
-        assert_close(name, got[name], value)
+    config, nb, got = notebook_against_engine(link, workdir, f"saved_{LINKS.index(link)}", SAVED, engine_values)
+    assert config.kernel in ("differential", "linear")
     if config.kernel == "linear" and config.mask == "causal":
         assert_close("recurrent = A @ V", got["recurrent"], run(config).trace.heads)  # the two forms agree
     titles = [c.source for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("## ")]

@@ -34,8 +34,8 @@ def titles_of(at) -> str:
 
 @pytest.mark.parametrize("lang", ["zh-CN", "es"])
 @pytest.mark.parametrize("kernel", ["moba", "dsa"])
-def test_step_by_step_is_translated_and_shows_the_same_numbers(lang, kernel):
-    english = open_app("app_pages/step_by_step.py", **LINK, kernel=kernel)
+def test_step_by_step_is_translated_and_shows_the_same_numbers(once, lang, kernel):
+    english = once(open_app, "app_pages/step_by_step.py", **LINK, kernel=kernel)  # one English run per kernel
     there = open_app("app_pages/step_by_step.py", **LINK, kernel=kernel, lang=lang)
     shown = titles_of(there)
     with using_language(lang):

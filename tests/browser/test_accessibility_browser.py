@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import ARTIFACTS, exceptions_on_page, open_app, wait_idle
+from conftest import ARTIFACTS, exceptions_on_page, open_app
 
 AXE_VERSION = "4.14.1"  # .ci/run fetches this one
 AXE_JS = Path(os.environ.get("AXE_CORE_JS") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -68,11 +68,29 @@ def wait_for_every_chart(page, timeout: float = 30_000) -> None:
     )
 
 
+QUIET_MS = 500  # the script idle this long in a row: the reruns a first visit triggers have started by then
+
+
+def wait_quiet(page, quiet_ms: int = QUIET_MS, timeout: float = 30_000) -> None:
+    """Wait until the app's script has not run for ``quiet_ms`` in a row (a rerun starting resets the count)."""
+    page.evaluate("() => { window.__mhaIdleSince = undefined; }")
+    page.wait_for_function(
+        """quiet => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            const now = performance.now();
+            if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') {
+                window.__mhaIdleSince = undefined;
+                return false;
+            }
+            if (window.__mhaIdleSince === undefined) window.__mhaIdleSince = now;
+            return now - window.__mhaIdleSince >= quiet;
+        }""", arg=quiet_ms, polling=50, timeout=timeout)
+
+
 def settle(page) -> None:
     """Wait for the script run, every chart, and the reruns a first visit may trigger (the link written back)."""
     wait_for_every_chart(page)
-    page.wait_for_timeout(1_500)
-    wait_idle(page)
+    wait_quiet(page)
     wait_for_every_chart(page)
 
 

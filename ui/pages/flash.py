@@ -98,12 +98,14 @@ def finished_rows(run: FlashRun, index: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LiveCheck:
-    """max |Δ| of the finished rows against the engine: output and log-sum-exp (None before any row finishes)."""
+    """max |Δ| of the finished rows against the engine: output and log-sum-exp (None before any row finishes), and
+    what the head hands on after the kernel (``FlashRun.after``) against the engine's concatenation (None without)."""
 
     rows_finished: int
     rows: int
     output: float | None
     lse: float | None
+    handed_on: float | None = None
 
 
 def _gap(ours: np.ndarray, theirs: np.ndarray) -> float:
@@ -120,7 +122,14 @@ def live_check(run: FlashRun, index: int, trace: AttentionTrace) -> LiveCheck:
         return LiveCheck(0, done.size, None, None)
     output = _gap(run.output_after(index)[done], np.asarray(trace.heads[run.head])[done])
     lse = _gap(run.lse_after(index)[done], engine_lse(trace, run.head)[done])
-    return LiveCheck(int(done.sum()), done.size, output, lse)
+    handed = None if run.after is None else _gap(run.handed_on_after(index)[done], engine_handed_on(trace, run.head)[done])
+    return LiveCheck(int(done.sum()), done.size, output, lse, handed)
+
+
+def engine_handed_on(trace: AttentionTrace, head: int) -> np.ndarray:
+    """(Tq, hv) head ``head``'s columns of the engine's concatenation: what the head hands on to W_O."""
+    hv = trace.heads.shape[-1]
+    return np.asarray(trace.concat[:, head * hv : (head + 1) * hv])  # (Tq, hv)
 
 
 def block_label(bounds: tuple[int, int], labels: list[str]) -> str:
