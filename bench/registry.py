@@ -37,6 +37,7 @@ SECTIONS = (
     Section("kernels", "Engine kernels: each performance choice against its alternative", "bench.bench_kernels:run"),
     Section("minilm", "Real model (all-MiniLM-L6-v2) budgets", "bench.bench_minilm:run"),
     Section("smollm2", "Real decoder (SmolLM2-135M, 4-bit) budgets", "bench.bench_smollm2:run"),
+    Section("whatif", "SmolLM2 what-ifs: first view with and without the shipped sweep, QK-norm", "bench.bench_whatif:run"),
     Section("app", "App reruns per page: time and figure bytes", "bench.bench_app:run"),
     Section("server", "Server CPU per control change, real server on one core", "bench.bench_server:run"),
     Section("browser", "Browser: control change to updated heatmap", "bench.bench_browser:run"),
