@@ -21,7 +21,8 @@ from ui.pages.real_model.whatif import read_layers
 
 LAYERS_PARAM, GAIN_PARAM = "rm_qknorm", "rm_qknorm_gain"
 PARAMS = (LAYERS_PARAM, GAIN_PARAM)
-GAIN_LABELS = {"one": N_("gains 1 (the RMSNorm alone)"), "matched": N_("one gain per layer, matched")}
+GAIN_SYMBOLS = {"one": "g = 1", "matched": "g = g_l"}  # the chart title's short names (formulas: kept)
+GAIN_LABELS = {"one": N_("gains 1"), "matched": N_("matched gains")}
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def qknorm_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> qv.QKNo
         "loss": st.column_config.NumberColumn(_("loss (nats)"), format="%.4f"),
         "change": st.column_config.NumberColumn(_("change"), format="%+.4f")})
     shown = results[gain]
-    show_chart(qv.range_figure(shown, title=_("Logits' range per layer: {gain}").format(gain=_(qv.GAIN_LABELS[gain])),
+    show_chart(qv.range_figure(shown, title=_("Logits' range per layer: {gain}").format(gain=qv.GAIN_SYMBOLS[gain]),
                                x_title=_("layer"), y_title=_("logit (visible pairs, all heads)"),
                                names=(_("trained"), _("with QK-norm")), bound=bound if gain == "one" else None,
                                bound_name=_("±scale · hs")), key="sm_qknorm_range", config=chart_config())
