@@ -78,6 +78,11 @@ def test_shown_kept_keys_are_the_engines(linked, smollm2, run):
     assert (kept.sum(axis=-1) == np.minimum(2, np.arange(1, t + 1))).all()
 
 
+def test_shown_head_tolerance_is_the_engines(linked, smollm2, run):
+    z = decode(chart(linked, "Which heads tolerate")["data"][0]["z"])  # (L, nh), k = 2 from the link
+    np.testing.assert_allclose(z, wi.head_output_change(smollm2, run, 2), atol=1e-6)
+
+
 def test_shown_sink_losses_are_the_engines(linked, smollm2, run):
     shown = frame(linked, "variant")
     sinks = wi.fit_sinks(smollm2, run)

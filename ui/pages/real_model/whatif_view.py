@@ -48,6 +48,12 @@ def cached_kept(text: str, layer: int, k: int, layers: tuple, _model: smol.SmolL
     return wi.kept_keys(_model, _run, layer, k, layers)
 
 
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_head_change(text: str, k: int, _model: smol.SmolLM2, _run: runs.SmolRun):
+    """Each head's output change (L, nh) made top-k alone."""
+    return wi.head_output_change(_model, _run, k)
+
+
 @st.cache_resource(max_entries=4, show_spinner=False)
 def cached_sinks(text: str, _model: smol.SmolLM2, _run: runs.SmolRun):
     """The fitted sinks (L, nh) and each head's first-token mass (L, nh) on ``text``."""
@@ -171,6 +177,15 @@ def sparse_part(model: smol.SmolLM2, text: str, run: runs.SmolRun):
         row_name=_("query"), col_name=_("key"), allowed=np.tri(run.n_tokens, dtype=bool)),
         key="sm_sparse_kept", config=chart_config())
     st.caption(_("1 = the query reads this key, 0 = dropped by top-k; crossed cells are the future (causal mask)."))
+    change = cached_head_change(text, int(k), model, run)  # (L, nh)
+    show_chart(cached_figures.matrix_heatmap(
+        change.astype(np.float32), [_("layer {layer}").format(layer=n) for n in range(config.n_layers)],
+        [str(h) for h in range(config.n_heads)], title=_("Which heads tolerate top-{k}").format(k=k),
+        value_name=_("output change"), signed=False, zmin=0.0, zmax=max(1.0, float(change.max())), height=620,
+        row_name="", col_name=_("head")), key="sm_sparse_heads", config=chart_config())
+    st.caption(_("Each head made top-{k} alone, on the clean run's input to its layer: the change of its output "
+                 "‖o_k − o‖ / ‖o‖ over the text (o = A·V). Near 0: the head already read only a few keys; near 1 or "
+                 "more: it breaks. Only that head changes; no later layer runs again.").format(k=k))
     return layers, int(k), (int(layer), int(head))
 
 
