@@ -177,7 +177,13 @@ def sparse_part(model: smol.SmolLM2, text: str, run: runs.SmolRun):
         row_name=_("query"), col_name=_("key"), allowed=np.tri(run.n_tokens, dtype=bool)),
         key="sm_sparse_kept", config=chart_config())
     st.caption(_("1 = the query reads this key, 0 = dropped by top-k; crossed cells are the future (causal mask)."))
-    change = cached_head_change(text, int(k), model, run)  # (L, nh)
+    head_tolerance(model, text, run, int(k))
+    return layers, int(k), (int(layer), int(head))
+
+
+def head_tolerance(model: smol.SmolLM2, text: str, run: runs.SmolRun, k: int) -> None:
+    """The layers x heads grid of each head's output change made top-k alone."""
+    config, change = model.config, cached_head_change(text, k, model, run)  # (L, nh)
     show_chart(cached_figures.matrix_heatmap(
         change.astype(np.float32), [_("layer {layer}").format(layer=n) for n in range(config.n_layers)],
         [str(h) for h in range(config.n_heads)], title=_("Which heads tolerate top-{k}").format(k=k),
@@ -186,7 +192,6 @@ def sparse_part(model: smol.SmolLM2, text: str, run: runs.SmolRun):
     st.caption(_("Each head made top-{k} alone, on the clean run's input to its layer: the change of its output "
                  "‖o_k − o‖ / ‖o‖ over the text (o = A·V). Near 0: the head already read only a few keys; near 1 or "
                  "more: it breaks. Only that head changes; no later layer runs again.").format(k=k))
-    return layers, int(k), (int(layer), int(head))
 
 
 def sweep_now(model: smol.SmolLM2, text: str, run: runs.SmolRun, used: tuple) -> tuple[list, list]:
