@@ -42,6 +42,7 @@ SECTIONS = (
     Section("minilm", "Real model (all-MiniLM-L6-v2) budgets", "bench.bench_minilm:run"),
     Section("smollm2", "Real decoder (SmolLM2-135M, 4-bit) budgets", "bench.bench_smollm2:run"),
     Section("long", "SmolLM2 longer than trained: the default view's long runs", "bench.bench_long:run"),
+    Section("whatif", "SmolLM2 what-ifs: first view with and without the shipped sweep, QK-norm", "bench.bench_whatif:run"),
     Section("app", "App reruns per page: time and figure bytes", "bench.bench_app:run", APP_SMOKE),
     Section("server", "Server CPU per control change, real server on one core", "bench.bench_server:run"),
     Section("browser", "Browser: control change to updated heatmap", "bench.bench_browser:run", APP_SMOKE),

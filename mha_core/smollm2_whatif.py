@@ -257,3 +257,22 @@ def sink_losses(model: SmolLM2, run: SmolRun, sinks: np.ndarray,
         if progress is not None:
             progress(done, len(SINK_VARIANTS))
     return losses
+
+
+# ---- which heads tolerate sparsity ----
+
+
+def head_output_change(model: SmolLM2, run: SmolRun, k: int) -> np.ndarray:
+    """Per layer and head (L, nh): ‖o_k − o‖ / ‖o‖ (Frobenius over tokens and features) of the head's output o = A·V
+    (T, hs) on the clean run's input to its layer, with top-k weights in that head alone. Bounded cost: one attention
+    pass per layer, none of the later layers rerun."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    change = np.empty((model.config.n_layers, model.config.n_heads))  # (L, nh)
+    for index in range(model.config.n_layers):
+        _normed, trace, _weights = model.layer_trace(run, index)
+        dense = np.asarray(trace.heads, dtype=np.float64)  # (nh, T, hs)
+        sparse = weighted_sum(sparse_weights(trace.logits, k)[0], trace.v).astype(np.float64)  # (nh, T, hs)
+        change[index] = (np.linalg.norm((sparse - dense).reshape(dense.shape[0], -1), axis=-1)
+                         / np.linalg.norm(dense.reshape(dense.shape[0], -1), axis=-1))
+    return change

@@ -78,6 +78,11 @@ def test_shown_kept_keys_are_the_engines(linked, smollm2, run):
     assert (kept.sum(axis=-1) == np.minimum(2, np.arange(1, t + 1))).all()
 
 
+def test_shown_head_tolerance_is_the_engines(linked, smollm2, run):
+    z = decode(chart(linked, "Which heads tolerate")["data"][0]["z"])  # (L, nh), k = 2 from the link
+    np.testing.assert_allclose(z, wi.head_output_change(smollm2, run, 2), atol=1e-6)
+
+
 def test_shown_sink_losses_are_the_engines(linked, smollm2, run):
     shown = frame(linked, "variant")
     sinks = wi.fit_sinks(smollm2, run)
@@ -100,6 +105,17 @@ def test_bad_link_values_get_a_message_and_the_default(smollm2):
     assert at.multiselect(key="w_sm_sparse_layers").value == [29]
     assert at.select_slider(key="w_sm_sparse_k").value == wi.SWEEP_K[2]
     assert at.segmented_control(key="w_sm_whatif_text").value == "prompt"
+    assert at.selectbox(key="w_sm_sparse_layer").value == 29 and "rm_sparse_at" not in at.query_params  # the default
+
+
+def test_the_shown_head_is_written_only_when_it_is_not_the_default():
+    from ui.pages.real_model import whatif as wv
+
+    assert "rm_sparse_at" not in wv.link_params(wv.WhatIfLink((20, 25), at=(20, 0)))
+    assert wv.link_params(wv.WhatIfLink((20, 25), at=(20, 1)))["rm_sparse_at"] == "20.1"
+    assert wv.link_params(wv.WhatIfLink((20, 25), at=(25, 0)))["rm_sparse_at"] == "25.0"
+    assert "rm_sparse_at" not in wv.link_params(wv.WhatIfLink((), at=(0, 0)))  # all layers: layer 0's head 0
+    assert "rm_sparse_at" not in wv.link_params(wv.WhatIfLink(None, at=(25, 3)))  # sparse off: nothing of it
 
 
 def shown_text(at: AppTest) -> str:

@@ -144,3 +144,20 @@ def test_moba_with_every_block_is_the_dense_model(smollm2, run):
     every = -(-run.n_tokens // wi.MOBA_BLOCK)
     np.testing.assert_allclose(wi.moba_losses(smollm2, run, [0, 15], every), dense, atol=1e-6, rtol=0)
     assert abs(wi.moba_losses(smollm2, run, [0, 15], 1).mean() - dense.mean()) > 1e-3
+
+
+def test_head_output_change_is_each_heads_own_sparse_output_against_its_dense_one(smollm2, run):
+    change = wi.head_output_change(smollm2, run, 2)
+    assert change.shape == (30, 9)
+    _normed, trace, _w = smollm2.layer_trace(run, 7)
+    t = run.n_tokens
+    for head in (0, 5):
+        logits, v = np.asarray(trace.logits[head], dtype=np.float64), np.asarray(trace.v[head // 3], dtype=np.float64)
+        weights = np.zeros((t, t))
+        for i in range(t):  # by hand: the two largest logits of the row, softmax over them
+            keep = np.argsort(-logits[i, : i + 1], kind="stable")[:2]
+            weights[i, keep] = np.exp(logits[i, keep] - logits[i, keep].max()) / np.exp(
+                logits[i, keep] - logits[i, keep].max()).sum()
+        dense = np.asarray(trace.weights[head], dtype=np.float64) @ v  # (T, hs)
+        assert change[7, head] == pytest.approx(np.linalg.norm(weights @ v - dense) / np.linalg.norm(dense), rel=1e-5)
+    assert np.abs(wi.head_output_change(smollm2, run, t)).max() < 1e-6  # k ≥ T: nothing dropped

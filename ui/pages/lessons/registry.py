@@ -31,6 +31,7 @@ LESSON_MODULES = (
     "gate_sinks",  # gated attention's output gate and gpt-oss's learned sinks (issue 34)
     "qknorm",  # issue 34: QK-norm, longer queries and keys cannot saturate the softmax
     "deltanet",  # Gated DeltaNet: the delta rule overwrites, its implied matrix M, the 3:1 stack (issue 34)
+    "whatifs",  # (issue 36) SmolLM2 changed after training: sparse selection, sinks without the sink token, QK-norm
     "long_context",  # (issue 36) SmolLM2 past its trained length: which RoPE scaling keeps the loss lowest
     "induction",  # (issue 35) turn off SmolLM2's induction heads and watch the repeat fail
 )

@@ -35,34 +35,38 @@ VARIANT_LABELS = {
 
 @dataclass(frozen=True)
 class WhatIfLink:
-    """What a link asks for: ``layers`` sparse (None = sweep off, () = all), k, the (layer, head) shown, sinks on."""
+    """What a link asks for: ``layers`` sparse (None = sweep off, () = all), k, the (layer, head) shown (written only
+    when not ``default_at``), sinks on, the text."""
 
     layers: tuple[int, ...] | None = None
     k: int = DEFAULT_K
     at: tuple[int, int] | None = None
     sinks: bool = False
     text: str = "prompt"
+    more: bool = False  # another experiment of the section runs on the text (QK-norm): the text is written too
 
 
 def _int_or_none(piece: str) -> int | None:
     return int(piece) if piece.strip().isdigit() else None
 
 
+def read_layers(params: Mapping[str, str], param: str, n_layers: int, messages: list[str]) -> tuple[int, ...] | None:
+    """The layers a link names in ``param``: None when absent, () for ``all``; bad pieces reported and left out."""
+    raw = params.get(param)
+    if raw is None or raw.strip() in ("", "all"):
+        return None if raw is None else ()
+    numbers = [_int_or_none(piece) for piece in raw.split(",")]
+    good = sorted({n for n in numbers if n is not None and 0 <= n < n_layers})
+    if len(good) != len(numbers):
+        messages.append(_("`{param}={value}`: layers are numbers 0..{last} joined by commas, or 'all'; "
+                          "using {used}.").format(param=param, value=raw, last=n_layers - 1,
+                                                  used=",".join(map(str, good)) or "all"))
+    return tuple(good)
+
+
 def read_link(params: Mapping[str, str], n_layers: int, n_heads: int, messages: list[str]) -> WhatIfLink:
     """The what-if settings of a link; each bad value is reported in ``messages`` and replaced by its default."""
-    layers = None
-    raw = params.get(SPARSE_PARAM)
-    if raw is not None:
-        if raw.strip() in ("", "all"):
-            layers = ()
-        else:
-            numbers = [_int_or_none(piece) for piece in raw.split(",")]
-            good = sorted({n for n in numbers if n is not None and 0 <= n < n_layers})
-            if len(good) != len(numbers):
-                messages.append(_("`{param}={value}`: layers are numbers 0..{last} joined by commas, or 'all'; "
-                                  "using {used}.").format(param=SPARSE_PARAM, value=raw, last=n_layers - 1,
-                                                          used=",".join(map(str, good)) or "all"))
-            layers = tuple(good)
+    layers = read_layers(params, SPARSE_PARAM, n_layers, messages)
     k = _int_or_none(params.get(K_PARAM, str(DEFAULT_K)))
     if k not in SWEEP_K:
         messages.append(_("`{param}={value}`: k is one of {choices}; using {default}.").format(
@@ -92,6 +96,11 @@ def read_link(params: Mapping[str, str], n_layers: int, n_heads: int, messages: 
     return WhatIfLink(layers, k, at, sinks == "1", text)
 
 
+def default_at(layers: tuple[int, ...]) -> tuple[int, int]:
+    """The head shown when a link names none: the first sparse layer's (layer 0 when all are), head 0."""
+    return (layers[0] if layers else 0), 0
+
+
 def link_params(link: WhatIfLink) -> dict[str, str]:
     """The query parameters that reopen these what-ifs (defaults left out)."""
     params = {}
@@ -99,11 +108,11 @@ def link_params(link: WhatIfLink) -> dict[str, str]:
         params[SPARSE_PARAM] = ",".join(map(str, link.layers)) or "all"
         if link.k != DEFAULT_K:
             params[K_PARAM] = str(link.k)
-        if link.at is not None:
+        if link.at is not None and link.at != default_at(link.layers):
             params[AT_PARAM] = f"{link.at[0]}.{link.at[1]}"
     if link.sinks:
         params[SINKS_PARAM] = "1"
-    if link.text != "prompt" and (link.layers is not None or link.sinks):
+    if link.text != "prompt" and (link.layers is not None or link.sinks or link.more):
         params[TEXT_PARAM] = link.text
     return params
 

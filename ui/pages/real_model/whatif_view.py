@@ -8,16 +8,21 @@ keys each query kept; the first token dropped: the fitted sinks (cached) and the
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
 from mha_core import smollm2 as smol
 from mha_core import smollm2_runs as runs
+from mha_core import smollm2_shipped as shipped
 from mha_core import smollm2_whatif as wi
 from ui.i18n import _
+from ui.pages.real_model import qknorm as qv
+from ui.pages.real_model import section_links as sl
 from ui.pages.real_model import whatif as wv
 from ui.pages.real_model.long_view import long_section
+from ui.pages.real_model.qknorm_view import qknorm_section
 from ui.pages.real_model.smollm2 import axis_labels
 from ui.run import cached_figures
 from ui.state.device import chart_config
@@ -43,6 +48,12 @@ def cached_moba_loss(text: str, layers: tuple, blocks: int, _model: smol.SmolLM2
 def cached_kept(text: str, layer: int, k: int, layers: tuple, _model: smol.SmolLM2, _run: runs.SmolRun):
     """The keys each query of each head keeps in ``layer``, (nh, T, T)."""
     return wi.kept_keys(_model, _run, layer, k, layers)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_head_change(text: str, k: int, _model: smol.SmolLM2, _run: runs.SmolRun):
+    """Each head's output change (L, nh) made top-k alone."""
+    return wi.head_output_change(_model, _run, k)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -74,19 +85,15 @@ def read_link(n_layers: int, n_heads: int) -> None:
     ss.sm_whatif_link_read = True
 
 
-def write_link(link: wv.WhatIfLink) -> None:
-    params = wv.link_params(link)
-    for name in wv.PARAMS:
-        if name in st.query_params and name not in params:
-            del st.query_params[name]
-    changed = {name: value for name, value in params.items() if st.query_params.get(name) != value}
-    if changed:
-        st.query_params.update(changed)
+def write_link(link: wv.WhatIfLink, qknorm: qv.QKNormLink) -> None:
+    """The section's settings into the address bar: the what-ifs' and QK-norm's (defaults left out)."""
+    sl.sync_params(st.query_params, wv.PARAMS + qv.PARAMS, wv.link_params(link) | qv.link_params(qknorm))
 
 
 def whatif_section(model: smol.SmolLM2, text: str, run: runs.SmolRun,
                    forward: Callable[[str, smol.SmolLM2], runs.SmolRun]) -> None:
-    """Sparse selection and sinks without the sink token, on the prompt or the calibration text."""
+    """Sparse selection, sinks without the sink token and QK-norm after the fact, on the prompt or the calibration
+    text."""
     config = model.config
     st.subheader(_("What if: change SmolLM2's attention after training"))
     read_link(config.n_layers, config.n_heads)
@@ -106,10 +113,11 @@ def whatif_section(model: smol.SmolLM2, text: str, run: runs.SmolRun,
     if sparse_on:
         layers, k, at = sparse_part(model, text, run)
     sinks_on = st.toggle(_("Sinks without the sink token"), key="w_sm_sinks_on", persist_state=KEEP)
-    write_link(wv.WhatIfLink(layers, k, at, sinks_on, which))
     if sinks_on:
-        sinks_part(model, text, run)
+        sinks_part(model, text, run, report=not sparse_on)
+    qknorm = qknorm_section(model, text, run)
     long_section(model, text)
+    write_link(wv.WhatIfLink(layers, k, at, sinks_on, which, qknorm.layers is not None), qknorm)
 
 
 def sparse_part(model: smol.SmolLM2, text: str, run: runs.SmolRun):
@@ -121,16 +129,13 @@ def sparse_part(model: smol.SmolLM2, text: str, run: runs.SmolRun):
                             persist_state=KEEP, format_func=lambda n: _("layer {layer}").format(layer=n))
     layers = tuple(sorted(int(n) for n in chosen))
     used = layers or tuple(range(config.n_layers))
-    bar = st.progress(0.0, text=_("Sweeping k…"))
-    losses, moba_losses, total = [], [], len(wi.SWEEP_K) + len(wi.SWEEP_BLOCKS)
-    for done, k in enumerate(wi.SWEEP_K, start=1):
-        losses.append(cached_sparse_loss(text, used, k, model, run))
-        bar.progress(done / total, text=_("k = {k}: {done} of {total}").format(k=k, done=done, total=total))
-    for done, blocks in enumerate(wi.SWEEP_BLOCKS, start=len(wi.SWEEP_K) + 1):
-        moba_losses.append(cached_moba_loss(text, used, blocks, model, run))
-        bar.progress(done / total, text=_("MoBA, {blocks} blocks: {done} of {total}").format(
-            blocks=blocks, done=done, total=total))
-    bar.empty()
+    shipped = shipped_sweep(model, text) if len(used) == config.n_layers else None
+    if shipped is not None:
+        losses, moba_losses = list(shipped.topk), list(shipped.moba)
+        st.caption(_("Read from the sweep shipped with the app (made for this model file, this text and these "
+                     "settings; `python -m tools.whatif_sweep` makes it again)."))
+    else:
+        losses, moba_losses = sweep_now(model, text, run, used)
     dense = cached_sink_loss(text, "with", model, run, None)
     sweep = wi.SparseSweep(used, wi.SWEEP_K, np.array(losses), dense)
     moba = wi.SparseSweep(used, tuple(b * wi.MOBA_BLOCK for b in wi.SWEEP_BLOCKS), np.array(moba_losses), dense)
@@ -169,10 +174,54 @@ def sparse_part(model: smol.SmolLM2, text: str, run: runs.SmolRun):
         row_name=_("query"), col_name=_("key"), allowed=np.tri(run.n_tokens, dtype=bool)),
         key="sm_sparse_kept", config=chart_config())
     st.caption(_("1 = the query reads this key, 0 = dropped by top-k; crossed cells are the future (causal mask)."))
+    head_tolerance(model, text, run, int(k))
     return layers, int(k), (int(layer), int(head))
 
 
-def sinks_part(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
+def head_tolerance(model: smol.SmolLM2, text: str, run: runs.SmolRun, k: int) -> None:
+    """The layers x heads grid of each head's output change made top-k alone."""
+    config, change = model.config, cached_head_change(text, k, model, run)  # (L, nh)
+    show_chart(cached_figures.matrix_heatmap(
+        change.astype(np.float32), [_("layer {layer}").format(layer=n) for n in range(config.n_layers)],
+        [str(h) for h in range(config.n_heads)], title=_("Which heads tolerate top-{k}").format(k=k),
+        value_name=_("output change"), signed=False, zmin=0.0, zmax=max(1.0, float(change.max())), height=620,
+        row_name="", col_name=_("head")), key="sm_sparse_heads", config=chart_config())
+    st.caption(_("Each head made top-{k} alone, on the clean run's input to its layer: the change of its output "
+                 "‖o_k − o‖ / ‖o‖ over the text (o = A·V). Near 0: the head already read only a few keys; near 1 or "
+                 "more: it breaks. Only that head changes; no later layer runs again.").format(k=k))
+
+
+def sweep_now(model: smol.SmolLM2, text: str, run: runs.SmolRun, used: tuple) -> tuple[list, list]:
+    """The top-k and MoBA losses of the sweep, each cached, with a progress bar."""
+    bar = st.progress(0.0, text=_("Sweeping k…"))
+    losses, moba_losses, total = [], [], len(wi.SWEEP_K) + len(wi.SWEEP_BLOCKS)
+    for done, k in enumerate(wi.SWEEP_K, start=1):
+        losses.append(cached_sparse_loss(text, used, k, model, run))
+        bar.progress(done / total, text=_("k = {k}: {done} of {total}").format(k=k, done=done, total=total))
+    for done, blocks in enumerate(wi.SWEEP_BLOCKS, start=len(wi.SWEEP_K) + 1):
+        moba_losses.append(cached_moba_loss(text, used, blocks, model, run))
+        bar.progress(done / total, text=_("MoBA, {blocks} blocks: {done} of {total}").format(
+            blocks=blocks, done=done, total=total))
+    bar.empty()
+    return losses, moba_losses
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def cached_shipped_file(path: str) -> list[dict]:
+    """The shipped sweep's records, read once per server."""
+    return shipped.read_shipped(Path(path))
+
+
+def shipped_sweep(model: smol.SmolLM2, text: str, report: bool = True) -> shipped.ShippedRecord | None:
+    """The shipped record for ``text`` (all layers), or None; a stale one is reported (the caller recomputes)."""
+    record, stale = shipped.shipped_record(cached_shipped_file(str(shipped.SHIPPED_FILE)), model, text)
+    if stale and report:
+        st.info(_("The sweep shipped with the app for this text was made with other settings ({names}): computing "
+                  "it again.").format(names=", ".join(stale)))
+    return record
+
+
+def sinks_part(model: smol.SmolLM2, text: str, run: runs.SmolRun, report: bool = True) -> None:
     if run.n_tokens < 2:
         st.info(_("A sink is fitted on at least 2 tokens: lengthen the prompt."))
         return
@@ -183,11 +232,14 @@ def sinks_part(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:
                   "those shares equals m_h at one s_h only, found by bisection. s_h = 0 is the null key."))
     with st.spinner(_("Fitting one sink per head…")):
         sinks, mass = cached_sinks(text, model, run)
-    bar, losses = st.progress(0.0, text=_("Running the four variants…")), {}
-    for done, variant in enumerate(wi.SINK_VARIANTS, start=1):
+    record = shipped_sweep(model, text, report)
+    losses = dict(record.sinks) if record is not None else {}
+    bar = None if losses else st.progress(0.0, text=_("Running the four variants…"))
+    for done, variant in enumerate(() if losses else wi.SINK_VARIANTS, start=1):
         losses[variant] = cached_sink_loss(text, variant, model, run, sinks)
         bar.progress(done / len(wi.SINK_VARIANTS))
-    bar.empty()
+    if bar is not None:
+        bar.empty()
     st.dataframe(wv.sink_frame(losses), key="sm_sink_losses", hide_index=True, column_config={
         "variant": None, "label": st.column_config.TextColumn(_("attention")),
         "loss": st.column_config.NumberColumn(_("loss (nats)"), format="%.4f"),
