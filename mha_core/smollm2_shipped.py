@@ -6,7 +6,7 @@ running 16 changed forward passes.
 A record holds what it was made for: the model file's sha256 (a loaded SmolLM2 is always the pinned file,
 ``GGUF_FILE``: the loader refuses any other), the text, the sweep's settings. ``shipped_record`` gives a record only
 when all of them match the model and the settings in force; otherwise it says why (the caller recomputes).
-Regenerate with ``python -m tools.whatif_sweep``. Pure Python and NumPy.
+Regenerate with ``python -m ui.pages.real_model.whatif_sweep``. Pure Python and NumPy.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 from mha_core import smollm2_shipped as shipped
 from mha_core import smollm2_whatif as wi
 from tests.app_opener import open_app
-from tools.whatif_sweep import SHIPPED_TEXTS
+from ui.pages.real_model.whatif_sweep import SHIPPED_TEXTS
 from ui.pages.real_model.smollm2 import DEFAULT_PROMPT
 
 PAGE = "app_pages/real_model.py"

@@ -133,7 +133,7 @@ def sparse_part(model: smol.SmolLM2, text: str, run: runs.SmolRun):
     if shipped is not None:
         losses, moba_losses = list(shipped.topk), list(shipped.moba)
         st.caption(_("Read from the sweep shipped with the app (made for this model file, this text and these "
-                     "settings; `python -m tools.whatif_sweep` makes it again)."))
+                     "settings; `python -m ui.pages.real_model.whatif_sweep` makes it again)."))
     else:
         losses, moba_losses = sweep_now(model, text, run, used)
     dense = cached_sink_loss(text, "with", model, run, None)

@@ -1,7 +1,7 @@
 """Regenerate the what-if sweep shipped with the app (mha_core/data/smollm2_whatif_sweep.json) for the Real model
 page's default prompt and the calibration text:
 
-    python -m tools.whatif_sweep
+    python -m ui.pages.real_model.whatif_sweep
 
 Takes ~2 minutes on one core (16 changed forward passes of SmolLM2 per text). The page uses a record only when the
 model file, the text and the sweep's settings are those it was made for.
