@@ -12,8 +12,8 @@ import pytest
 from mha_core import smollm2_shipped as shipped
 from mha_core import smollm2_whatif as wi
 from tests.app_opener import open_app
-from ui.pages.real_model.whatif_sweep import SHIPPED_TEXTS
 from ui.pages.real_model.smollm2 import DEFAULT_PROMPT
+from ui.pages.real_model.whatif_sweep import SHIPPED_TEXTS
 
 PAGE = "app_pages/real_model.py"
 
