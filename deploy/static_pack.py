@@ -233,6 +233,11 @@ def heatmap_panel(heat, stem: str) -> Panel:
 
 
 def _table_html(caption: str, table, index: bool = False) -> str:
+    """A table in the pack's language: column and index names that are marked English keys (``N_``) are shown
+    translated, as the app's pages show them; the values are untouched."""
+    table = table.rename(columns={column: _(column) for column in table.columns if isinstance(column, str)})
+    if isinstance(table.index.name, str):
+        table.index.name = _(table.index.name)
     body = table.to_html(index=index, float_format=lambda x: f"{x:.4g}", border=0, classes="numbers")
     return f"<figure class='table'><figcaption>{html.escape(caption)}</figcaption>{body}</figure>"
 

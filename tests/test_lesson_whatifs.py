@@ -30,7 +30,9 @@ def findings(key: str):
 
 def test_the_lessons_stand_before_induction_and_hold():
     keys = list(LESSONS)
-    assert keys[-4:] == ["sparse_real", "sinks_real", "qknorm_real", "induction_ablation"]
+    mine = [key for key in keys if key in ("sparse_real", "sinks_real", "qknorm_real")]
+    assert mine == ["sparse_real", "sinks_real", "qknorm_real"] and keys[-1] == "induction_ablation"
+    assert keys.index("qknorm_real") - keys.index("sparse_real") == 2  # one after the other
 
 
 def test_sparse_lesson_numbers_are_the_engines(smollm2, run):

@@ -15,11 +15,16 @@ import numpy as np
 import pandas as pd
 
 from mha_core import smollm2_long as lg
+from ui.charts.numbers import count
 from ui.i18n import N_, _
 from ui.pages.lessons.records import BASE, Claim, Findings, Heatmap, Lesson, LessonPanel
 
 N_TOKENS, FACTOR = 256, 2.0
 SCALINGS = ("linear", "ntk", "yarn")  # the question's three
+# The heatmap's row names, short: the table beside it names each method in full. Long names as rows (or as turned
+# column labels) left the panel 64-117 px wide on a phone.
+HEATMAP_ROWS = {"inside": N_("inside"), "trained": N_("as trained"), "linear": N_("PI (linear)"), "ntk": N_("NTK-aware"),
+                "dynamic": N_("dynamic NTK"), "yarn": N_("YaRN"), "partial": N_("partial"), "nope4": N_("no RoPE ×¼")}
 
 
 @functools.cache
@@ -60,11 +65,11 @@ def long_findings(panels: tuple[LessonPanel, ...]) -> Findings:
                           _("loss after the first copy"): [loss[m] for m in runs],
                           _("first-token weight"): [float(runs[m].first.mean()) for m in runs]})
     first = np.stack([run.first.mean(axis=1) for run in runs.values()])  # (methods, L)
-    figure = Heatmap(first, [_(lg.METHODS[m]) for m in runs], [str(n) for n in range(first.shape[1])],
+    figure = Heatmap(first, [_(HEATMAP_ROWS[m]) for m in runs], [str(n) for n in range(first.shape[1])],
                      _("weight on the first token, per layer (mean over heads)"), _("weight"), _("RoPE"), _("layer"))
     note = _("T = {t} tokens of the built-in text repeated; after the first copy every token moves so that the last "
              "sits at position {last}. On the Real model page, *Longer than trained* runs the same for other "
-             "factors and lengths.").format(t=N_TOKENS, last=f"{int(runs['trained'].positions[-1]):,}")
+             "factors and lengths.").format(t=N_TOKENS, last=count(int(runs['trained'].positions[-1])))
     return Findings((figure,), claims, ((_("Mean loss per token after the first copy, nats."), table),), note=note)
 
 

@@ -20,6 +20,7 @@ from plotly.subplots import make_subplots
 
 from mha_core import smollm2 as smol
 from mha_core import smollm2_long as lg
+from ui.charts.numbers import count
 from ui.i18n import N_, _
 from ui.state.device import chart_config
 from ui.widgets.live import show_chart
@@ -215,7 +216,7 @@ def long_section(model: smol.SmolLM2, whatif_text: str) -> None:
                   "copy, the first token among them) are then about s times the trained length apart, while "
                   "neighbours stay 1 apart. The G tokens in between are not run: this measures what RoPE does to "
                   "distances past the trained length, not what a real text of s × {trained} tokens would "
-                  "do.").format(trained=f"{trained:,}", cap=f"{lg.MAX_LONG_TOKENS:,}"))
+                  "do.").format(trained=count(trained), cap=count(lg.MAX_LONG_TOKENS)))
     left, middle, right = st.columns(3)
     method = left.selectbox(_("RoPE past the trained length"), CHOSEN_METHODS, key="w_sm_long_method",
                             persist_state=KEEP, format_func=lambda name: _(lg.METHODS[name]))
@@ -265,8 +266,8 @@ def show_results(model: smol.SmolLM2, link: LongLink, runs: list[lg.LongRun]) ->
                  "(last position {last}; trained length {trained}). Loss: mean cross-entropy of each next token, in "
                  "nats; after the first copy the model can copy what came before. Entropy, first-token weight and "
                  "induction score read {rows} query rows spread evenly over the copies after the first, not every "
-                 "row.").format(t=link.n_tokens, n=past.period, gap=f"{lg.gap(past.setting, model.config.context):,}",
-                                last=f"{int(past.positions[-1]):,}", trained=f"{model.config.context:,}",
+                 "row.").format(t=link.n_tokens, n=past.period, gap=count(lg.gap(past.setting, model.config.context)),
+                                last=count(int(past.positions[-1])), trained=count(model.config.context),
                                 rows=past.rows.size))
     show_chart(layers_figure(runs), key="sm_long_layers", config=chart_config())
     st.caption(_("Per layer: the attention entropy and the weight on the first token are means over the heads; the "
