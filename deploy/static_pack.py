@@ -835,19 +835,25 @@ def prepare_output(out_dir: Path, force: bool) -> None:
 
 
 def build_pack(out_dir: Path, links: list[str] | None = None, app_url: str = "", force: bool = False,
-               lang: str = DEFAULT_LANGUAGE) -> BuildReport:
+               lang: str = DEFAULT_LANGUAGE, lessons: Sequence[str] | None = None) -> BuildReport:
     """Write the pack into ``out_dir`` (built in a temporary folder beside it, then moved into place), its prose in
-    ``lang`` (a code of ``ui.i18n.LANGUAGES``; the numbers are the engine's in every language)."""
+    ``lang`` (a code of ``ui.i18n.LANGUAGES``; the numbers are the engine's in every language), with the lessons
+    whose keys ``lessons`` names (None: every lesson; each keeps its number in the app's list)."""
+    unknown = sorted(set(lessons or ()) - set(LESSONS))
+    if unknown:
+        raise KeyError(f"no lesson {', '.join(unknown)}; the lessons are {', '.join(LESSONS)}")
     with using_language(lang):
-        return _build_pack(out_dir, links, app_url, force)
+        return _build_pack(out_dir, links, app_url, force, lessons)
 
 
-def _build_pack(out_dir: Path, links: list[str] | None, app_url: str, force: bool) -> BuildReport:
+def _build_pack(out_dir: Path, links: list[str] | None, app_url: str, force: bool,
+                chosen: Sequence[str] | None) -> BuildReport:
     start = time.perf_counter()
     out_dir = Path(out_dir)
     prepare_output(out_dir, force)
     version = app_version()
-    lessons = [lesson_page(n, lesson, app_url) for n, lesson in enumerate(LESSONS.values(), start=1)]
+    lessons = [lesson_page(n, lesson, app_url) for n, (key, lesson) in enumerate(LESSONS.items(), start=1)
+               if chosen is None or key in chosen]
     presets = [preset_page(init, app_url) for init in PRESET_INITS]
     linked, skipped = link_pages(links or [], app_url)
     groups = [(_("Lessons"), lessons), (_("Hand-built heads"), presets), (_("The teacher's links"), linked)]
@@ -885,12 +891,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="replace OUT_DIR when it is a pack written earlier")
     parser.add_argument("--lang", default=DEFAULT_LANGUAGE, choices=list(LANGUAGES),
                         help=f"the pack's language (default: {DEFAULT_LANGUAGE}); the numbers are the same in each")
+    parser.add_argument("--lessons", help="only these lessons, their keys joined by commas (e.g. causal,rope; "
+                                              "default: every lesson)")
     args = parser.parse_args(argv)
     lines = args.links.read_text(encoding="utf-8").splitlines() if args.links else []
+    chosen = [key.strip() for key in args.lessons.split(",") if key.strip()] if args.lessons is not None else None
     try:
-        report = build_pack(args.out_dir, lines, args.app_url, args.force, args.lang)
-    except FileExistsError as error:
-        print(f"error: {error}", file=sys.stderr)
+        report = build_pack(args.out_dir, lines, args.app_url, args.force, args.lang, chosen)
+    except (FileExistsError, KeyError) as error:
+        print(f"error: {error.args[0]}", file=sys.stderr)
         return 2
     for skip in report.skipped:
         print(f"{args.links}:{skip.line}: not built: {' '.join(skip.messages)}", file=sys.stderr)

@@ -7,6 +7,7 @@ own messages; each page's "open in the live app" link is read back as the app re
 
 from __future__ import annotations
 
+import html
 import re
 import subprocess
 import sys
@@ -115,8 +116,9 @@ def test_each_refusal_says_why_with_the_apps_own_message(pack):
 def test_the_command_line_names_file_and_line_and_exits_1(tmp_path):
     links = tmp_path / "links.txt"
     links.write_text("\n".join(LINES[5:16]))  # the refused lines 6..16, as lines 1..11 of this file
-    done = subprocess.run([sys.executable, "-m", "deploy.static_pack", str(tmp_path / "out"), "--links", str(links)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    few = ["--lessons", "causal"]  # the links are what is checked here; one lesson keeps the build short
+    done = subprocess.run([sys.executable, "-m", "deploy.static_pack", str(tmp_path / "out"), "--links", str(links),
+                           *few], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert [re.match(rf"{re.escape(str(links))}:(\d+): not built: ", line).group(1) for line in lines] == \
@@ -126,8 +128,8 @@ def test_the_command_line_names_file_and_line_and_exits_1(tmp_path):
                              "(flash?tokens=a+b+c&tile=2) or a query string (?tokens=the+cat+sat).")
     good = tmp_path / "good.txt"
     good.write_text("\n".join(LINES[:5]))
-    done = subprocess.run([sys.executable, "-m", "deploy.static_pack", str(tmp_path / "out2"), "--links", str(good)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "deploy.static_pack", str(tmp_path / "out2"), "--links", str(good),
+                           *few], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stderr == ""
 
 
@@ -251,7 +253,28 @@ def test_every_page_of_the_app_has_a_row():
 
 
 def test_the_build_runs_no_streamlit(tmp_path):
+    """Every lesson and five links built in a process of their own (the one whole build in a new process: the
+    command-line tests build one lesson), with no Streamlit imported and nothing said on stderr."""
     code = ("import sys; from deploy import static_pack; "
             f"static_pack.build_pack({str(tmp_path / 'p')!r}, {LINES[:5]!r}); print('streamlit' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.stdout.strip() == "False", done.stderr
+    assert done.returncode == 0 and done.stderr == ""
+    assert {f"lesson-{key}.html" for key in LESSONS} <= {p.name for p in (tmp_path / "p").glob("*.html")}
+
+
+def test_the_command_line_builds_the_lessons_it_is_given_and_refuses_an_unknown_one(tmp_path):
+    command = [sys.executable, "-m", "deploy.static_pack"]
+    done = subprocess.run([*command, str(tmp_path / "out"), "--lessons", "causal, rope"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == ""
+    built = sorted(p.name for p in (tmp_path / "out").glob("lesson-*.html"))
+    assert built == ["lesson-causal.html", "lesson-rope.html"]
+    numbers = [list(LESSONS).index(key) + 1 for key in ("causal", "rope")]
+    index = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert all(html.escape(f"{n}. {LESSONS[key].title}") in index
+               for n, key in zip(numbers, ("causal", "rope"), strict=True))  # each keeps its number in the app's list
+    done = subprocess.run([*command, str(tmp_path / "out2"), "--lessons", "causal,nosuch"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "no lesson nosuch" in done.stderr and "causal" in done.stderr
+    assert not (tmp_path / "out2").exists()
