@@ -20,7 +20,10 @@ from ui.i18n import _
 MAX_RESULTS = 4
 
 
-@st.cache_resource(max_entries=MAX_RESULTS, show_spinner=False)
+# The key is the configuration's repr: every field is a string, number, bool or tuple of them, so equal reprs are
+# equal configurations (a false miss at worst: 1 against 1.0). Streamlit's own hasher walked the 25 fields in
+# Python, 1.2 ms per lookup, twice per Heads run (the page and its quiz fragment).
+@st.cache_resource(max_entries=MAX_RESULTS, show_spinner=False, hash_funcs={MHAConfig: repr})
 def cached_run(config: MHAConfig) -> RunResult:
     """``mha_core.run`` memoised on the frozen configuration, its arrays read-only (bounded: 4 per server)."""
     return read_only(run(config))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui.charts.chart_image import svg_button_options
 from ui.state.navigation import DEFAULT_PAGE, PAGE_INFO
@@ -19,8 +20,17 @@ def is_phone(user_agent: str | None) -> bool:
 
 
 def on_phone() -> bool:
-    """True when this session's browser is a phone's."""
-    return is_phone(st.context.headers.get("User-Agent"))
+    """True when this session's browser is a phone's.
+
+    Read once per script runner (one session's connection: its User-Agent cannot change) and kept on its run
+    context: ``st.context.headers`` builds the whole header mapping on every read, and a Heads run asks ~15 times."""
+    ctx = get_script_run_ctx()
+    known = getattr(ctx, "_mha_on_phone", None)
+    if known is None:
+        known = is_phone(st.context.headers.get("User-Agent"))
+        if ctx is not None:
+            ctx._mha_on_phone = known
+    return known
 
 
 def current_page(url: str | None, pages, default: str) -> str:
