@@ -73,8 +73,9 @@ def sentence_findings(text: str, _run: MiniLMRun) -> list[rm.Finding]:
 
 
 @st.cache_resource(max_entries=LAYER_CACHE_ENTRIES, show_spinner=False)
-def layer_tables(text: str, layer: int, _run: MiniLMRun) -> tuple[pd.DataFrame, np.ndarray]:
-    """One layer's diagnostics table and its heads' similarity matrix (nh, nh), for the sentence ``text``."""
+def layer_tables(text: str, layer: int, language: str, _run: MiniLMRun) -> tuple[pd.DataFrame, np.ndarray]:
+    """One layer's diagnostics table and its heads' similarity matrix (nh, nh), for the sentence ``text``; its rows
+    are named in ``language`` ("head 0"), so the language is part of the key."""
     trace = _run.traces[layer]
     return rm.real_head_frame(trace, _run.word_ids), tables.similarity_frame(trace).to_numpy()
 
@@ -191,7 +192,7 @@ def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
 
 def diagnostics_section(text: str, run: MiniLMRun, layer: int) -> None:
     st.subheader(_("What each head of layer {layer} does").format(layer=layer))
-    frame, similarity = layer_tables(text, layer, run)
+    frame, similarity = layer_tables(text, layer, current_language(), run)
     help_texts = {label: _(meaning) for label, meaning in (*tables.DIAGNOSTIC_COLUMNS.values(), *rm.REAL_COLUMNS.values())}
     frame, help_texts = in_language(frame, help_texts)  # headers in the reader's language, numbers as they are
     config = number_columns(frame.columns, NUMBER, help_texts)

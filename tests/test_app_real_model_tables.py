@@ -84,6 +84,22 @@ def test_no_smollm2_table_reads_none(smollm2):
 
 
 @pytest.mark.parametrize("lang", ["zh-CN", "es"])
+def test_the_diagnostics_rows_are_named_in_the_language_after_an_english_visit(lang, model, smollm2):
+    """The tables are cached per sentence and layer: the language is part of the key (an English visit first)."""
+    from ui.i18n import _ as translate
+    from ui.i18n import using_language
+
+    with using_language(lang):
+        heads = [translate("head {h}").format(h=h) for h in range(12)]
+    assert heads[0] != "head 0"
+    for link, n_heads in (({"rm_text": UNSPLIT}, 12), ({"model": "smollm2"}, 9)):
+        for language in ("en", lang):
+            at = open_app(PAGE, timeout=600, **link, **({} if language == "en" else {"lang": language}))
+        (frame,) = [d.value for d in at.dataframe if len(d.value) == n_heads and len(d.value.columns) >= 5]
+        assert list(frame.index) == heads[:n_heads], link
+
+
+@pytest.mark.parametrize("lang", ["zh-CN", "es"])
 def test_the_dashes_notes_in_other_languages(lang, model):
     from ui.i18n import _ as translate
     from ui.i18n import using_language

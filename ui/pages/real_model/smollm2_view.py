@@ -268,15 +268,16 @@ def heads_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int)
 
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES * 4, show_spinner=False)
-def layer_diagnostics(text: str, layer: int, _model: smol.SmolLM2, _run: runs.SmolRun):
-    """The diagnostics table of one layer's heads (the toy pages' columns), from the engine's trace of that layer."""
+def layer_diagnostics(text: str, layer: int, language: str, _model: smol.SmolLM2, _run: runs.SmolRun):
+    """The diagnostics table of one layer's heads (the toy pages' columns), from the engine's trace of that layer;
+    its rows named in ``language`` ("head 0")."""
     _normed, trace, _weights = _model.layer_trace(_run, layer)
     return tables.head_summary_frame(trace)
 
 
 def diagnostics_section(model: smol.SmolLM2, text: str, run: runs.SmolRun, layer: int) -> None:
     st.subheader(_("What each head of layer {layer} does").format(layer=layer))
-    frame = layer_diagnostics(text, layer, model, run)
+    frame = layer_diagnostics(text, layer, current_language(), model, run)
     help_texts = {label: _(meaning) for label, meaning in tables.DIAGNOSTIC_COLUMNS.values()}
     frame, help_texts = in_language(frame, help_texts)  # headers in the reader's language, numbers as they are
     config = number_columns(frame.columns, "%.3f", help_texts)
