@@ -22,6 +22,7 @@ import streamlit as st
 from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLMRun, load_minilm
 from ui.charts import describe, tables
 from ui.charts.markdown import literals
+from ui.charts.numbers import EMPTY_CELL
 from ui.i18n import N_, _, current_language
 from ui.pages import real_model as rm
 from ui.pages.real_model import layer_steps as rm_steps
@@ -72,8 +73,9 @@ def sentence_findings(text: str, _run: MiniLMRun) -> list[rm.Finding]:
 
 
 @st.cache_resource(max_entries=LAYER_CACHE_ENTRIES, show_spinner=False)
-def layer_tables(text: str, layer: int, _run: MiniLMRun) -> tuple[pd.DataFrame, np.ndarray]:
-    """One layer's diagnostics table and its heads' similarity matrix (nh, nh), for the sentence ``text``."""
+def layer_tables(text: str, layer: int, language: str, _run: MiniLMRun) -> tuple[pd.DataFrame, np.ndarray]:
+    """One layer's diagnostics table and its heads' similarity matrix (nh, nh), for the sentence ``text``; its rows
+    are named in ``language`` ("head 0"), so the language is part of the key."""
     trace = _run.traces[layer]
     return rm.real_head_frame(trace, _run.word_ids), tables.similarity_frame(trace).to_numpy()
 
@@ -190,15 +192,19 @@ def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
 
 def diagnostics_section(text: str, run: MiniLMRun, layer: int) -> None:
     st.subheader(_("What each head of layer {layer} does").format(layer=layer))
-    frame, similarity = layer_tables(text, layer, run)
+    frame, similarity = layer_tables(text, layer, current_language(), run)
     help_texts = {label: _(meaning) for label, meaning in (*tables.DIAGNOSTIC_COLUMNS.values(), *rm.REAL_COLUMNS.values())}
     frame, help_texts = in_language(frame, help_texts)  # headers in the reader's language, numbers as they are
     config = number_columns(frame.columns, NUMBER, help_texts)
-    st.dataframe(frame, column_config=config, height="content", key="rm_head_table")
-    st.caption(_(
-        "Means over the query rows; hover a column name for its meaning. Key 0 is [CLS], so 'on first token' is "
-        "the weight on [CLS]."
-    ))
+    st.dataframe(frame, column_config=config, height="content", key="rm_head_table", placeholder=EMPTY_CELL)
+    notes = [_("Means over the query rows; hover a column name for its meaning. Key 0 is [CLS], so 'on first token' "
+               "is the weight on [CLS].")]
+    label, _meaning = rm.REAL_COLUMNS["word"]
+    word = _(label)  # the column's name as in_language shows it
+    if frame[word].isna().all():
+        notes.append(_("{empty} under '{column}': no word of this sentence is split into pieces, so there is nothing "
+                       "to measure.").format(empty=EMPTY_CELL, column=word))
+    st.caption(" ".join(notes))
     left, right = st.columns([3, 2], vertical_alignment="center")
     show_chart(cached_figures.similarity_heatmap(similarity), key="rm_similarity", where=left, config=chart_config(),
                alt=describe.describe_similarity(similarity, title=_("Layer {layer}").format(layer=layer)))

@@ -11,7 +11,8 @@ fetched at view time, and nothing of Streamlit runs at build time.
 
 A link becomes the page it names (``LINK_PAGES``): Heads, Step by step, FlashAttention, Compare A/B and a
 lesson are built as static pages of that view (a Heads page shows each head's maps as its kernel makes them,
-in the kernel record's words, as the live page does: ``ui.charts.head_panels``); Decoding, Seed notebooks,
+in the kernel record's words, as the live page does: ``ui.charts.head_panels``; a Step by step page prints the
+numbers in the cells as the link's ``nums`` says, by the app's rule, and says so: ``cell_numbers``); Decoding, Seed notebooks,
 Real model and About are refused with the reason. A line that is not a link, names no page of the app, carries a parameter the page does not
 read, or a value the app would repair (the app's own message) is reported as ``FILE:LINE: not built:
 REASON`` and left out; the rest is built, and the exit status is 1 when a line was left out.
@@ -84,7 +85,15 @@ from ui.pipeline.panels import panel_figure
 from ui.pipeline.records import Panel as StepPanel
 from ui.pipeline.records import Step, dim_labels, step_inputs
 from ui.pipeline.steps import FULLY_MASKED_POLICY, build_steps, row_sums_heading, row_sums_table
-from ui.state.settings import COLOUR_RANGE_LABELS, VIEW_SETTINGS, Setting, model_settings, values_of
+from ui.state.settings import (
+    COLOUR_RANGE_LABELS,
+    NUMBERS_MAX_TOKENS,
+    VIEW_SETTINGS,
+    Setting,
+    model_settings,
+    numbers_shown,
+    values_of,
+)
 from ui.state.urlstate import (
     config_from_params,
     explorer_params,
@@ -455,14 +464,36 @@ def _markdown(text: str) -> str:
     return out.replace("  \n", "<br>")
 
 
-def panel_of(panel: StepPanel, stem: str, width_px: float = STEP_PANEL_PX) -> Panel:
-    """A step's matrix as the app draws it (``ui.pipeline.panels.panel_figure``)."""
-    figure = panel_figure(panel, width_px=width_px)
-    return Panel(panel.title, _figure_dict(figure, stem), np.asarray(panel.matrix))
+def panel_of(panel: StepPanel, stem: str, width_px: float = STEP_PANEL_PX, numbers: bool = True,
+             phone_numbers: bool = True) -> Panel:
+    """A step's matrix as the app draws it (``ui.pipeline.panels.panel_figure``), its numbers in the cells when
+    ``numbers``; ``phone_numbers`` False: pack.js leaves them out on a phone (``nums=auto``, as the app does)."""
+    figure = _figure_dict(panel_figure(panel, width_px=width_px, numbers=numbers), stem)
+    if not phone_numbers and panel.kind != "mask" and "text" in figure["data"][0]:  # a mask's ✓/✗: its key
+        figure["phone_numbers"] = False
+    return Panel(panel.title, figure, np.asarray(panel.matrix))
 
 
-def step_section(number: int, step: Step, stem: str, extra: str = "") -> Section:
-    """A step as the Step-by-step page shows it: title, why, formula (its LaTeX source), shapes, note, matrices."""
+def cell_numbers(config: MHAConfig, choice: str) -> tuple[bool, str]:
+    """Step by step's ``nums`` in the pack: whether the cells print their numbers (the app's rule, on a screen that
+    is not a phone's; pack.js hides auto's on a phone) and the sentence that says so on the page."""
+    tokens = max(len(config.tokens), len(config.key_tokens))
+    shown = numbers_shown(choice, tokens, phone=False)
+    if choice == "1":
+        return shown, _("Numbers in the cells: on (nums=1 in the link), on every screen.")
+    if choice == "0":
+        return shown, _("Numbers in the cells: off (nums=0 in the link).")
+    if shown:
+        return shown, _("Numbers in the cells: auto, printed for sentences of up to {n} tokens (this one has {t}); a "
+                        "phone leaves them out, as the app does.").format(n=NUMBERS_MAX_TOKENS, t=tokens)
+    return shown, _("Numbers in the cells: auto, left out for sentences of more than {n} tokens (this one has {t}); "
+                    "nums=1 in the link prints them.").format(n=NUMBERS_MAX_TOKENS, t=tokens)
+
+
+def step_section(number: int, step: Step, stem: str, extra: str = "", numbers: bool = True,
+                 phone_numbers: bool = True) -> Section:
+    """A step as the Step-by-step page shows it: title, why, formula (its LaTeX source), shapes, note, matrices
+    (their numbers in the cells as ``panel_of`` says)."""
     parts = [f"<h2 id='{step.slug}'>{number}. {html.escape(step.title)}</h2>"]
     if step.why:
         parts.append(f"<p>{_markdown(step.why)}</p>")
@@ -473,7 +504,8 @@ def step_section(number: int, step: Step, stem: str, extra: str = "") -> Section
         parts.append(f"<p>{shapes}</p>")
     if step.note:
         parts.append(f"<p>{_markdown(step.note)}</p>")
-    panels = tuple(panel_of(p, f"{stem}_{step.slug}_{i}") for i, p in enumerate(step.panels))
+    panels = tuple(panel_of(p, f"{stem}_{step.slug}_{i}", numbers=numbers, phone_numbers=phone_numbers)
+                   for i, p in enumerate(step.panels))
     return Section("".join(parts) + extra, panels)
 
 
@@ -503,7 +535,9 @@ def step_by_step_link(link: Link, app_url: str) -> Page:
     stem = link.file.removesuffix(".html")
     followed = _("Head {head} followed from the embeddings to the output; the drill-down's cell (query {query}, "
                  "key {key}) is outlined.").format(head=head, query=cell[0], key=cell[1])
-    sections = [Section(link.intro + f"<p class='view'>{_text(followed)}</p>")]
+    choice = str(s.view["nums"])
+    numbers, said = cell_numbers(s.config, choice)
+    sections = [Section(link.intro + f"<p class='view'>{_text(followed)}</p><p class='view nums'>{_text(said)}</p>")]
     for number, step in enumerate(build_steps(inputs, head, cell), start=1):
         extra = ""
         if step.slug == "softmax":
@@ -511,7 +545,7 @@ def step_by_step_link(link: Link, app_url: str) -> Page:
                                 index=True)
             if inputs.trace.fully_masked[head].any():
                 extra += "<p class='note'>" + _markdown(_(FULLY_MASKED_POLICY)) + "</p>"
-        sections.append(step_section(number, step, stem, extra))
+        sections.append(step_section(number, step, stem, extra, numbers=numbers, phone_numbers=choice != "auto"))
     return Page(link.file, _("Link {number}: step by step, head {head}").format(number=link.number, head=head),
                 sections, describe(s.config),
                 live_link(app_url, link.page, s.live_params()))

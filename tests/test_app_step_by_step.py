@@ -1,6 +1,7 @@
 """AppTest of the Step-by-step page: it renders, follows the settings, and its numbers are the engine's."""
 
 import base64
+import re
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +73,7 @@ def panel_views(figure: dict) -> dict[str, dict]:
     if "title" in layout:
         return {layout["title"]["text"]: figure}
     views = {}
-    for index, title in enumerate(layout["annotations"]):
+    for index, title in enumerate(layout["annotations"]):  # a run of steps numbers its panels: keyed without it
         suffix = "" if index == 0 else str(index + 1)
         xaxis, yaxis = layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"]
         traces = [trace for trace in figure["data"] if trace["xaxis"] == f"x{suffix}"]  # the panel, then its grey layer
@@ -80,8 +81,9 @@ def panel_views(figure: dict) -> dict[str, dict]:
         assert xaxis["domain"][0] < title["x"] < xaxis["domain"][1]  # the title stands over this panel
         shapes = [shape for shape in layout.get("shapes", []) if shape["xref"] == f"x{suffix}"]
         assert all(shape["yref"] == f"y{suffix}" for shape in shapes)
-        views[title["text"]] = {"data": traces, "layout": {**layout, "xaxis": xaxis, "yaxis": yaxis,
-                                                           "shapes": shapes, "title": {"text": title["text"]}}}
+        name = re.sub(r"^\d+\. ", "", title["text"])  # "6. S_0 × scale" (test_app_step_by_step_run_titles)
+        views[name] = {"data": traces, "layout": {**layout, "xaxis": xaxis, "yaxis": yaxis,
+                                                  "shapes": shapes, "title": {"text": name}}}
     return views
 
 

@@ -46,10 +46,24 @@
     return layout;
   }
 
+  // Step by step's nums=auto prints no numbers on a phone, as the app does (deploy/static_pack.cell_numbers).
+  var phone = window.matchMedia("(max-width: 640px)");
+
+  function dataFor(i) {
+    var figure = pack.figures[i];
+    if (figure.phone_numbers !== false || !phone.matches) return figure.data;
+    return figure.data.map(function (trace) {
+      var plain = Object.assign({}, trace);
+      delete plain.text;
+      delete plain.texttemplate;
+      return plain;
+    });
+  }
+
   function draw(i) {
     // The app's chart settings (ui/charts/chart_image.chart_settings): the camera saves an SVG named after the page
     // and panel, and no button uploads the chart anywhere.
-    return Plotly.react(plot(i), pack.figures[i].data, layoutFor(i), pack.figures[i].config);
+    return Plotly.react(plot(i), dataFor(i), layoutFor(i), pack.figures[i].config);
   }
 
   function show(i, scroll) {

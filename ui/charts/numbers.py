@@ -28,6 +28,7 @@ from ui.i18n import LANGUAGES, current_language
 
 DECIMALS = 4  # a table's numbers
 CELL_DECIMALS = 2  # a number printed inside a heatmap cell
+EMPTY_CELL = "—"  # a table's cell with no value (st.dataframe's ``placeholder``; Streamlit would print "None")
 
 
 def fixed(value: float, decimals: int = DECIMALS) -> str:

@@ -9,6 +9,8 @@ colours. Pure: no streamlit.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import plotly.graph_objects as go
 
 from ui.charts.figures import MASKED_COLOUR, MODEBAR_PX, SIGNED_SCALE, VALUE, _domains, figure
@@ -34,6 +36,21 @@ def step_runs(steps: list[Step]) -> list[list[tuple[int, Step]]]:
         else:
             runs.append([(number, step)])
     return runs
+
+
+def numbered(run: list[tuple[int, Step]]) -> list[tuple[int, Step]]:
+    """A run of two or more steps with panels, each panel's title starting with its step's number ("5. S_0 = ..."):
+    their chart stands under all the run's headings, a screen below the first one's, and the number links a panel
+    back to its heading. A step drawn alone keeps its titles (its heading is right above its chart)."""
+    if len(drawn_steps(run)) < 2:
+        return run
+    return [(number, replace(step, panels=tuple(replace(panel, title=f"{number}. {panel.title}")
+                                                 for panel in step.panels))) for number, step in run]
+
+
+def drawn_steps(run: list[tuple[int, Step]]) -> list[int]:
+    """The numbers of a run's steps that have panels (a step can have none: the mask step without a mask)."""
+    return [number for number, step in run if step.panels]
 
 
 def combinable(rows: tuple[tuple[Panel, ...], ...]) -> bool:

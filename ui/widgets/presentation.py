@@ -79,9 +79,11 @@ PRESENTATION_CSS = """
 [data-testid="stMain"] [data-testid="stMetricLabel"] p { font-size: 1.15rem; }
 [data-testid="stMain"] [data-testid="stSelectbox"] input { font-size: 1.2rem; }
 /* Tables: st.dataframe draws its cells on a canvas in a fixed ~13 px font that CSS cannot reach, so the whole
-   grid is zoomed (layout and hit-testing follow), its box narrowed by as much so that, zoomed, it fills its column
-   (the grid lays its columns out in the narrower box); st.table is HTML and takes a font size. */
-[data-testid="stMain"] [data-testid="stDataFrame"] { zoom: 1.35; width: calc(100% / 1.35) !important; }
+   grid is zoomed (layout and hit-testing follow). A percentage width of a zoomed box is of its column as it is
+   (standardised CSS zoom, Chromium 128+): 100% fills the column, the grid laying its columns out in 1/1.35 of it.
+   (100% / 1.35 left a quarter of the column empty, half the width on a phone.) st.table is HTML and takes a font
+   size. */
+[data-testid="stMain"] [data-testid="stDataFrame"] { zoom: 1.35; width: 100% !important; }
 [data-testid="stMain"] [data-testid="stDataFrame"] div[style*="max-width"][style*="position: relative"] {
   width: 100% !important; max-width: 100% !important;
 }

@@ -31,7 +31,7 @@ from ui.pipeline.drill_down import (
     softmax_row_table,
 )
 from ui.pipeline.latex_lines import phone_lines
-from ui.pipeline.panel_rows import combinable
+from ui.pipeline.panel_rows import combinable, drawn_steps, numbered
 from ui.pipeline.panels import panel_table
 from ui.pipeline.records import Panel, Step
 from ui.pipeline.step_export import run_step_frame, step_file_name
@@ -151,7 +151,7 @@ def show_step_run(run: list[tuple[int, Step]], key_prefix: str, *, as_table: boo
     """Steps whose charts follow one another (``ui.pipeline.panel_rows.step_runs``): each step's heading and words,
     then ONE chart of all their panels (key ``<key_prefix>_<slugs>_rows``), then their downloads. As tables, on a
     phone (one matrix under another) or for a single panel, each step on its own as ``show_step`` draws it."""
-    rows = panel_rows(run)
+    rows = panel_rows(numbered(run))
     if as_table or on_phone() or sum(map(len, rows)) <= 1 or not combinable(rows):
         for number, step in run:
             show_step(number, step, key_prefix, as_table=as_table, font_size=font_size, rebuilt_from=rebuilt_from,
@@ -159,6 +159,10 @@ def show_step_run(run: list[tuple[int, Step]], key_prefix: str, *, as_table: boo
         return
     for number, step in run:
         show_step(number, step, key_prefix, panels=False, font_size=font_size)
+    drawn = drawn_steps(run)
+    if len(drawn) > 1:  # the chart stands under every heading of the run: say how a panel finds its step
+        st.caption(_("The chart below holds steps {first} to {last}: each panel's title starts with its step's "
+                     "number.").format(first=drawn[0], last=drawn[-1]))
     figure = cached_figures.panel_rows_figure(rows, font_size=font_size, width_px=MAIN_COLUMN_PX, numbers=numbers)
     slugs = "_".join(step.slug for _number, step in run)
     show_chart(figure, key=f"{key_prefix}_{slugs}_rows", config=chart_config(),

@@ -22,15 +22,16 @@ LESSONS = {"first": "sinks", "cls": "sinks", "sep": "sinks", "induction": "induc
 
 
 def roles_frame(scores: dict[str, np.ndarray], roles: np.ndarray, table: dict[str, Role] = ROLES) -> pd.DataFrame:
-    """One row per role: its name, how many heads have it, its example head (highest score) and that score."""
+    """One row per role: its name, how many heads have it, its example head (highest score) and that score; a last
+    row for the heads with no clear role, which has no example head and no score (None/NaN: the page prints ``ui.charts.numbers.EMPTY_CELL``)."""
     rows = []
     for key, role in table.items():
         table = scores[key]  # (L, nh)
         layer, head = np.unravel_index(int(np.argmax(table)), table.shape)
         rows.append({"role": _(role.name), "heads": int((roles == key).sum()), "example": f"{layer}.{head}",
                      "its score": float(table[layer, head]), "median over heads": float(np.median(table))})
-    rows.append({"role": _(NO_ROLE), "heads": int((roles == "").sum()), "example": "", "its score": np.nan,
-                 "median over heads": np.nan})
+    rows.append({"role": _(NO_ROLE), "heads": int((roles == "").sum()), "example": None, "its score": np.nan,
+                 "median over heads": np.nan})  # no example head, no score
     return pd.DataFrame(rows)
 
 

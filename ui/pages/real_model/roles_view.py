@@ -13,6 +13,7 @@ from mha_core import minilm_roles as mr
 from mha_core import smollm2 as smol
 from mha_core.pretrained import MiniLM
 from ui.charts import describe
+from ui.charts.numbers import EMPTY_CELL
 from ui.i18n import _
 from ui.pages.real_model import roles as rb
 from ui.pages.real_model import section_links as sl
@@ -113,7 +114,7 @@ def roles_body(prefix: str, attentions: np.ndarray, half: int, labels: list[str]
                "its score": _("its score"), "median over heads": _("median over all heads")}
     if on_phone():  # five columns are wider than a phone: it scrolls sideways, with no scroll bar
         st.caption(swipe_hint(headers.values()))
-    st.dataframe(frame, key=f"{prefix}_roles_table", hide_index=True, column_config={
+    st.dataframe(frame, key=f"{prefix}_roles_table", hide_index=True, placeholder=EMPTY_CELL, column_config={
         "role": st.column_config.TextColumn(headers["role"]),
         "heads": st.column_config.NumberColumn(headers["heads"]),
         "example": st.column_config.TextColumn(headers["example"]),
@@ -122,7 +123,9 @@ def roles_body(prefix: str, attentions: np.ndarray, half: int, labels: list[str]
     clear = int((roles != "").sum())
     st.caption(_("{clear} of {n} heads have a clear role; {none} have none. A head can score high on two roles (a "
                  "previous-token head is also local); it is named after its highest, previous-token before the "
-                 "window that contains it.").format(clear=clear, n=n_heads, none=n_heads - clear))
+                 "window that contains it.").format(clear=clear, n=n_heads, none=n_heads - clear) + " " + _(
+        "{empty}: the heads with no clear role have no example head and no score of their own.").format(
+        empty=EMPTY_CELL))
     figure, alt = rb.distribution_figure(scores, hr.THRESHOLD, uniform, table)
     show_chart(figure, key=f"{prefix}_roles_distribution", config=chart_config(), alt=alt)
     example_body(prefix, attentions, labels, scores, table, causal)

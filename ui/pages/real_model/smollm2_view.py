@@ -23,10 +23,13 @@ from ui.i18n import N_, _, current_language
 from ui.pages.real_model import smollm2 as sb
 from ui.pages.real_model.ablation_view import ablation_section
 from ui.pages.real_model.flow_view import flow_section
+from ui.pages.real_model.long_view import PARAMS as LONG_PARAMS
+from ui.pages.real_model.qknorm import PARAMS as QKNORM_PARAMS
 from ui.pages.real_model.roles_view import roles_section
-from ui.pages.real_model.section_links import per_model_params
+from ui.pages.real_model.section_links import per_model_params, sync_params
 from ui.pages.real_model.smollm2_fetch import BackgroundFetch
 from ui.pages.real_model.smollm2_intro import about_the_model, show_tokens
+from ui.pages.real_model.targeted import ALT_PARAM, RANK_PARAM
 from ui.pages.real_model.targeted_view import targeted_section
 from ui.pages.real_model.token_sets_view import token_sets_section
 from ui.pages.real_model.whatif import PARAMS as WHATIF_PARAMS
@@ -74,23 +77,26 @@ def model_switch() -> str:
     return choice
 
 
+def smollm2_only_params() -> tuple[str, ...]:
+    """Every parameter only SmolLM2's view reads: its temperature and top-k, and its sections' (the what-ifs, QK-norm,
+    longer than trained, which heads make it say this). A switch to MiniLM drops them; SmolLM2's widgets keep their
+    values, and its view writes them back when the switch returns to it."""
+    own = [row.param for row in sb.SMOL_ROWS if row.param not in ("rm_layer", "rm_head")]  # MiniLM has its own two
+    return (*own, *WHATIF_PARAMS, *QKNORM_PARAMS, *LONG_PARAMS, ALT_PARAM, RANK_PARAM)
+
+
 def leave_the_other_models_settings() -> None:
     """Switch callback: the prompt travels to the other model, SmolLM2's own settings do not travel to MiniLM.
 
     MiniLM's view reads the link on its first visit; a SmolLM2 layer (0..29) in it would be
     reported there as a bad link value, though nobody typed a link.
     """
-    for name in per_model_params():  # each model's sections keep their own (no MiniLM head 5.11 in SmolLM2)
-        if name in st.query_params:
-            del st.query_params[name]
-    if st.session_state.get("w_rm_model") != sb.DEFAULT_MODEL:
-        return
-    names = [row.param for row in sb.SMOL_ROWS] + [*WHATIF_PARAMS]
-    if "rm_link_read" in st.session_state:  # MiniLM's view writes its own layer and head
-        names = [name for name in names if name not in ("rm_layer", "rm_head")]
-    for name in names:
-        if name in st.query_params:
-            del st.query_params[name]
+    names = list(per_model_params())  # each model's sections keep their own (no MiniLM head 5.11 in SmolLM2)
+    if st.session_state.get("w_rm_model") == sb.DEFAULT_MODEL:
+        names += smollm2_only_params()
+        if "rm_link_read" not in st.session_state:  # else MiniLM's view writes its own layer and head
+            names += ["rm_layer", "rm_head"]
+    sync_params(st.query_params, names, {})
 
 
 # ---- loading and running ----
@@ -262,15 +268,16 @@ def heads_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int)
 
 
 @st.cache_resource(max_entries=FORWARD_CACHE_ENTRIES * 4, show_spinner=False)
-def layer_diagnostics(text: str, layer: int, _model: smol.SmolLM2, _run: runs.SmolRun):
-    """The diagnostics table of one layer's heads (the toy pages' columns), from the engine's trace of that layer."""
+def layer_diagnostics(text: str, layer: int, language: str, _model: smol.SmolLM2, _run: runs.SmolRun):
+    """The diagnostics table of one layer's heads (the toy pages' columns), from the engine's trace of that layer;
+    its rows named in ``language`` ("head 0")."""
     _normed, trace, _weights = _model.layer_trace(_run, layer)
     return tables.head_summary_frame(trace)
 
 
 def diagnostics_section(model: smol.SmolLM2, text: str, run: runs.SmolRun, layer: int) -> None:
     st.subheader(_("What each head of layer {layer} does").format(layer=layer))
-    frame = layer_diagnostics(text, layer, model, run)
+    frame = layer_diagnostics(text, layer, current_language(), model, run)
     help_texts = {label: _(meaning) for label, meaning in tables.DIAGNOSTIC_COLUMNS.values()}
     frame, help_texts = in_language(frame, help_texts)  # headers in the reader's language, numbers as they are
     config = number_columns(frame.columns, "%.3f", help_texts)
