@@ -15,7 +15,7 @@ import streamlit as st
 
 from ui.charts.export import csv_bytes, npz_bytes
 from ui.charts.markdown import literal
-from ui.charts.numbers import column_format, table_values
+from ui.charts.numbers import EMPTY_CELL, column_format, table_values
 from ui.i18n import _
 from ui.pipeline.drill_down import (
     NULL_KEY_LABEL,
@@ -69,9 +69,10 @@ def show_panel(panel: Panel, key: str, *, as_table: bool = False, width_px: floa
     st.markdown(f"**{panel.title}**")
     if panel.kind != "mask":
         frame = table_values(frame)  # no -0.0000
-    st.dataframe(frame, column_config=None if panel.kind == "mask" else number_columns(frame.columns), key=key)
+    st.dataframe(frame, column_config=None if panel.kind == "mask" else number_columns(frame.columns), key=key,
+                 placeholder=EMPTY_CELL)
     if np.isneginf(panel.matrix).any():
-        st.caption(_("Empty (None) cells are masked: their logit is −∞."))
+        st.caption(_("Cells that read {empty} are masked: their logit is −∞.").format(empty=EMPTY_CELL))
 
 
 def panels_per_row(n: int) -> int:
