@@ -150,6 +150,24 @@ def test_step_by_step_panels_and_a_masked_cell_on_the_canvas(app_page, app_url):
     assert not exceptions_on_page(page)
 
 
+def test_the_cells_numbers_are_written_on_the_canvas_when_the_page_prints_them(app_page, app_url):
+    page = app_page
+    held = hold_plotly(page)
+    open_app(page, app_url, "step_by_step?seed=3&nums=1")
+    weights = run(MHAConfig(seed=3)).trace.weights[0]  # (T, T): the softmax panel follows head 0
+    t = weights.shape[0]
+    box = read_canvas(page, "sbs_softmax_0")["boxes"]["xy"]
+    for i, j in ((0, 0), (2, 3), (t - 1, t - 1)):
+        cell = scale_colour(WEIGHT_SCALE, weights[i, j], 0.0, 1.0)
+        (x, y), = cell_points(box, t, t, [(i, j)])
+        line = [[x + dx, y] for dx in np.arange(-0.3, 0.3, 0.02) * box["w"] / t]  # across the middle of the cell
+        pixels = np.array(read_canvas(page, "sbs_softmax_0", line)["pixels"])[:, :3]
+        assert (np.abs(pixels - cell).max(axis=1) > 60).any(), f"no number written in cell ({i}, {j})"
+        assert (np.abs(pixels - cell).max(axis=1) <= TOLERANCE).any(), f"cell ({i}, {j}) is not its colour around its number"
+    release_plotly(page, held)
+    page.wait_for_function(NO_CANVAS_JS, timeout=60_000)
+
+
 def test_seed_plus_draws_the_new_weights_over_plotlys_plot_areas_before_plotly_redraws(app_page, app_url):
     page = app_page
     open_app(page, app_url, "?seed=3")
