@@ -29,6 +29,7 @@ CANVAS_JS = """([key, points]) => {
           pixels: points.map(([x, y]) => [...ctx.getImageData(Math.floor(x * scale), Math.floor(y * scale), 1, 1).data])};
 }"""
 NO_CANVAS_JS = """() => document.querySelectorAll('.mha-live canvas').length === 0
+  && document.querySelectorAll('.mha-live').length > 0
   && [...document.querySelectorAll('.mha-live')].every(r => r.dataset.mhaPlotly && r.dataset.mhaPlotly === r.dataset.mhaShown)"""
 
 
@@ -171,6 +172,8 @@ def test_the_cells_numbers_are_written_on_the_canvas_when_the_page_prints_them(a
 def test_seed_plus_draws_the_new_weights_over_plotlys_plot_areas_before_plotly_redraws(app_page, app_url):
     page = app_page
     open_app(page, app_url, "?seed=3")
+    page.wait_for_function("() => !!document.querySelector('.st-key-heads_grid .js-plotly-plot')?._fullLayout",
+                           timeout=60_000)
     page.wait_for_function(NO_CANVAS_JS, timeout=60_000)
     areas = page.evaluate("""() => { const f = document.querySelector('.st-key-heads_grid .js-plotly-plot')._fullLayout;
         return Object.fromEntries(['', '2', '3', '4'].map(n => [`x${n}y${n}`,

@@ -27,6 +27,7 @@ def test_on_a_phone_every_heatmap_panel_is_wide_enough_and_no_mode_bar_is_shown(
     as_phone(app_page)
     open_app(app_page, app_url, link)
     wait_idle(app_page, timeout=90_000)
+    app_page.wait_for_timeout(1500)  # every chart of the run mounted
     app_page.wait_for_function(PLOTTED, timeout=60_000)
     assert not exceptions_on_page(app_page)
     narrow = [p for p in app_page.evaluate(PANEL_WIDTHS) if p["width"] < MIN_PANEL_PX]

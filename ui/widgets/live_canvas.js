@@ -8,8 +8,9 @@
 //   area (_fullLayout's x/y axis _offset and _length), over plotly's old cells.
 // - "estimated": plotly.js has not run yet: the plot areas come from the layout (height, margins, axis domains,
 //   scaleanchor) with plotly's automargin guessed from the tick labels' measured widths and the colour bar's
-//   size. What may differ until plotly takes over: the plot areas by a few pixels (plotly measures its labels
-//   and colour bar exactly), and the canvas draws no ticks, axis titles, panel titles or colour bar.
+//   size; the tick labels and the panel titles (paper annotations) written around them. What may differ until
+//   plotly takes over: the plot areas by a few pixels (plotly measures its labels and colour bar exactly), every
+//   category label written (plotly thins them where they would overlap), and no axis titles, tick marks or colour bar.
 
 const TYPED_ARRAYS = {f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
                       u2: Uint16Array, i4: Int32Array, u4: Uint32Array};
@@ -225,7 +226,7 @@ function plotAreas(plot, pairs, axes, layout, width, colourbars, family, ctx) {
     const box = {x: m.l + W * xd[0], w: W * (xd[1] - xd[0]), y: m.t + H * (1 - yd[1]), h: H * (yd[1] - yd[0])};
     return constrained(box, axes[x], axes[y]);
   });
-  return {mode: "estimated", width, height, boxes};
+  return {mode: "estimated", width, height, boxes, paper: {x: m.l, y: m.t, w: W, h: H}};
 }
 
 // plotly's text colour on a cell (Color.contrast): white on a dark cell, its dark grey on a light one, "dark"
@@ -327,12 +328,58 @@ function drawHeatmaps(root, plot, figure, layout, theme, width) {
   }
   traces.forEach((trace, k) => paintTrace(ctx, scale, areas.boxes[k], axes[pairs[k][0]], axes[pairs[k][1]], trace,
                                           matrices[k], colours[k].colour, texts[k], layout, family));
+  if (areas.mode === "estimated") drawLabels(ctx, scale, layout, areas, pairs, axes, theme);
   if (!canvas.isConnected) root.appendChild(canvas);
   root.__mhaCanvas = canvas;
   root.__mhaCanvasDraws = (root.__mhaCanvasDraws || 0) + 1;
   root.__mhaCanvasAreas = {mode: areas.mode, boxes: Object.fromEntries(pairs.map((p, k) => [p.join("").replace(/axis/g, ""), areas.boxes[k]]))};
   if (areas.mode === "estimated") plot.style.minHeight = `${areas.height}px`;  // the room plotly will take
   return true;
+}
+
+// Before plotly.js has run: the tick labels beside the panels that show them and the paper annotations (panel
+// titles), in the theme's text colour.
+function drawLabels(ctx, scale, layout, areas, pairs, axes, theme) {
+  ctx.save();
+  ctx.scale(scale, scale);
+  ctx.fillStyle = theme.text;
+  const done = new Set();
+  pairs.forEach(([x, y], k) => {
+    for (const axis of [axes[x], axes[y]]) {
+      const box = areas.boxes[k];
+      if (axis.spec.showticklabels === false || done.has(axis.name) || !axis.categories.length) continue;
+      done.add(axis.name);
+      const labels = Array.isArray(axis.spec.tickvals) ? axis.spec.tickvals.map(String) : axis.categories;
+      const texts = Array.isArray(axis.spec.ticktext) ? axis.spec.ticktext : labels;
+      const [r0, r1] = axis.range, size = fontSize(axis.spec.tickfont, layout), turn = Number(axis.spec.tickangle) || 0;
+      ctx.font = `${size}px ${theme.font}`;
+      labels.forEach((label, n) => {
+        const at = axis.categories.indexOf(label), text = String(texts[n] ?? label).replace(/<[^>]*>/g, "");
+        if (at < 0) return;
+        if (axis.letter === "y") {
+          ctx.textAlign = "right";
+          ctx.fillText(text, box.x - 6, box.y + box.h * (r1 - at) / (r1 - r0) + size * 0.35);
+          return;
+        }
+        ctx.save();
+        ctx.translate(box.x + box.w * (at - r0) / (r1 - r0), box.y + box.h + 6 + size * 0.7);
+        ctx.rotate(turn * Math.PI / 180);
+        ctx.textAlign = turn ? "right" : "center";
+        ctx.fillText(text, 0, size * (turn ? 0.35 : 0.3));
+        ctx.restore();
+      });
+    }
+  });
+  for (const note of layout.annotations || []) {
+    if (note.xref !== "paper" || note.yref !== "paper" || !note.text) continue;
+    const size = fontSize(note.font, layout);
+    ctx.font = `${size}px ${theme.font}`;
+    ctx.textAlign = {left: "left", right: "right"}[note.xanchor] || "center";
+    const y = areas.paper.y + areas.paper.h * (1 - Number(note.y));
+    const shift = {bottom: -size * 0.15, top: size * 1.1}[note.yanchor] ?? size * 0.35;
+    ctx.fillText(String(note.text).replace(/<[^>]*>/g, ""), areas.paper.x + areas.paper.w * Number(note.x), y + shift);
+  }
+  ctx.restore();
 }
 
 // The canvas taken away once plotly has drawn the figure (its heatmap images decoded, so no frame goes blank).
