@@ -10,7 +10,8 @@
 //   scaleanchor) with plotly's automargin guessed from the tick labels' measured widths and the colour bar's
 //   size; the tick labels and the panel titles (paper annotations) written around them. What may differ until
 //   plotly takes over: the plot areas by a few pixels (plotly measures its labels and colour bar exactly), every
-//   category label written (plotly thins them where they would overlap), and no axis titles, tick marks or colour bar.
+//   category label written (plotly thins them where they would overlap), and no axis titles, tick marks, shapes (the
+//   drill-down's outlined cell) or colour bar.
 
 const TYPED_ARRAYS = {f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
                       u2: Uint16Array, i4: Int32Array, u4: Uint32Array};
@@ -337,8 +338,8 @@ function drawHeatmaps(root, plot, figure, layout, theme, width) {
   return true;
 }
 
-// Before plotly.js has run: the tick labels beside the panels that show them and the paper annotations (panel
-// titles), in the theme's text colour.
+// Before plotly.js has run: the tick labels beside the panels that show them, the paper annotations (panel titles)
+// and the figure's title (centred in the top margin, plotly's default), in the theme's text colour.
 function drawLabels(ctx, scale, layout, areas, pairs, axes, theme) {
   ctx.save();
   ctx.scale(scale, scale);
@@ -370,6 +371,13 @@ function drawLabels(ctx, scale, layout, areas, pairs, axes, theme) {
       });
     }
   });
+  const title = layout.title && (typeof layout.title === "string" ? layout.title : layout.title.text);
+  if (title) {
+    const size = Number(layout.title.font && layout.title.font.size) || 1.4 * fontSize(null, layout);
+    ctx.font = `${size}px ${theme.font}`;
+    ctx.textAlign = "center";
+    ctx.fillText(String(title).replace(/<[^>]*>/g, ""), areas.width / 2, areas.paper.y / 2 + size * 0.35);
+  }
   for (const note of layout.annotations || []) {
     if (note.xref !== "paper" || note.yref !== "paper" || !note.text) continue;
     const size = fontSize(note.font, layout);
