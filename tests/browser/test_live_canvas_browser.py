@@ -169,21 +169,49 @@ def test_the_cells_numbers_are_written_on_the_canvas_when_the_page_prints_them(a
     page.wait_for_function(NO_CANVAS_JS, timeout=60_000)
 
 
-def test_seed_plus_draws_the_new_weights_over_plotlys_plot_areas_before_plotly_redraws(app_page, app_url):
-    page = app_page
-    open_app(page, app_url, "?seed=3")
+HOLD_REACT_JS = """() => { const real = window.__mhaRealReact = window.Plotly.react; window.__mhaRelease = [];
+    window.Plotly.react = (...args) => new Promise(done => window.__mhaRelease.push(() => done(real(...args)))); }"""
+RELEASE_REACT_JS = "() => { window.Plotly.react = window.__mhaRealReact; window.__mhaRelease.forEach(f => f()); }"
+CANVAS_UP_JS = """before => { const r = document.querySelector('.st-key-heads_grid .mha-live');
+                                  return r.dataset.mhaShown !== before && !!r.__mhaCanvas; }"""
+
+
+def open_plotted(page, app_url: str, query: str) -> str:
+    """Open ``query`` and wait until plotly has drawn every chart; the Heads grid's digest on screen."""
+    open_app(page, app_url, query)
     page.wait_for_function("() => !!document.querySelector('.st-key-heads_grid .js-plotly-plot')?._fullLayout",
                            timeout=60_000)
     page.wait_for_function(NO_CANVAS_JS, timeout=60_000)
+    return page.evaluate("() => document.querySelector('.st-key-heads_grid .mha-live').dataset.mhaShown")
+
+
+def test_a_redraw_into_other_panels_lays_them_out_from_the_figure_not_on_plotlys_old_ones(app_page, app_url):
+    page = app_page
+    before = open_plotted(page, app_url, "?seed=3&avg=1")  # four heads and their average: two rows of panels
+    page.evaluate(HOLD_REACT_JS)
+    page.locator(".st-key-w_avg label").first.click()  # the average off: four panels in one row, laid out anew
+    page.wait_for_function(CANVAS_UP_JS, arg=before)
+    wait_idle(page)
+    state = read_canvas(page, "heads_grid")
+    pairs = ["xy"] + [f"x{n}y{n}" for n in range(2, 5)]
+    assert state["mode"] == "estimated" and sorted(state["boxes"]) == sorted(pairs)  # not plotly's old panels
+    weights = run(MHAConfig(seed=3)).trace.weights  # (nh, T, T)
+    for pair, matrix in zip(pairs, weights, strict=True):
+        check_panel(page, "heads_grid", pair, matrix, lambda v: scale_colour(WEIGHT_SCALE, v, 0.0, 1.0))
+    screenshot(page, "live_canvas_heads_average_off_before_plotly")
+    page.evaluate(RELEASE_REACT_JS)
+    page.wait_for_function(NO_CANVAS_JS, timeout=60_000)
+
+
+def test_seed_plus_draws_the_new_weights_over_plotlys_plot_areas_before_plotly_redraws(app_page, app_url):
+    page = app_page
+    before = open_plotted(page, app_url, "?seed=3")
     areas = page.evaluate("""() => { const f = document.querySelector('.st-key-heads_grid .js-plotly-plot')._fullLayout;
         return Object.fromEntries(['', '2', '3', '4'].map(n => [`x${n}y${n}`,
           {x: f['xaxis' + n]._offset, y: f['yaxis' + n]._offset, w: f['xaxis' + n]._length, h: f['yaxis' + n]._length}])); }""")
-    page.evaluate("""() => { const real = window.__mhaRealReact = window.Plotly.react; window.__mhaRelease = [];
-        window.Plotly.react = (...args) => new Promise(done => window.__mhaRelease.push(() => done(real(...args)))); }""")
-    before = page.evaluate("() => document.querySelector('.st-key-heads_grid .mha-live').dataset.mhaShown")
+    page.evaluate(HOLD_REACT_JS)
     page.locator('.st-key-w_seed [data-testid="stNumberInputStepUp"]').click()
-    page.wait_for_function("""before => { const r = document.querySelector('.st-key-heads_grid .mha-live');
-                                        return r.dataset.mhaShown !== before && !!r.__mhaCanvas; }""", arg=before)
+    page.wait_for_function(CANVAS_UP_JS, arg=before)
     wait_idle(page)
     state = read_canvas(page, "heads_grid")
     assert state["mode"] == "exact" and state["boxes"] == areas  # laid exactly over plotly's plot areas
@@ -195,6 +223,6 @@ def test_seed_plus_draws_the_new_weights_over_plotlys_plot_areas_before_plotly_r
     assert old == before, "plotly has not redrawn yet: its last figure is the one before Seed +"
     screenshot(page, "live_canvas_heads_redraw_before_plotly")
 
-    page.evaluate("() => { window.Plotly.react = window.__mhaRealReact; window.__mhaRelease.forEach(f => f()); }")
+    page.evaluate(RELEASE_REACT_JS)
     page.wait_for_function(NO_CANVAS_JS, timeout=60_000)
     assert not exceptions_on_page(page)

@@ -209,10 +209,18 @@ function constrained(box, xAxis, yAxis) {
   return {x: box.x + (box.w - w) / 2, y: box.y + (box.h - h) / 2, w, h};
 }
 
+// Whether plotly's graph on the page has the figure's subplots where the figure puts them (same height, every
+// axis there with the same domain): then its plot areas are the figure's.
+function sameSubplots(full, pairs, axes, layout) {
+  const same = (a, b) => Array.isArray(a) && Array.isArray(b) && Math.abs(a[0] - b[0]) < 1e-9 && Math.abs(a[1] - b[1]) < 1e-9;
+  return !!full && (!layout.height || full.height === Number(layout.height))
+    && pairs.flat().every(name => full[name] && full[name]._length > 0 && same(full[name].domain, axes[name].spec.domain || [0, 1]));
+}
+
 // Each subplot's plot area in CSS pixels from the graph's top left, and the graph's size.
 function plotAreas(plot, pairs, axes, layout, width, colourbars, family, ctx) {
   const full = plot._fullLayout;
-  if (full && pairs.every(([x, y]) => full[x] && full[y] && full[x]._length > 0)) {
+  if (sameSubplots(full, pairs, axes, layout)) {
     const boxes = pairs.map(([x, y]) => ({x: full[x]._offset, y: full[y]._offset, w: full[x]._length,
                                            h: full[y]._length}));
     return {mode: "exact", width: full.width, height: full.height, boxes};
@@ -321,6 +329,10 @@ function drawHeatmaps(root, plot, figure, layout, theme, width) {
   canvas.height = Math.round(areas.height * scale);
   Object.assign(canvas.style, {width: `${areas.width}px`, height: `${areas.height}px`, top: `${plot.offsetTop}px`});
   const background = layout.plot_bgcolor || ((layout.template || {}).layout || {}).plot_bgcolor || theme.background;
+  if (areas.mode === "estimated" && plot._fullLayout) {  // plotly's graph of another layout: hidden under the canvas
+    ctx.fillStyle = theme.background;
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+  }
   for (const box of areas.boxes) {  // the page's background, then the plot's: what a NaN cell shows
     for (const fill of [theme.background, background]) {
       ctx.fillStyle = fill;
