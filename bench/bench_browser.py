@@ -40,6 +40,9 @@ QUIET_S = 1.0  # no figure changed for this long after the script's run: the pag
 QUICK_QUIET_S = 0.5
 LINK_QUERY = "?seed=3"  # the shared link: the Heads page with a setting in its URL
 HEATMAP_SELECTOR = ".js-plotly-plot .hm image"  # plotly draws a heatmap's cells as one <image>
+# A live chart (ui/widgets/live.js) says which figure is on screen, drawn on its canvas first or by plotly:
+# data-mha-shown holds the figure's digest once either has drawn it, data-mha-plotly once plotly has.
+SHOWN_SELECTOR = "[data-mha-shown]"
 
 # Installed in every page before the app loads: when the user last pressed a pointer or a key,
 # and a fingerprint of a live figure's z data (plotly 7 sends numpy arrays as base64 "bdata"); y for bars.
@@ -49,11 +52,13 @@ window.__mhaChanged = new Set();
 for (const type of ["pointerdown", "keydown"]) {
   window.addEventListener(type, () => {
     window.__mhaChangeAt = performance.now();
-    window.__mhaFirstRedraw = window.__mhaLastRedraw = null;
+    window.__mhaFirstRedraw = window.__mhaLastRedraw = window.__mhaLastPlotly = null;
     window.__mhaChanged = new Set();
   }, true);
 }
 window.__mhaFingerprint = key => {
+  const box = document.querySelector(`.st-key-${key} [data-testid="stPlotlyChart"][data-mha-shown]`);
+  if (box) return `shown:${box.dataset.mhaShown}`;
   const el = document.querySelector(`.st-key-${key} .js-plotly-plot`);
   if (!el || !el.data || !el.data.length) return null;
   let hash = 0;
@@ -66,7 +71,8 @@ window.__mhaFingerprint = key => {
 };
 // Every figure on the page, watched each animation frame once __mhaWatch() has run: after the last
 // input, when the first and the last figure showed new data (or a new figure was drawn), and which
-// figures did. Figures are told apart by their element: a rerun may add or remove figures.
+// figures did; and when plotly last finished drawing one (a live chart's canvas shows the data before).
+// Figures are told apart by their chart element: a rerun may add or remove figures.
 window.__mhaHash = el => {
   let hash = 0;
   for (const trace of el.data || []) {
@@ -76,21 +82,31 @@ window.__mhaHash = el => {
   }
   return hash;
 };
+const mhaPlotted = box => {  // plotly's figure in a chart element (st.plotly_chart or a live chart), or null
+  const el = box.querySelector('.js-plotly-plot');
+  return el && el.data && el.data.length ? window.__mhaHash(el) : null;
+};
+window.__mhaShownHash = box => box.dataset.mhaShown ?? mhaPlotted(box);
+window.__mhaPlotlyHash = box => (box.dataset.mhaShown === undefined ? mhaPlotted(box) : box.dataset.mhaPlotly ?? null);
 window.__mhaWatch = () => {
-  const seen = new WeakMap();
-  const figures = () => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot');
+  const seen = new WeakMap(), plotted = new WeakMap();
+  const figures = () => document.querySelectorAll('[data-testid="stPlotlyChart"]');
+  const changed = (map, box, hash) => {  // a new figure in the element, or a first one after an input
+    const before = map.get(box);
+    if (hash !== null) map.set(box, hash);
+    return hash !== null && (before !== undefined ? hash !== before : window.__mhaChangeAt !== null);
+  };
   const tick = () => {
     const at = performance.now();
-    for (const el of figures()) {
-      const hash = window.__mhaHash(el), before = seen.get(el);
-      if (before !== undefined && hash !== before || before === undefined && window.__mhaChangeAt !== null) {
-        window.__mhaChanged.add(el); window.__mhaFirstRedraw ??= at; window.__mhaLastRedraw = at;
+    for (const box of figures()) {
+      if (changed(seen, box, window.__mhaShownHash(box))) {
+        window.__mhaChanged.add(box); window.__mhaFirstRedraw ??= at; window.__mhaLastRedraw = at;
       }
-      seen.set(el, hash);
+      if (changed(plotted, box, window.__mhaPlotlyHash(box))) window.__mhaLastPlotly = at;
     }
     requestAnimationFrame(tick);
   };
-  for (const el of figures()) seen.set(el, window.__mhaHash(el));
+  for (const box of figures()) { changed(seen, box, window.__mhaShownHash(box)); changed(plotted, box, window.__mhaPlotlyHash(box)); }
   requestAnimationFrame(tick);
 };
 """
@@ -102,20 +118,24 @@ CHANGED_JS = """([key, before]) => {
 DRAWN_JS = "key => window.__mhaFingerprint(key) !== null"
 # Installed in a fresh browser before a shared link opens: when each stage of the page first shows in the
 # DOM (a MutationObserver, so a mark is taken at the end of the script task that made the element), and the
-# websocket's first message (the server has started our script). Compared with performance.now(), whose
-# zero is the navigation's start.
-OPENING_SCRIPT = f"const mhaHeatmap = '{HEATMAP_SELECTOR}';" + """
+# websocket's first message (the server has started our script). "heatmap": the first heatmap on screen, a live
+# chart's canvas or plotly's image; "plotly_heatmap": plotly's. Compared with performance.now(), whose zero is the
+# navigation's start.
+OPENING_SCRIPT = f"const mhaHeatmap = '{HEATMAP_SELECTOR}', mhaShown = '{SHOWN_SELECTOR}';" + """
 window.__mhaMarks = {};
 const mhaMark = name => { if (!(name in window.__mhaMarks)) window.__mhaMarks[name] = performance.now(); };
 const mhaStages = {shell: '[data-testid="stApp"]', chart: '[data-testid="stPlotlyChart"] .js-plotly-plot'};
 const mhaObserver = new MutationObserver(() => {
   for (const [name, selector] of Object.entries(mhaStages)) if (document.querySelector(selector)) mhaMark(name);
-  if (document.querySelector(mhaHeatmap)) {
-    mhaObserver.disconnect();
+  if (document.querySelector(mhaShown) || document.querySelector(mhaHeatmap)) {
     requestAnimationFrame(() => mhaMark("heatmap"));  // the frame that puts it on screen
   }
+  if (document.querySelector(mhaHeatmap)) {
+    mhaObserver.disconnect();
+    requestAnimationFrame(() => { mhaMark("heatmap"); mhaMark("plotly_heatmap"); });
+  }
 });
-mhaObserver.observe(document, {childList: true, subtree: true});
+mhaObserver.observe(document, {childList: true, subtree: true, attributes: true, attributeFilter: ["data-mha-shown"]});
 window.__mhaLongTasks = [];
 new PerformanceObserver(list => {
   for (const task of list.getEntries()) window.__mhaLongTasks.push([task.startTime, task.duration]);
@@ -139,7 +159,7 @@ OPENING_JS = """() => {
   return {html_end: page.responseEnd, dom_loaded: page.domContentLoadedEventEnd, bundle_end: bundle.responseEnd,
           bundle_kb: bundle.transferSize / 1024, chunk_longest_task: longest, shell: marks.shell,
           session: marks.session, chunk_start: chunk.startTime, chunk_end: chunk.responseEnd,
-          chart: marks.chart, heatmap: marks.heatmap, chunk_transfer_kb: chunk.transferSize / 1024,
+          chart: marks.chart, heatmap: marks.heatmap, plotly_heatmap: marks.plotly_heatmap, chunk_transfer_kb: chunk.transferSize / 1024,
           chunk_encoded_kb: chunk.encodedBodySize / 1024, chunk_decoded_kb: chunk.decodedBodySize / 1024};
 }"""
 IDLE_SELECTOR = '[data-testid="stApp"][data-test-script-state="notRunning"]'
@@ -213,6 +233,7 @@ class Redraw:
     charts: int
     server_cpu_ms: float
     browser_cpu_ms: float  # every Chromium process (and Playwright's driver, which is idle meanwhile)
+    plotly_ms: float = math.nan  # plotly's last figure drawn (a live chart's canvas shows the data before it)
 
 
 async def redrawn(page, action: Callable[[], Awaitable[None]], server_pid: int, quiet_s: float,
@@ -224,20 +245,22 @@ async def redrawn(page, action: Callable[[], Awaitable[None]], server_pid: int, 
     await page.wait_for_function("() => window.__mhaLastRedraw !== null", timeout=timeout_ms, polling="raf")
     await wait_idle(page, timeout_ms)
     await asyncio.sleep(quiet_s)
-    await page.wait_for_function("q => performance.now() - window.__mhaLastRedraw >= q", arg=quiet_s * 1e3,
-                                 timeout=timeout_ms, polling=50)
+    await page.wait_for_function("q => performance.now() - Math.max(window.__mhaLastRedraw, window.__mhaLastPlotly) >= q",
+                                 arg=quiet_s * 1e3, timeout=timeout_ms, polling=50)
     server = cpu_seconds(server_pid) - server
     browser = descendants_cpu_seconds(os.getpid(), exclude=server_pid) - browser
     seen = await page.evaluate("""() => [window.__mhaFirstRedraw - window.__mhaChangeAt,
         window.__mhaLastRedraw - window.__mhaChangeAt, [...window.__mhaChanged].filter(el => el.isConnected).length,
-        document.querySelectorAll('[data-testid="stPlotlyChart"]').length]""")
-    first, last, changed, charts = seen
-    return Redraw(float(first), float(last), int(changed), int(charts), server * 1e3, browser * 1e3)
+        document.querySelectorAll('[data-testid="stPlotlyChart"]').length,
+        window.__mhaLastPlotly === null ? null : window.__mhaLastPlotly - window.__mhaChangeAt]""")
+    first, last, changed, charts, plotly = seen
+    return Redraw(float(first), float(last), int(changed), int(charts), server * 1e3, browser * 1e3,
+                  math.nan if plotly is None else float(plotly))
 
 
 async def watch(page, timeout_ms: float) -> None:
     """On a page already opened: wait until its script has run and a figure is drawn, start the watcher."""
-    await page.wait_for_selector(HEATMAP_SELECTOR, timeout=timeout_ms, state="attached")
+    await page.wait_for_selector(f"{HEATMAP_SELECTOR}, {SHOWN_SELECTOR}", timeout=timeout_ms, state="attached")
     await wait_idle(page, timeout_ms)
     await page.evaluate("() => window.__mhaWatch()")
 
@@ -290,7 +313,8 @@ class Opening:
     chunk_start: float  # the PlotlyChart chunk requested: our script's first chart has reached the page
     chunk_end: float  # its last byte received
     chart: float  # plotly's graph div (.js-plotly-plot) in a chart element: plotly.js has run and started drawing
-    heatmap: float  # the first animation frame after plotly drew a heatmap's image
+    heatmap: float  # the first animation frame with a heatmap on screen: a live chart's canvas, or plotly's image
+    plotly_heatmap: float  # the first animation frame after plotly drew a heatmap's image
     chunk_transfer_kb: float  # bytes over the wire (headers included), as Resource Timing reports them
     chunk_encoded_kb: float  # the body as sent (compressed if it was)
     chunk_decoded_kb: float  # the body after decoding
@@ -308,7 +332,7 @@ async def fresh_tab(playwright, directory: Path):
 async def open_link(page, url: str, query: str, timeout_ms: float) -> Opening:
     """Open ``url``/``query`` in a fresh tab (see fresh_tab) and wait for the first heatmap; its Opening."""
     await page.goto(f"{url}/{query}", timeout=timeout_ms, wait_until="commit")
-    await page.wait_for_function("() => 'heatmap' in window.__mhaMarks", timeout=timeout_ms, polling=50)
+    await page.wait_for_function("() => 'plotly_heatmap' in window.__mhaMarks", timeout=timeout_ms, polling=50)
     marks = await page.evaluate(OPENING_JS)
     if marks is None:
         raise RuntimeError("no plotly.js (PlotlyChart*.js, app/static/plotly*.js) or index*.js in the page's "
@@ -329,7 +353,7 @@ OPENING_PARTS = (  # (row name, start mark, end mark): contiguous, so the parts 
     ("Streamlit's page: its bundle until the app skeleton", None, "shell"),
     ("wait for our script: session, then its run to the first chart", "shell", "chunk_start"),
     ("plotly.js (PlotlyChart chunk or live charts' file): download, parse, run", "chunk_start", "chart"),
-    ("plotly drawing: chart element to heatmap on screen", "chart", "heatmap"),
+    ("plotly drawing: chart element to plotly's heatmap on screen", "chart", "plotly_heatmap"),
 )
 
 
@@ -367,6 +391,7 @@ def redraw_row(measurement: str, measured: list[Redraw], goal_ms: float, quick: 
         "charts": f"{min(r.redrawn for r in measured)}/{max(r.charts for r in measured)}",
         "server_cpu_ms": statistics.median(redraw.server_cpu_ms for redraw in measured),
         "browser_cpu_ms": statistics.median(redraw.browser_cpu_ms for redraw in measured),
+        "plotly_ms": statistics.median(redraw.plotly_ms for redraw in measured),
     } | goal_columns(median, goal_ms)
     row["note"] += quick_note(len(last), quick)
     return row
@@ -379,7 +404,10 @@ def opening_rows(label: str, openings: list[Opening], quick: bool) -> list[dict]
     whole = {"measurement": f"link to first heatmap, {label}", "samples": len(totals), "median_ms": median,
              "min_ms": min(totals), "max_ms": max(totals)} | goal_columns(median, GOAL_FIRST_HEATMAP_MS)
     whole["note"] += quick_note(len(totals), quick)
-    rows = [whole]
+    plotted = [opening.plotly_heatmap for opening in openings]
+    rows = [whole, {"measurement": "  plotly's heatmap on screen (the parts below add up to it)", "samples": len(plotted),
+                    "median_ms": statistics.median(plotted), "min_ms": min(plotted), "max_ms": max(plotted),
+                    "note": "the row above: a live chart's canvas, or plotly's heatmap when it came first"}]
     for name, start, end in OPENING_PARTS:
         parts = [span(opening, start, end) for opening in openings]
         rows.append({"measurement": f"  {name}", "samples": len(parts), "median_ms": statistics.median(parts),
@@ -477,18 +505,21 @@ def run(quick: bool) -> list[dict]:
     much the median misses them.
     Control changes (default settings, a fresh server, the tab of the last warm opening below): from
     the browser's own pointerdown on the seed's "+" button (or an option of the heads selectbox) to
-    the last animation frame in which any plotly figure of the page showed new data (z, or y for
-    bars; every figure watched each frame, timed inside the page with performance.now(); the run
-    waits for the script to finish and then 1 s, 0.5 s in a quick run, with no change). ``first_ms``:
+    the last animation frame in which any figure of the page showed new data (a live chart's
+    data-mha-shown digest, set when its canvas or plotly drew it; for st.plotly_chart plotly's z, or y
+    for bars; every figure watched each frame, timed inside the page with performance.now(); the run
+    waits for the script to finish and then 1 s, 0.5 s in a quick run, with no change, plotly's
+    drawing included). ``plotly_ms``: to the last figure plotly finished drawing. ``first_ms``:
     to the first figure redrawn; ``charts``: figures redrawn / on the page (a figure whose data does
     not change is not sent again, so not redrawn); ``server_cpu_ms``/``browser_cpu_ms``: median CPU
     per change of the server process and of all Chromium processes, quiet time included. A full run
     starts each page with one untimed change. Goals: Heads <= 250 ms, Step by step <= 400 ms.
     Link to first heatmap: the Heads page with a seed in its query, opened in a fresh Chromium (new
     profile: empty cache, a new session), from the navigation's start to the first animation frame
-    after plotly drew the heatmap's image. "Warm server": a server that has already served a
+    with a heatmap on screen (a live chart's canvas, or plotly's image); the next row to plotly's
+    image. "Warm server": a server that has already served a
     session; "cold server": a fresh server (its first session imports the libraries; one server per
-    sample). The parts are contiguous, so they add up to the whole (each row is a median, so their
+    sample). The parts are contiguous, so they add up to plotly's heatmap (each row is a median, so their
     sum is close to the whole's median, not equal): Streamlit's page (its HTML and JS bundle until
     [data-testid="stApp"] is in the DOM); the wait for our script (websocket, session, our script's
     run until its first chart reaches the page and React requests the PlotlyChart chunk); the

@@ -51,6 +51,7 @@ FLOOR_APP = textwrap.dedent('''
 ''')
 FULL_PLOTLY = "plotly-full-bench.min.js"  # copied into static/ for the run, removed after
 OFF = {"MHA_LIVE_CHARTS": "0"}  # ui/widgets/live.py: the pages draw with st.plotly_chart, as before issue 22
+NO_CANVAS = {"MHA_CANVAS_FIRST": "0"}  # live charts drawn by plotly alone, no canvas of the cells first (issue 38)
 PAGES = (  # (row name, page, the shared link's path and query, environment of its server)
     ("floor page", "floor", "?seed=3", {}),
     ("Heads, st.plotly_chart", "Heads", "?seed=3", OFF),
@@ -58,6 +59,8 @@ PAGES = (  # (row name, page, the shared link's path and query, environment of i
     ("Heads, live charts", "Heads", "?seed=3", {}),
     ("Step by step, live charts", "Step by step", "step_by_step?seed=3", {}),
     ("Heads, live, full plotly.js", "Heads", "?seed=3", {"MHA_PLOTLY_FILE": FULL_PLOTLY}),
+    ("Heads, live, plotly only", "Heads", "?seed=3", NO_CANVAS),
+    ("Step by step, live, plotly only", "Step by step", "step_by_step?seed=3", NO_CANVAS),
 )
 # A quick run (CI smoke) times the pages the goals judge, as the app draws them, once each with no untimed
 # opening or press first; the st.plotly_chart and full-bundle comparisons are the full run's.
@@ -113,14 +116,15 @@ def full_plotly() -> bool:
     return True
 
 
-async def first_heatmap(playwright, url: str, query: str, directory: Path) -> float:
-    """Milliseconds from the navigation's start to the first animation frame with a heatmap on screen,
-    in a fresh Chromium (empty cache, a new session)."""
+async def first_heatmap(playwright, url: str, query: str, directory: Path) -> tuple[float, float]:
+    """Milliseconds from the navigation's start to the first animation frame with a heatmap on screen (a live
+    chart's canvas or plotly's image), and to plotly's heatmap, in a fresh Chromium (empty cache, a new session)."""
     context, page = await fresh_tab(playwright, directory)
     try:
         await page.goto(f"{url}/{query}", timeout=TIMEOUT_MS, wait_until="commit")
-        await page.wait_for_function("() => 'heatmap' in window.__mhaMarks", timeout=TIMEOUT_MS, polling=50)
-        return float(await page.evaluate("() => window.__mhaMarks.heatmap"))
+        await page.wait_for_function("() => 'plotly_heatmap' in window.__mhaMarks", timeout=TIMEOUT_MS, polling=50)
+        marks = await page.evaluate("() => [window.__mhaMarks.heatmap, window.__mhaMarks.plotly_heatmap]")
+        return float(marks[0]), float(marks[1])
     finally:
         await context.close()
 
@@ -172,11 +176,13 @@ async def measure(quick: bool, directory: Path) -> dict[str, dict]:
                         await first_heatmap(playwright, server.url, query, here / "warm-up")
                     links = [await first_heatmap(playwright, server.url, query, here / f"open{i}")
                              for i in range(samples)]
+                    plotted = [plotly for _shown, plotly in links]
+                    links = [shown for shown, _plotly in links]
                     redraws = await seed_redraws(playwright, server.url, query, server.pid, samples, here / "seed",
                                                  warm_up=not quick, quiet_s=QUICK_QUIET_S if quick else QUIET_S)
             finally:
                 (STATIC / FULL_PLOTLY).unlink(missing_ok=True)
-            measured[name] = {"link": links, "seed": redraws}
+            measured[name] = {"link": links, "seed": redraws, "link_plotly": plotted}
     return measured
 
 
@@ -200,7 +206,10 @@ def rows_from(measured: dict[str, dict], quick: bool) -> list[dict]:
             row = {"measurement": label, "page": name, "samples": len(times), "median_ms": median,
                    "min_ms": min(times), "max_ms": max(times), "ratio": ratio,
                    "goal": f"<= {goal:.1f}x" if goal else "", "met": (ratio <= goal) if goal else None}
+            if measurement == "link" and "link_plotly" in measured[name]:
+                row["plotly_ms"] = statistics.median(measured[name]["link_plotly"])
             if measurement == "seed":
+                row["plotly_ms"] = statistics.median(v.plotly_ms for v in values)
                 row["charts"] = f"{min(v.redrawn for v in values)}/{max(v.charts for v in values)}"
                 row["first_ms"] = statistics.median(v.first_ms for v in values)
                 row["long_tasks_ms"] = statistics.median(long_tasks)
@@ -228,10 +237,13 @@ def run(quick: bool) -> list[dict]:
     ``script_end_ms``: to the page showing the script's run as finished (every element it sent has arrived);
     ``messages``: websocket messages the page received after the input (one per element or layout block the run
     sent, plus its start and end: what the browser takes in, ~1 ms each).
+    ``plotly_ms``: to plotly's heatmap on screen (a link) or to plotly's last figure drawn (Seed +); the median
+    is earlier when a live chart's canvas showed the cells first (ui/widgets/live_canvas.js).
     ``ratio``: median / the floor page's median. Goals (issue 22): Heads' link <= 1.0x, Seed + on Heads
     <= 1.2x, on Step by step <= 1.8x. Each page is timed with its charts sent by st.plotly_chart
     (MHA_LIVE_CHARTS=0, as before issue 22) and by the live charts (ui/widgets/live.py), and Heads once
-    more with plotly's full bundle (the plotly package's plotly.min.js) instead of the cartesian one.
+    more with plotly's full bundle (the plotly package's plotly.min.js) instead of the cartesian one; Heads and Step
+    by step once more with their live charts drawn by plotly alone (MHA_CANVAS_FIRST=0: no canvas first).
     A quick run (CI's smoke test) opens the floor page, Heads and Step by step with live charts, once each, and
     presses Seed + once, with nothing untimed first and a 0.5 s quiet.
     """

@@ -58,7 +58,9 @@ def test_seed_plus_redraws_the_heads_chart_in_place_with_the_engines_weights(app
 def test_every_step_by_step_chart_survives_seed_plus(app_page, app_url):
     page = app_page
     open_app(page, app_url, "step_by_step?seed=3")
-    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .hm image').length > 0")
+    # plotly draws the charts one by one once the run is over (each had its canvas first): wait for the last
+    page.wait_for_function("""() => { const charts = [...document.querySelectorAll('.mha-live')];
+        return charts.length > 0 && charts.every(c => c.dataset.mhaPlotly && c.dataset.mhaPlotly === c.dataset.mhaShown); }""")
     count = page.evaluate("""() => { const els = [...document.querySelectorAll('.js-plotly-plot')];
                                      els.forEach((el, i) => { el.__mhaTag = i; }); return els.length; }""")
     assert count > 5  # one chart per row of panels, a dozen at the defaults

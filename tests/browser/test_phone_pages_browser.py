@@ -17,6 +17,9 @@ PANEL_WIDTHS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
     Array.from(plot.querySelectorAll('.cartesianlayer .subplot .nsewdrag, .nsewdrag.drag'))
         .map(rect => ({width: rect.getBoundingClientRect().width, key: plot.closest('[class*="st-key-"]')?.className}))
         .filter(r => r.width > 0))"""
+# Every live chart drawn by plotly (each shows its cells on a canvas first; plotly draws them after the run, one by one).
+PLOTTED = """() => [...document.querySelectorAll('.mha-live')].every(c => !c.dataset.mhaShown
+                                                                     || c.dataset.mhaPlotly === c.dataset.mhaShown)"""
 
 
 @pytest.mark.parametrize("link", LINKS, ids=lambda link: link or "heads")
@@ -24,7 +27,8 @@ def test_on_a_phone_every_heatmap_panel_is_wide_enough_and_no_mode_bar_is_shown(
     as_phone(app_page)
     open_app(app_page, app_url, link)
     wait_idle(app_page, timeout=90_000)
-    app_page.wait_for_timeout(1500)  # plotly draws after the script run ends
+    app_page.wait_for_timeout(1500)  # every chart of the run mounted
+    app_page.wait_for_function(PLOTTED, timeout=60_000)
     assert not exceptions_on_page(app_page)
     narrow = [p for p in app_page.evaluate(PANEL_WIDTHS) if p["width"] < MIN_PANEL_PX]
     assert narrow == []

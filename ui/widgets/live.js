@@ -73,6 +73,47 @@ function roomOf(root) {
   return (block || root).clientWidth;
 }
 
+// Plotly's redraws of canvas-drawn charts wait until the page is idle: the app's script has finished its run (every
+// chart of the run has its canvas on screen), then one frame, then one chart at a time; a new run pauses them.
+const RUN_LIMIT_MS = 3000;  // a run longer than this (a slow page) does not keep plotly waiting
+function scriptRunning() {
+  const app = document.querySelector('[data-testid="stApp"]');
+  return !!app && app.dataset.testScriptState !== "notRunning";
+}
+function scriptFinished() {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!scriptRunning()) return Promise.resolve();
+  return new Promise(resolve => {
+    const done = () => { observer.disconnect(); clearTimeout(timer); resolve(); };
+    const observer = new MutationObserver(() => { if (!scriptRunning()) done(); });
+    observer.observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
+    const timer = setTimeout(done, RUN_LIMIT_MS);
+  });
+}
+const afterPaint = () => new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
+function whenPageIdle(root, job) {
+  const jobs = window.__mhaIdleJobs ??= new Map();
+  jobs.delete(root);
+  jobs.set(root, job);  // the newest figure of a chart, in the order the canvases were drawn
+  if (window.__mhaIdleWait) return;
+  window.__mhaIdleWait = scriptFinished().then(afterPaint).then(async () => {
+    window.__mhaIdleWait = null;
+    while (jobs.size) {
+      if (scriptRunning()) { whenPageIdle(...jobs.entries().next().value); return; }
+      const [element, next] = jobs.entries().next().value;
+      jobs.delete(element);
+      await next();
+      await new Promise(resolve => setTimeout(resolve, 0));  // input and Streamlit's messages between charts
+    }
+  });
+}
+
+// What the bench and the tests read: data-mha-shown is the digest of the figure on screen (its canvas or plotly's
+// drawing), data-mha-plotly the digest of the figure plotly has drawn.
+function mark(root, name, sig) {
+  root.setAttribute(`data-mha-${name}`, sig);
+}
+
 export default function ({data, parentElement}) {
   const root = parentElement.querySelector(".mha-live");
   const plot = root.querySelector(".mha-live-plot");
@@ -89,10 +130,28 @@ export default function ({data, parentElement}) {
   const figure = JSON.parse(new TextDecoder().decode(data.subarray(cut + 1)));
   const config = {displaylogo: false, responsive: head.width !== "content",
                   toImageButtonOptions: {format: "svg", filename: "mha-explorer-chart"}, ...head.config};
-  plotlyReady(head.plotly).then(Plotly => {
-    if (root.__mhaWanted !== wanted) return;  // a newer figure came while plotly.js loaded
-    Plotly.react(plot, figure.data, themed(figure.layout || {}, theme, head.width, roomOf(root)), config);
+  const ready = plotlyReady(head.plotly);  // plotly.js starts loading before anything is drawn
+  const room = roomOf(root);
+  const layout = themed(figure.layout || {}, theme, head.width, room);
+  const width = head.width === "content" ? Math.min(Number(layout.width) || room, room) : plot.clientWidth || room;
+  let canvas = false;
+  try {
+    canvas = !!head.canvas && drawHeatmaps(root, plot, figure, layout, theme, width);
+  } catch (error) {
+    canvas = false;  // the canvas is a head start only: whatever it cannot read, plotly draws
+  }
+  if (canvas) mark(root, "shown", head.sig);
+  const draw = () => ready.then(Plotly => {
+    if (root.__mhaWanted !== wanted) return null;  // a newer figure came while plotly.js loaded
+    return Plotly.react(plot, figure.data, themed(figure.layout || {}, theme, head.width, roomOf(root)), config)
+      .then(() => {
+        if (root.__mhaWanted !== wanted) return null;
+        mark(root, "shown", head.sig);
+        mark(root, "plotly", head.sig);
+        return removeCanvas(root, plot);
+      });
   }).catch(error => { alt.textContent = `Chart not drawn: ${error.message}`; });
+  if (canvas) whenPageIdle(root, draw); else draw();
   // Called when Streamlit unmounts the element (or at once when a newer call overtook this one, the graph
   // still on the page): free plotly's listeners only once the graph has left the page.
   return () => setTimeout(() => { if (!plot.isConnected && window.Plotly) window.Plotly.purge(plot); }, 0);

@@ -17,6 +17,11 @@ The figure's JSON and digest are made once per figure object and kept on it: the
 whose digest (and theme) it has already drawn. AppTest sees a ``bidi_component`` element whose
 ``proto.bytes`` is that payload; ``figure_from_payload`` reads the figure back.
 
+A figure whose traces are all heatmaps is on screen before plotly has drawn it (issue 38): the component draws
+its cells on a canvas first (``live_canvas.js``: before plotly.js has loaded, laid out from the figure's layout;
+on a redraw, over plotly's own plot areas, plotly redrawing once the run is over), and the canvas goes when
+plotly has drawn. ``MHA_CANVAS_FIRST=0`` leaves every chart to plotly alone.
+
 plotly.js is plotly's cartesian bundle (heatmaps, bars, scatter, subplots; 1.5 MB, 0.5 MB gzipped,
 MIT licence beside it), served by Streamlit's static file serving from ``static/`` and loaded once
 per page by a plain ``<script>``; no npm step at install or run time.
@@ -48,14 +53,19 @@ COMPONENT_NAME = "mha_live_chart"
 # MHA_LIVE_CHARTS=0 draws with st.plotly_chart instead (the same figure, key, config and width): a way back,
 # and the "before" of bench/bench_livechart.py in the same run.
 LIVE = os.environ.get("MHA_LIVE_CHARTS", "1") != "0"
+# MHA_CANVAS_FIRST=0 leaves every chart to plotly alone: no canvas of the cells first (live_canvas.js), the "before"
+# of bench/bench_livechart.py in the same run.
+CANVAS_FIRST = os.environ.get("MHA_CANVAS_FIRST", "1") != "0"
 
 _HTML = '<div class="mha-live" data-testid="stPlotlyChart"><p class="mha-live-alt"></p><div class="mha-live-plot"></div></div>'
 _CSS = """
-.mha-live { width: 100%; }
+.mha-live { width: 100%; position: relative; }
+.mha-live-canvas { position: absolute; left: 0; pointer-events: none; }
 .mha-live-alt { position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden;
                 clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
 """
-_JS = (Path(__file__).with_name("live.js")).read_text()
+# The canvas' functions (live_canvas.js) come first in the component's module, its entry point (live.js) after.
+_JS = Path(__file__).with_name("live_canvas.js").read_text() + "\n" + Path(__file__).with_name("live.js").read_text()
 
 _component = st.components.v2.component(COMPONENT_NAME, html=_HTML, css=_CSS, js=_JS, isolate_styles=False)
 
@@ -95,7 +105,8 @@ def payload(fig: go.Figure | dict, *, config: dict | None = None, width: Width =
             alt: str | None = None) -> bytes:
     """What the component receives: a JSON line of settings, a newline, the figure's JSON."""
     text, digest = figure_json(fig)
-    head = {"sig": digest, "config": chart_settings(config), "alt": alt or "", "width": width, "plotly": PLOTLY_FILE}
+    head = {"sig": digest, "config": chart_settings(config), "alt": alt or "", "width": width, "plotly": PLOTLY_FILE,
+            "canvas": CANVAS_FIRST}
     return json.dumps(head, separators=(",", ":")).encode() + b"\n" + text
 
 
