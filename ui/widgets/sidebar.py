@@ -106,6 +106,10 @@ def config_before_controls() -> MHAConfig | None:
     return dataclasses.replace(before, **{alone[name].field: int(ss[alone[name].key]) for name in changed})
 
 
+DRAWN_FIRST = "page_drawn_first"  # the last run drew the page before the controls, and they agreed with it
+DISAGREED = "controls_disagreed"  # runs whose page was drawn first and whose controls then gave another configuration
+
+
 def page_with_controls(draw: Callable[[MHAConfig], object]) -> None:
     """Draw a toy page (``draw(config)``) and the sidebar's controls.
 
@@ -118,10 +122,12 @@ def page_with_controls(draw: Callable[[MHAConfig], object]) -> None:
     early = config_before_controls()
     if early is None:
         draw(sidebar())
-        return
-    draw(early)
-    if sidebar() != early:
-        st.rerun()
+    else:
+        draw(early)
+        if sidebar() != early:  # cannot happen by config_before_controls' rules: counted, and drawn again
+            st.session_state[DISAGREED] = st.session_state.get(DISAGREED, 0) + 1
+            st.rerun()
+    st.session_state[DRAWN_FIRST] = early is not None  # what this run did (tests/test_app_page_first.py reads it)
 
 
 def _draw_settings() -> dict[str, object]:
