@@ -7,6 +7,11 @@ Every test that asks for it skips, saying how to get the files, when none are in
 ``downloads``: what each st.download_button of a run was given, by key.
 ``once``: a module's memo, ``once(open_page, "heads", "es")`` opens a page the first time a module's tests ask for it
 and hands the same result to the later ones (for tests that only read what a page shows).
+
+One BLAS (and OpenMP) thread per test process and for every process it starts (Streamlit servers, static pack
+builds, notebook kernels, torch): pytest-xdist already runs one worker per core, and a second BLAS thread per worker
+only fights the other workers for the same cores (the server does the same, ui/run/server.py). Measured on 2 cores at
+load 9: SmolLM2's induction lesson took 50 s with two threads and 5.4 s with one.
 """
 
 from __future__ import annotations
@@ -15,8 +20,13 @@ import os
 
 import pytest
 import streamlit
+from threadpoolctl import threadpool_limits
 
 from mha_core.pretrained import ModelUnavailableError, load_minilm
+
+for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(variable, "1")  # read by the processes the tests start, and by torch when it is imported
+threadpool_limits(limits=1, user_api="blas")  # this process: numpy has loaded its BLAS already
 
 
 @pytest.fixture(scope="session")
