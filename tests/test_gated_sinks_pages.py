@@ -256,7 +256,7 @@ def test_the_static_pack_draws_both_kernels_weights_as_the_engine_makes_them(tmp
 
     lines = ["?kernel=gated&mask=causal&tokens=the+cat+sat+on+a+mat",
              "?kernel=sink&mask=causal&tokens=the+cat+sat+on+a+mat"]
-    static_pack.build_pack(tmp_path, lines)
+    static_pack.build_pack(tmp_path, lines, lessons=())  # the links' pages only
     for number, params in ((1, {"kernel": "gated"}), (2, {"kernel": "sink"})):
         result = result_of({"tokens": "the cat sat on a mat", "mask": "causal", **params})
         weights = result.trace.weights

@@ -2,13 +2,14 @@
 
 import gc
 
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from ui.run.server import tune_server
 
 
 def test_tune_server_limits_blas_to_one_thread_and_freezes_the_imports():
     tune_server.clear()
+    threadpool_limits(limits=2, user_api="blas")  # tests/conftest.py set one thread: undo it, tune_server must
     settings = tune_server()
     blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
     assert blas, "numpy's BLAS was not found by threadpoolctl"

@@ -41,15 +41,12 @@ def model(smollm2):
 
 
 @pytest.fixture(scope="module")
-def reference(model):
-    """transformers' tokenizer and LlamaForCausalLM (eager, float32) from the same .gguf file."""
+def reference(model, llama):
+    """transformers' tokenizer and LlamaForCausalLM (eager, float32; the session's, tests/conftest.py) from the same
+    .gguf file."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     folder, name = str(model.source.path.parent), model.source.path.name
-    tokenizer = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    llama = transformers.AutoModelForCausalLM.from_pretrained(
-        folder, gguf_file=name, attn_implementation="eager", dtype=torch.float32
-    ).eval()
-    return tokenizer, llama
+    return transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name), llama
 
 
 def run_transformers(llama, ids: np.ndarray):

@@ -140,7 +140,8 @@ def test_the_static_pack_draws_the_sparse_weights_and_the_lesson(tmp_path):
 
     out = tmp_path / "pack"
     link = "?" + "&".join(f"{k}={v.replace(' ', '+')}" for k, v in LINK.items())
-    report = static_pack.build_pack(out, [link + "&kernel=moba", link + "&kernel=dsa", "?kernel=dsa&mask=none"])
+    report = static_pack.build_pack(out, [link + "&kernel=moba", link + "&kernel=dsa", "?kernel=dsa&mask=none"],
+                                    lessons=("sparse",))  # the links' pages and the sparse lesson
     assert [s.line for s in report.skipped] == [3] and "causal mask" in report.skipped[0].messages[0]
     assert (out / "lesson-sparse.html").exists()
     for number, kernel in ((1, "moba"), (2, "dsa")):

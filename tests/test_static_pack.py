@@ -135,11 +135,11 @@ def test_an_existing_folder_is_never_deleted_without_being_asked(tmp_path):
     assert done.returncode == 2 and "--force" in done.stderr
     assert (mine / "keep.txt").exists()
     pack = tmp_path / "pack"
-    static_pack.build_pack(pack)
+    static_pack.build_pack(pack, lessons=())  # the folders are what this test reads: no lesson pages
     (pack / "old.html").write_text("from the last build")
     with pytest.raises(FileExistsError):
-        static_pack.build_pack(pack)
-    static_pack.build_pack(pack, force=True)  # a pack of ours, and asked: replaced
+        static_pack.build_pack(pack, lessons=())
+    static_pack.build_pack(pack, force=True, lessons=())  # a pack of ours, and asked: replaced
     assert not (pack / "old.html").exists() and (pack / "index.html").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".pack-")]  # no staging folder left behind
 

@@ -37,7 +37,7 @@ BUILT = [1, 2, 3, 4, 5, 6, 8]
 @pytest.fixture(scope="module")
 def pack(tmp_path_factory):
     out = tmp_path_factory.mktemp("kernels") / "pack"
-    return out, static_pack.build_pack(out, LINES)
+    return out, static_pack.build_pack(out, LINES, lessons=())  # the links' pages are what this file reads
 
 
 def figures(out, number: int) -> list[tuple[str, np.ndarray, dict]]:
@@ -146,7 +146,7 @@ def test_a_view_the_kernel_does_not_make_is_refused_with_the_apps_message(monkey
     plain = replace(KERNELS["softmax"], name="plain", label="plain (test)", weights_label="weights (plain)",
                     inputs=None)
     monkeypatch.setitem(kernels.KERNELS, "plain", plain)
-    report = static_pack.build_pack(tmp_path / "pack", ["?kernel=plain&view=logits", "?kernel=plain"])
+    report = static_pack.build_pack(tmp_path / "pack", ["?kernel=plain&view=logits", "?kernel=plain"], lessons=())
     (skipped,) = report.skipped
     assert skipped.line == 1
     assert len(skipped.messages) == 1 and skipped.messages[0] in live_info({"kernel": "plain", "view": "logits"})

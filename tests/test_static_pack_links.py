@@ -56,8 +56,9 @@ BUILT = [1, 2, 3, 4, 5]
 
 @pytest.fixture(scope="module")
 def pack(tmp_path_factory):
+    """The links' pages, no lesson pages (every lesson is built by test_the_build_runs_no_streamlit below)."""
     out = tmp_path_factory.mktemp("links") / "pack"
-    return out, static_pack.build_pack(out, LINES, APP)
+    return out, static_pack.build_pack(out, LINES, APP, lessons=())
 
 
 def settings(number: int):
