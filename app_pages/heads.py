@@ -36,7 +36,7 @@ from ui.widgets.notebook_button import notebook_button
 from ui.widgets.number_columns import in_language, number_columns
 from ui.widgets.phone import swipe_hint
 from ui.widgets.presentation import presenting
-from ui.widgets.sidebar import page_with_controls
+from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP
 
 
@@ -197,14 +197,7 @@ def diagnostics_section(result) -> None:
     """Per-head numbers (entropy, max weight, diagonal / previous / first mass) and head similarity."""
     st.subheader(_("What each head does"))
     trace = result.trace
-    left, right = st.columns([3, 2])  # the chart (right) is drawn first: its message goes before the table's
-    with right:
-        similarity = tables.similarity_frame(trace)
-        show_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity", config=chart_config(),
-                   alt=describe.describe_similarity(similarity.to_numpy(), title=_("Head similarity")))
-        st.caption(_("Cosine similarity of two heads' weight matrices: 1 = the same pattern."))
-        download_csv(_("Head similarity (CSV)"), result.config, lambda r: tables.similarity_frame(r.trace),
-                     "head_similarity.csv", "dl_similarity")
+    left, right = st.columns([3, 2])
     with left:
         summary = tables.head_summary_frame(trace, cross=result.config.is_cross)
         meanings = dict(tables.diagnostic_columns(trace).values())
@@ -221,6 +214,13 @@ def diagnostics_section(result) -> None:
         st.caption(tables.diagnostics_caption(trace))
         download_csv(_("Head diagnostics (CSV)"), result.config, lambda r: tables.head_summary_frame(r.trace, cross=r.config.is_cross),
                      "head_diagnostics.csv", "dl_summary")
+    with right:
+        similarity = tables.similarity_frame(trace)
+        show_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity", config=chart_config(),
+                   alt=describe.describe_similarity(similarity.to_numpy(), title=_("Head similarity")))
+        st.caption(_("Cosine similarity of two heads' weight matrices: 1 = the same pattern."))
+        download_csv(_("Head similarity (CSV)"), result.config, lambda r: tables.similarity_frame(r.trace),
+                     "head_similarity.csv", "dl_similarity")
 
 
 def head_output_words(trace) -> str:
@@ -416,7 +416,8 @@ def presentation(result) -> None:
 DESCRIPTION = N_("Every head of one attention layer, one panel each: which keys each query takes its information from.")
 
 
-def main(config) -> None:
+def main() -> None:
+    config = sidebar()
     result = compute(config)
     if presented():
         if result is not None:
@@ -436,13 +437,11 @@ def main(config) -> None:
     )
     heads_section(result, view, average, colours, picture)
     kernel_sections(result, attention_kernel(result.trace.kernel))  # a kernel's own sections (sparse: kept keys; a gate's opening, a sink's share)
-    diagnostics = st.container()  # on screen above the outputs, drawn after them: the charts' messages go first
+    diagnostics_section(result)
     outputs_section(result)
-    with diagnostics:
-        diagnostics_section(result)
     take_apart_section(result)
     quiz_section(result.config)
     export_section(result)
 
 
-page_with_controls(main)
+main()

@@ -25,7 +25,7 @@ from ui.widgets import step_views as views
 from ui.widgets.notebook_button import notebook_button
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import figure_font_size
-from ui.widgets.sidebar import page_with_controls
+from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP, clamp_choice
 
 KEY_PREFIX = "sbs"
@@ -154,7 +154,8 @@ def drill_down_section(result, inputs: StepInputs, head: int, weights_shown: boo
             views.show_drill_down(drill_down(inputs, head, i, j), KEY_PREFIX, weights_shown=weights_shown)
 
 
-def main(config) -> None:
+def main() -> None:
+    config = sidebar()
     st.title(_("Step by step"))
     result = compute(config)
     if result is None:
@@ -169,4 +170,4 @@ def main(config) -> None:
     drill_down_section(result, inputs, head, weights_shown)
 
 
-page_with_controls(main)
+main()

@@ -69,9 +69,6 @@ class Setting:
     widget_limits: tuple | Callable[[Values], tuple] | None = None  # the widget's range, when not ``limits``
     fit: Callable[[object, Values], tuple[object, str | None]] | None = None  # a rule tying it to rows above
     note: Callable[[Values], str | None] | None = None  # a line under the widget, from the values (its own too)
-    # No other row reads it and its widget adjusts nothing: a change of it alone is the last configuration with this
-    # one int field replaced, known before the controls are drawn (ui/widgets/sidebar.py config_before_controls).
-    alone: bool = False
 
     @property
     def key(self) -> str:
@@ -303,8 +300,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("heads", "int", "n_heads", label=N_("Heads (only those dividing d_model)"), short_label=N_("Heads"), section=N_("Model"),
             widget="heads",
             limits=(1, LIMITS["max_heads"]), fit=_fit_heads),
-    Setting("seed", "int", "seed", label=N_("Seed"), section=N_("Model"), widget="number", limits=(0, LIMITS["max_seed"]),
-            alone=True),
+    Setting("seed", "int", "seed", label=N_("Seed"), section=N_("Model"), widget="number", limits=(0, LIMITS["max_seed"])),
     Setting("init", "choice", "init", label=N_("Weights"), section=N_("Model"), widget="init", choices=INIT_LABELS,
             short_choices=INIT_SHORT_LABELS),
     Setting("bias", "flag", "bias", label=N_("Biases"), section=N_("Model"), widget="toggle", disabled=_hand_built),

@@ -6,16 +6,12 @@ in presentation mode the same widgets sit in a popover beside a summary line.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-
 import streamlit as st
 
 from mha_core.config import LIMITS, MHAConfig, valid_head_counts, valid_kv_head_counts
 from mha_core.inputs import tokenize
 from mha_core.presets import PRESETS
 from ui.i18n import _, ngettext
-from ui.state import navigation
 from ui.state.settings import (
     VIEW_SETTINGS,
     Setting,
@@ -32,7 +28,7 @@ from ui.state.urlstate import params_from_config, repair, view_params
 from ui.widgets.language import language_params
 from ui.widgets.mask_editor import custom_grid
 from ui.widgets.presentation import presentation_bar, presenting, summary_line
-from ui.widgets.state import CHANGED, KEEP, KV_HEADS_OF, SIDEBAR, Place, clamp_choice, note_written, startup
+from ui.widgets.state import KEEP, KV_HEADS_OF, SIDEBAR, Place, clamp_choice, note_written, startup
 from ui.widgets.uploads import uploaded_embedding
 
 
@@ -84,50 +80,7 @@ def sidebar() -> MHAConfig:
     _clamp_view(config)
     _write_url(config)
     ss.config = config
-    ss.pop(CHANGED, None)  # what the controls' callbacks said is in this configuration now
     return config
-
-
-def config_before_controls() -> MHAConfig | None:
-    """The configuration this run's controls will give, when it is known before they are drawn, else None.
-
-    Known when every control that changed since they were last drawn is a row drawn ``alone`` (the seed: Seed +)
-    and said so through its on_change (``note_change``), no link was followed and no page switched, and the
-    controls sit in the sidebar (in presentation mode they are a bar at the top of the page): then it is the last
-    run's configuration with those fields replaced. A change no callback reports (an upload, the mask grid) leaves
-    the set without an ``alone`` row alone, so the controls are drawn first as always."""
-    ss = st.session_state
-    before, changed = ss.get("config"), ss.get(CHANGED, frozenset())
-    alone = {row.name: row for row in model_settings() if row.alone}
-    if not changed or not changed <= alone.keys() or not isinstance(before, MHAConfig) or presenting():
-        return None
-    if "config_loaded" not in ss or navigation.arrived():
-        return None
-    return dataclasses.replace(before, **{alone[name].field: int(ss[alone[name].key]) for name in changed})
-
-
-DRAWN_FIRST = "page_drawn_first"  # the last run drew the page before the controls, and they agreed with it
-DISAGREED = "controls_disagreed"  # runs whose page was drawn first and whose controls then gave another configuration
-
-
-def page_with_controls(draw: Callable[[MHAConfig], object]) -> None:
-    """Draw a toy page (``draw(config)``) and the sidebar's controls.
-
-    The controls come first, as they give the configuration; but when it is known before them
-    (``config_before_controls``: a Seed +), the page is drawn first. Every element is one websocket message
-    the browser takes in turn (~1-2 ms each), and the ~26 of the sidebar went before the first chart: now the
-    charts' messages are among a run's first. Where they sit on screen does not change (the sidebar is its own
-    container). The controls must then give that configuration; if they did not, the run is started again
-    the usual way (``CHANGED`` is cleared: the next run draws the controls first)."""
-    early = config_before_controls()
-    if early is None:
-        draw(sidebar())
-    else:
-        draw(early)
-        if sidebar() != early:  # cannot happen by config_before_controls' rules: counted, and drawn again
-            st.session_state[DISAGREED] = st.session_state.get(DISAGREED, 0) + 1
-            st.rerun()
-    st.session_state[DRAWN_FIRST] = early is not None  # what this run did (tests/test_app_page_first.py reads it)
 
 
 def _draw_settings() -> dict[str, object]:
@@ -160,9 +113,8 @@ def _second_sentence_widget(row: Setting, values, place: Place = SIDEBAR) -> tup
 def _number_widget(row: Setting, values, place: Place = SIDEBAR) -> int | float:
     low, high = row.widget_bounds(values)
     step = 1 if row.kind == "int" else 0.1
-    options = {**place.options, "args": (row.name,)} if place is SIDEBAR and row.alone else place.options
     value = st.number_input(place.label(row), min_value=low, max_value=high, step=step, key=place.key(row.name),
-                            help=row.help_text, **options)
+                            help=row.help_text, **place.options)
     return int(value) if row.kind == "int" else float(value)
 
 

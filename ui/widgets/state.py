@@ -51,15 +51,7 @@ class Place:
         return f"{self.label_prefix}{_(row.label) if row.label else row.name}"  # labels are marked N_ in the table
 
 
-CHANGED = "controls_changed"  # the sidebar's settings changed since its controls were last drawn (their on_change)
-
-
-def note_change(name: str = "*") -> None:
-    """A sidebar control's on_change: ``name`` (a setting; "*": a control without one) changed before this run."""
-    st.session_state[CHANGED] = frozenset(st.session_state.get(CHANGED, frozenset())) | {name}
-
-
-SIDEBAR = Place(options=MappingProxyType({"persist_state": KEEP, "on_change": note_change}))
+SIDEBAR = Place()
 
 
 def keep_widget_state() -> None:
