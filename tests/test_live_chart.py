@@ -107,18 +107,3 @@ def test_typed_arrays_are_plotlys_own_for_every_dtype_and_shape():
             np.testing.assert_array_equal(ours, plotlys)
         else:
             assert ours == plotlys, array
-
-
-def test_the_canvas_script_is_a_static_file_not_part_of_every_charts_message():
-    """Streamlit sends the component's module with every chart's message: the canvas' 23 kB of functions are a static
-    file the page loads once (named with a digest of its text), not part of that module."""
-    import hashlib
-
-    import plotly.graph_objects as go
-
-    assert "function drawHeatmaps" not in live._JS and "staticScript(head.canvas" in live._JS
-    head, _ = live.figure_from_payload(live.payload(go.Figure(go.Heatmap(z=[[0.0, 1.0]]))))
-    name, _, version = head["canvas"].partition("?v=")
-    text = (live.STATIC_DIR / name).read_bytes()
-    assert b"function drawHeatmaps" in text and b"function removeCanvas" in text
-    assert version == hashlib.md5(text, usedforsecurity=False).hexdigest()[:12]

@@ -3,29 +3,24 @@
 // Streamlit calls this function on mount and again with the same parentElement whenever the data or
 // the theme changes. `data` is the payload bytes: a JSON line of settings, "\n", the figure's JSON.
 
-// A script of the app's static files (<base>/app/static/<file>), loaded once per page by a plain <script>, found
-// next to Streamlit's own bundle (<base>/static/js/index.*.js) so that a proxy's path prefix is kept: plotly.js, and
-// the canvas' functions (mha-live-canvas.js: drawHeatmaps, removeCanvas become the page's), which are not inlined in
-// this module because Streamlit sends the module with every chart's message (32 kB each).
-function staticScript(file, loaded) {
-  const scripts = window.__mhaScripts ??= {};
-  if (loaded()) return Promise.resolve();
-  if (!scripts[file]) {
+// plotly.js, loaded once per page from the app's static files (<base>/app/static/), found next to
+// Streamlit's own bundle (<base>/static/js/index.*.js) so that a proxy's path prefix is kept.
+function plotlyReady(file) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!window.__mhaPlotly) {
     const bundle = [...document.querySelectorAll("script[src]")].find(s => /\/static\/js\/index[^/]*\.js/.test(s.src));
     const src = new URL(`../../app/static/${file}`, bundle ? bundle.src : document.baseURI).href;
-    scripts[file] = new Promise((resolve, reject) => {
+    window.__mhaPlotly = new Promise((resolve, reject) => {
       const script = document.createElement("script");
       script.src = src;
       script.async = true;
-      script.onload = () => resolve();
-      script.onerror = () => { scripts[file] = null; reject(new Error(`could not load ${src}`)); };
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => { window.__mhaPlotly = null; reject(new Error(`could not load ${src}`)); };
       document.head.appendChild(script);
     });
   }
-  return scripts[file];
+  return window.__mhaPlotly;
 }
-const plotlyReady = file => staticScript(file, () => !!window.Plotly).then(() => window.Plotly);
-const canvasLoaded = () => typeof drawHeatmaps === "function" && typeof removeCanvas === "function";
 
 // Streamlit's theme, read from the CSS custom properties it puts around the component.
 function themeOf(element) {
@@ -139,22 +134,11 @@ export default function ({data, parentElement}) {
   const room = roomOf(root);
   const layout = themed(figure.layout || {}, theme, head.width, room);
   const width = head.width === "content" ? Math.min(Number(layout.width) || room, room) : plot.clientWidth || room;
-  const paint = () => {
-    try {
-      return !!drawHeatmaps(root, plot, figure, layout, theme, width);
-    } catch (error) {
-      return false;  // the canvas is a head start only: whatever it cannot read, plotly draws
-    }
-  };
   let canvas = false;
-  if (head.canvas && canvasLoaded()) {
-    canvas = paint();
-  } else if (head.canvas) {  // a page's first chart: the canvas' script comes long before plotly.js
-    staticScript(head.canvas, canvasLoaded).then(() => {
-      if (root.__mhaWanted === wanted && root.getAttribute("data-mha-plotly") !== head.sig && paint()) {
-        mark(root, "shown", head.sig);
-      }
-    }).catch(() => {});
+  try {
+    canvas = !!head.canvas && drawHeatmaps(root, plot, figure, layout, theme, width);
+  } catch (error) {
+    canvas = false;  // the canvas is a head start only: whatever it cannot read, plotly draws
   }
   if (canvas) mark(root, "shown", head.sig);
   const draw = () => ready.then(Plotly => {
@@ -164,7 +148,7 @@ export default function ({data, parentElement}) {
         if (root.__mhaWanted !== wanted) return null;
         mark(root, "shown", head.sig);
         mark(root, "plotly", head.sig);
-        return canvasLoaded() ? removeCanvas(root, plot) : null;
+        return removeCanvas(root, plot);
       });
   }).catch(error => { alt.textContent = `Chart not drawn: ${error.message}`; });
   if (canvas) whenPageIdle(root, draw); else draw();

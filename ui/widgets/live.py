@@ -18,7 +18,7 @@ whose digest (and theme) it has already drawn. AppTest sees a ``bidi_component``
 ``proto.bytes`` is that payload; ``figure_from_payload`` reads the figure back.
 
 A figure whose traces are all heatmaps is on screen before plotly has drawn it (issue 38): the component draws
-its cells on a canvas first (``static/mha-live-canvas.js``: before plotly.js has loaded, laid out from the figure's layout;
+its cells on a canvas first (``live_canvas.js``: before plotly.js has loaded, laid out from the figure's layout;
 on a redraw, over plotly's own plot areas, plotly redrawing once the run is over), and the canvas goes when
 plotly has drawn. ``MHA_CANVAS_FIRST=0`` leaves every chart to plotly alone.
 
@@ -30,7 +30,6 @@ per page by a plain ``<script>``; no npm step at install or run time.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -54,7 +53,7 @@ COMPONENT_NAME = "mha_live_chart"
 # MHA_LIVE_CHARTS=0 draws with st.plotly_chart instead (the same figure, key, config and width): a way back,
 # and the "before" of bench/bench_livechart.py in the same run.
 LIVE = os.environ.get("MHA_LIVE_CHARTS", "1") != "0"
-# MHA_CANVAS_FIRST=0 leaves every chart to plotly alone: no canvas of the cells first (static/mha-live-canvas.js), the "before"
+# MHA_CANVAS_FIRST=0 leaves every chart to plotly alone: no canvas of the cells first (live_canvas.js), the "before"
 # of bench/bench_livechart.py in the same run.
 CANVAS_FIRST = os.environ.get("MHA_CANVAS_FIRST", "1") != "0"
 
@@ -65,11 +64,8 @@ _CSS = """
 .mha-live-alt { position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden;
                 clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
 """
-# The component's module is sent with every chart's message, so it holds only the entry point (live.js); the canvas'
-# functions are a static file loaded once per page, like plotly.js, named with a digest of its text so that a
-# browser never runs a cached older one.
-_JS = Path(__file__).with_name("live.js").read_text()
-CANVAS_SOURCE = "mha-live-canvas.js"
+# The canvas' functions (live_canvas.js) come first in the component's module, its entry point (live.js) after.
+_JS = Path(__file__).with_name("live_canvas.js").read_text() + "\n" + Path(__file__).with_name("live.js").read_text()
 
 _component = st.components.v2.component(COMPONENT_NAME, html=_HTML, css=_CSS, js=_JS, isolate_styles=False)
 
@@ -110,7 +106,7 @@ def payload(fig: go.Figure | dict, *, config: dict | None = None, width: Width =
     """What the component receives: a JSON line of settings, a newline, the figure's JSON."""
     text, digest = figure_json(fig)
     head = {"sig": digest, "config": chart_settings(config), "alt": alt or "", "width": width, "plotly": PLOTLY_FILE,
-            "canvas": canvas_file() if CANVAS_FIRST else ""}
+            "canvas": CANVAS_FIRST}
     return json.dumps(head, separators=(",", ":")).encode() + b"\n" + text
 
 
@@ -172,13 +168,6 @@ def _drop_state_presenter(key: str) -> None:
             state._new_widget_state.widget_metadata[widget_id] = dataclasses.replace(metadata, presenter=None)
     except (AttributeError, KeyError, TypeError):
         return
-
-
-@functools.cache
-def canvas_file() -> str:
-    """The canvas' script as the component asks for it: its static file with a digest of its text."""
-    text = (STATIC_DIR / CANVAS_SOURCE).read_bytes()
-    return f"{CANVAS_SOURCE}?v={hashlib.md5(text, usedforsecurity=False).hexdigest()[:12]}"
 
 
 def static_plotly_path() -> Path:
