@@ -81,9 +81,10 @@ def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int,
                      key=f"{KEY_PREFIX}_row_sums")
     if inputs.trace.fully_masked[head].any():
         st.warning(_(FULLY_MASKED_POLICY))
-    else:
-        with st.expander(_("What if a row had every key masked?")):
-            st.markdown(_(FULLY_MASKED_POLICY))
+    else:  # drawn only while open: a paragraph every run would send for the few who ask
+        box = st.expander(_("What if a row had every key masked?"), key="sbs_masked_policy", on_change="rerun")
+        if box.open:
+            box.markdown(_(FULLY_MASKED_POLICY))
     return True
 
 
@@ -119,14 +120,14 @@ def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_tabl
     drill = _("Drill-down")
     st.markdown(_("**Jump to:** {steps}").format(steps=" · ".join(jumps + [f"[{drill}](#drill-down)"])))
     notebook_button(result.config, "step_by_step")
+    views.step_downloads(steps, KEY_PREFIX, result.config, head, chosen_cell())
     weights_shown = True
     for run in step_runs(steps):  # steps whose charts follow one another: one chart (issue 38)
         number, step = run[0]
         if step.slug == "softmax":
             weights_shown = show_softmax(number, step, result, inputs, head, as_table, predict, font_size, numbers)
         else:
-            views.show_step_run(run, KEY_PREFIX, as_table=as_table, font_size=font_size, numbers=numbers,
-                                rebuilt_from=(result.config, head, chosen_cell()))
+            views.show_step_run(run, KEY_PREFIX, as_table=as_table, font_size=font_size, numbers=numbers)
     return weights_shown
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shown_charts
+from shown_steps import FORMULA, step_anchors, step_formulas, step_texts, step_titles
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
@@ -110,9 +111,9 @@ def markdown_text(at: AppTest) -> str:
 def test_default_settings_render_every_step_with_its_formula_shapes_and_matrix():
     at = open_page()
     config = MHAConfig()
-    titles = [s.value for s in at.subheader]
+    titles = step_titles(at)
     assert len(titles) == N_STEPS and titles[0].startswith("1.") and titles[-1].startswith(f"{N_STEPS}.")
-    assert len(at.latex) >= N_STEPS - 1  # every step but the switched-off positional encoding
+    assert len(step_formulas(at)) >= N_STEPS - 1  # every step but the switched-off positional encoding
     t, c = len(config.tokens), config.d_model
     assert f"Q: ({t}, {c}) @ ({c}, {c}) -> ({t}, {c})" in markdown_text(at)
     figures = charts(at)
@@ -258,11 +259,13 @@ def test_the_null_key_link_shows_the_engines_weights_and_the_null_keys_share_in_
 
 def softmax_step_text(at: AppTest) -> tuple[str, str]:
     """The softmax step's "why" (the markdown after its heading) and its formula (the first A_ij formula)."""
-    titles = [s.value for s in at.subheader]
+    titles = step_titles(at)
     assert any("Softmax" in t for t in titles)
-    why = next(m.value for m in at.markdown if m.value.startswith("Each row is turned into weights"))
-    formula = next(latex.value for latex in at.latex if r"A_{ij} = \frac" in latex.value)
-    return why, formula.strip("$\n ")
+    text = step_texts(at)[step_anchors(at).index("softmax")]
+    why = text.split("\n\n")[1]
+    assert why.startswith("Each row is turned into weights")
+    formula = next(f for f in FORMULA.findall(text) if r"A_{ij} = \frac" in f)
+    return why, formula.strip()
 
 
 @pytest.mark.parametrize("null", [0, 1])

@@ -7,7 +7,7 @@ open. In the two other languages:
 - every step title differs from its English one, and no English msgid of the files this covers (``ui/pipeline``,
   ``ui/widgets/step_views.py``, ``app_pages/step_by_step.py``) is left in the page's main area: each msgid is cut
   at its placeholders and Markdown marks, and any piece of two or more English words must not be shown;
-- the anchors ("Jump to" links, the steps' subheaders) are the English page's: a link to ``#scores`` works in every
+- the anchors ("Jump to" links, the steps' headings) are the English page's: a link to ``#scores`` works in every
   language;
 - every number is the English page's: each chart's arrays, each table's values, the numbers in each formula.
 
@@ -28,6 +28,7 @@ from mha_core.config import MHAConfig, run
 from mha_core.kernels import KERNELS
 from mha_core.positions import SCHEMES, SchemeAt
 from tests.shown_charts import charts, decode
+from tests.shown_steps import open_downloads, step_anchors, step_formulas, step_titles
 from ui.i18n import using_language
 from ui.pipeline.step_export import run_step_frame
 
@@ -99,8 +100,10 @@ def open_page(lang: str, params: dict) -> AppTest:
     for name, value in {**params, "lang": lang}.items():
         at.query_params[name] = value
     at.switch_page(PAGE).run()
+    at.session_state["sbs_masked_policy"] = True  # the sections drawn only while open: their words are checked too
+    with using_language(lang):  # AppTest sends a selectbox's value back through the page's format_func, in this thread
+        open_downloads(at)
     if params is VARIANTS[PREDICT]:
-        # AppTest sends a selectbox's value back through the page's format_func in this thread: in its language
         with using_language(lang):
             at.toggle(key="w_sbs_predict").set_value(True).run()
             at.button(key="sbs_reveal").click().run()
@@ -141,13 +144,13 @@ def numbers_shown(at: AppTest) -> dict[str, list]:
               for value in (trace.get("z"), trace.get("x"), trace.get("y"))
               if isinstance(value, dict) and "bdata" in value]
     tables = [d.value.select_dtypes(exclude="object").to_numpy() for d in at.main.dataframe]
-    formulas = [NUMBER.findall(e.value) for e in at.main.latex]
+    formulas = [NUMBER.findall(f) for f in step_formulas(at)] + [NUMBER.findall(e.value) for e in at.main.latex]
     return {"charts": arrays, "tables": tables, "formulas": formulas}
 
 
 def anchors(at: AppTest) -> list[str]:
     jump = next(m.value for m in at.main.markdown if "](#drill-down)" in m.value)
-    return re.findall(r"\]\(#([\w-]+)\)", jump) + [s.proto.anchor for s in at.main.subheader]
+    return re.findall(r"\]\(#([\w-]+)\)", jump) + step_anchors(at)
 
 
 @pytest.fixture(scope="module")
@@ -188,8 +191,8 @@ def test_the_pieces_are_many_and_english():
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_every_step_title_is_translated(pages, variant, lang):
-    english = [s.value for s in pages[variant, "en"].main.subheader]
-    shown = [s.value for s in pages[variant, lang].main.subheader]
+    english = step_titles(pages[variant, "en"])
+    shown = step_titles(pages[variant, lang])
     assert len(shown) == len(english) >= 10
     same = [title for title, other in zip(shown, english, strict=True)
             if title == other and title.split(". ", 1)[1] not in ENGINE_TITLES]
@@ -220,7 +223,7 @@ def test_no_text_is_left_as_in_english(pages, variant, lang):
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_anchors_and_numbers_are_the_english_pages(pages, variant, lang):
     english, shown = pages[variant, "en"], pages[variant, lang]
-    assert anchors(shown) == anchors(english) and len(anchors(english)) >= 20  # the links and the subheaders
+    assert anchors(shown) == anchors(english) and len(anchors(english)) >= 20  # the links and the headings
     want, got = numbers_shown(english), numbers_shown(shown)
     assert len(got["charts"]) == len(want["charts"]) >= 8
     for a, b in zip(got["charts"], want["charts"], strict=True):
@@ -229,6 +232,9 @@ def test_anchors_and_numbers_are_the_english_pages(pages, variant, lang):
     for a, b in zip(got["tables"], want["tables"], strict=True):
         np.testing.assert_array_equal(a, b)
     assert got["formulas"] == want["formulas"] and sum(map(len, want["formulas"])) > 10
+    buttons = [b.proto.id.rsplit("-", 1)[-1] for b in shown.main.get("download_button")]  # the section, opened
+    assert buttons == [b.proto.id.rsplit("-", 1)[-1] for b in english.main.get("download_button")]
+    assert "sbs_dl_npz" in buttons and len(buttons) >= 9
 
 
 @pytest.mark.parametrize("lang", LANGS)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import shown_charts
 from app_opener import open_app
+from shown_steps import step_titles
 
 from mha_core.config import MHAConfig, run
 from ui.pipeline.panels import panel_parts
@@ -33,7 +34,7 @@ def test_each_panel_of_a_run_names_its_step(link):
     config = MHAConfig(seed=3, mask=link.get("mask", "none"), pe=link.get("pe", "none"),
                        n_heads=int(link.get("heads", 4)))
     steps = build_steps(step_inputs(run(config)), 0, (0, 0))  # the page's head 0 and cell (0, 0)
-    headings = [h.value for h in at.subheader]
+    headings = step_titles(at)
     by_number = {number: step for number, step in enumerate(steps, start=1)}
     assert [f"{n}. " for n in by_number] == [h[: len(f"{n}. ")] for n, h in zip(by_number, headings, strict=False)]
     captions = " ".join(c.value for c in at.caption)

@@ -21,6 +21,7 @@ from mha_core import kernels
 from mha_core.config import MHAConfig, run
 from mha_core.kernels import Kernel, Refusal
 from tests.app_opener import open_app
+from tests.shown_steps import open_downloads, step_formulas, step_titles
 from tests.test_app_compare import compare_page, panels
 from tests.test_app_heads import app, grid_matrices
 from tests.test_app_heads_kernel_words import csv_frame, downloads, figure_titles, switch_labels  # noqa: F401
@@ -110,10 +111,10 @@ def test_a_link_reads_it_and_its_refusal_says_what_to_change(sigmoid):
 def test_step_by_step_shows_every_step_in_the_rows_words_and_the_numbers_by_hand(sigmoid):
     at = open_page(**LINK, head=3)
     want = by_hand(engine_result(LINK))
-    headers = [h.value for h in at.subheader]
+    headers = step_titles(at)
     assert any(SIGMOID.weights_title in h for h in headers), headers
     assert not any("Softmax" in h for h in headers), headers
-    formulas = "\n".join(x.value for x in at.latex)
+    formulas = "\n".join(step_formulas(at))
     assert SIGMOID.weights_tex in formulas, formulas
     jump = next(m.value for m in at.markdown if m.value.startswith("**Jump to:**"))
     assert f"{SIGMOID.short_label}](#kernel_weights)" in jump
@@ -134,7 +135,7 @@ def test_step_by_step_shows_every_step_in_the_rows_words_and_the_numbers_by_hand
 
 def test_step_by_step_downloads_hold_the_numbers_by_hand(sigmoid, offered):  # noqa: F811
     params = {**LINK, "head": "3"}
-    open_page(**params)
+    open_downloads(open_page(**params))
     result = engine_result(LINK)
     want = by_hand(result)
     mine = [(r"L_3 \(scaled", want["L"][3]), (r"A_3: ", want["A"][3]), (r"head_3 = A_3 V", want["heads"][3]),

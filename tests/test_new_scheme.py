@@ -31,6 +31,7 @@ from mha_core.config import MHAConfig, run
 from mha_core.decoder import decode_run, decoder_config
 from mha_core.flash import flash_of_run
 from mha_core.positions import ALIBI_SLOPES_SOURCE, PositionScheme, SchemeAt, alibi_slopes
+from tests.shown_steps import open_downloads, step_formulas, step_titles
 from tests.test_app_compare import compare_page
 from tests.test_app_compare import panels as compare_panels
 from tests.test_app_decoding import open_page
@@ -204,12 +205,12 @@ def _words(at) -> str:
 
 def test_step_by_step_titles_its_step_from_the_row_and_shows_the_hand_computed_numbers(kerple, offered):  # noqa: F811
     head, i, j = 2, 4, 1  # a cell three tokens apart: log(4), not ALiBi's 3
-    at = open_page("app_pages/step_by_step.py", **PARAMS, head=head, qi=i, kj=j)
-    headings = [h.value for h in at.subheader]
+    at = open_downloads(open_page("app_pages/step_by_step.py", **PARAMS, head=head, qi=i, kj=j))
+    headings = step_titles(at)
     assert any(re.fullmatch(rf"\d+\. {re.escape(KERPLE.step_title)}", t) for t in headings), headings
     words = _words(at)
     assert "ALiBi" not in words and "|i - j|," not in words  # no word of another scheme
-    assert KERPLE.formula(SchemeAt(head, 4, 4)) in [e.value.strip("$\n") for e in at.latex]
+    assert KERPLE.formula(SchemeAt(head, 4, 4)) in step_formulas(at)
     assert f"m_{{{head}}} = {SLOPES[head]:.4g}" in KERPLE.formula(SchemeAt(head, 4, 4))  # the slope by hand
     assert KERPLE.why(SchemeAt(head, 4, 4)) in words
     views = charts(at)

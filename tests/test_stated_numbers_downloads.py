@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import streamlit
+from shown_steps import open_downloads
 from stated_numbers import TINY, assert_states
 from streamlit.testing.v1 import AppTest
 
@@ -67,6 +68,8 @@ def open_page(page: str, params: dict[str, str]) -> AppTest:
     for name, value in params.items():
         at.query_params[name] = value
     at.run()
+    if page == "step_by_step":  # its downloads are drawn only while their section is open
+        open_downloads(at)
     assert not at.exception, at.exception
     return at
 

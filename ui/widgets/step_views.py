@@ -8,7 +8,9 @@ fit the width of the column it is drawn in.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+import html
+import re
+from itertools import cycle
 
 import numpy as np
 import streamlit as st
@@ -109,29 +111,53 @@ def show_panels(panels: tuple[Panel, ...], key_prefix: str, *, as_table: bool = 
                            font_size=font_size, numbers=numbers)
 
 
-def show_step(number: int, step: Step, key_prefix: str, *, as_table: bool = False, panels: bool = True,
-              font_size: int = FONT_SIZE, level: int = 3, rebuilt_from=None, numbers: bool = True) -> None:
-    """A step's numbered heading (``level`` 3: a subheader with the step's anchor; 4: inside a page section),
-    why it exists, its formula, its shapes, its note and its matrices (keys ``<key_prefix>_<slug>_<i>``).
-    ``rebuilt_from``: (config, head, cell) the page built the step from; given, the step gets its downloads."""
-    title = f"{number}. {_(step.title)}"
-    if level == 3:
-        st.subheader(title, anchor=step.slug)
-    else:
-        st.markdown(f"{'#' * level} {title}")
+# Outside code spans and formulas a "<" starts raw HTML in a markdown element that allows it (a step's, for its
+# heading): there it is written as an entity, so no token or word can become a tag.
+LITERAL_PARTS = re.compile(r"(`[^`]*`|\$\$.*?\$\$|\$[^$\n]*\$)", re.DOTALL)
+
+
+def without_html(text: str) -> str:
+    """``text`` with every "<" outside its code spans and formulas written as ``&lt;`` (shown as "<")."""
+    parts = LITERAL_PARTS.split(text)
+    return "".join(part if odd else part.replace("<", "&lt;") for odd, part in zip(cycle((False, True)), parts))
+
+
+def step_markdown(number: int, step: Step) -> str:
+    """A step's heading, why it exists, its formula, its shapes and its note as ONE markdown text (one element a
+    run instead of up to five, issue 39). The heading is an h3 with the step's anchor (``#softmax`` in every
+    language), as ``st.subheader`` draws one; the formula a displayed one, as ``st.latex`` sends it."""
+    parts = [f'<h3 data-anchor="{step.slug}">{html.escape(f"{number}. {_(step.title)}", quote=False)}</h3>']
     if step.why:
-        st.markdown(_(step.why))
+        parts.append(without_html(_(step.why)))
     if step.formula:
-        show_formula(step.formula)
+        parts.append(f"$$\n{phone_lines(step.formula) if on_phone() else step.formula}\n$$")
     if step.shapes:
-        st.markdown(_("Shapes: `{shapes}`").format(shapes=step.shapes))
+        parts.append(without_html(_("Shapes: `{shapes}`").format(shapes=step.shapes)))
     if step.note:
-        st.markdown(step.note)
+        parts.append(without_html(step.note))
+    return "\n\n".join(parts)
+
+
+def show_step(number: int, step: Step, key_prefix: str, *, as_table: bool = False, panels: bool = True,
+              font_size: int = FONT_SIZE, level: int = 3, numbers: bool = True) -> None:
+    """A step's numbered heading (``level`` 3: with the step's anchor, all its words one element, ``step_markdown``;
+    4: inside a page section), why it exists, its formula, its shapes, its note and its matrices (keys
+    ``<key_prefix>_<slug>_<i>``)."""
+    if level == 3:
+        st.markdown(step_markdown(number, step), unsafe_allow_html=True)
+    else:
+        st.markdown(f"{'#' * level} {number}. {_(step.title)}")
+        if step.why:
+            st.markdown(_(step.why))
+        if step.formula:
+            show_formula(step.formula)
+        if step.shapes:
+            st.markdown(_("Shapes: `{shapes}`").format(shapes=step.shapes))
+        if step.note:
+            st.markdown(step.note)
     if panels:
         show_panels(step.panels, f"{key_prefix}_{step.slug}", as_table=as_table, font_size=font_size,
                     numbers=numbers)
-        if rebuilt_from is not None:
-            step_downloads(number, step, key_prefix, *rebuilt_from)
 
 
 def panel_rows(run: list[tuple[int, Step]]) -> tuple[tuple[Panel, ...], ...]:
@@ -148,15 +174,14 @@ def panel_rows(run: list[tuple[int, Step]]) -> tuple[tuple[Panel, ...], ...]:
 
 
 def show_step_run(run: list[tuple[int, Step]], key_prefix: str, *, as_table: bool = False,
-                  font_size: int = FONT_SIZE, rebuilt_from=None, numbers: bool = True) -> None:
+                  font_size: int = FONT_SIZE, numbers: bool = True) -> None:
     """Steps whose charts follow one another (``ui.pipeline.panel_rows.step_runs``): each step's heading and words,
-    then ONE chart of all their panels (key ``<key_prefix>_<slugs>_rows``), then their downloads. As tables, on a
-    phone (one matrix under another) or for a single panel, each step on its own as ``show_step`` draws it."""
+    then ONE chart of all their panels (key ``<key_prefix>_<slugs>_rows``). As tables, on a phone (one matrix under
+    another) or for a single panel, each step on its own as ``show_step`` draws it."""
     rows = panel_rows(numbered(run))
     if as_table or on_phone() or sum(map(len, rows)) <= 1 or not combinable(rows):
         for number, step in run:
-            show_step(number, step, key_prefix, as_table=as_table, font_size=font_size, rebuilt_from=rebuilt_from,
-                      numbers=numbers)
+            show_step(number, step, key_prefix, as_table=as_table, font_size=font_size, numbers=numbers)
         return
     for number, step in run:
         show_step(number, step, key_prefix, panels=False, font_size=font_size)
@@ -168,35 +193,40 @@ def show_step_run(run: list[tuple[int, Step]], key_prefix: str, *, as_table: boo
     slugs = "_".join(step.slug for _number, step in run)
     show_chart(figure, key=f"{key_prefix}_{slugs}_rows", config=chart_config(),
                alt=", ".join(panel.title for row in rows for panel in row))
-    if rebuilt_from is not None:
-        row = st.container(horizontal=True, gap="small") if len(run) > 1 else nullcontext()  # the run's buttons
-        with row:
-            for number, step in run:
-                step_downloads(number, step, key_prefix, *rebuilt_from)
 
 
-def step_downloads(number: int, step: Step, key_prefix: str, config, head: int, cell: tuple[int, int]) -> None:
-    """The step's matrices as CSV, and beside the first step the whole run as .npz (keys ``<prefix>_dl_<slug>``).
+def step_downloads(steps: list[Step], key_prefix: str, config, head: int, cell: tuple[int, int]) -> None:
+    """Each step's matrices as CSV and the whole run as .npz (keys ``<prefix>_dl_<slug>``, ``<prefix>_dl_npz``), in
+    an expander whose buttons are sent only while it is open: eleven elements every run sends for a reader who
+    rarely opens them (issue 39).
 
     The buttons' callables keep the frozen configuration and the head, never the arrays
-    (``ui.run.compute.result_later``): a session outlives its tab.
+    (``ui.run.compute.result_later``): a session outlives its tab; a file is built on a click only.
     """
-    if not step.panels:
+    box = st.expander(_("Downloads: each step's matrices (CSV), the whole run (.npz)"), key=f"{key_prefix}_downloads",
+                      on_change="rerun", icon=":material/download:")
+    if not box.open:
         return
+    row = box.container(horizontal=True, gap="small")
+    row.download_button(
+        _("The whole run, every intermediate (.npz)"), data=lambda: npz_bytes(result_later(config)),
+        file_name="mha_trace.npz", mime="application/octet-stream", key=f"{key_prefix}_dl_npz",
+        on_click="ignore", icon=":material/download:",
+    )
+    for number, step in enumerate(steps, start=1):
+        if step.panels:
+            step_csv_button(row, number, step, key_prefix, config, head, cell)
+
+
+def step_csv_button(row, number: int, step: Step, key_prefix: str, config, head: int, cell: tuple[int, int]) -> None:
+    """Step ``number``'s matrices as one CSV (``ui.pipeline.step_export``), built on a click only."""
     slug = step.slug  # the callable must not hold ``step``
-    row = st.container(horizontal=True, gap="small") if number == 1 else st  # a row only for two buttons
     row.download_button(
         _("Step {number}'s matrices (CSV)").format(number=number),
         data=lambda: csv_bytes(run_step_frame(result_later(config), head, slug, cell)),
-        file_name=step_file_name(number, step), mime="text/csv", key=f"{key_prefix}_dl_{step.slug}",
+        file_name=step_file_name(number, step), mime="text/csv", key=f"{key_prefix}_dl_{slug}",
         on_click="ignore", icon=":material/download:",
     )
-    if number == 1:
-        row.download_button(
-            _("The whole run, every intermediate (.npz)"), data=lambda: npz_bytes(result_later(config)),
-            file_name="mha_trace.npz", mime="application/octet-stream", key=f"{key_prefix}_dl_npz",
-            on_click="ignore", icon=":material/download:",
-        )
 
 
 def cell_picker(query_labels: list[str], key_labels: list[str], keys: tuple[str, str]) -> tuple[int, int]:
