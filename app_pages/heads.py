@@ -2,6 +2,9 @@
 
 In presentation mode (toggle ``w_present``) the page shows one head large at a time, with
 previous / next buttons, for a projector.
+
+At the end, three sections are drawn only while open: Take it apart, the quick check and every download (each
+element is a message every Seed + sends again; issue 38).
 """
 
 import numpy as np
@@ -225,14 +228,14 @@ def outputs_section(result) -> None:
     output beside the concatenation (under it on a phone), on one colour bar; the heading and what the figure shows
     above it in one element (their CSVs are in the downloads section)."""
     trace, config = result.trace, result.config
-    words = _("Each head's output ({words}) is {size} numbers per token; the heads are laid side by side (black "
-              "lines) into {columns} columns. Nothing mixes the heads yet.").format(
+    text = _("Each head's output ({words}) is {size} numbers per token; the heads are laid side by side (black "
+             "lines) into {columns} columns. Nothing mixes the heads yet.").format(
         words=head_output_words(trace), size=trace.heads.shape[-1], columns=trace.concat.shape[1])
     if config.output_projection:
-        words += " " + _("W_O is the only step that mixes the heads: each output feature is a weighted sum of every "
-                         "head's columns.")
+        text += " " + _("W_O is the only step that mixes the heads: each output feature is a weighted sum of every "
+                        "head's columns.")
     heading = _("After the heads: concatenate, then W_O")
-    st.markdown(f"### {heading}\n\n{words}")
+    st.markdown(f"### {heading}\n\n{text}")
     out_cols = [str(c) for c in range(trace.output.shape[1])]
     output = (trace.output, result.query_labels, out_cols) if config.output_projection else None
     words = dict(title=_("Output = concat · W_O"), value_name=_("output"), row_name=_("query"), col_name=_("feature"))
