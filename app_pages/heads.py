@@ -2,13 +2,16 @@
 
 In presentation mode (toggle ``w_present``) the page shows one head large at a time, with
 previous / next buttons, for a projector.
+
+At the end, three sections are drawn only while open: Take it apart, the quick check and every download (each
+element is a message every Seed + sends again; issue 38).
 """
 
 import numpy as np
 import streamlit as st
 
 from mha_core.kernels import attention_kernel
-from ui.charts import colour_ranges, describe, export, head_panels, tables
+from ui.charts import colour_ranges, describe, head_panels, tables
 from ui.charts.head_panels import (
     map_averages,
     map_title,
@@ -18,13 +21,12 @@ from ui.charts.head_panels import (
     with_averages,
 )
 from ui.charts.kernels import view_kind
-from ui.charts.labels import concat_columns
 from ui.charts.markdown import literals
 from ui.charts.views import MatrixView, kernel_views
 from ui.i18n import N_, _, ngettext
 from ui.pages.heads import quiz
 from ui.pages.heads.apart_section import take_apart_section
-from ui.pages.heads.downloads import download, download_csv
+from ui.pages.heads.downloads import downloads_section
 from ui.pages.heads.kernel_sections import kernel_sections
 from ui.run import cached_figures
 from ui.run.compute import compute, result_later
@@ -32,7 +34,6 @@ from ui.state.device import chart_config, on_phone
 from ui.state.settings import COLOUR_RANGE_LABELS
 from ui.widgets.live import show_chart
 from ui.widgets.mask_editor import mask_editor
-from ui.widgets.notebook_button import notebook_button
 from ui.widgets.number_columns import in_language, number_columns
 from ui.widgets.phone import swipe_hint
 from ui.widgets.presentation import presenting
@@ -140,22 +141,15 @@ def fully_masked_note(result) -> None:
                 .format(rows=shown))
 
 
-def grid_frame(result, view: str, average: bool):
-    """The matrices of the heads figure (plus the average panels) as one long table."""
-    matrices, titles = shown_matrices(result.trace, view), panel_titles(result.trace, view)
-    if average:
-        matrices, titles = with_averages(matrices, titles, shown_view(result.trace, view).panel_names)
-    return tables.stacked_frame(matrices, titles, result.query_labels, result.key_labels)
-
-
 def heads_phrase(n_heads: int) -> str:
     """'1 head', '4 heads'."""
     return ngettext("{n} head", "{n} heads", n_heads).format(n=n_heads)
 
 
 def heads_section(result, view: str, average: bool, colours: str = "fixed", picture=None) -> None:
-    """All heads in one figure (plus the average panel), its caption and its CSV; the figure in ``picture``
-    (a container drawn earlier, on a phone above the switches) or, None, in the flow after its caption."""
+    """All heads in one figure (plus the average panel) and its caption; the figure in ``picture`` (a container
+    drawn earlier, on a phone above the switches) or, None, in the flow before its caption. Its CSV is in the
+    downloads section (``downloads_section``)."""
     trace, config = result.trace, result.config
     shown = shown_view(trace, view)
     matrices, titles = shown_matrices(trace, view), panel_titles(trace, view)
@@ -163,7 +157,6 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed", pict
         matrices, titles = with_averages(matrices, titles, shown.panel_names)
     cols = 1 if on_phone() else min(len(titles), 4)  # a phone shows the heads one under another (4: a head's maps stay in a row)
     panel_px = 220 if on_phone() else int(np.clip(700 / cols, 200, 360))  # about square in the width there is
-    st.caption(view_caption(trace, view, colours))
     fig = cached_figures.attention_grid(
         matrices,
         result.query_labels,
@@ -180,23 +173,27 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed", pict
     words = dict(kind=view_kind(trace, view), titles=titles, mask=result.mask, null_key=trace.null_key)
     show_chart(fig, key="heads_grid", where=picture, config=chart_config(), width=width,
                alt=" ".join(describe.grid_lines(matrices, result.query_labels, result.key_labels, **words)))
+    # One caption under the figure (each element is a message per run): what the view's colours mean, then how to
+    # read the grid. Above it, it pushed the figure's bottom off a 1280x720 screen.
+    st.caption(view_caption(trace, view, colours) + " " + _(
+        "Rows = queries (the token that looks), columns = keys (the tokens looked at). "
+        "{heads} of size d_k = {hs}; hover a cell for its numbers.").format(heads=heads_phrase(config.n_heads),
+                                                                         hs=config.head_size))
     # The same words for the eye, written only while open (at the caps the description takes ~4 ms).
     section = st.expander(_("Describe this chart"), key="heads_describe", on_change="rerun")
     if section.open:
         section.markdown("\n".join(f"- {line}" for line in describe.grid_lines(
             matrices, result.query_labels, result.key_labels, markdown=True, **words)))
-    st.caption(
-        _("Rows = queries (the token that looks), columns = keys (the tokens looked at). "
-          "{heads} of size d_k = {hs}; hover a cell for its numbers.").format(heads=heads_phrase(config.n_heads),
-                                                                               hs=config.head_size)
-    )
-    download_csv(_("{label} (CSV)").format(label=_(shown.label)), config, lambda r: grid_frame(r, view, average), shown.file_name, "dl_grid")
 
 
 def diagnostics_section(result) -> None:
-    """Per-head numbers (entropy, max weight, diagonal / previous / first mass) and head similarity."""
-    st.subheader(_("What each head does"))
+    """Per-head numbers (entropy, max weight, diagonal / previous / first mass) and head similarity, under one
+    heading that says what both are (one element, not a heading and two captions; their CSVs are in the
+    downloads section)."""
     trace = result.trace
+    heading, words = _("What each head does"), tables.diagnostics_caption(trace)
+    st.markdown(f"### {heading}\n\n{words} " + _("Cosine similarity of two heads' weight matrices: 1 = the same "
+                                                 "pattern."))
     left, right = st.columns([3, 2])
     with left:
         summary = tables.head_summary_frame(trace, cross=result.config.is_cross)
@@ -211,16 +208,9 @@ def diagnostics_section(result) -> None:
         st.dataframe(summary, column_config=config, key="head_table")
         if on_phone():  # wider than the screen, and a phone shows no scroll bar (below: the table's toolbar covers
             st.caption(swipe_hint([summary.index.name, *summary.columns]))  # what is right above it)
-        st.caption(tables.diagnostics_caption(trace))
-        download_csv(_("Head diagnostics (CSV)"), result.config, lambda r: tables.head_summary_frame(r.trace, cross=r.config.is_cross),
-                     "head_diagnostics.csv", "dl_summary")
-    with right:
-        similarity = tables.similarity_frame(trace)
-        show_chart(cached_figures.similarity_heatmap(similarity.to_numpy()), key="similarity", config=chart_config(),
-                   alt=describe.describe_similarity(similarity.to_numpy(), title=_("Head similarity")))
-        st.caption(_("Cosine similarity of two heads' weight matrices: 1 = the same pattern."))
-        download_csv(_("Head similarity (CSV)"), result.config, lambda r: tables.similarity_frame(r.trace),
-                     "head_similarity.csv", "dl_similarity")
+    similarity = tables.similarity_frame(trace).to_numpy()
+    show_chart(cached_figures.similarity_heatmap(similarity), key="similarity", where=right, config=chart_config(),
+               alt=describe.describe_similarity(similarity, title=_("Head similarity")))
 
 
 def head_output_words(trace) -> str:
@@ -235,10 +225,17 @@ PHONE_COLUMN_PX = 350  # ... and on a phone
 
 def outputs_section(result) -> None:
     """The concatenated head outputs with head boundaries and the output after W_O (or a note): one figure, the
-    output beside the concatenation (under it on a phone), on one colour bar."""
-    st.subheader(_("After the heads: concatenate, then W_O"))
+    output beside the concatenation (under it on a phone), on one colour bar; the heading and what the figure shows
+    above it in one element (their CSVs are in the downloads section)."""
     trace, config = result.trace, result.config
-    columns = concat_columns(trace.concat.shape[1], trace.n_heads)
+    text = _("Each head's output ({words}) is {size} numbers per token; the heads are laid side by side (black "
+             "lines) into {columns} columns. Nothing mixes the heads yet.").format(
+        words=head_output_words(trace), size=trace.heads.shape[-1], columns=trace.concat.shape[1])
+    if config.output_projection:
+        text += " " + _("W_O is the only step that mixes the heads: each output feature is a weighted sum of every "
+                        "head's columns.")
+    heading = _("After the heads: concatenate, then W_O")
+    st.markdown(f"### {heading}\n\n{text}")
     out_cols = [str(c) for c in range(trace.output.shape[1])]
     output = (trace.output, result.query_labels, out_cols) if config.output_projection else None
     words = dict(title=_("Output = concat · W_O"), value_name=_("output"), row_name=_("query"), col_name=_("feature"))
@@ -250,42 +247,29 @@ def outputs_section(result) -> None:
     if output is not None:  # each panel in words, from the same arrays
         alt += " " + describe.describe_matrix(*output, **words)
     show_chart(fig, key="concat", config=chart_config(), alt=alt)
-    # One caption for both panels and the downloads under it: each element is a message every run sends again.
-    words = _("Each head's output ({words}) is {size} numbers per token; the heads are laid side by side (black "
-              "lines) into {columns} columns. Nothing mixes the heads yet.").format(
-        words=head_output_words(trace), size=trace.heads.shape[-1], columns=trace.concat.shape[1])
-    if output is not None:
-        words += " " + _("W_O is the only step that mixes the heads: each output feature is a weighted sum of every "
-                         "head's columns.")
-    st.caption(words)
-    download_csv(
-        _("Concatenation (CSV)"),
-        config,
-        lambda r: tables.matrix_frame(r.trace.concat, r.query_labels, columns),
-        "concat.csv",
-        "dl_concat",
-    )
-    if output is not None:
-        download_csv(
-            _("Output after W_O (CSV)"),
-            config,
-            lambda r: tables.matrix_frame(r.trace.output, r.query_labels, out_cols),
-            "output.csv",
-            "dl_output",
-        )
-    else:
+    if output is None:
         st.info(_("W_O is off (sidebar): the layer's output is the concatenation above, so the heads are never mixed."))
 
 
-@st.fragment
+QUIZ_TITLE = N_("Quick check")
+
+
 def quiz_section(config) -> None:
+    """The quick checks, drawn only while their section is open (seven elements a run sends for nothing else)."""
+    section = st.expander(f"**{_(QUIZ_TITLE)}**", key="quiz_open", on_change="rerun")
+    if section.open:
+        with section:
+            quiz_questions(config)
+
+
+@st.fragment
+def quiz_questions(config) -> None:
     """Quick checks: a question from this run's own arrays, the answer computed; a score for the session.
 
     A fragment: "Next question" reruns only this part. It takes the config, not the result: Streamlit
     keeps a fragment's arguments for the session's life (``ui.run.compute.result_later``).
     """
     result = result_later(config)
-    st.subheader(_("Quick check"))
     ss = st.session_state
     score = ss.setdefault("quiz_score", [0, 0])  # right, asked
     number = ss.setdefault("quiz_number", 0)
@@ -310,22 +294,6 @@ def quiz_section(config) -> None:
         st.rerun(scope="fragment")
     st.caption(_("Score this session: {right} of {asked} (kept in this browser tab only).").format(
         right=score[0], asked=score[1]))
-
-
-def export_section(result) -> None:
-    """Every intermediate at once, as .npz and as .json."""
-    st.subheader(_("Download everything"))
-    config = result.config  # the callables keep the config, not the arrays (see download_csv)
-    with st.container(horizontal=True):  # one row, one layout block (two columns were three elements)
-        download(_("All intermediates (.npz)"), lambda: export.npz_bytes(result_later(config)), "mha_trace.npz",
-                 "application/octet-stream", "dl_npz")
-        download(_("All intermediates (.json)"), lambda: export.json_bytes(result_later(config)), "mha_trace.json",
-                 "application/json", "dl_json")
-        notebook_button(config, "heads")
-    st.caption(
-        _("Inputs, W_Q/W_K/W_V/W_O, mask, Q, K, V, scores, logits, weights, head outputs, concat, output. "
-          "In the JSON, masked logits (−∞) are written as null (its README key says so).")
-    )
 
 
 def step_head(delta: int, n_heads: int) -> None:
@@ -441,7 +409,7 @@ def main() -> None:
     outputs_section(result)
     take_apart_section(result)
     quiz_section(result.config)
-    export_section(result)
+    downloads_section(result, view, average)
 
 
 main()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mha_core.config import MHAConfig, run
-from tests.test_app_heads import app, assert_page_ok, charts, decode, messages, open_take_apart
+from tests.test_app_heads import QUIZ, app, assert_page_ok, charts, decode, messages, open_take_apart
 from ui.pages.heads import quiz
 
 
@@ -93,7 +93,8 @@ def test_null_key_link_gives_rows_below_one():
 
 
 def test_quiz_marks_the_engine_answer_right_and_counts():
-    at = open_take_apart(app())
+    assert not app().radio  # the quick check is drawn only while its section is open
+    at = app(opened=(QUIZ,))
     result = run(MHAConfig())
     q = quiz.question(result, 0)  # the first question is a 'largest weight' one
     assert q.kind == "largest"

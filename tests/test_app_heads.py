@@ -21,14 +21,24 @@ from ui.state.urlstate import encode_mask, params_from_config
 ROOT = Path(__file__).resolve().parents[1]
 TWO_MB = 2 * 1024 * 1024
 APART_CHARTS = {"apart_contribution", "apart_change", "apart_carried"}  # Take it apart
+DOWNLOADS, QUIZ = "heads_downloads", "quiz_open"  # the sections drawn only while open (their expanders' keys)
 
 
-def app(params: dict[str, str] | None = None) -> AppTest:
-    """The app on its default page (Heads), opened with ``params`` as the link's query parameters, run once."""
+def app(params: dict[str, str] | None = None, opened: tuple[str, ...] = ()) -> AppTest:
+    """The app on its default page (Heads), opened with ``params`` as the link's query parameters, run once; the
+    lazy sections ``opened`` (their keys) open, as a click on their headers leaves them."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     for name, value in (params or {}).items():
         at.query_params[name] = value
+    for key in opened:
+        at.session_state[key] = True
     return at.run()
+
+
+def paragraphs(at: AppTest) -> list[str]:
+    """Every caption, and every paragraph of every markdown (a heading and its words are one element), in order of
+    kind."""
+    return [c.value for c in at.caption] + [part for m in at.markdown for part in m.value.split("\n\n")]
 
 
 def open_take_apart(at: AppTest) -> AppTest:
@@ -82,7 +92,9 @@ def test_the_default_page_renders_every_section(default_app):
     assert default_app.title[0].value == "Heads"
     assert len(default_app.dataframe) == 1  # the head diagnostics
     assert [e.label for e in default_app.expander] == ["Describe this chart",
-                                                      "**Take it apart: each head's contribution, and knocking heads out**"]
+                                                      "**Take it apart: each head's contribution, and knocking heads out**",
+                                                      "**Quick check**", "**Download everything**"]
+    assert not default_app.get("download_button") and not default_app.radio  # closed sections draw nothing
     opened = open_take_apart(app())
     assert_page_ok(opened)
     assert set(charts(opened)) == {"heads_grid", "similarity", "concat"} | APART_CHARTS
@@ -194,8 +206,8 @@ def test_fully_masked_rows_are_named_and_their_policy_stated():
     assert not np.any(np.isnan(masked_layers(at)[0][0]))
 
 
-def test_each_matrix_shown_has_a_download_button(default_app):
-    labels = [b.proto.label for b in default_app.get("download_button")]
+def test_each_matrix_shown_has_a_download_button():
+    labels = [b.proto.label for b in app(opened=(DOWNLOADS,)).get("download_button")]
     assert labels[0].startswith("weights")
     for expected in (
         "Head diagnostics (CSV)",

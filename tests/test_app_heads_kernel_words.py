@@ -21,7 +21,7 @@ from mha_core import kernels
 from mha_core.attention import softmax
 from mha_core.config import MHAConfig, run
 from mha_core.kernels import KERNELS, kernel_refusal
-from tests.test_app_heads import app, charts, grid_matrices
+from tests.test_app_heads import DOWNLOADS, app, charts, grid_matrices, paragraphs
 from tests.test_app_heads import decode as decode_z
 
 FIGURE = 1e-5  # figures travel as float32
@@ -87,7 +87,7 @@ def assert_shown(at, downloads, label: str, expected: list[np.ndarray], titles: 
 
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_the_weights_are_named_by_the_kernels_record_and_are_the_engines(name, downloads):
-    at = app({"kernel": name, "mask": "causal"})
+    at = app({"kernel": name, "mask": "causal"}, opened=(DOWNLOADS,))
     assert not at.exception
     kernel = KERNELS[name]
     trace = run(MHAConfig(kernel=name, mask="causal")).trace
@@ -101,12 +101,12 @@ def test_the_weights_are_named_by_the_kernels_record_and_are_the_engines(name, d
 
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_the_maps_before_the_weights_are_the_kernels_own(name, downloads):
-    at = app({"kernel": name, "mask": "causal", "view": "logits"})
+    at = app({"kernel": name, "mask": "causal", "view": "logits"}, opened=(DOWNLOADS,))
     assert not at.exception
     inputs = KERNELS[name].inputs
     trace = run(MHAConfig(kernel=name, mask="causal")).trace
     assert switch_labels(at)[1] == inputs.label
-    assert any(c.value == inputs.caption for c in at.caption)
+    assert any(c.value.startswith(inputs.caption + " Rows = queries") for c in at.caption)
     assert downloads[f"{inputs.label} (CSV)"][0] == f"{inputs.file_stem}.csv"
     per_head = ENGINE_MAPS[name](trace)
     titles = [f"head {h}" + (f" · {n}" if n else "") for h in range(trace.n_heads) for n in inputs.names]
@@ -130,7 +130,7 @@ def test_a_differential_heads_logits_view_shows_what_its_two_softmaxes_take(down
 @pytest.mark.parametrize("name", ["differential", "linear"])
 def test_the_raw_scores_caption_says_what_q_k_is_to_the_kernel(name):
     at = app({"kernel": name, "view": "scores"})
-    assert any(c.value == KERNELS[name].scores_caption for c in at.caption)
+    assert any(c.value.startswith(KERNELS[name].scores_caption + " Rows = queries") for c in at.caption)
     np.testing.assert_allclose(grid_matrices(at)[1], run(MHAConfig(kernel=name)).trace.scores[1], rtol=0, atol=FIGURE)
 
 
@@ -189,7 +189,7 @@ def test_the_concatenation_caption_says_what_each_head_puts_in(name):
     shown = decode_z(charts(at)["concat"]["data"][0]["z"])
     np.testing.assert_allclose(shown, trace.concat, rtol=0, atol=FIGURE)
     blocks = np.split(trace.concat, trace.n_heads, axis=1)
-    caption = next(c.value for c in at.caption if c.value.startswith("Each head's output"))
+    caption = next(p for p in paragraphs(at) if p.startswith("Each head's output"))
     parts = trace.kernel_parts
     if name == "differential":
         for h, block in enumerate(blocks):

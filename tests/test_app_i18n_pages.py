@@ -29,6 +29,7 @@ from ui.i18n import translations
 ROOT = Path(__file__).resolve().parents[1]
 PAGE_FILES = (
     "app_pages/heads.py", "ui/pages/heads/apart.py", "ui/pages/heads/apart_section.py", "ui/pages/heads/quiz.py",
+    "ui/pages/heads/downloads.py",
     "app_pages/compare.py", "ui/pages/compare.py", "app_pages/flash.py", "ui/pages/flash.py",
     "app_pages/seeds.py", "ui/pages/seeds.py", "content/seeds.py", "app_pages/about.py", "ui/pages/about.py",
 )
@@ -97,9 +98,22 @@ def english_left(lang: str) -> tuple[set[str], set[str]]:
     return whole, phrases
 
 
+LAZY = {"heads": ("heads_downloads", "quiz_open")}  # sections drawn only while open: opened, as a click leaves them
+
+
 def open_page(page: str, lang: str | None) -> AppTest:
     path, params = PAGES[page]
-    return open_app(path, 90, **params, **({"lang": lang} if lang else {}))
+    if page not in LAZY:
+        return open_app(path, 90, **params, **({"lang": lang} if lang else {}))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    for name, value in {**params, **({"lang": lang} if lang else {})}.items():
+        at.query_params[name] = value
+    at.switch_page(path)
+    for key in LAZY[page]:
+        at.session_state[key] = True
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
 
 
 def strings_of(value) -> list[str]:

@@ -41,9 +41,11 @@ def held_objects(function, seen=None):
 
 
 def heads_page(params: dict[str, str]) -> AppTest:
+    """Heads from a link, its downloads and its quick check open (drawn only while open), as a click leaves them."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     for name, value in params.items():
         at.query_params[name] = value
+    at.session_state["heads_downloads"] = at.session_state["quiz_open"] = True
     at.run()
     assert not at.exception
     return at

@@ -23,7 +23,7 @@ from mha_core.kernels import Kernel, Refusal
 from tests.app_opener import open_app
 from tests.shown_steps import open_downloads, step_formulas, step_titles
 from tests.test_app_compare import compare_page, panels
-from tests.test_app_heads import app, grid_matrices
+from tests.test_app_heads import DOWNLOADS, app, grid_matrices
 from tests.test_app_heads_kernel_words import csv_frame, downloads, figure_titles, switch_labels  # noqa: F401
 from tests.test_app_step_by_step import charts as step_charts
 from tests.test_app_step_by_step import open_page, z_of
@@ -188,7 +188,7 @@ def test_the_notebook_embeds_the_rows_function_runs_and_reproduces_the_numbers(s
 
 
 def test_heads_names_the_weights_and_their_logits_in_the_rows_words(sigmoid, downloads):  # noqa: F811
-    at = app(LINK)
+    at = app(LINK, opened=(DOWNLOADS,))
     assert not at.exception
     want = by_hand(engine_result(LINK))
     assert switch_labels(at)[0] == SIGMOID.weights_label == "weights (sigmoid)"

@@ -244,6 +244,7 @@ def test_the_pages_offer_the_notebook_of_their_own_view(downloads):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
         for name, value in params.items():
             at.query_params[name] = value
+        at.session_state["heads_downloads"] = True  # Heads' downloads, drawn only while their section is open
         at.run()
         if page != "heads":
             at.switch_page(f"app_pages/{page}.py").run()
@@ -304,6 +305,7 @@ def test_the_heads_page_offers_the_notebook_of_a_kernel_and_says_why_not_for_lat
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     for name, value in query.items():
         at.query_params[name] = value
+    at.session_state["heads_downloads"] = True  # the downloads' section, drawn only while open
     at.run()
     assert not at.exception
     assert any(b.label == "Notebook (.ipynb)" for b in at.get("download_button")) == offered

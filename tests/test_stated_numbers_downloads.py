@@ -62,11 +62,17 @@ def opened(captured: dict) -> dict[str, tuple[str, bytes]]:
     return {key: (label, data() if callable(data) else data) for key, (label, data) in captured.items()}
 
 
+LAZY_DOWNLOADS = {"heads": "heads_downloads"}  # a page whose downloads are drawn only while their section is open
+
+
 def open_page(page: str, params: dict[str, str]) -> AppTest:
+    """``page`` opened from a link with ``params``, its downloads' section open (as a click on its header leaves it)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.switch_page(f"app_pages/{page}.py")
     for name, value in params.items():
         at.query_params[name] = value
+    if page in LAZY_DOWNLOADS:
+        at.session_state[LAZY_DOWNLOADS[page]] = True
     at.run()
     if page == "step_by_step":  # its downloads are drawn only while their section is open
         open_downloads(at)

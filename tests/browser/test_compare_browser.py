@@ -35,7 +35,9 @@ def test_heads_take_it_apart_screens(app_page, app_url):
     section.scroll_into_view_if_needed()
     wait_idle(app_page)
     screenshot(app_page, "take_apart_1280x720")
-    app_page.get_by_text("Quick check", exact=True).scroll_into_view_if_needed()
+    app_page.locator(".st-key-quiz_open summary").click()  # the quick check, drawn only while open
+    app_page.get_by_text("Your answer", exact=True).scroll_into_view_if_needed()
+    wait_idle(app_page)
     screenshot(app_page, "quiz_1280x720")
     assert "knock=0%2C2" in app_page.url or "knock=0,2" in app_page.url
 

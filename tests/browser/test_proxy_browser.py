@@ -106,6 +106,7 @@ def test_controls_upload_and_download_of_one_session_reach_one_replica(app_page,
     assert exceptions_on_page(page) == []
     assert page.locator('[data-testid="stAlertContentError"]').count() == 0
 
+    page.locator(".st-key-heads_downloads summary").click()  # the downloads, drawn only while their section is open
     with page.expect_download() as download_info:  # a download: the heads figure's CSV
         page.locator(".st-key-dl_grid button").click()
     data = Path(download_info.value.path()).read_bytes()
