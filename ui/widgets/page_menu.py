@@ -46,7 +46,17 @@ _CSS = """
 """
 _JS = Path(__file__).with_name("page_menu.js").read_text()
 
-_component = st.components.v2.component("mha_page_menu", html=_HTML, css=_CSS, js=_JS, isolate_styles=False)
+
+def compact(text: str) -> str:
+    """Code without its whole-line comments, indentation and blank lines: the module travels with every run's
+    message (Streamlit sends a component's code with its element), ~40% of it comments and spaces."""
+    lines = (line.strip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//"))
+
+
+
+_component = st.components.v2.component("mha_page_menu", html=_HTML, css=compact(_CSS), js=compact(_JS),
+                                        isolate_styles=False)
 
 
 def icon_name(icon: str) -> str:
