@@ -41,6 +41,16 @@ def test_every_page_file_is_routed():
     assert menu(at)["current"] == "about"
 
 
+
+def test_the_menu_is_the_same_after_a_change_of_the_settings():
+    # the links read the address bar in the browser (ui/widgets/page_menu.js): the element carries no parameter, so
+    # a Seed + sends it unchanged, where nine st.page_links each changed with the address
+    at = start({"seed": "3"})
+    before = menu(at)
+    at.number_input(key="w_seed").set_value(9).run()
+    assert at.query_params["seed"] == "9" and menu(at) == before
+    assert set(before) == {"pages", "current", "label"} and not any("?" in page["path"] for page in before["pages"])
+
 def test_the_menu_titles_are_in_the_readers_language():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["lang"] = "es"
