@@ -12,7 +12,8 @@ from ui.state.navigation import (
     scroll_if_requested,
 )
 from ui.widgets.focus import focus_ring
-from ui.widgets.language import choose_language, keep_language_in_link
+from ui.widgets.language import choose_language, keep_language_in_link, language_switch
+from ui.widgets.page_menu import page_menu
 from ui.widgets.phone import phone_page
 from ui.widgets.state import keep_widget_state
 
@@ -21,18 +22,19 @@ tune_server()
 keep_widget_state()
 focus_ring()  # a visible ring on the control the keyboard is on
 
-menu = st.sidebar.container()  # the page links, above everything a page puts in the sidebar
-language_box = st.sidebar.container()  # the language switch, under the links, on every page
-phone_page()  # a phone: the sidebar closes after a change or a page link
 try:
-    choose_language(language_box)  # first: every _() of this run (page titles too) reads the language chosen
+    choose_language()  # first: every _() of this run (page titles too) reads the language chosen
     current = st.navigation(all_pages(), position="hidden")
+    menu = page_menu(current)  # the page links, at the top of the sidebar, above everything a page puts there
+    language_switch()  # under the links, on every page
+    phone_page()  # a phone: the sidebar closes after a change or a page link
     if note_arrival(current):  # a page opened (or Back/Forward): at its top, as a browser opens a page
         request_top()
     scroll_if_requested()
     report_unknown_page()  # a link to a page that does not exist: Streamlit shows the first page, silently
     current.run()
     keep_language_in_link()  # the page may have rewritten the address bar without it
-    page_links(menu)  # after the page: its links carry the parameters the page has just written
+    if menu is not None:  # MHA_PAGE_MENU=0: Streamlit's page links, after the page, with the parameters it wrote
+        page_links(menu)
 finally:  # also when a page stops or reruns early
     collect_garbage()

@@ -6,6 +6,7 @@ page with exactly those query parameters (what the browser sends when the link i
 
 from __future__ import annotations
 
+import json
 from urllib.parse import parse_qsl
 
 from ui.state import navigation
@@ -25,3 +26,10 @@ def follow(at, label: str):
     at.query_params.clear()
     at.query_params.update(dict(parse_qsl(proto.query_string)))
     return at.switch_page(navigation.PAGE_INFO[name].path).run()
+
+
+def menu(at) -> dict:
+    """The sidebar's page menu (``ui/widgets/page_menu.py``: one element) as its data: pages, current page, label."""
+    found = [el for el in at.sidebar.get("bidi_component") if el.proto.component_name.endswith("mha_page_menu")]
+    assert len(found) == 1, [el.proto.component_name for el in at.sidebar.get("bidi_component")]
+    return json.loads(found[0].proto.json)

@@ -7,9 +7,10 @@ from urllib.parse import parse_qsl
 
 import pytest
 import shown_charts
-from page_links import links
+from page_links import links, menu
 from streamlit.testing.v1 import AppTest
 
+from ui.i18n import translations
 from ui.pages.lessons import LESSONS
 from ui.state import navigation
 
@@ -31,8 +32,34 @@ def exceptions(at: AppTest) -> list[str]:
 def test_every_page_file_is_routed():
     assert "app_pages/heads.py" in PAGES and len(PAGES) >= 6
     assert sorted(info.path for info in navigation.PAGES) == PAGES, "a page file is missing from ui/state/navigation.py"
-    links = [link.proto for link in start().sidebar.get("page_link")]
-    assert [link.label for link in links] == [info.title for info in navigation.PAGES]  # the menu: every page
+    at = start()
+    shown = menu(at)  # the menu: every page, the one shown marked, in one element and no page_link
+    assert [page["title"] for page in shown["pages"]] == [info.title for info in navigation.PAGES]
+    assert [page["path"] for page in shown["pages"]] == ["", *(info.name for info in navigation.PAGES[1:])]
+    assert shown["current"] == "" and not at.sidebar.get("page_link")
+    at.switch_page("app_pages/about.py").run()
+    assert menu(at)["current"] == "about"
+
+
+
+def test_the_menu_is_the_same_after_a_change_of_the_settings():
+    # the links read the address bar in the browser (ui/widgets/page_menu.js): the element carries no parameter, so
+    # a Seed + sends it unchanged, where nine st.page_links each changed with the address
+    at = start({"seed": "3"})
+    before = menu(at)
+    at.number_input(key="w_seed").set_value(9).run()
+    assert at.query_params["seed"] == "9" and menu(at) == before
+    assert set(before) == {"pages", "current", "label"} and not any("?" in page["path"] for page in before["pages"])
+
+def test_the_menu_titles_are_in_the_readers_language():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["lang"] = "es"
+    at.run()
+    shown = menu(at)
+    spanish = translations("es").gettext
+    assert [page["title"] for page in shown["pages"]] == [spanish(info.title) for info in navigation.PAGES]
+    assert shown["label"] == spanish("Pages") != "Pages"
+    assert shown["pages"][1]["title"] != "Step by step"
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -80,7 +80,7 @@ def test_the_heads_figure_follows_the_head_count(app_page, app_url):
 def test_every_page_opens_from_the_sidebar_and_settings_survive(app_page, app_url):
     open_app(app_page, app_url, "?heads=2&d_model=24&mask=causal&view=logits&avg=1")
     wait_for_traces(app_page, 3)
-    nav = app_page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]')  # the menu: our page links
+    nav = app_page.locator('[data-testid="stSidebar"] [data-testid="mhaPageMenu"]')  # the menu: our page links
     for name in PAGES:
         nav.get_by_text(name, exact=True).click()
         app_page.wait_for_timeout(300)  # let the rerun start before waiting for its end

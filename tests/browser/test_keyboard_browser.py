@@ -52,15 +52,17 @@ RING_JS = """e => {
   return '';
 }"""
 
-# Every control of the sidebar, counted by Streamlit element (a page link, a switch, a field, a select box, a
-# button group, ...): each innermost element container that holds something a mouse can use is marked
-# data-kb = 0, 1, ... in page order, whatever its tabindex says (a control made mouse-only still counts).
+# Every control of the sidebar, counted by Streamlit element (a switch, a field, a select box, a button group, ...)
+# and each link of the page menu (one element of nine links): each innermost element container that holds something
+# a mouse can use, and each menu link, is marked data-kb = 0, 1, ... in page order, whatever its tabindex says (a
+# control made mouse-only still counts).
 MARK_SIDEBAR_JS = """() => {
   const bar = document.querySelector('[data-testid="stSidebar"]');
   const usable = 'a[href], button, input, select, textarea, summary, [role="slider"], [role="radio"]';
   const boxes = [...bar.querySelectorAll('[data-testid="stElementContainer"]')].filter(c =>
     !c.querySelector('[data-testid="stElementContainer"]') && c.getClientRects().length > 0 &&
-    [...c.querySelectorAll(usable)].some(e => !e.disabled && getComputedStyle(e).visibility !== 'hidden'));
+    [...c.querySelectorAll(usable)].some(e => !e.disabled && getComputedStyle(e).visibility !== 'hidden'))
+    .flatMap(c => c.querySelector('[data-testid="mhaPageMenu"]') ? [...c.querySelectorAll('a')] : [c]);
   boxes.forEach((c, i) => { c.dataset.kb = String(i); });
   return boxes.map(c => { const k = [...c.classList].find(n => n.startsWith('st-key-'));
     return k ? k.slice(7) : (c.innerText || '').trim().slice(0, 40); });
@@ -177,10 +179,12 @@ def wait_for_panels(page, expected: np.ndarray, key: str = "heads_grid", atol: f
 @pytest.mark.parametrize("query", ["", "?tokens=the+cat+sat&mask=custom&cmask=100.110.111&pe=rope"])
 def test_tab_from_the_top_reaches_every_sidebar_control_with_a_visible_ring(page, app_url, query):
     open_app(page, app_url, query)
-    page.wait_for_function(  # the page links come last, after the page's run (app.py)
-        "n => document.querySelectorAll('[data-testid=\"stSidebar\"] [data-testid=\"stPageLink-NavLink\"]').length >= n",
+    page.wait_for_function(  # the page menu's links (one element, drawn when its script has run)
+        "n => document.querySelectorAll('[data-testid=\"stSidebar\"] [data-testid=\"mhaPageMenu\"] a').length >= n",
         arg=len(PAGES))
     wait_idle(page)
+    # the settings come after the menu, and under load some are drawn a moment after the run reads finished
+    page.wait_for_function(f"n => ({MARK_SIDEBAR_JS})().length >= n", arg=len(PAGES) + 15)
     controls = page.evaluate(MARK_SIDEBAR_JS)
     assert len(controls) >= len(PAGES) + 15, controls  # the page links, the presentation switch, the settings
     reached: set[int] = set()  # data-kb of the controls the focus has been in

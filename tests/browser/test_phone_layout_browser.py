@@ -84,7 +84,7 @@ def change_and_follow(page, phone: bool) -> list[bool]:
         if step == "change":
             if phone and not seen[-1]:
                 open_sidebar(page)
-            link = page.locator('[data-testid="stPageLink-NavLink"]', has_text="Step by step")
+            link = page.locator('[data-testid="mhaPageMenu"]').get_by_role("link", name="Step by step")
             link.click()
             page.wait_for_url("**/step_by_step?*")
             wait_idle(page)

@@ -1,7 +1,8 @@
 """The language switch, on every page: the link's ``lang``, else the session's choice, else the browser's language.
 
 ``app.py`` calls ``choose_language`` at the top of each run, before the page, so every ``_()`` of the run reads
-the language chosen; ``language_params`` is what the address bar carries for it (the sidebar and app.py write it).
+the language chosen, and ``language_switch`` under the page menu; ``language_params`` is what the address bar carries
+for it (the sidebar and app.py write it).
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def _switched() -> None:
     st.session_state.pop(MESSAGES, None)  # the reader chose a language: the link's complaint is answered
 
 
-def choose_language(where) -> str:
-    """Set this run's language and draw the switch in ``where`` (a sidebar container); returns the code.
+def choose_language() -> str:
+    """Set this run's language (before anything is translated); returns the code. ``language_switch`` draws it.
 
     A link's ``lang`` wins when it is not the one the app last wrote (a link, Back/Forward, the first run); a link
     without one keeps the session's choice, and a session's first run without one takes the browser's language.
@@ -52,11 +53,16 @@ def choose_language(where) -> str:
     elif LANGUAGE.key not in ss:
         ss[LANGUAGE.key] = language_for_locale(st.context.locale)
     set_language(ss[LANGUAGE.key])
-    where.selectbox(f":material/translate: {_(LANGUAGE.label)}", list(LANGUAGES), key=LANGUAGE.key,
-                    format_func=LANGUAGE.choices.get, on_change=_switched)
+    return ss[LANGUAGE.key]
+
+
+def language_switch() -> None:
+    """The language's select box in the sidebar, and what the link's ``lang`` said that could not be used."""
+    ss = st.session_state
+    st.sidebar.selectbox(f":material/translate: {_(LANGUAGE.label)}", list(LANGUAGES), key=LANGUAGE.key,
+                         format_func=LANGUAGE.choices.get, on_change=_switched)
     for message in ss.get(MESSAGES, []):
         st.warning(_("Link: {message}").format(message=message), icon=":material/translate:")
-    return ss[LANGUAGE.key]
 
 
 def language_params() -> dict[str, str]:
