@@ -13,11 +13,19 @@ One BLAS (and OpenMP) thread per test process and for every process it starts (S
 builds, notebook kernels, torch): pytest-xdist already runs one worker per core, and a second BLAS thread per worker
 only fights the other workers for the same cores (the server does the same, ui/run/server.py). Measured on 2 cores at
 load 9: SmolLM2's induction lesson took 50 s with two threads and 5.4 s with one.
+
+One folder per test run for the SmolLM2 lessons' numbers (``$MHA_LESSON_CACHE``, ui/pages/lessons/stored.py): the
+first process that needs a lesson computes it, and the other workers, their Streamlit servers and the static pack
+builds they start read that copy (~20 s of CPU per process otherwise). Made by the process pytest starts first (the
+xdist controller, whose environment every worker inherits) and removed when it exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 import streamlit
@@ -28,6 +36,12 @@ from mha_core.pretrained import ModelUnavailableError, load_minilm
 for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(variable, "1")  # read by the processes the tests start, and by torch when it is imported
 threadpool_limits(limits=1, user_api="blas")  # this process: numpy has loaded its BLAS already
+
+LESSON_CACHE = "MHA_LESSON_CACHE"  # ui.pages.lessons.stored.ENV_VAR, not imported: the controller needs no lessons
+
+if not os.environ.get(LESSON_CACHE):  # the first process of the run (a worker inherits the controller's folder)
+    os.environ[LESSON_CACHE] = tempfile.mkdtemp(prefix="mha-lessons-")
+    atexit.register(shutil.rmtree, os.environ[LESSON_CACHE], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
