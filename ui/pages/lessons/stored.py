@@ -9,7 +9,6 @@ Without the variable (a served app), nothing is written and each process compute
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import os
@@ -51,6 +50,8 @@ def stored_path(folder: Path, function: Callable) -> Path:
 def read_or_compute(folder: Path, function: Callable):
     """The stored result of ``function`` in ``folder``, or computed and stored there. One process computes while the
     others wait for it (a lock file beside the result); a file appears whole (written aside, then renamed)."""
+    import fcntl  # POSIX only, as the test runs that set the folder are; the app itself never imports it
+
     path = stored_path(folder, function)
     folder.mkdir(parents=True, exist_ok=True)
     with open(path.with_suffix(".lock"), "w") as lock:
