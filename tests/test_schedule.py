@@ -27,3 +27,5 @@ def test_every_file_the_schedule_names_is_a_test_file_once():
 def test_xdist_keeps_the_collected_order():
     options = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert "--dist loadfile" in options["addopts"] and "--no-loadscope-reorder" in options["addopts"]
+    requirements = (TESTS.parent / "requirements-dev.txt").read_text().splitlines()
+    assert any(line.startswith("pytest-xdist>=3.8") for line in requirements)  # the option came with xdist 3.8.0
