@@ -13,11 +13,20 @@ One BLAS (and OpenMP) thread per test process and for every process it starts (S
 builds, notebook kernels, torch): pytest-xdist already runs one worker per core, and a second BLAS thread per worker
 only fights the other workers for the same cores (the server does the same, ui/run/server.py). Measured on 2 cores at
 load 9: SmolLM2's induction lesson took 50 s with two threads and 5.4 s with one.
+
+One folder per test run for the SmolLM2 lessons' numbers (``$MHA_LESSON_CACHE``, ui/pages/lessons/stored.py): the
+first process that needs a lesson computes it, and the other workers, their Streamlit servers and the static pack
+builds they start read that copy (~20 s of CPU per process otherwise). Made by the process pytest starts first (the
+xdist controller, whose environment every worker inherits) and removed when it exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 import streamlit
@@ -28,6 +37,42 @@ from mha_core.pretrained import ModelUnavailableError, load_minilm
 for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(variable, "1")  # read by the processes the tests start, and by torch when it is imported
 threadpool_limits(limits=1, user_api="blas")  # this process: numpy has loaded its BLAS already
+
+LESSON_CACHE = "MHA_LESSON_CACHE"  # ui.pages.lessons.stored.ENV_VAR, not imported: the controller needs no lessons
+
+if not os.environ.get(LESSON_CACHE):  # the first process of the run (a worker inherits the controller's folder)
+    os.environ[LESSON_CACHE] = tempfile.mkdtemp(prefix="mha-lessons-")
+    atexit.register(shutil.rmtree, os.environ[LESSON_CACHE], ignore_errors=True)
+
+
+# The longest files first, longest first (seconds in CI, 2 workers; the list is a schedule, not a check): with
+# --dist loadfile a worker takes the next file when it has finished one, and xdist's own order (most tests first)
+# left the few-test slow files to the end (test_bench_pack.py, 1 test, was 209th of 212; the language browser test
+# 173rd), where one worker ran them while the other waited. pyproject's --no-loadscope-reorder keeps this order.
+SLOW_FILES_FIRST = (
+    "browser/test_languages_browser.py",
+    "test_ablation_transformers.py",
+    "test_bench_pack.py",
+    "test_static_pack_links.py",
+    "browser/test_accessibility_browser.py",
+    "browser/test_phone_pages_browser.py",
+    "test_whatif_transformers.py",
+    "browser/test_keyboard_browser.py",
+    "test_bench_app_smoke.py",
+    "browser/test_phone_layout_browser.py",
+    "test_bench_memory.py",
+    "test_smollm2_torch.py",
+    "browser/test_static_pack_browser.py",
+    "test_targeted_ablation.py",
+    "test_static_pack.py",
+)
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files of SLOW_FILES_FIRST first, in its order; every other file after them, in the order collected."""
+    rank = {name: i for i, name in enumerate(SLOW_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(os.path.relpath(item.fspath, TESTS)).as_posix(), len(rank)))
 
 
 @pytest.fixture(scope="session")

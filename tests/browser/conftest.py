@@ -74,6 +74,26 @@ def open_app(page, app_url: str, query: str = "") -> None:
     wait_idle(page)
 
 
+# True once the run is over, the main area shows something and nothing has changed for ``quiet`` ms: the script's
+# state, the number of elements, each live chart's drawn figures (state kept on window between polls).
+SETTLED_JS = """quiet => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const shown = document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementContainer"]').length;
+  const sig = [app?.dataset.testScriptState, shown, document.querySelectorAll('[data-testid="stElementContainer"]').length,
+               ...[...document.querySelectorAll('.mha-live')].map(c => `${c.dataset.mhaShown}|${c.dataset.mhaPlotly}`)]
+              .join(',');
+  const now = performance.now();
+  if (!window.__mhaSettled || window.__mhaSettled.sig !== sig) { window.__mhaSettled = {sig, since: now}; return false; }
+  return app.dataset.testScriptState === 'notRunning' && shown > 0 && now - window.__mhaSettled.since >= quiet;
+}"""
+
+
+def wait_settled(page, quiet: float = 500, timeout: float = 60_000) -> None:
+    """Wait until the run has ended and the page has stayed the same for ``quiet`` ms (every element of the run
+    mounted, no chart still being drawn): a condition in place of a fixed pause after the run."""
+    page.wait_for_function(SETTLED_JS, arg=quiet, timeout=timeout)
+
+
 def wait_for_charts(page, count: int = 1, timeout: float = 30_000) -> None:
     """Wait until at least ``count`` plotly figures have been drawn (each has a .js-plotly-plot with data)."""
     page.wait_for_function(

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import exceptions_on_page, open_app, screenshot, wait_idle
+from conftest import exceptions_on_page, open_app, screenshot, wait_idle, wait_settled
 from test_screens_browser import as_phone
 
 from ui.pages.lessons import LESSONS
@@ -27,7 +27,7 @@ def test_on_a_phone_every_heatmap_panel_is_wide_enough_and_no_mode_bar_is_shown(
     as_phone(app_page)
     open_app(app_page, app_url, link)
     wait_idle(app_page, timeout=90_000)
-    app_page.wait_for_timeout(1500)  # every chart of the run mounted
+    wait_settled(app_page)  # every chart of the run mounted
     app_page.wait_for_function(PLOTTED, timeout=60_000)
     assert not exceptions_on_page(app_page)
     narrow = [p for p in app_page.evaluate(PANEL_WIDTHS) if p["width"] < MIN_PANEL_PX]
@@ -39,10 +39,10 @@ def test_screenshots_of_a_lesson_and_of_presentation_mode_on_a_phone(app_page, a
     as_phone(app_page)
     open_app(app_page, app_url, "lessons?lesson=causal")
     wait_idle(app_page)
-    app_page.wait_for_timeout(1500)
+    wait_settled(app_page)
     screenshot(app_page, "lesson_causal_phone_390x844")
     open_app(app_page, app_url, "?present=1&mask=causal")
     wait_idle(app_page)
-    app_page.wait_for_timeout(1500)
+    wait_settled(app_page)
     assert not exceptions_on_page(app_page)
     screenshot(app_page, "presentation_phone_390x844")

@@ -3,7 +3,8 @@
 One module per lesson (``wo.py``, ``causal.py``, ...) defines ``LESSONS = (Lesson(...),)`` with the
 function that computes its findings; ``registry.py`` lists those modules in page order and builds
 ``LESSONS`` (key -> lesson). Adding a lesson is one module plus one line in ``registry.LESSON_MODULES``.
-``records.py`` holds what a lesson is made of and the numbers lessons share, ``links.py`` the links
+``records.py`` holds what a lesson is made of and the numbers lessons share, ``stored.py`` the SmolLM2 lessons'
+numbers kept once per process (and per test run), ``links.py`` the links
 the page hands out, ``presets.py`` the hand-built heads. ``app_pages/lessons.py`` renders a lesson
 without knowing which one it is; ``tests/test_lessons.py`` checks every claim against its own
 computation. No streamlit in here.

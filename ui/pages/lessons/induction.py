@@ -8,7 +8,6 @@ same file the page uses, never downloaded here; where it is missing the lesson s
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass, replace
 
@@ -19,6 +18,7 @@ from mha_core.head_roles import THRESHOLD
 from ui.charts.labels import axis_labels
 from ui.i18n import N_, _
 from ui.pages.lessons.records import BASE, Claim, Findings, Heatmap, Lesson, LessonPanel
+from ui.pages.lessons.stored import measured_once
 
 PROBE_HALF, PROBE_SEED = 24, 0  # as the Real model page's induction section and head roles
 
@@ -50,7 +50,7 @@ def control_heads(scores: np.ndarray, heads) -> tuple[tuple[int, int], ...]:
     return tuple(chosen)
 
 
-@functools.cache
+@measured_once
 def measured() -> InductionAblation:
     """SmolLM2 on the probe with all heads, the strongest induction head off, all of them off, and the control off.
     The model is the Real model page's (``mha_core.models``: one copy per process); RuntimeError when its file is missing."""

@@ -7,7 +7,6 @@ lesson says so. Computed once per process: eight runs of 256 tokens (~1.2 s of C
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import replace
 
@@ -18,6 +17,7 @@ from mha_core import smollm2_long as lg
 from ui.charts.numbers import count
 from ui.i18n import N_, _
 from ui.pages.lessons.records import BASE, Claim, Findings, Heatmap, Lesson, LessonPanel
+from ui.pages.lessons.stored import measured_once
 
 N_TOKENS, FACTOR = 256, 2.0
 SCALINGS = ("linear", "ntk", "yarn")  # the question's three
@@ -27,7 +27,7 @@ HEATMAP_ROWS = {"inside": N_("inside"), "trained": N_("as trained"), "linear": N
                 "dynamic": N_("dynamic NTK"), "yarn": N_("YaRN"), "partial": N_("partial"), "nope4": N_("no RoPE ×¼")}
 
 
-@functools.cache
+@measured_once
 def measured() -> dict[str, lg.LongRun]:
     """Method -> its run on the built-in text at T = 256, s = 2. RuntimeError when the model file is missing."""
     from mha_core import smollm2 as smol

@@ -9,7 +9,6 @@ downloaded here); where it is missing the lesson says so. Each lesson's numbers 
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ import pandas as pd
 from ui.i18n import N_, _
 from ui.pages.lessons import gate_sinks, qknorm, sparse
 from ui.pages.lessons.records import Claim, Findings, Lesson
+from ui.pages.lessons.stored import measured_once
 
 LESSON_TOKENS = 40  # the calibration text's first 40 tokens: 30 single-layer runs stay short
 SPARSE_K = 2  # keys kept per query: on 40 tokens, 79 of the 820 visible (query, key) pairs, 90% dropped
@@ -58,7 +58,7 @@ class SparseNumbers:
     together: float  # mean loss with top-k in every layer
 
 
-@functools.cache
+@measured_once
 def sparse_numbers() -> SparseNumbers:
     from mha_core.smollm2_whatif import sparse_losses
 
@@ -103,7 +103,7 @@ def sparse_findings(_panels) -> Findings:
 # ---- sinks without the sink token ----
 
 
-@functools.cache
+@measured_once
 def sink_numbers() -> tuple[dict[str, float], np.ndarray]:
     from mha_core.smollm2_whatif import first_token_mass, fit_sinks, sink_losses
 
@@ -136,7 +136,7 @@ def sink_findings(_panels) -> Findings:
 # ---- QK-norm after the fact ----
 
 
-@functools.cache
+@measured_once
 def qknorm_numbers():
     from mha_core.smollm2_qknorm import GAINS, qk_norm_run
 
