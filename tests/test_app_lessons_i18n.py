@@ -8,6 +8,7 @@ is found whatever its numbers.
 
 from __future__ import annotations
 
+import html
 import re
 import string
 from pathlib import Path
@@ -74,11 +75,17 @@ def page(lang: str, lesson: str | None = None, predict: bool = False) -> AppTest
     return at
 
 
+def prose(markdown: str) -> str:
+    """A markdown element's words: without its displayed formulas (LaTeX, not words) and with a heading's HTML tag
+    taken off (Step by step writes each step as one markdown: ``<h3 data-anchor=...>`` title, words, ``$$`` formula)."""
+    return html.unescape(re.sub(r"</?h3[^>]*>", "", re.sub(r"\$\$.*?\$\$", "", markdown, flags=re.DOTALL)))
+
+
 def shown_texts(at: AppTest) -> list[str]:
     """Every piece of text the page shows: headings, markdown lines, captions, callouts, labels, table headers and
     the words in table cells."""
     texts = [e.value for kind in ("title", "header", "subheader", "caption", "info", "warning") for e in getattr(at, kind)]
-    texts += [line.split("] ", 1)[-1].strip("-* ") for m in at.markdown for line in m.value.splitlines()]
+    texts += [line.split("] ", 1)[-1].strip("-* ") for m in at.markdown for line in prose(m.value).splitlines()]
     texts += [b.label for b in at.button] + [t.label for t in at.toggle]
     for frame in at.dataframe:
         texts += [str(c) for c in frame.value.columns]
@@ -102,7 +109,7 @@ OTHER_FILES = {
 def text_not_cells(at: AppTest) -> list[str]:
     """The page's own words: ``shown_texts`` without the tables' cells (which hold model tokens and sentences)."""
     texts = [e.value for kind in ("title", "header", "subheader", "caption", "info", "warning") for e in getattr(at, kind)]
-    texts += [line for m in at.markdown for line in m.value.splitlines()]
+    texts += [line for m in at.markdown for line in prose(m.value).splitlines()]
     texts += [b.label for b in at.button] + [t.label for t in at.toggle]
     return texts + [str(c) for frame in at.dataframe for c in frame.value.columns]
 

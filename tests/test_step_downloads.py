@@ -15,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
+from tests.shown_steps import open_downloads
 from ui.charts import export
 from ui.pipeline.records import step_inputs
 from ui.pipeline.step_export import run_step_frame
@@ -84,6 +85,8 @@ def test_step_by_step_page_offers_each_step_and_the_whole_run():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.switch_page("app_pages/step_by_step.py").run()
     assert not at.exception
+    assert not at.get("download_button")[1:], "the step downloads are drawn only while their section is open"
+    open_downloads(at)
     keys = {button.proto.id.rsplit("-", 1)[-1]: button.proto.label for button in at.get("download_button")}
     assert keys["sbs_dl_npz"] == "The whole run, every intermediate (.npz)"
     result = run(MHAConfig())
@@ -104,6 +107,7 @@ def test_the_pages_step_csv_is_the_chosen_heads_engine_matrix(downloads):
     at.query_params["head"] = "2"
     at.query_params["mask"] = "causal"
     at.switch_page("app_pages/step_by_step.py").run()
+    open_downloads(at)
     assert not at.exception
     trace = run(MHAConfig(mask="causal")).trace
     scores = pd.read_csv(io.BytesIO(downloads["sbs_dl_scores"]()), index_col=[0, 1], encoding="utf-8-sig")
