@@ -1,4 +1,4 @@
-"""Step by step sends about half the elements it used to on every run (issue 39), with the same content for the reader:
+"""Step by step sends about half the elements it used to on every run (issue 38), with the same content for the reader:
 
 - each step's heading, words and formula are ONE markdown element, its heading an h3 with the step's anchor (the
   "Jump to" links and a link's ``#softmax`` find it, in every language);

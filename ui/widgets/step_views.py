@@ -124,7 +124,7 @@ def without_html(text: str) -> str:
 
 def step_markdown(number: int, step: Step) -> str:
     """A step's heading, why it exists, its formula, its shapes and its note as ONE markdown text (one element a
-    run instead of up to five, issue 39). The heading is an h3 with the step's anchor (``#softmax`` in every
+    run instead of up to five, issue 38). The heading is an h3 with the step's anchor (``#softmax`` in every
     language), as ``st.subheader`` draws one; the formula a displayed one, as ``st.latex`` sends it."""
     parts = [f'<h3 data-anchor="{step.slug}">{html.escape(f"{number}. {_(step.title)}", quote=False)}</h3>']
     if step.why:
@@ -198,7 +198,7 @@ def show_step_run(run: list[tuple[int, Step]], key_prefix: str, *, as_table: boo
 def step_downloads(steps: list[Step], key_prefix: str, config, head: int, cell: tuple[int, int]) -> None:
     """Each step's matrices as CSV and the whole run as .npz (keys ``<prefix>_dl_<slug>``, ``<prefix>_dl_npz``), in
     an expander whose buttons are sent only while it is open: eleven elements every run sends for a reader who
-    rarely opens them (issue 39).
+    rarely opens them (issue 38).
 
     The buttons' callables keep the frozen configuration and the head, never the arrays
     (``ui.run.compute.result_later``): a session outlives its tab; a file is built on a click only.
