@@ -49,11 +49,32 @@ FLOOR_APP = textwrap.dedent('''
     z = np.random.default_rng(int(seed)).random((16, 16)).astype(np.float32)
     st.plotly_chart(go.Figure(go.Heatmap(z=z, zmin=0, zmax=1)), key="floor")
 ''')
+# The floor with the app's own sidebar (language switch, every control, the address kept in step) and the same one
+# heatmap, drawn from the sidebar's seed: what a full rerun of the app's controls costs a page before any of its own
+# content (a Streamlit widget change reruns the whole page, and the page sends every control again).
+FLOOR_SIDEBAR_APP = textwrap.dedent('''
+    import numpy as np
+    import plotly.graph_objects as go
+    import streamlit as st
+
+    from ui.widgets.language import choose_language, language_switch
+    from ui.widgets.sidebar import sidebar
+    from ui.widgets.state import keep_widget_state
+
+    keep_widget_state()
+    choose_language()
+    language_switch()
+    config = sidebar()
+    z = np.random.default_rng(config.seed).random((16, 16)).astype(np.float32)
+    st.plotly_chart(go.Figure(go.Heatmap(z=z, zmin=0, zmax=1)), key="floor")
+''')
+FLOORS = {"floor": FLOOR_APP, "floor+sidebar": FLOOR_SIDEBAR_APP}  # page -> its script, written for the run
 FULL_PLOTLY = "plotly-full-bench.min.js"  # copied into static/ for the run, removed after
 OFF = {"MHA_LIVE_CHARTS": "0"}  # ui/widgets/live.py: the pages draw with st.plotly_chart, as before issue 22
 NO_CANVAS = {"MHA_CANVAS_FIRST": "0"}  # live charts drawn by plotly alone, no canvas of the cells first (issue 38)
 PAGES = (  # (row name, page, the shared link's path and query, environment of its server)
     ("floor page", "floor", "?seed=3", {}),
+    ("floor page + the app's sidebar", "floor+sidebar", "?seed=3", {}),
     ("Heads, st.plotly_chart", "Heads", "?seed=3", OFF),
     ("Step by step, st.plotly_chart", "Step by step", "step_by_step?seed=3", OFF),
     ("Heads, live charts", "Heads", "?seed=3", {}),
@@ -158,13 +179,14 @@ async def measure(quick: bool, directory: Path) -> dict[str, dict]:
 
     samples = QUICK_SAMPLES if quick else FULL_SAMPLES
     pages = [row for row in PAGES if row[0] in QUICK_PAGES] if quick else PAGES
-    floor_script = directory / "floor_app.py"
-    floor_script.write_text(FLOOR_APP)
+    scripts = {page: directory / f"floor{index}_app.py" for index, page in enumerate(FLOORS)}
+    for page, script in scripts.items():
+        script.write_text(FLOORS[page])
     measured = {}
     async with async_playwright() as playwright:
         for index, (name, page, query, settings) in enumerate(pages):
             port = free_port()
-            command = app_command(port, floor_script) if page == "floor" else app_command(port)
+            command = app_command(port, scripts[page]) if page in scripts else app_command(port)
             here = directory / f"page{index}"
             here.mkdir()
             if FULL_PLOTLY in settings.values() and not full_plotly():
@@ -244,6 +266,8 @@ def run(quick: bool) -> list[dict]:
     (MHA_LIVE_CHARTS=0, as before issue 22) and by the live charts (ui/widgets/live.py), and Heads once
     more with plotly's full bundle (the plotly package's plotly.min.js) instead of the cartesian one; Heads and Step
     by step once more with their live charts drawn by plotly alone (MHA_CANVAS_FIRST=0: no canvas first).
+    The floor page once more with the app's own sidebar (``FLOOR_SIDEBAR_APP``): how much of a page's ratio is
+    its controls, sent again by every rerun before anything of the page's own.
     A quick run (CI's smoke test) opens the floor page, Heads and Step by step with live charts, once each, and
     presses Seed + once, with nothing untimed first and a 0.5 s quiet.
     """

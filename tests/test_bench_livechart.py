@@ -1,9 +1,16 @@
-"""bench/bench_livechart.py's table from made-up measurements: ratios to the floor page and the goals."""
+"""bench/bench_livechart.py's table from made-up measurements: ratios to the floor page and the goals; the floor page
+with the app's sidebar."""
 
 from __future__ import annotations
 
+import base64
+import json
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
 from bench.bench_browser import Redraw
-from bench.bench_livechart import PAGES, rows_from
+from bench.bench_livechart import FLOOR_SIDEBAR_APP, PAGES, rows_from
 
 
 def redraws(last_ms: float, messages: int = 80) -> list[tuple[Redraw, float, float, int]]:
@@ -28,3 +35,23 @@ def test_each_row_is_divided_by_the_floor_pages_median_and_judged_by_its_pages_g
     assert rows[("Seed", "Step by step, live charts")]["met"] is False  # 2.0x against 1.8x
     assert rows[("Seed", "floor page")]["goal"] == "" and rows[("Seed", "floor page")]["long_tasks_ms"] == 10.0
     assert rows[("Seed", "floor page")]["messages"] == 80 and "messages" not in heads_link  # per press, Seed + only
+
+
+def shown_heatmap(at) -> np.ndarray:
+    """The floor page's one heatmap, as its figure's spec carries it (plotly's base64 float32 array)."""
+    (chart,) = at.get("plotly_chart")
+    z = json.loads(chart.proto.spec)["data"][0]["z"]
+    return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(16, 16)
+
+
+def test_the_floor_with_the_apps_sidebar_draws_its_heatmap_from_the_sidebars_seed():
+    """The bench's "floor page + the app's sidebar" is the app's own controls and the floor's heatmap: every control
+    of the sidebar is there, and Seed + changes the heatmap to that seed's."""
+    at = AppTest.from_string(FLOOR_SIDEBAR_APP, default_timeout=60).run()
+    assert not at.exception
+    assert {"w_seed", "w_heads", "w_tokens", "w_kernel", "w_mask"} <= {w.key for w in at.sidebar if w.key}
+    seed = at.sidebar.number_input(key="w_seed")
+    for value in (seed.value, seed.value + 1):
+        at.sidebar.number_input(key="w_seed").set_value(value).run()
+        expected = np.random.default_rng(value).random((16, 16)).astype(np.float32)
+        np.testing.assert_array_equal(shown_heatmap(at), expected)
