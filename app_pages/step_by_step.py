@@ -120,7 +120,7 @@ def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_tabl
     drill = _("Drill-down")
     st.markdown(_("**Jump to:** {steps}").format(steps=" · ".join(jumps + [f"[{drill}](#drill-down)"])))
     notebook_button(result.config, "step_by_step")
-    views.step_downloads(steps, KEY_PREFIX, result.config, head, chosen_cell())
+    downloads = st.container()  # filled after the steps: a prediction still open keeps its answer out of the files
     weights_shown = True
     for run in step_runs(steps):  # steps whose charts follow one another: one chart (issue 38)
         number, step = run[0]
@@ -128,6 +128,8 @@ def show_steps(steps: list[Step], result, inputs: StepInputs, head: int, as_tabl
             weights_shown = show_softmax(number, step, result, inputs, head, as_table, predict, font_size, numbers)
         else:
             views.show_step_run(run, KEY_PREFIX, as_table=as_table, font_size=font_size, numbers=numbers)
+    with downloads:
+        views.step_downloads(steps, KEY_PREFIX, result.config, head, chosen_cell(), weights_shown=weights_shown)
     return weights_shown
 
 

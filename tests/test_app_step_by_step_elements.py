@@ -78,3 +78,23 @@ def test_the_downloads_and_the_policy_are_sent_only_once_opened_and_hold_the_eng
 ])
 def test_a_step_words_never_open_a_tag(text, shown):
     assert without_html(text) == shown
+
+
+def test_a_prediction_still_open_keeps_the_weights_out_of_the_downloads(offered):  # noqa: F811
+    """Predict, then reveal: until the reveal, the softmax step's CSV and the .npz (both hold the weights) are not
+    offered, and a line says why; revealed, they are back, and the CSV holds the followed head's weights."""
+    at = open_page(mask="causal", seed=3, head=1)
+    at.toggle(key="w_sbs_predict").set_value(True).run()
+    at = open_downloads(at)
+    keys = download_keys(at)
+    assert "sbs_dl_softmax" not in keys and "sbs_dl_npz" not in keys
+    assert {"sbs_dl_scores", "sbs_dl_mix"} <= set(keys)  # the other steps' files stay
+    assert any("left out until the prediction is revealed" in c.value for c in at.main.caption)
+    at.button(key="sbs_reveal").click().run()
+    keys = download_keys(at)
+    assert "sbs_dl_softmax" in keys and "sbs_dl_npz" in keys
+    assert not any("left out until the prediction is revealed" in c.value for c in at.main.caption)
+    label, data = opened(offered)["sbs_dl_softmax"]
+    weights = run(MHAConfig(mask="causal", seed=3)).trace.weights[1]
+    (block,) = blocks(csv(data, 2)).values()
+    same(block, weights, "softmax CSV after the reveal")

@@ -195,10 +195,12 @@ def show_step_run(run: list[tuple[int, Step]], key_prefix: str, *, as_table: boo
                alt=", ".join(panel.title for row in rows for panel in row))
 
 
-def step_downloads(steps: list[Step], key_prefix: str, config, head: int, cell: tuple[int, int]) -> None:
+def step_downloads(steps: list[Step], key_prefix: str, config, head: int, cell: tuple[int, int], *,
+                   weights_shown: bool = True) -> None:
     """Each step's matrices as CSV and the whole run as .npz (keys ``<prefix>_dl_<slug>``, ``<prefix>_dl_npz``), in
     an expander whose buttons are sent only while it is open: eleven elements every run sends for a reader who
-    rarely opens them (issue 38).
+    rarely opens them (issue 38). While a prediction hides the weights (``weights_shown`` False), the files that
+    hold them (the softmax step's CSV, the .npz) are left out, and a line says so.
 
     The buttons' callables keep the frozen configuration and the head, never the arrays
     (``ui.run.compute.result_later``): a session outlives its tab; a file is built on a click only.
@@ -207,14 +209,18 @@ def step_downloads(steps: list[Step], key_prefix: str, config, head: int, cell: 
                       on_change="rerun", icon=":material/download:")
     if not box.open:
         return
+    if not weights_shown:
+        box.caption(_("The attention weights' CSV and the whole run (.npz) are left out until the prediction is "
+                      "revealed."))
     row = box.container(horizontal=True, gap="small")
-    row.download_button(
-        _("The whole run, every intermediate (.npz)"), data=lambda: npz_bytes(result_later(config)),
-        file_name="mha_trace.npz", mime="application/octet-stream", key=f"{key_prefix}_dl_npz",
-        on_click="ignore", icon=":material/download:",
-    )
+    if weights_shown:
+        row.download_button(
+            _("The whole run, every intermediate (.npz)"), data=lambda: npz_bytes(result_later(config)),
+            file_name="mha_trace.npz", mime="application/octet-stream", key=f"{key_prefix}_dl_npz",
+            on_click="ignore", icon=":material/download:",
+        )
     for number, step in enumerate(steps, start=1):
-        if step.panels:
+        if step.panels and (weights_shown or step.slug != "softmax"):
             step_csv_button(row, number, step, key_prefix, config, head, cell)
 
 
