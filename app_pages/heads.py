@@ -276,9 +276,11 @@ def quiz_questions(config) -> None:
     question = quiz.question(result, number)
     st.markdown(question.text)
     if question.options:
-        given = st.radio(_("Your answer"), question.options, key=f"quiz_answer_{number}", index=None, horizontal=True)
+        given = st.radio(_("Your answer"), question.options, key=f"quiz_answer_{number}", index=None, horizontal=True,
+                         persist_state=KEEP)  # kept while the section is closed, as its question and score are
     else:
-        given = st.number_input(_("Your answer"), key=f"quiz_answer_{number}", value=None, step=0.01, format="%.3f")
+        given = st.number_input(_("Your answer"), key=f"quiz_answer_{number}", value=None, step=0.01, format="%.3f",
+                                persist_state=KEEP)
     row = st.container(horizontal=True)
     if row.button(_("Check"), key="quiz_check", disabled=given is None or f"quiz_done_{number}" in ss):
         right = quiz.is_right(question, given)

@@ -106,3 +106,15 @@ def test_quiz_marks_the_engine_answer_right_and_counts():
     assert at.session_state["quiz_score"] == [1, 1]
     at.button(key="quiz_next").click().run()
     assert at.session_state["quiz_number"] == 1
+
+
+def test_an_answer_picked_but_not_checked_is_still_there_when_the_quick_check_opens_again():
+    at = app(opened=(QUIZ,))
+    options = at.radio(key="quiz_answer_0").options
+    at.radio(key="quiz_answer_0").set_value(options[2]).run()
+    at.session_state[QUIZ] = False  # the section closed, as a click on its header leaves it: the radio is not drawn
+    at.run()
+    assert not at.radio
+    at.session_state[QUIZ] = True
+    at.run()
+    assert at.radio(key="quiz_answer_0").value == options[2]
