@@ -5,13 +5,15 @@ and its mask note, a chart's alt text from one sentence per panel). English and 
 Chinese puts none: "。 " reads as a typo there. Every page is opened with a link that draws its joined texts
 (Heads' caption under the figure and its "What each head does" paragraph, the step texts, the lessons' alt texts,
 the sidebar's notes), in zh-CN, en and es, and what it shows is read: markdown, captions, alerts, help texts and
-the charts' alt texts. zh-CN: no full-width punctuation followed by a space. en and es: no sentence stop glued
-to the next sentence's capital, and the joins that are known are shown with the catalog's own words and a space.
+the charts' alt texts. zh-CN: no full-width punctuation followed by a space that no translation holds, and no bold
+that Markdown leaves open ("**随机性。**没有" shows its stars). en and es: no sentence stop glued to the next
+sentence's first word, and the joins that are known are shown with the catalog's own words and a space.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import cache
 from pathlib import Path
 
@@ -70,6 +72,14 @@ def chinese_catalog() -> str:
 def joined_here(text: str, match: re.Match) -> bool:
     """A spaced stop no translation holds with the three characters before it: two translations side by side."""
     return text[max(0, match.start() - 3):match.end()] not in chinese_catalog()
+
+
+def unclosed_bold(text: str) -> list[str]:
+    """Each bold span Markdown would not close: its ``**`` after punctuation with a letter right after it ("**随机性。**
+    没有"), which CommonMark shows as two stars."""
+    pieces = text.split("**")
+    return [pieces[k][-8:] + "**" + pieces[k + 1][:8] for k in range(1, len(pieces) - 1, 2)
+            if pieces[k] and unicodedata.category(pieces[k][-1]).startswith("P") and pieces[k + 1][:1].isalnum()]
 
 
 def model_installed() -> bool:
@@ -147,6 +157,8 @@ def test_chinese_sentences_follow_each_other_with_no_space(pages, page):
     spaced = [(m.group(), t[max(0, m.start() - 25):m.end() + 25]) for t in texts for m in SPACED.finditer(t)
               if joined_here(t, m)]
     assert not spaced, f"{page} in zh-CN: a space after Chinese punctuation: {spaced}"
+    unclosed = [bold for t in texts for bold in unclosed_bold(t)]
+    assert not unclosed, f"{page} in zh-CN: bold that Markdown leaves open (its stars shown): {unclosed}"
 
 
 @pytest.mark.parametrize("lang", ["en", "es"])
