@@ -9,7 +9,7 @@ import streamlit as st
 
 from ui.charts import describe, figures, tables
 from ui.charts.kernels import weights_signed
-from ui.i18n import _
+from ui.i18n import _, sentences
 from ui.pages import compare
 from ui.run.compute import compute, result_later
 from ui.state.device import chart_config, on_phone
@@ -72,7 +72,7 @@ def pair_figure(comparison, result_a, result_b, head: int):
         square=not on_phone(),
         mask=masks,
     )
-    return figure, " ".join(describe.grid_lines(matrices, *labels, kind=kind, titles=titles, mask=masks))
+    return figure, sentences(*describe.grid_lines(matrices, *labels, kind=kind, titles=titles, mask=masks))
 
 
 def delta_figure(comparison, result_a):
@@ -81,7 +81,7 @@ def delta_figure(comparison, result_a):
     titles = [_("B − A, head {h}").format(h=h) for h in range(comparison.n_heads)]
     figure = figures.attention_grid(comparison.delta, *labels, kind="difference", max_cols=1 if on_phone() else 2,
                                     panel_px=170, titles=titles)
-    return figure, " ".join(describe.grid_lines(comparison.delta, *labels, kind="difference", titles=titles))
+    return figure, sentences(*describe.grid_lines(comparison.delta, *labels, kind="difference", titles=titles))
 
 
 def configuration_b(config_a, incoming: dict[str, str]):

@@ -6,7 +6,7 @@ import streamlit as st
 
 from mha_core.flash import PAPER_FORMULA, FlashRun, flash_of_run, kernel_problem, kernel_rules_in_force
 from ui.charts.numbers import count
-from ui.i18n import _
+from ui.i18n import _, sentences
 from ui.pages.flash import (
     FLASH_SETTINGS,
     SETTING,
@@ -163,8 +163,9 @@ def show_traffic(kernel: FlashRun) -> None:
                   "B_c).").format(reads=reads_worked(traffic), skipped_keys=traffic.skipped_keys,
                                   tiles_skipped=traffic.tiles_skipped))
     st.markdown(sram_sentence(traffic))
-    st.caption(_(PAPER_FORMULA) + ". " + _("Masks that are rules of i and j (causal, window, padding) and a positional "
-                                        "scheme's bias (ALiBi's) cost no reads; a custom mask's bits are not counted."))
+    st.caption(sentences(_("{text}.").format(text=_(PAPER_FORMULA)), _(
+        "Masks that are rules of i and j (causal, window, padding) and a positional scheme's bias (ALiBi's) cost no "
+        "reads; a custom mask's bits are not counted.")))
 
 
 def show_not_stored(kernel: FlashRun, result) -> None:

@@ -23,7 +23,7 @@ from ui.charts.head_panels import (
 from ui.charts.kernels import view_kind
 from ui.charts.markdown import literals
 from ui.charts.views import MatrixView, kernel_views
-from ui.i18n import N_, _, ngettext
+from ui.i18n import N_, _, ngettext, sentences
 from ui.pages.heads import quiz
 from ui.pages.heads.apart_section import take_apart_section
 from ui.pages.heads.downloads import downloads_section
@@ -172,13 +172,13 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed", pict
     width = "content" if len(titles) == 1 else "stretch"
     words = dict(kind=view_kind(trace, view), titles=titles, mask=result.mask, null_key=trace.null_key)
     show_chart(fig, key="heads_grid", where=picture, config=chart_config(), width=width,
-               alt=" ".join(describe.grid_lines(matrices, result.query_labels, result.key_labels, **words)))
+               alt=sentences(*describe.grid_lines(matrices, result.query_labels, result.key_labels, **words)))
     # One caption under the figure (each element is a message per run): what the view's colours mean, then how to
     # read the grid. Above it, it pushed the figure's bottom off a 1280x720 screen.
-    st.caption(view_caption(trace, view, colours) + " " + _(
+    st.caption(sentences(view_caption(trace, view, colours), _(
         "Rows = queries (the token that looks), columns = keys (the tokens looked at). "
         "{heads} of size d_k = {hs}; hover a cell for its numbers.").format(heads=heads_phrase(config.n_heads),
-                                                                         hs=config.head_size))
+                                                                         hs=config.head_size)))
     # The same words for the eye, written only while open (at the caps the description takes ~4 ms).
     section = st.expander(_("Describe this chart"), key="heads_describe", on_change="rerun")
     if section.open:
@@ -192,8 +192,8 @@ def diagnostics_section(result) -> None:
     downloads section)."""
     trace = result.trace
     heading, words = _("What each head does"), tables.diagnostics_caption(trace)
-    st.markdown(f"### {heading}\n\n{words} " + _("Cosine similarity of two heads' weight matrices: 1 = the same "
-                                                 "pattern."))
+    cosine = _("Cosine similarity of two heads' weight matrices: 1 = the same pattern.")
+    st.markdown(f"### {heading}\n\n" + sentences(words, cosine))
     left, right = st.columns([3, 2])
     with left:
         summary = tables.head_summary_frame(trace, cross=result.config.is_cross)
@@ -232,8 +232,8 @@ def outputs_section(result) -> None:
              "lines) into {columns} columns. Nothing mixes the heads yet.").format(
         words=head_output_words(trace), size=trace.heads.shape[-1], columns=trace.concat.shape[1])
     if config.output_projection:
-        text += " " + _("W_O is the only step that mixes the heads: each output feature is a weighted sum of every "
-                        "head's columns.")
+        text = sentences(text, _("W_O is the only step that mixes the heads: each output feature is a weighted sum "
+                                 "of every head's columns."))
     heading = _("After the heads: concatenate, then W_O")
     st.markdown(f"### {heading}\n\n{text}")
     out_cols = [str(c) for c in range(trace.output.shape[1])]
@@ -245,7 +245,7 @@ def outputs_section(result) -> None:
                                            width_px=PHONE_COLUMN_PX if on_phone() else MAIN_COLUMN_PX)
     alt = describe.describe_concat(trace.concat, result.query_labels, trace.n_heads)
     if output is not None:  # each panel in words, from the same arrays
-        alt += " " + describe.describe_matrix(*output, **words)
+        alt = sentences(alt, describe.describe_matrix(*output, **words))
     show_chart(fig, key="concat", config=chart_config(), alt=alt)
     if output is None:
         st.info(_("W_O is off (sidebar): the layer's output is the concatenation above, so the heads are never mixed."))
@@ -378,8 +378,8 @@ def presentation(result) -> None:
             st.markdown(view_caption(trace, view, colours))  # body text, not a grey caption: read from the back row
             fully_masked_note(result)
     if several:
-        note = " " + _("The average is for the eye only: the model keeps every head separate.") if average else ""
-        st.markdown(view_caption(trace, view, colours) + note)
+        note = _("The average is for the eye only: the model keeps every head separate.") if average else ""
+        st.markdown(sentences(view_caption(trace, view, colours), note))
         fully_masked_note(result)
 
 

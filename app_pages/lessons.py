@@ -12,7 +12,7 @@ from mha_core.presets import PRESETS
 from ui.charts import describe
 from ui.charts.figures import attention_grid, matrix_heatmap
 from ui.charts.marks import claim_list
-from ui.i18n import LANGUAGES, _, current_language, using_language
+from ui.i18n import LANGUAGES, _, current_language, sentences, using_language
 from ui.pages.lessons import (
     LESSONS,
     PRESET_CONFIGS,
@@ -113,7 +113,7 @@ def draw_grid(grid: Grid, chart_key: str) -> None:
     )
     alt = describe.grid_lines(grid.matrices, grid.row_labels, grid.col_labels, kind=grid.kind, titles=grid.titles,
                               mask=grid.mask)
-    show_chart(figure, key=chart_key, config=chart_config(grid.kind), alt=" ".join(alt))
+    show_chart(figure, key=chart_key, config=chart_config(grid.kind), alt=sentences(*alt))
 
 
 def draw_figures(lesson: Lesson, figures) -> None:

@@ -23,7 +23,7 @@ from mha_core.pretrained import ENV_VAR, HUB_REPO, MODEL_LICENSE, MiniLM, MiniLM
 from ui.charts import describe, tables
 from ui.charts.markdown import literals
 from ui.charts.numbers import EMPTY_CELL
-from ui.i18n import N_, _, current_language
+from ui.i18n import N_, _, current_language, sentences
 from ui.pages import real_model as rm
 from ui.pages.real_model import layer_steps as rm_steps
 from ui.pages.real_model import overview as rm_overview
@@ -155,10 +155,10 @@ def pieces_section(model: MiniLM, text: str, run: MiniLMRun) -> None:
     split = rm.split_words(run.tokens, run.word_ids)
     note = (_("Split words: {words}.").format(words=literals(split, "; ")) if split
             else _("No word is split into pieces."))
-    st.caption(" ".join((_(
+    st.caption(sentences(_(
         "{n} word pieces of at most {limit}. [CLS] (start) and [SEP] (end) are added by the tokenizer; a yellow "
         "piece starting with ## continues the word before it."
-    ).format(n=run.n_tokens, limit=model.max_tokens), note)))
+    ).format(n=run.n_tokens, limit=model.max_tokens), note))
     if "[UNK]" in run.tokens:
         st.caption(_("[UNK] stands for a character MiniLM's vocabulary of word pieces does not have (many Chinese "
                      "characters, every emoji): hover it for the text it replaced."))
@@ -175,19 +175,19 @@ def heads_section(run: MiniLMRun, layer: int, head: int) -> None:
         panel_px=GRID_PANEL_PX, colorbar_below=on_phone(),
     )
     show_chart(fig, key="rm_grid", config=chart_config(),
-               alt=" ".join(describe.grid_lines(matrices, labels, labels, kind="weights", titles=titles)))
+               alt=sentences(*describe.grid_lines(matrices, labels, labels, kind="weights", titles=titles)))
     rows = _("each row sums to 1") if block == 1 else _("a row of the full matrix sums to 1")
     shrink = (
-        " " + _("At {n} pieces each cell shows the largest weight of a {block}×{block} block of pieces (its "
-                "labels name them), so the page stays light and sharp lines stay visible; the exact numbers of the "
-                "chosen head are in the step-by-step section below.").format(n=run.n_tokens, block=block)
+        _("At {n} pieces each cell shows the largest weight of a {block}×{block} block of pieces (its "
+          "labels name them), so the page stays light and sharp lines stay visible; the exact numbers of the "
+          "chosen head are in the step-by-step section below.").format(n=run.n_tokens, block=block)
         if block > 1
         else ""
     )
-    st.caption(_(
+    st.caption(sentences(_(
         "Rows = queries (the piece that looks), columns = keys (the pieces looked at); colour = attention weight, "
         "{rows}. Hover a cell for its numbers. Layers and heads are counted from 0."
-    ).format(rows=rows) + shrink)
+    ).format(rows=rows), shrink))
 
 
 def diagnostics_section(text: str, run: MiniLMRun, layer: int) -> None:
@@ -204,7 +204,7 @@ def diagnostics_section(text: str, run: MiniLMRun, layer: int) -> None:
     if frame[word].isna().all():
         notes.append(_("{empty} under '{column}': no word of this sentence is split into pieces, so there is nothing "
                        "to measure.").format(empty=EMPTY_CELL, column=word))
-    st.caption(" ".join(notes))
+    st.caption(sentences(*notes))
     left, right = st.columns([3, 2], vertical_alignment="center")
     show_chart(cached_figures.similarity_heatmap(similarity), key="rm_similarity", where=left, config=chart_config(),
                alt=describe.describe_similarity(similarity, title=_("Layer {layer}").format(layer=layer)))
@@ -252,15 +252,14 @@ def overview_body(text: str, run: MiniLMRun, t: int) -> None:
     show_chart(figure, key="rm_overview", config=chart_config(), alt=alt)
     block = rm_overview.pool_block(t)
     shrink = (
-        " " + _("With {n} pieces each small square shows the largest weight of a {block}×{block} block, so sharp "
-                "lines stay visible.").format(n=t, block=block)
+        _("With {n} pieces each small square shows the largest weight of a {block}×{block} block, so sharp "
+          "lines stay visible.").format(n=t, block=block)
         if block > 1
         else ""
     )
-    st.caption(
-        _("Each small square is one head (rows = queries, columns = keys, query 0 at the top), same colours as above.")
-        + shrink
-    )
+    st.caption(sentences(
+        _("Each small square is one head (rows = queries, columns = keys, query 0 at the top), same colours as above."),
+        shrink))
 
 
 def steps_section(model: MiniLM, run: MiniLMRun, layer: int, head: int) -> None:

@@ -4,7 +4,7 @@ import streamlit as st
 
 from content.seeds import EXAMPLE_SEED, SEED_EXAMPLES, CaseComparison, SeedCase, SeedExample, compare
 from ui.charts.numbers import column_format, table_values
-from ui.i18n import _
+from ui.i18n import _, sentences
 from ui.pages.seeds import (
     check_lines,
     conventions_table,
@@ -92,7 +92,8 @@ def render_example(example: SeedExample, comparisons: tuple[CaseComparison, ...]
     if example.reproducible:
         st.success(_(example.note).format(seed=EXAMPLE_SEED), icon=":material/check_circle:")
     else:
-        st.warning(_("**Unseeded randomness.**") + " " + _(example.note).format(seed=EXAMPLE_SEED), icon=":material/casino:")
+        st.warning(sentences(_("**Unseeded randomness.**"), _(example.note).format(seed=EXAMPLE_SEED)),
+                   icon=":material/casino:")
     for case, comparison in zip(example.cases, comparisons, strict=True):
         render_case(case, comparison)
     st.divider()

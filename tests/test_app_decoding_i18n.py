@@ -48,7 +48,7 @@ FIRST_STEP_MODES = ("kv cache, no positions, odd head size",)  # opened at step 
 SAME_IN_EVERY_LANGUAGE = {
     "token": "the glossary keeps 'token' in English in every language",
     "; ": "a separator; Spanish keeps it",
-    "**{policy}**: {summary} **{positioning}**: {positioning_summary}": "only placeholders and punctuation (es)",
+    "**{name}**: {summary}": "only placeholders and punctuation (es)",
 }
 NUMBER = re.compile(r"[-+−]?\d+(?:[.,]\d+)*(?:e[-+]\d+)?")
 

@@ -12,7 +12,7 @@ from ui.charts import colour_ranges, tables
 from ui.charts.figures import head_average
 from ui.charts.labels import said
 from ui.charts.views import MATRIX_VIEWS, MatrixView, kernel_view
-from ui.i18n import _
+from ui.i18n import _, sentences
 
 
 def shown_view(trace: AttentionTrace, view: str) -> MatrixView:
@@ -29,9 +29,9 @@ def missing_view(kernel: str, view: str) -> str:
 def unoffered_colours(kernel: str, colours: str, colours_label: str) -> str:
     """What the page says when a link asks for a colour range (named ``colours_label``) that the kernel's signed
     weights do not have (it shows their one range instead)."""
-    return _("The {kernel} kernel's weights can be negative, so there is no colour range to choose ('{label}' was "
-             "asked for).").format(kernel=_(attention_kernel(kernel).label), label=colours_label) + " " + _(
-        colour_ranges.SIGNED_COLOURS)
+    refused = _("The {kernel} kernel's weights can be negative, so there is no colour range to choose ('{label}' was "
+                "asked for).").format(kernel=_(attention_kernel(kernel).label), label=colours_label)
+    return sentences(refused, _(colour_ranges.SIGNED_COLOURS))
 
 
 def view_caption(trace: AttentionTrace, view: str, colours: str, per_head_label: str | None) -> str:

@@ -6,6 +6,7 @@ Use everywhere a person reads text::
     _("Heads")                                   # the current language's text, else the English msgid
     _("{n} heads").format(n=nh)                  # placeholders are str.format named fields, never an f-string
     ngettext("{n} head", "{n} heads", nh).format(n=nh)
+    sentences(_("Each row sums to 1."), note)    # two sentences as the language writes them ("。" takes no space)
     LABEL = N_("Sentence")                       # a module-level constant: marked here, translated where shown
     _(LABEL)
 
@@ -22,6 +23,7 @@ import contextlib
 import functools
 import gettext
 import io
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -32,8 +34,8 @@ from babel.messages.pofile import read_po
 from mha_core.marks import N_, Message
 from ui.i18n.languages import DEFAULT_LANGUAGE, LANGUAGES, language_for_locale
 
-__all__ = ["N_", "_", "ngettext", "current_language", "set_language", "using_language", "translations", "language_source",
-           "LANGUAGES", "DEFAULT_LANGUAGE", "language_for_locale", "LOCALES_DIR"]
+__all__ = ["N_", "_", "ngettext", "sentences", "current_language", "set_language", "using_language", "translations",
+           "language_source", "LANGUAGES", "DEFAULT_LANGUAGE", "language_for_locale", "LOCALES_DIR"]
 
 LOCALES_DIR = Path(__file__).parent / "locales"
 DOMAIN = "messages"
@@ -111,3 +113,28 @@ def _(message: str) -> str:
 def ngettext(singular: str, plural: str, n: int) -> str:
     """The singular or plural form for ``n`` in the current language (then ``.format(n=n)``)."""
     return translations(current_language()).ngettext(singular, plural, n)
+
+
+def sentences(*parts: str) -> str:
+    """Whole sentences as one text, the way the current language writes them: a space between two sentences in
+    English and Spanish, none in Chinese (``Language.sentence_gap``; "。" carries its own room). Empty parts are
+    left out, so a sentence that does not apply is ``""``.
+
+    Words inside one sentence are not joined here: a translator places them with the sentence's placeholders.
+    With no gap, a sentence ending in bold closes its ``**`` before the full stop ("**随机性**。"): Markdown ends
+    ``**`` after punctuation only where a space or punctuation follows, and would show the stars.
+    """
+    shown = [part for part in parts if part]
+    gap = LANGUAGES[current_language()].sentence_gap
+    if gap:
+        return gap.join(shown)
+    return "".join([*map(_bold_before_stop, shown[:-1]), *shown[-1:]])
+
+
+def _bold_before_stop(text: str) -> str:
+    """'**随机性。**' -> '**随机性**。': a trailing emphasis closer moved before the punctuation it follows."""
+    body = text.rstrip("*")
+    marks = text[len(body):]
+    if not marks or not body or not unicodedata.category(body[-1]).startswith("P"):
+        return text
+    return body[:-1] + marks + body[-1]

@@ -17,11 +17,12 @@ class Language:
     locale: str  # the catalog folder under ui/i18n/locales/ (gettext's spelling), e.g. "zh_CN"
     label: str  # the language's own name, as the switch shows it
     browser: tuple[str, ...] = ()  # browser locales (lower case, prefixes) that choose it when a link has none
+    sentence_gap: str = " "  # between two sentences: Chinese writes none (its full stop "。" carries the space)
 
 
 LANGUAGE_ROWS = (
     Language("en", "en", "English", ("en",)),
-    Language("zh-CN", "zh_CN", "简体中文", ("zh-cn", "zh-sg", "zh-hans", "zh")),
+    Language("zh-CN", "zh_CN", "简体中文", ("zh-cn", "zh-sg", "zh-hans", "zh"), sentence_gap=""),
     Language("es", "es", "Español", ("es",)),
 )
 LANGUAGES = MappingProxyType({row.code: row for row in LANGUAGE_ROWS})

@@ -25,7 +25,7 @@ from mha_core.flash import (
     weights_from_lse,
 )
 from ui.charts.numbers import count
-from ui.i18n import N_, _, ngettext
+from ui.i18n import N_, _, ngettext, sentences
 from ui.pipeline.records import Panel
 from ui.state.settings import Setting, key_tokens
 
@@ -286,7 +286,7 @@ def step_sentence(run: FlashRun, index: int, query_labels: list[str], key_labels
         parts.append(ngettext("This is the last tile of {rows}: it is finished, O = O~ / ℓ.",
                               "This is the last tile of {rows}: they are finished, O = O~ / ℓ.", done.size).format(
             rows=_named([query_labels[r] for r in done])))
-    return " ".join(parts)
+    return sentences(*parts)
 
 
 def config_note(config: MHAConfig) -> str:

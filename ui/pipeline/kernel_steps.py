@@ -23,7 +23,7 @@ from dataclasses import replace
 import numpy as np
 
 from mha_core.kernels import KERNELS
-from ui.i18n import _, ngettext
+from ui.i18n import _, ngettext, sentences
 from ui.pipeline.kernel_steps_deltanet import DELTANET_STEPS
 from ui.pipeline.kernel_steps_gated import output_gate_step, sink_weights_step
 from ui.pipeline.kernel_steps_qknorm import qk_norm_step
@@ -86,7 +86,7 @@ def _in_kernel_words(step: Step, kernel, inputs: StepInputs) -> Step:
 def _mask_words(inputs: StepInputs) -> str:
     if inputs.mask is None:
         return ""
-    return " " + _("Mask '{mask}': masked cells get weight 0 (blank logits).").format(mask=inputs.mask_name)
+    return _("Mask '{mask}': masked cells get weight 0 (blank logits).").format(mask=inputs.mask_name)
 
 
 # ---- MLA -------------------------------------------------------------------------------------
@@ -111,13 +111,13 @@ def latent_step(inputs: StepInputs, head: int) -> Step:
     nh = trace.n_heads
     rope = (_("The last {dr} features of every query and key carry RoPE: the keys' part k_R is one projection shared "
               "by all heads.").format(dr=dr) if dr else _("No decoupled RoPE features (RoPE is off)."))
-    why = " ".join((
+    why = sentences(
         _("Keys and values are not projected per head from X: X is first **compressed** to a latent c of rank "
           "r = {r}, and head {head}'s keys and values are **up-projected** from it (W_UK, W_UV).").format(r=r, head=head),
         rope,
         _("A decoder caches c and k_R: **{cached}** numbers per token, against 2·nh·d_k = {mha} for multi-head "
           "attention.").format(cached=r + dr, mha=2 * nh * hs),
-    ))
+    )
     formula = (r"c = \mathrm{RMSNorm}(X W_{DKV}),\quad K_h = \big[\,c\,W_{UK,h}\ \big|\ \mathrm{RoPE}(X W_{KR})\,\big],"
                r"\quad V_h = c\,W_{UV,h},\quad Q = X W_Q")
     shapes = (f"X {shape_text(inputs.x_kv)} @ W_DKV -> c {shape_text(parts.latent)};  c @ W_UK,h -> "
@@ -205,7 +205,7 @@ def kernel_weights_step(inputs: StepInputs, head: int, cell) -> Step:
               kind="signed" if kernel.signed else "weights", cell=cell, axis_titles=qk_axes()),
     )
     kind = StepKind("kernel_weights", kernel.weights_title, kernel.short_label, kernel.summary)  # the row's words
-    return Step("kernel_weights", _(kernel.weights_title), _(kernel.weights_why) + _mask_words(inputs),
+    return Step("kernel_weights", _(kernel.weights_title), sentences(_(kernel.weights_why), _mask_words(inputs)),
                 kernel.weights_tex, _("{shape} -> same shape, entry by entry").format(shape=shape_text(trace.logits[head])),
                 panels, own_kind=kind)
 
@@ -228,7 +228,7 @@ def differential_maps_step(inputs: StepInputs, head: int, cell) -> Step:
     why = _("Head {head}'s query and key of {features} features are cut into two halves of d = {half}. Each pair of "
             "halves gives its own logits, scaled by s = 1/√{half} = {scale}, and its own softmax: two maps, each "
             "with rows that sum to 1.").format(head=head, features=2 * half, half=half, scale=f"{trace.scale:.4f}")
-    why += _mask_words(inputs)
+    why = sentences(why, _mask_words(inputs))
     formula = (r"[Q_1; Q_2] = Q_h,\ [K_1; K_2] = K_h,\qquad A_1 = \mathrm{softmax}\!\Big(\frac{Q_1K_1^\top}{\sqrt d}\Big),"
                r"\quad A_2 = \mathrm{softmax}\!\Big(\frac{Q_2K_2^\top}{\sqrt d}\Big)")
     shapes = f"Q₁, Q₂ ({len(q)}, {half});  K₁, K₂ ({len(k)}, {half});  A₁, A₂ {shape_text(parts.map1[head])}"
@@ -306,8 +306,8 @@ def linear_weights_step(inputs: StepInputs, head: int, cell) -> Step:
         Panel(_("A_{head} = row / row sum").format(head=head), trace.weights[head], q, k, _("weight"), kind="weights",
               cell=cell, axis_titles=qk_axes()),
     )
-    why = _("Each row of similarities is divided by its sum: weights ≥ 0 that **sum to 1**, like softmax rows, but "
-           "flatter (no exponential to sharpen them).") + _mask_words(inputs)
+    why = sentences(_("Each row of similarities is divided by its sum: weights ≥ 0 that **sum to 1**, like softmax "
+                      "rows, but flatter (no exponential to sharpen them)."), _mask_words(inputs))
     formula = r"A_{ij} = \frac{\varphi(q_i)\cdot\varphi(k_j)\,M_{ij}}{\sum_{j'} \varphi(q_i)\cdot\varphi(k_{j'})\,M_{ij'}}"
     return Step("linear_weights", _("Similarities over their row sum (linear)"), why, formula,
                 _("{shape}, row by row").format(shape=shape_text(parts.similarity[head])), panels)

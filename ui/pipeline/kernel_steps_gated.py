@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from mha_core.gated import first_token_delivery
-from ui.i18n import _
+from ui.i18n import _, sentences
 from ui.pipeline.records import Panel, Step, StepInputs, dim_labels, latex_number, qk_axes, shape_text
 
 
@@ -39,7 +39,7 @@ def output_gate_step(inputs: StepInputs, head: int, cell=None) -> Step:
               axis_titles=(_("head"), _("query"))),
     )
     share, off, on = first_token_delivery(trace.weights, trace.values_per_query_head(), parts.gate)  # (nh,) x3
-    why = " ".join((
+    why = sentences(
         _("The gate is made from the same input X as the queries (Qwen3-Next's q_proj makes both) and is "
           "**elementwise**, as in Qwen3-Next: one number in (0, 1) per head, token and value feature, here "
           "{hv} per head and token. It multiplies A·V feature by feature before W_O, so a head can hand on less, or "
@@ -52,7 +52,7 @@ def output_gate_step(inputs: StepInputs, head: int, cell=None) -> Step:
           "{on} with it. The paper's point: a trained head that needs to say nothing closes its gate instead of "
           "parking its weight on the first token, so gated models lose the attention sink.").format(
             head=head, share=f"{share[head]:.3f}", off=f"{off[head]:.4f}", on=f"{on[head]:.4f}"),
-    ))
+    )
     formula = (r"G_h = \sigma(X W_{\theta,h}),\qquad Y'_h = \big(\mathrm{softmax}(Q_hK_h^\top s)\,V_h\big)\odot G_h,"
                r"\qquad \mathrm{out} = [Y'_0 \,|\, \dots \,|\, Y'_{n_h-1}]\,W_O")
     shapes = (f"X {shape_text(inputs.x_q)} @ W_θ ({inputs.x_q.shape[1]}, {trace.n_heads * hv}) -> "
@@ -87,7 +87,8 @@ def sink_weights_step(inputs: StepInputs, head: int, cell) -> Step:
             "exactly the null key (softmax₁): a sink is a learned null key, one per head.").format(
         head=head, sink=f"{sink:.4f}", low=f"{share.min():.3f}", high=f"{share.max():.3f}", mean=f"{share.mean():.3f}")
     if inputs.mask is not None:
-        why += " " + _("Mask '{mask}': masked cells get weight 0; the sink is never masked.").format(mask=inputs.mask_name)
+        why = sentences(why, _("Mask '{mask}': masked cells get weight 0; the sink is never masked.").format(
+            mask=inputs.mask_name))
     formula = (r"A_{ij} = \frac{e^{L_{ij}}}{e^{s_h} + \sum_{j'} e^{L_{ij'}}},\qquad s_h = " + latex_number(sink)
                + r",\qquad 1 - \sum_j A_{ij} = \frac{e^{s_h}}{e^{s_h} + \sum_{j'} e^{L_{ij'}}}")
     shapes = f"{shape_text(with_sink)} -> softmax -> {shape_text(trace.weights[head])}"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ui.charts.markdown import literal, literals
-from ui.i18n import _, ngettext
+from ui.i18n import _, ngettext, sentences
 
 TIE_TOLERANCE = 1e-9  # weights this close to the row maximum count as tied for the largest
 
@@ -55,8 +55,9 @@ def prediction_message(check: PredictionCheck, query_label: str, key_labels: lis
     names = literals(key_labels[s] for s in check.best)
     if check.correct:
         others = len(check.best) - 1
-        tie = " " + ngettext("It is tied with {n} other key: {names}.", "It is tied with {n} other keys: {names}.",
-                             others).format(n=others, names=names) if others else ""
-        return _("**Right!** In row {row} the largest weight goes to {guessed}.").format(row=row, guessed=guessed) + tie
+        tie = ngettext("It is tied with {n} other key: {names}.", "It is tied with {n} other keys: {names}.",
+                       others).format(n=others, names=names) if others else ""
+        right = _("**Right!** In row {row} the largest weight goes to {guessed}.").format(row=row, guessed=guessed)
+        return sentences(right, tie)
     return _("**Not this time.** You chose {guessed}; the largest weight in row {row} goes to {names} "
              "(weight {weight}).").format(guessed=guessed, row=row, names=names, weight=f"{check.best_weight:.4f}")

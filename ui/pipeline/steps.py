@@ -20,7 +20,7 @@ from mha_core.attention import AttentionTrace, merge_heads
 from mha_core.grouping import group_size, kv_sharing_matrix
 from mha_core.positions import PositionScheme, SchemeAt, position_scheme
 from ui.charts.figures import MAX_DRAWN_CELLS
-from ui.i18n import N_, _, ngettext
+from ui.i18n import N_, _, ngettext, sentences
 from ui.pipeline.kernel_steps import angle_panel, rotation_panels, variant_steps
 from ui.pipeline.records import (
     SCALE_RULE_LATEX,
@@ -169,17 +169,17 @@ def _projection_step(inputs: StepInputs, head: int) -> Step:
     shapes = f"Q: {matmul_shapes(inputs.x_q, w.w_q)};  K, V: {matmul_shapes(inputs.x_kv, w.w_k)}"
     whose = (_("The weights shown are head {head}'s.") if w.w_q.size > MAX_DRAWN_CELLS
              else _("The outlined columns are head {head}'s.")).format(head=head)
-    why = _(
+    why = sentences(_(
         "Three learned matrices turn every token into a **query** (what it looks for), a **key** (what it offers "
         "to be found by) and a **value** (what it passes on)."
-    ) + " " + whose
+    ), whose)
     if trace.kv_heads < trace.n_heads:
         shapes = (f"Q: {matmul_shapes(inputs.x_q, w.w_q)};  K: {matmul_shapes(inputs.x_kv, w.w_k)};  "
                   f"V: {matmul_shapes(inputs.x_kv, w.w_v)}")
-        why += " " + ngettext(
+        why = sentences(why, ngettext(
             "K and V have only {kv} head's columns (grouped-query attention): head {head} reads key/value head {g}.",
             "K and V have only {kv} heads' columns (grouped-query attention): head {head} reads key/value head {g}.",
-            trace.kv_heads).format(kv=trace.kv_heads, head=head, g=group)
+            trace.kv_heads).format(kv=trace.kv_heads, head=head, g=group))
     return Step("qkv", _("Project to queries, keys and values"), why, formula, shapes, panels, _too_big_note(w.w_q))
 
 
@@ -225,15 +225,15 @@ def _kv_share_step(inputs: StepInputs, head: int) -> Step:
               dim_labels(trace.k.shape[-1], g * trace.k.shape[-1]), "k"),
     )
     kind = _("Multi-query attention (MQA): one K/V head for all.") if kv == 1 else _("Grouped-query attention (GQA).")
-    why = kind + " " + ngettext(
+    why = sentences(kind, ngettext(
         "{nh} query heads share {kv} key/value head, {group} query heads per group: head {head} reads K/V head {g}, "
         "together with heads {readers}.",
         "{nh} query heads share {kv} key/value heads, {group} query heads per group: head {head} reads K/V head {g}, "
         "together with heads {readers}.", kv,
-    ).format(nh=nh, kv=kv, group=group, head=head, g=g, readers=", ".join(map(str, readers))) + " " + _(
+    ).format(nh=nh, kv=kv, group=group, head=head, g=g, readers=", ".join(map(str, readers))), _(
         "They still ask different questions (their own Q), but look them up in the same keys and mix the same "
         "values. K and V are {group}× smaller, and so is the KV cache of a decoder."
-    ).format(group=group)
+    ).format(group=group))
     formula = rf"g(h) = \left\lfloor h \,/\, (n_h / n_{{kv}}) \right\rfloor,\qquad g({head}) = \lfloor {head} / {group} \rfloor = {g}"
     shapes = f"Q {shape_text(trace.q)} = (nh, T, hs);  K {shape_text(trace.k)}, V {shape_text(trace.v)} = (kv, T, ·)"
     return Step("kv_share", _("Share keys and values among query heads"), why, formula, shapes, panels)
@@ -336,8 +336,9 @@ def _mask_step(inputs: StepInputs, head: int, cell) -> Step:
     full = int(trace.fully_masked[head].sum())
     note = _("{blocked} of {cells} cells are masked.").format(blocked=blocked, cells=inputs.mask.size)
     if full:
-        note += " " + ngettext("**{n} row has every key masked** (see the softmax step).",
-                               "**{n} rows have every key masked** (see the softmax step).", full).format(n=full)
+        note = sentences(note, ngettext(
+            "**{n} row has every key masked** (see the softmax step).",
+            "**{n} rows have every key masked** (see the softmax step).", full).format(n=full))
     panels = (
         Panel(_("M: mask (1 = may attend)"), inputs.mask.astype(np.float64), inputs.query_labels, inputs.key_labels,
               _("may attend"), kind="mask", cell=cell, axis_titles=qk_axes()),

@@ -24,7 +24,7 @@ from mha_core.presets import PRESET_INITS, PRESETS
 from mha_core.sparse import MAX_SPARSE
 from ui.charts.record_labels import RecordLabels
 from ui.charts.views import SHORT_VIEW_LABELS
-from ui.i18n import N_, _
+from ui.i18n import N_, _, sentences
 from ui.i18n.languages import DEFAULT_LANGUAGE, LANGUAGE_LABELS
 
 Values = Mapping[str, object]  # setting name -> value, for the rows read so far
@@ -246,14 +246,15 @@ def causal_cross_note(values: Values) -> str | None:
              "query i may attend to keys 0..i of the key/value sentence (key j only when j ≤ i).")
     sees_all = [i for i in range(tq) if allowed[i].all()]
     if sees_all:
-        note += " " + (_("Queries {first}..{last} see all {tk} keys.").format(first=sees_all[0], last=tq - 1, tk=tk)
-                       if len(sees_all) > 1 else _("Query {first} sees all {tk} keys.").format(first=sees_all[0], tk=tk))
+        note = sentences(note, _("Queries {first}..{last} see all {tk} keys.").format(
+            first=sees_all[0], last=tq - 1, tk=tk) if len(sees_all) > 1 else
+            _("Query {first} sees all {tk} keys.").format(first=sees_all[0], tk=tk))
     unseen = [j for j in range(tk) if not allowed[:, j].any()]
     if unseen:
-        note += " " + (_("Keys {first}..{last} come after the last query: no query sees them.").format(
+        note = sentences(note, _("Keys {first}..{last} come after the last query: no query sees them.").format(
             first=unseen[0], last=tk - 1) if len(unseen) > 1 else
             _("Key {first} comes after the last query: no query sees it.").format(first=unseen[0]))
-    return note + " " + _("(An encoder–decoder's cross-attention uses no mask: every query sees every key.)")
+    return sentences(note, _("(An encoder–decoder's cross-attention uses no mask: every query sees every key.)"))
 
 
 def _mla_rope_default(values: Values) -> int:
@@ -316,7 +317,8 @@ SETTINGS: tuple[Setting, ...] = (
             short_choices=SHORT_POSITION_LABELS,
             default="none",
             legacy={"0": "none", "1": "sinusoidal"}, writes_legacy=True, disabled=_hand_built,
-            help=lambda: " ".join(f"{_(s.short_label)}: {_(s.summary)}" for s in SCHEMES.values() if s.acts)),  # rows
+            help=lambda: sentences(*(f"{_(s.short_label)}: {_(s.summary)}" for s in SCHEMES.values()
+                                     if s.acts))),  # rows
     Setting("rope_base", "float", "rope_base", label=N_("RoPE base θ"), section=N_("Inputs"), widget="number",
             limits=(1.0, MAX_ROPE_BASE), widget_limits=(1.5, MAX_ROPE_BASE), applies=_turns,
             help=N_("Pair p turns by position × θ^(−2p/d_k): a larger base turns the slow pairs slower.")),

@@ -11,7 +11,7 @@ import streamlit as st
 from mha_core.config import LIMITS, MHAConfig, valid_head_counts, valid_kv_head_counts
 from mha_core.inputs import tokenize
 from mha_core.presets import PRESETS
-from ui.i18n import _, ngettext
+from ui.i18n import _, ngettext, sentences
 from ui.state.settings import (
     VIEW_SETTINGS,
     Setting,
@@ -175,7 +175,8 @@ def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
 def _init_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     init = _select_widget(row, values, place)
     if init in PRESETS:
-        st.caption(_(PRESETS[init].description) + " " + _("Inputs are hand-built too: position in dims 0-1, word in dims 2-3."))
+        st.caption(sentences(_(PRESETS[init].description),
+                             _("Inputs are hand-built too: position in dims 0-1, word in dims 2-3.")))
     return init
 
 

@@ -11,7 +11,7 @@ import streamlit as st
 
 from mha_core.cache_policy import POLICIES, POSITIONINGS, policy_run
 from mha_core.config import RunResult
-from ui.i18n import N_, _
+from ui.i18n import N_, _, sentences
 from ui.pages.decoding import qk_axes, shown_table
 from ui.pages.decoding.cache_policy import (
     CACHE_SETTINGS,
@@ -69,9 +69,9 @@ def cache_policy_section(result: RunResult, raw: dict[str, str] | None) -> None:
     page_params.write(CACHE_SETTINGS, values)
     policy, positioning = POLICIES[values["cache"]], POSITIONINGS[values["cache_rope"]]
     window, sinks = values["cache_window"], values["sinks"] if policy.sinks else 0
-    st.markdown(_("**{policy}**: {summary} **{positioning}**: {positioning_summary}").format(
-        policy=_(policy.label), summary=_(policy.summary), positioning=_(positioning.label),
-        positioning_summary=_(positioning.summary)))
+    named = _("**{name}**: {summary}")  # a record's name and its sentences
+    st.markdown(sentences(named.format(name=_(policy.label), summary=_(policy.summary)),
+                          named.format(name=_(positioning.label), summary=_(positioning.summary))))
     steps = policy_run(result, values["cache"], window, sinks, values["cache_rope"])
     full = policy_run(result, "full", window, 0, "original")
     labels = result.query_labels

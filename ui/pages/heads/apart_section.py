@@ -8,7 +8,7 @@ from mha_core.kernels import attention_kernel
 from ui.charts import describe, figures, numbers, tables
 from ui.charts.figures import MAX_DRAWN_CELLS
 from ui.charts.views import matrix_view
-from ui.i18n import N_, _
+from ui.i18n import N_, _, sentences
 from ui.pages.heads import apart
 from ui.pages.heads.downloads import download_csv
 from ui.state.device import chart_config, on_phone
@@ -140,7 +140,7 @@ def carried_panel(result, parts, head: int, off) -> None:
                                       max_cols=1 if on_phone() else min(len(shown_heads), 4), panel_px=170,
                                       mask=result.mask),
                key="apart_carried", config=chart_config(),
-               alt=" ".join(describe.grid_lines(parts.carried[shown_heads], result.query_labels, result.key_labels,
+               alt=sentences(*describe.grid_lines(parts.carried[shown_heads], result.query_labels, result.key_labels,
                                                 kind=kind, titles=titles, mask=result.mask)))
     if len(shown_heads) < n_heads:
         st.caption(_("At this size only head {head} (chosen above) is drawn, to keep the page light; the CSV has all.")

@@ -20,7 +20,7 @@ from mha_core._smollm2_files import find_gguf, verify_gguf
 from mha_core.bpe import build_tokenizer, token_bytes
 from mha_core.gguf_reader import read_gguf
 from mha_core.pretrained import TOKENIZER_FILE
-from ui.i18n import N_, _
+from ui.i18n import N_, _, sentences
 from ui.pages.lessons.records import BASE, Claim, Findings, Lesson, LessonPanel
 
 ENGLISH, CHINESE, SPANISH = N_("English"), N_("Chinese"), N_("Spanish")
@@ -210,7 +210,7 @@ def tokens_findings(panels: tuple[LessonPanel, ...]) -> Findings:
         (_("The pieces, separated by |: ␣ is a space; 猫‹e7 8c› is a piece holding only part of 猫, its UTF-8 bytes "
            "e7 8c (hex)."), pieces_table(rows)),
     )
-    return Findings((), tuple(claims), tables, warning=" ".join(missing))
+    return Findings((), tuple(claims), tables, warning=sentences(*missing))
 
 
 LESSONS = (

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ui.i18n import N_, _
+from ui.i18n import N_, _, sentences
 from ui.pages.lessons import gate_sinks, qknorm, sparse
 from ui.pages.lessons.records import Claim, Findings, Lesson
 from ui.pages.lessons.stored import measured_once
@@ -43,7 +43,7 @@ def missing(error: RuntimeError) -> Findings:
 
 def experiment_note(text: str, query: str) -> str:
     """The lesson's note and the link that opens its experiment on the Real model page."""
-    return text + " " + _("[Open the experiment on the Real model page]({link}).").format(link=f"{PAGE}?{query}")
+    return sentences(text, _("[Open the experiment on the Real model page]({link}).").format(link=f"{PAGE}?{query}"))
 
 
 # ---- which layers can lose 90% of their keys ----

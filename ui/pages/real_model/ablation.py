@@ -20,7 +20,7 @@ from mha_core.minilm_ablation import EncoderAblation
 from mha_core.smollm2 import SmolLM2
 from mha_core.smollm2_ablation import ABLATIONS, Ablation, Head
 from mha_core.smollm2_runs import softmax_1d
-from ui.i18n import N_, _, ngettext
+from ui.i18n import N_, _, ngettext, sentences
 from ui.pages.real_model.smollm2 import shown_token
 from ui.state.settings import Setting
 from ui.state.urlstate import read_settings, write_settings
@@ -102,7 +102,7 @@ def rerun_sentence(n: int, mode: str, first_layer: int, n_layers: int) -> str:
             first=first_layer, last=n_layers - 1, cached=first_layer - 1))
     else:
         parts.append(_("All {layers} layers ran again.").format(layers=n_layers))
-    return " ".join(parts)
+    return sentences(*parts)
 
 
 def summary_sentence(model: SmolLM2, ablation: Ablation, n_layers: int) -> str:
@@ -118,20 +118,20 @@ def summary_sentence(model: SmolLM2, ablation: Ablation, n_layers: int) -> str:
     if ablation.losses.size:
         parts.append(_("Loss on the prompt: {before} → {after} nats (mean over its {n} next tokens).").format(
             before=f"{ablation.clean_loss:.3f}", after=f"{ablation.loss:.3f}", n=ablation.losses.size))
-    return " ".join(parts)
+    return sentences(*parts)
 
 
 def encoder_summary(ablation: EncoderAblation, tokens, n_layers: int) -> str:
     """What turning MiniLM's heads off did: heads, layers run again, the sentence embedding's and the most moved
     token's cosine with the clean run."""
     moved = int(np.argmin(ablation.token_cosine))
-    return " ".join((
+    return sentences(
         rerun_sentence(len(ablation.heads), ablation.mode, ablation.first_layer, n_layers),
         _("Cosine similarity of the sentence embedding with the clean one: {cosine}.").format(
             cosine=f"{ablation.sentence_cosine:.4f}"),
         _("The piece that moved most is {position}:{token} (cosine {cosine}).").format(
             position=moved, token=tokens[moved], cosine=f"{ablation.token_cosine[moved]:.4f}"),
-    ))
+    )
 
 
 def token_cosine_frame(tokens, cosines: np.ndarray) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from mha_core import smollm2 as smol
 from mha_core import smollm2_ablation as ab
 from mha_core import smollm2_runs as runs
 from mha_core.pretrained import MiniLM, MiniLMRun
-from ui.i18n import _
+from ui.i18n import _, sentences
 from ui.pages.real_model import ablation as abv
 from ui.widgets.state import KEEP
 
@@ -75,10 +75,10 @@ def head_picker(prefix: str, n_layers: int, n_heads: int, head_size: int, what: 
     read_link(prefix, n_layers, n_heads)
     for message in st.session_state.get(f"{prefix}_off_link_messages", []):
         st.warning(_("Link: {message}").format(message=message))
-    st.markdown(" ".join((what, _(
+    st.markdown(sentences(what, _(
         "A head is turned off after its attention and before W_O: its {hs} numbers per token in the concatenation "
         "of the heads are replaced, so nothing it read from this input reaches the residual stream."
-    ).format(hs=head_size))))
+    ).format(hs=head_size)))
     left, right = st.columns([3, 2], vertical_alignment="bottom")
     chosen = left.multiselect(
         _("Heads to turn off"), range(n_layers * n_heads), key=f"w_{prefix}_off", persist_state=KEEP,
@@ -89,12 +89,12 @@ def head_picker(prefix: str, n_layers: int, n_heads: int, head_size: int, what: 
                                    required=True) or "zero"
     heads = tuple(sorted(abv.head_of(i, n_heads) for i in chosen))
     write_link(heads, mode)
-    st.caption(" ".join((_(ab.ABLATIONS[mode]), _(
+    st.caption(sentences(_(ab.ABLATIONS[mode]), _(
         "Zero removes the head entirely; the mean keeps its average contribution and removes only what it read from "
         "this input, so it is the milder and usually the fairer test. The reference text: “{text}”"
     ).format(text=ab.REFERENCE_TEXT) if mode == "mean" else _(
         "Zero removes everything the head adds, including the constant part it adds to every token, so it can "
-        "change more than the head's reading of this input; try the mean as well."))))
+        "change more than the head's reading of this input; try the mean as well.")))
     if not heads:
         st.info(_("No head is off: choose one or more heads above. Each choice runs the model again from the first "
                   "layer that has a head off; the layers before it are taken from the run above."))

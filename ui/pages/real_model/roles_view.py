@@ -14,7 +14,7 @@ from mha_core import smollm2 as smol
 from mha_core.pretrained import MiniLM
 from ui.charts import describe
 from ui.charts.numbers import EMPTY_CELL
-from ui.i18n import _
+from ui.i18n import _, sentences
 from ui.pages.real_model import roles as rb
 from ui.pages.real_model import section_links as sl
 from ui.pages.real_model import smollm2 as sb
@@ -83,11 +83,11 @@ def minilm_roles_section(model: MiniLM) -> None:
     with box:
         with st.spinner(_("Building a repeated random sequence and running it…")):
             probe = cached_minilm_probe(model)
-        st.markdown(" ".join((_(
+        st.markdown(sentences(_(
             "This encoder's probe sits between [CLS] and [SEP]: T = 2n + 2 = {t} positions, the copies at 1..{n} and "
             "{second}..{last}. Every query sees every key, so a head spreading its weight evenly puts 1/{t} on each."
         ).format(t=len(probe.tokens), n=probe.half, second=probe.half + 1, last=2 * probe.half),
-            _(hr.ENCODER_NO_INDUCTION))))
+            _(hr.ENCODER_NO_INDUCTION)))
         roles_body("rm", probe.attentions, probe.half, sb.axis_labels(list(probe.tokens)), hr.ENCODER_ROLES,
                    causal=False)
 
@@ -121,11 +121,12 @@ def roles_body(prefix: str, attentions: np.ndarray, half: int, labels: list[str]
         "its score": st.column_config.NumberColumn(headers["its score"], format="%.3f"),
         "median over heads": st.column_config.NumberColumn(headers["median over heads"], format="%.3f")})
     clear = int((roles != "").sum())
-    st.caption(_("{clear} of {n} heads have a clear role; {none} have none. A head can score high on two roles (a "
-                 "previous-token head is also local); it is named after its highest, previous-token before the "
-                 "window that contains it.").format(clear=clear, n=n_heads, none=n_heads - clear) + " " + _(
+    st.caption(sentences(_(
+        "{clear} of {n} heads have a clear role; {none} have none. A head can score high on two roles (a "
+        "previous-token head is also local); it is named after its highest, previous-token before the "
+        "window that contains it.").format(clear=clear, n=n_heads, none=n_heads - clear), _(
         "{empty}: the heads with no clear role have no example head and no score of their own.").format(
-        empty=EMPTY_CELL))
+        empty=EMPTY_CELL)))
     figure, alt = rb.distribution_figure(scores, hr.THRESHOLD, uniform, table)
     show_chart(figure, key=f"{prefix}_roles_distribution", config=chart_config(), alt=alt)
     example_body(prefix, attentions, labels, scores, table, causal)
@@ -143,11 +144,12 @@ def example_body(prefix: str, attentions: np.ndarray, labels: list[str], scores:
     layer, head = rb.example_head(scores, role_key)
     role = table[role_key]
     lesson = rb.LESSONS.get(role_key)
-    lesson_link = (" " + _("[The lesson that teaches it]({link}).").format(link=f"lessons?lesson={lesson}")
+    lesson_link = (_("[The lesson that teaches it]({link}).").format(link=f"lessons?lesson={lesson}")
                    if lesson else "")
-    st.markdown(_("**Layer {layer}, head {head}** ({role} score {score}). What to look for: {look_for}").format(
+    example = _("**Layer {layer}, head {head}** ({role} score {score}). What to look for: {look_for}").format(
         layer=layer, head=head, role=_(role.name), score=f"{scores[role_key][layer, head]:.3f}",
-        look_for=_(role.look_for)) + lesson_link)
+        look_for=_(role.look_for))
+    st.markdown(sentences(example, lesson_link))
     pattern = attentions[layer, head]  # (T, T)
     title = _("layer {layer}, head {head}").format(layer=layer, head=head)
     allowed = np.tri(len(labels), dtype=bool) if causal else None  # (T, T)

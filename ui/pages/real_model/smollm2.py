@@ -23,7 +23,7 @@ from mha_core.smollm2 import SmolLM2
 from mha_core.smollm2_runs import InductionScores, LogitLens, softmax_1d
 from ui.charts.figures import figure, plot_texts
 from ui.charts.labels import axis_labels, shown_token  # noqa: F401  (re-exported: the page's old imports)
-from ui.i18n import N_, _
+from ui.i18n import N_, _, sentences
 from ui.pages.real_model import link_text
 from ui.pipeline.panels import slim_step
 from ui.pipeline.records import Panel, Step, StepInputs, dim_labels, shape_text
@@ -188,7 +188,7 @@ def embedding_row_note(model: SmolLM2, lens: LogitLens, token_ids: np.ndarray) -
         rank = int((scores > scores[own]).sum())
         what = _("Here the row of '{top}' scores highest (probability {prob}); '{token}' itself comes at rank "
                  "{rank}.").format(top=shown_token(model.token_label(top)), prob=f"{prob:.3f}", token=token, rank=rank)
-    return " ".join((head, what, _("It is no guess at the next token yet: the layers' rows are.")))
+    return sentences(head, what, _("It is no guess at the next token yet: the layers' rows are."))
 
 
 # ---- heads grouped by the K/V head they read ----

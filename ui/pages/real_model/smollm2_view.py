@@ -19,7 +19,7 @@ from mha_core import _smollm2_files as smol_files
 from mha_core import smollm2 as smol
 from mha_core import smollm2_runs as runs
 from ui.charts import describe, tables
-from ui.i18n import N_, _, current_language
+from ui.i18n import N_, _, current_language, sentences
 from ui.pages.real_model import smollm2 as sb
 from ui.pages.real_model.ablation_view import ablation_section
 from ui.pages.real_model.flow_view import flow_section
@@ -259,7 +259,7 @@ def heads_section(model: smol.SmolLM2, run: runs.SmolRun, layer: int, head: int)
                                         max_cols=1 if on_phone() else config.group_size,
                                         panel_px=GRID_PANEL_PX, mask=mask, colorbar_below=on_phone())
     show_chart(fig, key="sm_grid", config=chart_config(),
-               alt=" ".join(describe.grid_lines(weights, labels, labels, kind="weights", titles=titles, mask=mask)))
+               alt=sentences(*describe.grid_lines(weights, labels, labels, kind="weights", titles=titles, mask=mask)))
     st.caption(_(
         "Each row of panels is one K/V head: its {group} query heads read the same keys and values "
         "(grouped-query attention, {nh} query heads over {kv} K/V heads). Rows = queries, "

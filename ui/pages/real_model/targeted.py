@@ -17,7 +17,7 @@ import pandas as pd
 
 from mha_core.smollm2 import SmolLM2
 from mha_core.targeted_ablation import Targeted
-from ui.i18n import _
+from ui.i18n import _, sentences
 from ui.pages.real_model.smollm2 import shown_token
 
 ALT_PARAM = "rm_alt"
@@ -94,4 +94,4 @@ def summary_sentence(model: SmolLM2, result: Targeted) -> str:
         parts.append(_("Even with the first {n} heads of the ranking off together, '{top}' still beats '{alt}' "
                        "(d = {d}).").format(n=len(result.greedy), top=top, alt=alternative,
                                             d=f"{result.greedy_differences[-1]:.3f}"))
-    return " ".join(parts)
+    return sentences(*parts)
