@@ -64,7 +64,7 @@ from ui.charts.head_panels import (
 from ui.charts.kernels import view_kind, weights_signed
 from ui.charts.numbers import count
 from ui.charts.views import kernel_views, matrix_view
-from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, _, current_language, using_language
+from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, _, current_language, sentences, using_language
 from ui.pages import compare
 from ui.pages.flash import (
     FLASH_SETTINGS,
@@ -814,7 +814,7 @@ def render_index(pages: list[tuple[str, list[Page]]], skipped: list[Skipped], ve
     if skipped:
         line = _text(_("line {line} ({link}): {reasons}"))
         items = "".join("<li>" + line.format(line=s.line, link=f"<code>{html.escape(s.text)}</code>",
-                                             reasons=html.escape(" ".join(s.messages))) + "</li>" for s in skipped)
+                                             reasons=html.escape(sentences(*s.messages))) + "</li>" for s in skipped)
         problems = "<h2>" + _text(_("Links not built")) + f"</h2><ul class='skipped'>{items}</ul>"
     live_app = _text(_("The live app:"))
     live = f"<p>{live_app} <a href='{html.escape(app_url)}'>{html.escape(app_url)}</a></p>" if app_url else ""

@@ -24,6 +24,7 @@ LINES = [
     "compare?tokens=a+b+c&d_model=8&heads=2&b_mask=causal",
     "lessons?lesson=causal",
     "lessons", "decoding?tokens=a+b", "about", "xyz?tokens=a", "?token=a+b", "not a link",  # refused, with reasons
+    "?tokens=a+b&heads=3&d_model=8&mask=bogus&seed=x",  # refused with three reasons, joined as the language joins
 ]
 PACK_MSGIDS = own_msgids(("deploy",), "static_pack.py")
 
@@ -90,3 +91,14 @@ def test_the_default_is_english(packs, tmp_path):
         static_pack.main([str(tmp_path / "bad2"), "--lang", "xx", *one])
     assert static_pack.main([str(tmp_path / "zh"), "--lang", "zh-CN", *one]) == 0
     assert '<html lang="zh-CN">' in (tmp_path / "zh" / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_refusals_reasons_are_sentences_joined_as_the_language_writes_them(packs):
+    """Three reasons for one line: a space between them in English and Spanish, none after "。" in Chinese."""
+    line = html.escape(LINES[-1], quote=False)
+    for lang, joint in (("en", ". `"), ("es", ". `"), ("zh-CN", "。`")):
+        index = (packs[lang] / "index.html").read_text(encoding="utf-8")
+        item = next(li for li in re.findall(r"<li>(.*?)</li>", index, re.S) if line in li)
+        reasons = html.unescape(item.split("</code>", 1)[1])
+        assert reasons.count(joint) == 2, (lang, reasons)
+        assert ("。 " in reasons) is False
