@@ -26,6 +26,7 @@ from ui.charts.views import MatrixView, kernel_views
 from ui.i18n import N_, _, ngettext, sentences
 from ui.pages.heads import quiz
 from ui.pages.heads.apart_section import take_apart_section
+from ui.pages.heads.diagnostics import head_diagnostics
 from ui.pages.heads.downloads import downloads_section
 from ui.pages.heads.kernel_sections import kernel_sections
 from ui.run import cached_figures
@@ -34,7 +35,6 @@ from ui.state.device import chart_config, on_phone
 from ui.state.settings import COLOUR_RANGE_LABELS
 from ui.widgets.live import show_chart
 from ui.widgets.mask_editor import mask_editor
-from ui.widgets.number_columns import in_language, number_columns
 from ui.widgets.phone import swipe_hint
 from ui.widgets.presentation import presenting
 from ui.widgets.sidebar import sidebar
@@ -195,22 +195,13 @@ def diagnostics_section(result) -> None:
     cosine = _("Cosine similarity of two heads' weight matrices: 1 = the same pattern.")
     st.markdown(f"### {heading}\n\n" + sentences(words, cosine))
     left, right = st.columns([3, 2])
+    shown = head_diagnostics(result)  # made once per configuration and language
     with left:
-        summary = tables.head_summary_frame(trace, cross=result.config.is_cross)
-        meanings = dict(tables.diagnostic_columns(trace).values())
-        signed = "entropy" not in summary.columns
-        if signed:  # signed rows: say where the entropy went, in its own column
-            summary.insert(0, "entropy", "—")
-        summary, helps = in_language(summary, meanings)  # headers in the reader's language, numbers as they are
-        config = number_columns([c for c in helps if not (signed and c == _("entropy"))], "%.3f", helps)
-        if signed:
-            config[_("entropy")] = st.column_config.TextColumn(_("entropy"), help=helps[_("entropy")])
-        st.dataframe(summary, column_config=config, key="head_table")
+        st.dataframe(shown.table, column_config=dict(shown.column_config), key="head_table")
         if on_phone():  # wider than the screen, and a phone shows no scroll bar (below: the table's toolbar covers
-            st.caption(swipe_hint([summary.index.name, *summary.columns]))  # what is right above it)
-    similarity = tables.similarity_frame(trace).to_numpy()
-    show_chart(cached_figures.similarity_heatmap(similarity), key="similarity", where=right, config=chart_config(),
-               alt=describe.describe_similarity(similarity, title=_("Head similarity")))
+            st.caption(swipe_hint(list(shown.headers)))  # what is right above it)
+    show_chart(cached_figures.similarity_heatmap(shown.similarity), key="similarity", where=right,
+               config=chart_config(), alt=shown.similarity_alt)
 
 
 def head_output_words(trace) -> str:

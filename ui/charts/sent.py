@@ -17,8 +17,9 @@ from _plotly_utils.utils import to_typed_array_spec
 
 
 @functools.cache
-def _template(name: str) -> dict:
-    """The plotly template ``name`` as a plain dictionary (made once; never changed after)."""
+def template(name: str) -> dict:
+    """The plotly template ``name`` as a plain dictionary (made once; never changed after: every figure sent
+    holds this very object, ``ui/widgets/live.py`` encodes it once)."""
     return pio.templates[name].to_plotly_json()
 
 
@@ -112,7 +113,7 @@ class SentFigure(go.Figure):
     def _plotly_dict(self) -> dict:
         sent = _sendable(self._spec)  # numpy arrays -> {"dtype", "bdata", "shape"}, as plotly sends them
         if "template" not in sent["layout"] and pio.templates.default:  # plotly adds the default template
-            sent["layout"]["template"] = _template(pio.templates.default)
+            sent["layout"]["template"] = template(pio.templates.default)
         return sent
 
 

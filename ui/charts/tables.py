@@ -96,8 +96,9 @@ def stacked_frame(
 SELF_ONLY = ("diagonal", "previous")  # key i is token i only when the keys are the queries' own sentence
 
 
-def head_summary_frame(trace: AttentionTrace, cross: bool = False) -> pd.DataFrame:
-    """One row per head: entropy, max weight, diagonal / previous / first-token mass (NaN = no row counted).
+def head_summary_columns(trace: AttentionTrace, cross: bool = False) -> dict[str, np.ndarray]:
+    """Per head (nh,) each: entropy, max weight, diagonal / previous / first-token mass (NaN = no row counted), by
+    column label (``DIAGNOSTIC_COLUMNS``, English).
 
     In cross-attention (``cross``) key i is a word of another sentence, so "on itself" and "on previous"
     mean nothing and are left out. A kernel whose rows are no probability distributions (signed) has no
@@ -105,15 +106,25 @@ def head_summary_frame(trace: AttentionTrace, cross: bool = False) -> pd.DataFra
     """
     distributions = attention_kernel(trace.kernel).rows_are_distributions
     summary = head_summary(trace.weights, trace.fully_masked, np.isfinite(trace.logits), distributions)
-    kept = {name: values for name, values in summary.items() if not (cross and name in SELF_ONLY)}
-    frame = pd.DataFrame({DIAGNOSTIC_COLUMNS[name][0]: values for name, values in kept.items()})
-    frame.index = pd.Index([_("head {h}").format(h=h) for h in range(trace.n_heads)], name="head")
+    return {DIAGNOSTIC_COLUMNS[name][0]: values for name, values in summary.items()
+            if not (cross and name in SELF_ONLY)}
+
+
+def head_names(n_heads: int) -> list[str]:
+    """'head 0', 'head 1', ... in the run's language: the rows of every per-head table."""
+    return [_("head {h}").format(h=h) for h in range(n_heads)]
+
+
+def head_summary_frame(trace: AttentionTrace, cross: bool = False) -> pd.DataFrame:
+    """One row per head (``head_summary_columns``), indexed by 'head h'."""
+    frame = pd.DataFrame(head_summary_columns(trace, cross))
+    frame.index = pd.Index(head_names(trace.n_heads), name="head")
     return frame
 
 
 def similarity_frame(trace: AttentionTrace) -> pd.DataFrame:
     """Cosine similarity between every pair of heads' weight matrices, labelled 'head h'."""
-    names = [_("head {h}").format(h=h) for h in range(trace.n_heads)]
+    names = head_names(trace.n_heads)
     return matrix_frame(head_similarity(trace.weights), names, names)
 
 

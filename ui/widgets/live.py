@@ -30,6 +30,7 @@ per page by a plain ``<script>``; no npm step at install or run time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -43,7 +44,7 @@ from _plotly_utils.utils import PlotlyJSONEncoder
 from streamlit.runtime.state.session_state_proxy import get_session_state
 
 from ui.charts.chart_image import chart_settings
-from ui.charts.sent import SentFigure
+from ui.charts.sent import SentFigure, template
 
 # plotly.js in static/, served at <base>/app/static/<file>; MHA_PLOTLY_FILE names another file there
 # (bench/bench_livechart.py times plotly's full bundle with it).
@@ -73,12 +74,35 @@ _PLOTLY_ENCODER = PlotlyJSONEncoder()
 
 Width = Literal["stretch", "content"] | int
 
+def _encoded(spec: dict) -> str:
+    """One pass of the standard encoder (numpy scalars and the like through plotly's encoder); ValueError on a NaN
+    or an infinity outside the typed arrays (which hold NaN in their bytes)."""
+    return json.dumps(spec, separators=(",", ":"), allow_nan=False, default=_PLOTLY_ENCODER.default)
+
+
+# Every figure's layout holds plotly's default template, the very same dictionary (``ui.charts.sent.template``):
+# 3.4 KB of JSON that took ~0.2 ms to encode again for each new figure, three per Heads run (issue 38). It is
+# encoded once per template and put into each figure's text where the encoder wrote this mark.
+_TEMPLATE_MARK = "\x00mha-live-template\x00"
+_TEMPLATE_MARK_JSON = json.dumps(_TEMPLATE_MARK)
+
+
+@functools.cache
+def _template_json(name: str) -> str:
+    return _encoded(template(name))
+
+
 def _json_text(spec: dict) -> str:
-    """The figure dict as JSON text: one pass of the standard encoder (numpy scalars and the like through
-    plotly's encoder). plotly's own ``to_json`` encodes, decodes and encodes again to turn NaN into null; a
-    figure with NaN outside its typed arrays (which hold NaN in their bytes) still goes that way."""
+    """The figure dict as JSON text: ``_encoded``, the default template's text made once. plotly's own ``to_json``
+    encodes, decodes and encodes again to turn NaN into null; a figure with NaN outside its typed arrays still goes
+    that way."""
+    layout = spec.get("layout") if isinstance(spec, dict) else None
+    name = pio.templates.default
     try:
-        return json.dumps(spec, separators=(",", ":"), allow_nan=False, default=_PLOTLY_ENCODER.default)
+        if name and isinstance(layout, dict) and layout.get("template") is template(name):
+            marked = {**spec, "layout": {**layout, "template": _TEMPLATE_MARK}}
+            return _encoded(marked).replace(_TEMPLATE_MARK_JSON, _template_json(name), 1)
+        return _encoded(spec)
     except ValueError:  # a NaN or an infinity in a plain list: plotly's encoder writes them as null
         return pio.json.to_json_plotly(spec)
 
@@ -147,16 +171,18 @@ def show_chart(fig: go.Figure | dict, *, key: str, where: Any = None, config: di
     else:
         with where:
             _component(key=key, data=data, width=width)
-    _drop_state_presenter(key)
+    drop_state_presenter(key)
 
 
-def _drop_state_presenter(key: str) -> None:
-    """Take the chart's session-state presenter away: a chart has no state to present.
+def drop_state_presenter(key: str) -> None:
+    """Take the session-state presenter of the components-v2 element ``key`` away: a chart (and the page menu,
+    ``ui/widgets/page_menu.py``) has no state to present.
 
     Streamlit registers every components-v2 element as a widget whose ``st.session_state`` value goes
     through a presenter, and every selectbox, text input and number input builds ``filtered_state``,
     which presents every such widget (a new class per call: ``make_bidi_component_presenter``). With
-    11 charts that was ~5 ms of Step by step's ~53 ms rerun (py-spy). Without the presenter,
+    11 charts that was ~5 ms of Step by step's ~53 ms rerun (py-spy); the page menu's, drawn before every page's
+    sidebar, cost Heads ~0.5 ms a run (py-spy, issue 38). Without the presenter,
     ``st.session_state[key]`` is the component's plain (empty) state. Private Streamlit state: any
     change there leaves the presenter in place (tests/test_live_chart.py notices).
     """

@@ -27,6 +27,7 @@ import streamlit as st
 from ui.i18n import _
 from ui.state.navigation import all_pages
 from ui.state.page_table import PAGES
+from ui.widgets.live import drop_state_presenter
 
 COMPONENT = os.environ.get("MHA_PAGE_MENU", "1") != "0"
 
@@ -80,4 +81,5 @@ def page_menu(current: st.Page):
         return st.sidebar.container()
     with st.sidebar:
         _component(key="page_menu", data=menu_data(current))
+    drop_state_presenter("page_menu")  # its state is never read; presenting it cost every selectbox (live.py)
     return None
