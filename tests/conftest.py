@@ -50,8 +50,8 @@ if not os.environ.get(LESSON_CACHE):  # the first process of the run (a worker i
 # left the few-test slow files to the end (test_bench_pack.py, 1 test, was 209th of 212; the language browser test
 # 173rd), where one worker ran them while the other waited. pyproject's --no-loadscope-reorder keeps this order.
 SLOW_FILES_FIRST = (
+    "test_ablation_transformers.py",  # and the other Llama files of ONE_WORKER: one unit, 45 s at load 1, the longest
     "browser/test_languages_browser.py",
-    "test_ablation_transformers.py",
     "test_bench_pack.py",
     "test_static_pack_links.py",
     "browser/test_accessibility_browser.py",
