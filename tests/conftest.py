@@ -50,8 +50,8 @@ if not os.environ.get(LESSON_CACHE):  # the first process of the run (a worker i
 # left the few-test slow files to the end (test_bench_pack.py, 1 test, was 209th of 212; the language browser test
 # 173rd), where one worker ran them while the other waited. pyproject's --no-loadscope-reorder keeps this order.
 SLOW_FILES_FIRST = (
+    "test_ablation_transformers.py",  # and the other Llama files of ONE_WORKER: one unit, 45 s at load 1, the longest
     "browser/test_languages_browser.py",
-    "test_ablation_transformers.py",
     "test_bench_pack.py",
     "test_static_pack_links.py",
     "browser/test_accessibility_browser.py",
@@ -66,6 +66,13 @@ SLOW_FILES_FIRST = (
     "test_targeted_ablation.py",
     "test_static_pack.py",
 )
+# Files that run on one worker, one after the other, as if they were one file: the five that ask for transformers'
+# Llama (the ``llama`` fixture, once per process, ~14 s to read and ~1 GB) read it once per run, not once on each
+# worker that meets one of them. The group takes the place of its first file in the order above.
+ONE_WORKER = {
+    "llama": ("test_ablation_transformers.py", "test_whatif_transformers.py", "test_smollm2_torch.py",
+              "test_long_context_transformers.py", "test_qknorm_after_transformers.py"),
+}
 TESTS = Path(__file__).resolve().parent
 
 
@@ -73,6 +80,26 @@ def pytest_collection_modifyitems(config, items):
     """The files of SLOW_FILES_FIRST first, in its order; every other file after them, in the order collected."""
     rank = {name: i for i, name in enumerate(SLOW_FILES_FIRST)}
     items.sort(key=lambda item: rank.get(Path(os.path.relpath(item.fspath, TESTS)).as_posix(), len(rank)))
+
+
+def work_unit(nodeid: str) -> str:
+    """What xdist hands to one worker whole (``--dist loadfile``): a test's file, or the ONE_WORKER group it is in."""
+    file = nodeid.split("::", 1)[0]
+    return next((group for group, names in ONE_WORKER.items() if Path(file).name in names), file)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's loadfile scheduling, with each ONE_WORKER group as one unit (None: another --dist, xdist's own)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class GroupedFileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return GroupedFileScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

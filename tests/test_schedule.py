@@ -29,3 +29,28 @@ def test_xdist_keeps_the_collected_order():
     assert "--dist loadfile" in options["addopts"] and "--no-loadscope-reorder" in options["addopts"]
     requirements = (TESTS.parent / "requirements-dev.txt").read_text().splitlines()
     assert any(line.startswith("pytest-xdist>=3.8") for line in requirements)  # the option came with xdist 3.8.0
+
+
+def asks_for(path: Path, fixture: str) -> bool:
+    """A function of the file takes ``fixture`` as a parameter (a test or a fixture of the file)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(node, ast.FunctionDef) and fixture in [a.arg for a in node.args.args]
+               for node in ast.walk(tree))
+
+
+def test_every_file_that_reads_transformers_llama_runs_on_one_worker():
+    from tests.conftest import ONE_WORKER, work_unit
+
+    asking = sorted(path.name for path in TESTS.glob("test_*.py") if asks_for(path, "llama"))
+    assert sorted(ONE_WORKER["llama"]) == asking  # a new file that asks for it would read it again elsewhere
+    assert {work_unit(f"tests/{name}::test_x[a]") for name in asking} == {"llama"}
+    assert work_unit("tests/test_attention.py::test_x") == "tests/test_attention.py"
+    assert work_unit("tests/browser/test_languages_browser.py::test_y[es]") == "tests/browser/test_languages_browser.py"
+
+
+
+def test_the_grouped_scheduler_is_made_for_loadfile_only():
+    from tests.conftest import pytest_xdist_make_scheduler
+
+    other = type("Config", (), {"getoption": lambda self, name: {"dist": "load"}[name]})()
+    assert pytest_xdist_make_scheduler(other, None) is None  # another --dist: xdist's own scheduling

@@ -94,6 +94,51 @@ def wait_settled(page, quiet: float = 500, timeout: float = 60_000) -> None:
     page.wait_for_function(SETTLED_JS, arg=quiet, timeout=timeout)
 
 
+# True once every chart is drawn by plotly (a live chart shows its cells on a canvas first and plotly draws it after
+# the run: its titles and axes are text only then), no element waits for its code (Streamlit shows a skeleton until
+# an element's module has loaded: st.table's ~0.5 s after the run on a first use) and the app's node count has
+# stayed the same for ``quiet`` ms.
+DRAWN_JS = """quiet => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+  const drawn = charts.every(c => c.querySelector('.main-svg')) && !app.querySelector('[data-testid="stSkeleton"]')
+    && [...document.querySelectorAll('.mha-live')].every(c => c.dataset.mhaPlotly && c.dataset.mhaPlotly === c.dataset.mhaShown);
+  const sig = [app?.dataset.testScriptState, drawn, charts.length, app?.getElementsByTagName('*').length].join(',');
+  const now = performance.now();
+  if (!window.__mhaDrawn || window.__mhaDrawn.sig !== sig) { window.__mhaDrawn = {sig, since: now}; return false; }
+  return drawn && app.dataset.testScriptState === 'notRunning' && now - window.__mhaDrawn.since >= quiet;
+}"""
+
+
+def wait_drawn(page, quiet: float = 300, timeout: float = 60_000) -> None:
+    """Wait until the page shows all it will: the run ended, every chart drawn by plotly, every element's module
+    loaded, nothing added or removed for ``quiet`` ms (checked every 50 ms)."""
+    page.wait_for_function(DRAWN_JS, arg=quiet, timeout=timeout, polling=50)
+
+
+# The page menu's way to another page (ui/widgets/page_menu.js): a new history entry and a popstate, on which
+# Streamlit runs the page the address names with the address's parameters, in the same session and tab.
+NAVIGATE_JS = """url => { window.history.pushState({}, '', url); window.dispatchEvent(new PopStateEvent('popstate', {state: {}})); }"""
+
+
+def run_finished(payload) -> bool:
+    """A websocket frame from the server is the end of a script run that finished without error."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    if isinstance(payload, str):
+        return False
+    message = ForwardMsg.FromString(payload)
+    return message.WhichOneof("type") == "script_finished" and message.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
+
+
+def open_in_app(page, socket, query: str, timeout: float = 60_000) -> None:
+    """Open ``query`` ('/page?...') as the sidebar's page menu does, without loading the app again (a page load
+    costs Chromium ~1.5 s of CPU); returns when the server has finished that run (``socket``: the page's websocket,
+    from ``page.on("websocket", ...)``). Wait for what it draws with ``wait_drawn``."""
+    with socket.expect_event("framereceived", predicate=run_finished, timeout=timeout):
+        page.evaluate(NAVIGATE_JS, f"/{query.lstrip('/')}")
+
+
 def wait_for_charts(page, count: int = 1, timeout: float = 30_000) -> None:
     """Wait until at least ``count`` plotly figures have been drawn (each has a .js-plotly-plot with data)."""
     page.wait_for_function(

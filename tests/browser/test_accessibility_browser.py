@@ -2,7 +2,8 @@
 
 axe-core comes from the npm registry, pinned (``.ci/run`` puts ``axe.min.js`` in a cache folder and exports
 ``AXE_CORE_JS``); without it these tests skip and say why. Each page is opened, its script run and its charts
-drawn, then ``axe.run`` checks the whole document. A serious or critical violation fails the test, unless it is
+drawn, then ``axe.run`` checks the whole document. The views are opened in one tab per profile, the first in a new
+session and the others as the sidebar's page menu opens them (no new load of the app: ~1.5 s of Chromium's CPU). A serious or critical violation fails the test, unless it is
 listed in ``KNOWN`` with the reason it is not fixed yet; one found is checked by a second audit after the page
 settles again (a page caught in a rerun showed the sidebar as a scrolling region with nothing focusable, now and
 then), and counts only when both audits find it. Every violation found (any impact) is written to
@@ -16,7 +17,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import ARTIFACTS, exceptions_on_page, open_app
+from conftest import ARTIFACTS, exceptions_on_page, open_app, open_in_app, wait_drawn
 
 AXE_VERSION = "4.14.1"  # .ci/run fetches this one
 AXE_JS = Path(os.environ.get("AXE_CORE_JS") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -125,16 +126,43 @@ def test_known_list_filters_only_what_it_names():
     assert [v["id"] for v in blocking(found, "desktop", "heads")] == ["scrollable-region-focusable", "color-contrast"]
 
 
+@pytest.fixture(scope="module")
+def profile_tab(browser_context, app_url):
+    """``profile_tab(profile, query)``: the module's tab of ``profile`` showing ``query``: its first view in a new
+    session, the later ones opened as the page menu opens a page, except after presentation mode (the session keeps
+    presenting on every page it opens then, so the next view starts a new session)."""
+    tabs, shown = {}, {}
+
+    def show(profile: str, query: str):
+        if profile in tabs and "present=1" not in shown[profile]:
+            page, sockets = tabs[profile]
+            open_in_app(page, sockets[-1], query)
+        else:
+            if profile not in tabs:
+                tabs[profile] = browser_context.new_page(), []
+                tabs[profile][0].on("websocket", lambda socket: tabs[profile][1].append(socket))
+                if profile == "iphone13":
+                    as_iphone(tabs[profile][0])
+            page = tabs[profile][0]
+            open_app(page, app_url, query)
+        shown[profile] = query
+        return page
+
+    yield show
+    for page, _sockets in tabs.values():
+        page.close()
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("name", VIEWS)
-def test_no_serious_or_critical_violation(app_page, app_url, name, profile):
+def test_no_serious_or_critical_violation(profile_tab, name, profile):
     reason = axe_missing()
     if reason:
         pytest.skip(reason)
-    if profile == "iphone13":
-        as_iphone(app_page)
-    open_app(app_page, app_url, VIEWS[name])
+    app_page = profile_tab(profile, VIEWS[name])
+    wait_drawn(app_page)
     settle(app_page)
+    assert ("present=1" in app_page.url) == ("present=1" in VIEWS[name]), app_page.url  # the view named, no other
     assert not exceptions_on_page(app_page)
     violations = audit(app_page)
     if blocking(violations, profile, name):  # a page caught mid-rerun can look broken: audit it again, settled

@@ -1,7 +1,11 @@
 """Every page and every lesson in Debian's chromium, in each language the app offers: no interface string the
 catalog translates is left in English on the screen, and no page raises.
 
-What a reader sees is the page's rendered text (``innerText`` of the app: sidebar, main area, tables, captions).
+What a reader sees is the page's rendered text (``innerText`` of the app: sidebar, main area, tables, captions, the
+charts' titles and axes), read once the page shows all it will (every chart drawn by plotly, nothing added for
+0.3 s). Each language opens its first page in a new session; the others are opened from there as the sidebar's
+page menu opens them (a history entry and a popstate: the same session and tab, no new load of the app, which cost
+Chromium ~1.5 s of CPU per page).
 A line of it that is exactly an English msgid whose catalog entry differs, or that matches such a msgid with its
 placeholders filled, is an untranslated string. Names and symbols the catalogs keep as they are (softmax, Q, K, V,
 "RoPE") never count: their translation equals the msgid.
@@ -15,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
-from conftest import exceptions_on_page, open_app, screenshot
+from conftest import exceptions_on_page, open_app, open_in_app, screenshot, wait_drawn
 
 from mha_core.kernels import KERNELS
 from mha_core.positions import SCHEMES
@@ -36,6 +40,9 @@ TEXT_JS = """() => {
   app.remove();
   return text;
 }"""
+# The page the run drew, as the page menu marks it: its link's path ("" for Heads, the app's default page).
+CURRENT_PAGE_JS = """() => new URL(document.querySelector('[data-testid="mhaPageMenu"] a[aria-current="page"]').href)
+  .pathname.replace(/^\\/+|\\/+$/g, '')"""
 # Shown as they are, although a catalog translates them where they are words (with the reason):
 ALLOWED = {
     "MHA Explorer",  # the app's name
@@ -82,11 +89,17 @@ def test_the_check_finds_english_it_is_shown():
 @pytest.mark.parametrize("language", OTHER_LANGUAGES, ids=lambda row: row.code)
 def test_every_page_and_lesson_speaks_the_language(app_page, app_url, language):
     page = app_page
+    sockets = []
+    page.on("websocket", lambda socket: sockets.append(socket))
     found = {}
-    for link in LINKS:
+    for number, link in enumerate(LINKS):
         query = f"{link}{'&' if '?' in link else '?'}lang={language.code}"
-        open_app(page, app_url, query)
-        page.wait_for_timeout(300)  # the last elements of the run settle
+        if number == 0:
+            open_app(page, app_url, query)  # a new session, in the language of its link
+        else:
+            open_in_app(page, sockets[-1], query)
+        wait_drawn(page)
+        assert page.evaluate(CURRENT_PAGE_JS) == link.split("?")[0], query  # the menu marks the page the server ran
         assert exceptions_on_page(page) == [], query
         text = page.evaluate(TEXT_JS)
         assert text.strip(), query

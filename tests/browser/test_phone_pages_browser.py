@@ -1,10 +1,13 @@
 """Every page and every lesson on a phone (390x844, a phone's User-Agent): no heatmap panel narrower than
-150 px, and no plotly mode bar over the titles. Screenshots of a lesson and of presentation mode: test-artifacts/."""
+150 px, and no plotly mode bar over the titles. Screenshots of a lesson and of presentation mode: test-artifacts/.
+
+The pages are opened in one phone tab, the first in a new session and each other one as the sidebar's page menu
+opens it (a history entry and a popstate, no new load of the app: a load cost Chromium ~1.5 s of CPU)."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import exceptions_on_page, open_app, screenshot, wait_idle, wait_settled
+from conftest import exceptions_on_page, open_app, open_in_app, screenshot, wait_drawn, wait_idle, wait_settled
 from test_screens_browser import as_phone
 
 from ui.pages.lessons import LESSONS
@@ -22,12 +25,30 @@ PLOTTED = """() => [...document.querySelectorAll('.mha-live')].every(c => !c.dat
                                                                      || c.dataset.mhaPlotly === c.dataset.mhaShown)"""
 
 
+@pytest.fixture(scope="module")
+def phone(browser_context, app_url):
+    """``phone(link)``: the module's phone tab showing ``link`` (the first in a new session, then as the menu does)."""
+    page = browser_context.new_page()
+    as_phone(page)
+    sockets = []
+    page.on("websocket", lambda socket: sockets.append(socket))
+
+    def show(link: str):
+        if sockets:
+            open_in_app(page, sockets[-1], link, timeout=90_000)
+        else:
+            open_app(page, app_url, link)
+            wait_idle(page, timeout=90_000)
+        wait_drawn(page)  # every chart of the run mounted and drawn by plotly
+        return page
+
+    yield show
+    page.close()
+
+
 @pytest.mark.parametrize("link", LINKS, ids=lambda link: link or "heads")
-def test_on_a_phone_every_heatmap_panel_is_wide_enough_and_no_mode_bar_is_shown(app_page, app_url, link):
-    as_phone(app_page)
-    open_app(app_page, app_url, link)
-    wait_idle(app_page, timeout=90_000)
-    wait_settled(app_page)  # every chart of the run mounted
+def test_on_a_phone_every_heatmap_panel_is_wide_enough_and_no_mode_bar_is_shown(phone, link):
+    app_page = phone(link)
     app_page.wait_for_function(PLOTTED, timeout=60_000)
     assert not exceptions_on_page(app_page)
     narrow = [p for p in app_page.evaluate(PANEL_WIDTHS) if p["width"] < MIN_PANEL_PX]
