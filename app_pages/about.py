@@ -10,7 +10,7 @@ from mha_core.attention import multi_head_attention, scaled_dot_product_attentio
 from mha_core.config import LIMITS
 from mha_core.positions import SCHEMES
 from ui.charts.kernels import kernel_columns, kernel_rows
-from ui.i18n import N_, _
+from ui.i18n import N_, _, listing
 from ui.pages.about import glossary_rows
 from ui.pipeline.step_kinds import STEP_KINDS
 from ui.pipeline.steps import FULLY_MASKED_POLICY
@@ -50,7 +50,7 @@ def position_rows() -> list[tuple[str, str, str, str, str]]:
         parts = [_(name) for name, on in ((N_("the tokens"), scheme.add_to_tokens),
                                           (N_("q and k (turned)"), scheme.angles),
                                           (N_("the logits (a bias)"), scheme.bias)) if on is not None]
-        return ", ".join(parts) or _("nothing")
+        return listing(parts) or _("nothing")
 
     return [(s.name, _(s.label), _(s.summary), acts_on(s), s.paper or "–") for s in SCHEMES.values()]
 

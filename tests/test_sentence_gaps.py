@@ -24,7 +24,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.pretrained import ModelUnavailableError, load_minilm
 from tests.shown_charts import chart_elements, settings_of
-from ui.i18n import catalog_path, sentences, translations, using_language
+from ui.i18n import catalog_path, listing, sentences, translations, using_language
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGS = ("zh-CN", "en", "es")
@@ -213,3 +213,24 @@ def test_the_joiner_drops_empty_parts_and_keeps_bold_closed_in_chinese():
         assert sentences("**随机性。**", "没有种子。") == "**随机性**。没有种子。"  # else Markdown shows the stars
         assert sentences("**粗体**结尾。", "下一句。") == "**粗体**结尾。下一句。"
     assert sentences() == ""
+
+
+@pytest.mark.parametrize("lang, gap", [("en", ", "), ("es", ", "), ("zh-CN", "、")])
+def test_the_seeds_explorer_line_lists_its_phrases_as_the_language_does(pages, lang, gap):
+    """Seed notebooks' "In the explorer" line: its settings separated by ", " in English and Spanish, by "、" in
+    Chinese: eight phrases, "d_model N" (the same in every language) one of them."""
+    lead = gettext(lang, "**In the explorer:** {summary}.").split("{summary}")[0]
+    lines = [t for t in shown_words(pages("seeds", lang)) if t.startswith(lead)]
+    assert lines  # one per seed document whose layer the explorer can express
+    for line in lines:
+        phrases = line[len(lead):].rstrip(".。").split(gap)
+        assert len(phrases) == 8, phrases
+        assert any(re.fullmatch(r"d_model \d+", p) for p in phrases), phrases
+        if gap != ", ":
+            assert ", " not in line
+
+
+def test_the_list_joiner_separates_phrases_as_the_language_does():
+    assert listing(["4 heads", "", "no biases"]) == "4 heads, no biases"
+    with using_language("zh-CN"):
+        assert listing(["4 个头", "无偏置"]) == "4 个头、无偏置"

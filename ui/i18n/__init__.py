@@ -131,6 +131,13 @@ def sentences(*parts: str) -> str:
     return "".join([*map(_bold_before_stop, shown[:-1]), *shown[-1:]])
 
 
+def listing(parts) -> str:
+    """The phrases of a list inside one sentence, the way the current language separates them: ", " in English and
+    Spanish, "、" in Chinese (``Language.list_gap``). For phrases a reader reads ("4 heads, no biases"); lists of
+    numbers or link values keep ", " in every language."""
+    return LANGUAGES[current_language()].list_gap.join(part for part in parts if part)
+
+
 def _bold_before_stop(text: str) -> str:
     """'**随机性。**' -> '**随机性**。': a trailing emphasis closer moved before the punctuation it follows."""
     body = text.rstrip("*")

@@ -18,11 +18,13 @@ class Language:
     label: str  # the language's own name, as the switch shows it
     browser: tuple[str, ...] = ()  # browser locales (lower case, prefixes) that choose it when a link has none
     sentence_gap: str = " "  # between two sentences: Chinese writes none (its full stop "。" carries the space)
+    list_gap: str = ", "  # between the phrases of a list in a sentence: Chinese writes the enumeration comma "、"
 
 
 LANGUAGE_ROWS = (
     Language("en", "en", "English", ("en",)),
-    Language("zh-CN", "zh_CN", "简体中文", ("zh-cn", "zh-sg", "zh-hans", "zh"), sentence_gap=""),
+    Language("zh-CN", "zh_CN", "简体中文", ("zh-cn", "zh-sg", "zh-hans", "zh"), sentence_gap="",
+             list_gap="、"),
     Language("es", "es", "Español", ("es",)),
 )
 LANGUAGES = MappingProxyType({row.code: row for row in LANGUAGE_ROWS})

@@ -18,7 +18,7 @@ import pandas as pd
 from content.seeds import RANGE_CHECK, SHAPE_CHECK, CaseComparison, SeedCase, SeedExample
 from mha_core.config import MHAConfig
 from ui.charts.marks import UNSEEDED, cell_mark, mark
-from ui.i18n import _, ngettext
+from ui.i18n import _, listing, ngettext
 
 
 def largest_difference(comparison: CaseComparison) -> float:
@@ -124,9 +124,9 @@ def explorer_summary(config: MHAConfig) -> str:
         ngettext("{n} head", "{n} heads", config.n_heads).format(n=config.n_heads),
         _("{init} weights").format(init=config.init),
         _("scale {rule}").format(rule=config.scale_rule),
-        _("mask {mask}").format(mask=config.mask)
-        + (" " + _("(valid length {n})").format(n=config.valid_len) if config.mask == "padding" else ""),
+        (_("mask {mask} (valid length {n})").format(mask=config.mask, n=config.valid_len) if config.mask == "padding"
+         else _("mask {mask}").format(mask=config.mask)),
         _("biases") if config.bias else _("no biases"),
         "W_O" if config.output_projection else _("no W_O"),
     ]
-    return ", ".join(parts)
+    return listing(parts)
