@@ -34,8 +34,8 @@ from babel.messages.pofile import read_po
 from mha_core.marks import N_, Message
 from ui.i18n.languages import DEFAULT_LANGUAGE, LANGUAGES, language_for_locale
 
-__all__ = ["N_", "_", "ngettext", "sentences", "current_language", "set_language", "using_language", "translations",
-           "language_source", "LANGUAGES", "DEFAULT_LANGUAGE", "language_for_locale", "LOCALES_DIR"]
+__all__ = ["N_", "_", "ngettext", "sentences", "listing", "current_language", "set_language", "using_language",
+           "translations", "language_source", "LANGUAGES", "DEFAULT_LANGUAGE", "language_for_locale", "LOCALES_DIR"]
 
 LOCALES_DIR = Path(__file__).parent / "locales"
 DOMAIN = "messages"
