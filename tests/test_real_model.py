@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import pytest
 
 from ui.charts.figures import MAX_DRAWN_CELLS
+from ui.i18n import using_language
 from ui.pages import real_model as rm
 from ui.pages.real_model import layer_steps as rm_steps
 from ui.pages.real_model import overview as rm_overview
@@ -250,4 +251,20 @@ def test_the_overview_in_words_counts_the_heads_by_the_pattern_their_rows_follow
     assert sentence.endswith("the previous token 3, itself 1, the first token 1, no single place 1.")
     pooled = rm_overview.overview_sentence(np.tile(attentions, (1, 1, 4, 4)), max_cells=20)  # 40 pieces, 2x2 blocks
     assert "20 by 20 cells (a cell = the largest weight of 2×2 pieces)" in pooled
+
+
+@pytest.mark.parametrize(("lang", "counts"), [("zh-CN", "前一个 token 3、自身 1、第一个 token 1、没有固定位置 1。"),
+                                              ("es", "el token anterior 3, sí mismo 1, el primer token 1, "
+                                                     "ningún lugar concreto 1.")])
+def test_the_overview_in_words_names_the_heads_places_in_the_readers_language(lang, counts):
+    """The counts' labels are the catalog's, joined as the language lists phrases; no English place is left."""
+    t = 6
+    previous = np.eye(t, k=-1)
+    previous[0, 0] = 1.0
+    heads = [previous, previous, np.eye(t), np.tile(np.eye(t)[0], (t, 1)), previous, np.eye(t)[(np.arange(t) + 3) % t]]
+    attentions = np.stack(heads).reshape(2, 3, t, t).astype(np.float32)
+    with using_language(lang):
+        sentence = rm_overview.overview_sentence(attentions)
+    assert sentence.endswith(counts)
+    assert not any(word in sentence for word in ("previous", "itself", "first token"))
 

@@ -40,21 +40,21 @@ class Pattern:
     """Where a query's strongest key may sit relative to the query: the head's habit, in words."""
 
     name: str
-    phrase: str  # completes "each query ..."
     key_of: Callable[[int], int]  # the key index the pattern expects for query row i
     self_only: bool  # meaningful only when the keys are the queries' own sentence (key i is token i)
-    sentence: str = ""  # the whole clause, marked: "each query {phrase} ({matching} of {rows} rows)"
+    sentence: str  # the whole clause, marked: "each query attends mostly to ... ({matching} of {rows} rows)"
+    place: str  # where those rows look, marked: the label of a count ("the previous token 3")
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    Pattern("previous", "attends mostly to the previous token", lambda i: i - 1, True,
-            N_("each query attends mostly to the previous token ({matching} of {rows} rows)")),
-    Pattern("itself", "attends mostly to itself", lambda i: i, True,
-            N_("each query attends mostly to itself ({matching} of {rows} rows)")),
-    Pattern("next", "attends mostly to the next token", lambda i: i + 1, True,
-            N_("each query attends mostly to the next token ({matching} of {rows} rows)")),
-    Pattern("first", "attends mostly to the first token", lambda i: 0, False,
-            N_("each query attends mostly to the first token ({matching} of {rows} rows)")),
+    Pattern("previous", lambda i: i - 1, True,
+            N_("each query attends mostly to the previous token ({matching} of {rows} rows)"), N_("the previous token")),
+    Pattern("itself", lambda i: i, True,
+            N_("each query attends mostly to itself ({matching} of {rows} rows)"), N_("itself")),
+    Pattern("next", lambda i: i + 1, True,
+            N_("each query attends mostly to the next token ({matching} of {rows} rows)"), N_("the next token")),
+    Pattern("first", lambda i: 0, False,
+            N_("each query attends mostly to the first token ({matching} of {rows} rows)"), N_("the first token")),
 )
 
 

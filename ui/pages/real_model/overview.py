@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from mha_core.inputs import token_labels
 from ui.charts.describe import PATTERNS, head_pattern
 from ui.charts.figures import WEIGHT_SCALE, figure
-from ui.i18n import _
+from ui.i18n import _, listing
 
 OVERVIEW_MAX_CELLS = 32  # each overview panel shows at most this many rows and columns
 GRID_MAX_CELLS = 64  # the all-heads grid is exact up to this many pieces; longer, 2x2 block maxima (payload)
@@ -129,9 +129,9 @@ def overview_sentence(attentions: np.ndarray, *, max_cells: int = OVERVIEW_MAX_C
     unmasked = np.zeros((cells, cells), dtype=bool)  # (P, P) a causal head's upper cells weigh 0: never the top
     found = [head_pattern(panel, unmasked, self_attention=True) for panel in pooled.reshape(n, cells, cells)]
     counts = {p.name: sum(f is not None and f.pattern is p for f in found) for p in PATTERNS}
-    habits = [f"{p.phrase.removeprefix('attends mostly to ')} {counts[p.name]}" for p in PATTERNS if counts[p.name]]
+    habits = [_("{place} {n}").format(place=_(p.place), n=counts[p.name]) for p in PATTERNS if counts[p.name]]
     cell = _("a piece") if block == 1 else _("the largest weight of {block}×{block} pieces").format(block=block)
     habits.append(_("no single place {n}").format(n=n - sum(counts.values())))
     return _("Every head of {layers} layers by {heads} heads as a small heatmap of {cells} by {cells} cells "
              "(a cell = {cell}), layers down and heads across. Heads by where most of their rows look: "
-             "{habits}.").format(layers=n_layers, heads=n_heads, cells=cells, cell=cell, habits=", ".join(habits))
+             "{habits}.").format(layers=n_layers, heads=n_heads, cells=cells, cell=cell, habits=listing(habits))
