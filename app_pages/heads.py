@@ -198,8 +198,8 @@ def diagnostics_section(result) -> None:
     shown = head_diagnostics(result)  # made once per configuration and language
     with left:
         st.dataframe(shown.table, column_config=dict(shown.column_config), key="head_table")
-        if on_phone():  # wider than the screen, and a phone shows no scroll bar (below: the table's toolbar covers
-            st.caption(swipe_hint(list(shown.headers)))  # what is right above it)
+        if on_phone():  # wider than the screen, and a phone shows no scroll bar (below the table: its toolbar
+            st.caption(swipe_hint(list(shown.headers)))  # takes the room above it, ui.widgets.phone)
     show_chart(cached_figures.similarity_heatmap(shown.similarity), key="similarity", where=right,
                config=chart_config(), alt=shown.similarity_alt)
 

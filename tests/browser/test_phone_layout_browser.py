@@ -146,6 +146,28 @@ def test_on_a_phone_heads_shows_its_first_heatmap_whole_on_the_first_screen_abov
     assert not exceptions_on_page(app_page)
 
 
+# Each table's toolbar (a touch screen shows it at all times) and every text box of the main area it overlaps.
+TOOLBAR_OVERLAPS = """() => {
+    const boxes = [...document.querySelectorAll('[data-testid="stMain"] :is(.stMarkdown, .stCaption, .stHeading)')]
+        .map(e => e.getBoundingClientRect()).filter(r => r.height > 0);
+    return [...document.querySelectorAll('[data-testid="stMain"] .stDataFrame .stElementToolbar')].map(t => {
+        const r = t.getBoundingClientRect();
+        return {shown: getComputedStyle(t).opacity, overlaps: boxes.filter(b => b.bottom > r.top + 1 && b.top < r.bottom - 1
+                && b.right > r.left && b.left < r.right).length};
+    });
+}"""
+
+
+def test_on_a_phone_a_tables_toolbar_covers_none_of_the_words_above_it(app_page, app_url):
+    as_iphone_13(app_page)
+    open_app(app_page, app_url, "?heads=4")
+    wait_for_charts(app_page)
+    app_page.locator('[data-testid="stMain"] .stDataFrame').first.scroll_into_view_if_needed()
+    toolbars = app_page.evaluate(TOOLBAR_OVERLAPS)
+    assert toolbars and all(t["shown"] == "1" for t in toolbars)  # "What each head does": on a phone, always shown
+    assert all(t["overlaps"] == 0 for t in toolbars), toolbars
+
+
 def test_on_a_desktop_heads_keeps_its_switches_above_the_heatmaps(app_page, app_url):
     app_page.set_viewport_size(DESKTOP)
     open_app(app_page, app_url, "?heads=4&mask=causal")

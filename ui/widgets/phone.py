@@ -1,5 +1,5 @@
 """What a phone's page needs on every run (app.py calls :func:`phone_page`): the sidebar closes after each
-change, and a formula wider than the screen says that it scrolls.
+change, a formula wider than the screen says that it scrolls, and a table leaves room above it for its toolbar.
 
 On a phone the sidebar covers about three quarters of the screen and Streamlit leaves it open after a
 control changes or a page link is followed, so the student never sees the figure change (issue 23). A
@@ -47,6 +47,11 @@ PHONE_CSS = """
 [data-testid="stMain"] .katex-display > .katex { padding-right: 2px; }
 /* The sidebar-closing component draws nothing: no gap for it among the sidebar's controls. */
 [data-testid="stSidebar"] .st-key-phone_sidebar { display: none; }
+/* A touch screen shows a table's toolbar (columns, download, search, full screen) at all times, in the 2.75rem above
+   the table's top edge: room for it there, or it covers the end of the words above the table. */
+[data-testid="stMain"] [data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] > .stDataFrame) {
+  margin-top: 2.75rem;
+}
 [data-testid="stMain"] .katex-display {
   overflow-x: auto;
   animation: mha-formula-fade linear both;
