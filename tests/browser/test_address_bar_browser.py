@@ -17,6 +17,11 @@ def query(page) -> dict[str, str]:
     return {name: values[-1] for name, values in parse_qs(urlparse(page.url).query).items()}
 
 
+def wait_for_seed(page, expected: str) -> None:
+    """Wait until the Seed box shows ``expected`` (a reload draws the page before its first run's values)."""
+    page.wait_for_function("s => document.querySelector('.st-key-w_seed input')?.value === s", arg=expected)
+
+
 def seed_up(page, expected: int) -> None:
     """Press Seed + and wait until the run is over and the address bar carries the new seed."""
     page.locator(SEED_UP).click()
@@ -50,12 +55,14 @@ def test_back_after_the_menu_comes_back_to_heads_with_its_last_settings_and_a_re
     app_page.wait_for_function("() => location.pathname === '/'")
     wait_for_charts(app_page)
     wait_idle(app_page)
-    assert query(app_page)["seed"] == "4" and app_page.locator(SEED).input_value() == "4"  # Heads as it was left
+    wait_for_seed(app_page, "4")
+    assert query(app_page)["seed"] == "4"  # Heads as it was left
     seed_up(app_page, 5)
     app_page.reload()
     wait_idle(app_page)
     wait_for_charts(app_page)
-    assert query(app_page)["seed"] == "5" and app_page.locator(SEED).input_value() == "5"
+    wait_for_seed(app_page, "5")
+    assert query(app_page)["seed"] == "5"
     assert query(app_page)["heads"] == "2" and not exceptions_on_page(app_page)
 
 

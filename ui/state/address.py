@@ -22,6 +22,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 
 KEPT = "address"  # session state: the address as the app keeps it (a dict of str -> str)
 INCOMING = "address_incoming"  # session state: the query the previous run came with
+LINK = "address_link"  # session state: the query of the link this run followed on its page, else absent
 
 
 class Address(MutableMapping[str, str]):
@@ -81,10 +82,23 @@ def begin() -> None:
     """Take the incoming query as the address when it is news (``is_news``), else keep the session's; app.py
     calls this first in every run, before anything reads the address (the language does)."""
     ss = st.session_state
-    incoming = _incoming()
-    if KEPT not in ss or is_news(incoming, ss.get(INCOMING)):
+    incoming, before = _incoming(), ss.get(INCOMING)
+    ss.pop(LINK, None)
+    if KEPT not in ss or is_news(incoming, before):
         ss[KEPT] = dict(incoming)
+        if before is not None and not _history_navigation():
+            ss[LINK] = urlencode(incoming, doseq=True)
     ss[INCOMING] = incoming
+
+
+def followed_link() -> str | None:
+    """The query of the link this run followed (None: a widget's rerun, the first run, Back/Forward).
+
+    Streamlit 1.67 makes no history entry for an ``st.page_link`` to the page shown (it made one when the app wrote
+    ``st.query_params``): the address element does (``ui.widgets.address``) when the address bar does not say it
+    yet. When it does (a page opened by a link, or a rerun whose stale query is the address bar's), it replaces.
+    """
+    return st.session_state.get(LINK)
 
 
 def follow_arrival() -> None:

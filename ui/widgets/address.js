@@ -1,8 +1,11 @@
-// MHA Explorer's address bar (ui/widgets/address.py): put the app's query in it without a new history entry.
-// Path and hash stay; nothing happens when the address already says it (a reload, Back, a run that changed nothing).
+// MHA Explorer's address bar (ui/widgets/address.py): put the app's query in it, keeping path and hash.
+// A run's change replaces the address (no history entry); a link followed on the page shown, whose query the
+// address bar does not carry yet, pushes one, so Back returns to where the link was clicked.
 export default function ({data}) {
-  if (window.location.search.replace(/^\?/, "") === data.query) return;
+  const same = (a, b) => new URLSearchParams(a).toString() === new URLSearchParams(b).toString();
+  if (same(window.location.search, data.query)) return;
   const url = new URL(window.location.href);
   url.search = data.query;
-  window.history.replaceState(window.history.state, "", url.toString());
+  if (data.link && !same(window.location.search, data.link)) window.history.pushState({}, "", url.toString());
+  else window.history.replaceState(window.history.state, "", url.toString());
 }
