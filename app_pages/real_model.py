@@ -38,6 +38,7 @@ from ui.run import cached_figures
 from ui.state.address import address
 from ui.state.device import chart_config, on_phone
 from ui.widgets import step_views as views
+from ui.widgets.address import send_from_fragment as send_address
 from ui.widgets.live import show_chart
 from ui.widgets.number_columns import in_language, number_columns
 from ui.widgets.presentation import presentation_switch
@@ -422,6 +423,7 @@ def layer_view(text: str, model: MiniLM) -> None:
     token_sets_section("rm", lambda: run.attentions, axis_labels(run.tokens))
     sink_section(text, model, run)
     steps_section(model, run, layer, head)
+    send_address()  # a layer or head change reruns only this fragment: the address bar follows it here
 
 
 main()
