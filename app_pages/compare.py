@@ -12,6 +12,7 @@ from ui.charts.kernels import weights_signed
 from ui.i18n import _, sentences
 from ui.pages import compare
 from ui.run.compute import compute, result_later
+from ui.state.address import address
 from ui.state.device import chart_config, on_phone
 from ui.state.settings import Setting, model_settings, values_of
 from ui.state.urlstate import WRITERS
@@ -96,7 +97,7 @@ def configuration_b(config_a, incoming: dict[str, str]):
     link = compare.b_params(config_a, config_b)
     ss.cmp_overrides = compare.b_overrides(link)  # only what differs from A
     for name, value in link.items():
-        st.query_params[name] = value
+        address()[name] = value
     return config_b, messages, link
 
 
@@ -140,7 +141,7 @@ def downloads(config_a, config_b) -> None:
 
 
 def main() -> None:
-    incoming = compare.b_overrides(st.query_params.to_dict())  # read before the sidebar rewrites the URL
+    incoming = compare.b_overrides(address().to_dict())  # read before the sidebar rewrites the URL
     config_a = sidebar()
     config_b, messages, link = configuration_b(config_a, incoming)
     st.title(_("Compare A and B"))

@@ -28,6 +28,7 @@ from ui.pages.lessons import (
     preset_grid,
 )
 from ui.state import navigation
+from ui.state.address import address
 from ui.state.device import chart_config, on_phone
 from ui.widgets.live import show_chart
 from ui.widgets.number_columns import number_columns
@@ -264,7 +265,7 @@ def render_presets() -> None:
 
 def requested_lesson() -> str | None:
     """The lesson the link asks for (``?lesson=``); an unknown one gets a warning and the overview."""
-    requested = st.query_params.get("lesson")
+    requested = address().get("lesson")
     if requested is not None and requested not in LESSONS:
         st.warning(_("There is no lesson called '{requested}'. Choose one of: {keys}.").format(
             requested=requested, keys=", ".join(LESSONS)))
@@ -298,13 +299,13 @@ def main() -> None:
         label_visibility="collapsed",
     )
     if choice == OVERVIEW:
-        if "lesson" in st.query_params:
-            del st.query_params["lesson"]
+        if "lesson" in address():
+            del address()["lesson"]
         top.title(_("Lessons"))
         st.session_state.lesson_written = OVERVIEW
         render_overview()
     else:
-        st.query_params["lesson"] = choice
+        address()["lesson"] = choice
         st.session_state.lesson_written = choice
         render_lesson(LESSONS[choice])
 

@@ -35,8 +35,10 @@ from ui.pages.real_model.smollm2 import axis_labels
 from ui.pages.real_model.token_sets_view import token_sets_section
 from ui.pipeline.drill_down import drill_down
 from ui.run import cached_figures
+from ui.state.address import address
 from ui.state.device import chart_config, on_phone
 from ui.widgets import step_views as views
+from ui.widgets.address import send_from_fragment as send_address
 from ui.widgets.live import show_chart
 from ui.widgets.number_columns import in_language, number_columns
 from ui.widgets.presentation import presentation_switch
@@ -116,7 +118,7 @@ def read_link(n_layers: int, n_heads: int) -> None:
     ss = st.session_state
     if "rm_link_read" in ss:
         return
-    view, messages = rm.view_from_params(st.query_params.to_dict(), n_layers, n_heads)
+    view, messages = rm.view_from_params(address().to_dict(), n_layers, n_heads)
     ss.w_rm_text, ss.w_rm_layer, ss.w_rm_head = view.text, view.layer, view.head
     ss.rm_link_messages = messages
     ss.rm_link_read = True
@@ -124,9 +126,9 @@ def read_link(n_layers: int, n_heads: int) -> None:
 
 def write_link(view: rm.RealView) -> None:
     """Keep the address bar in step with the view (only the rm_* parameters; the others are left alone)."""
-    changed = {name: value for name, value in rm.params_from_view(view).items() if st.query_params.get(name) != value}
+    changed = {name: value for name, value in rm.params_from_view(view).items() if address().get(name) != value}
     if changed:
-        st.query_params.update(changed)  # one message, so one history entry, however many changed
+        address().update(changed)  # one message, so one history entry, however many changed
 
 
 def jump_to(layer: int, head: int) -> None:
@@ -421,6 +423,7 @@ def layer_view(text: str, model: MiniLM) -> None:
     token_sets_section("rm", lambda: run.attentions, axis_labels(run.tokens))
     sink_section(text, model, run)
     steps_section(model, run, layer, head)
+    send_address()  # a layer or head change reruns only this fragment: the address bar follows it here
 
 
 main()

@@ -57,16 +57,20 @@ FLOOR_SIDEBAR_APP = textwrap.dedent('''
     import plotly.graph_objects as go
     import streamlit as st
 
+    from ui.state.address import begin
+    from ui.widgets.address import send
     from ui.widgets.language import choose_language, language_switch
     from ui.widgets.sidebar import sidebar
     from ui.widgets.state import keep_widget_state
 
     keep_widget_state()
+    begin()
     choose_language()
     language_switch()
     config = sidebar()
     z = np.random.default_rng(config.seed).random((16, 16)).astype(np.float32)
     st.plotly_chart(go.Figure(go.Heatmap(z=z, zmin=0, zmax=1)), key="floor")
+    send()
 ''')
 FLOORS = {"floor": FLOOR_APP, "floor+sidebar": FLOOR_SIDEBAR_APP}  # page -> its script, written for the run
 FULL_PLOTLY = "plotly-full-bench.min.js"  # copied into static/ for the run, removed after

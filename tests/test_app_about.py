@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
 from mha_core.config import LIMITS, run
+from tests.address_bar import address
 from tests.test_step_kinds import option_grid
 from ui.pipeline.records import step_inputs
 from ui.pipeline.step_kinds import STEP_KINDS
@@ -71,7 +72,7 @@ def test_about_draws_the_same_sidebar_controls():
     assert at.number_input(key="w_d_model").value == 16
     at.number_input(key="w_d_model").set_value(32).run()
     assert not at.exception
-    assert at.query_params["d_model"] == "32"
+    assert address(at)["d_model"] == "32"
 
 
 def test_switching_pages_and_back_keeps_the_controls_and_the_view():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mha_core.config import MHAConfig, run
+from tests.address_bar import address
 from tests.test_app_heads import QUIZ, app, assert_page_ok, charts, decode, messages, open_take_apart
 from ui.pages.heads import quiz
 
@@ -56,7 +57,7 @@ def test_knock_out_from_the_link_changes_the_output_as_zeroed_rows_do(config):
     table = next(d.value for d in at.dataframe if "‖change‖" in d.value.columns)
     np.testing.assert_allclose(table["‖change‖"].to_numpy(), expected, atol=1e-12)
     np.testing.assert_allclose(table["‖output after knock-out‖"], np.linalg.norm(knocked, axis=-1), atol=1e-12)
-    assert at.query_params["knock"] == "0,1"
+    assert address(at)["knock"] == "0,1"
 
 
 def test_norm_weighted_panels_are_weight_times_norm_of_v_w_o():
@@ -74,7 +75,7 @@ def test_choosing_heads_writes_the_link_and_a_bad_link_falls_back():
     at = open_take_apart(app())
     at.pills(key="w_knock").set_value([3, 1]).run()
     assert_page_ok(at)
-    assert at.query_params["knock"] == "1,3"
+    assert address(at)["knock"] == "1,3"
     at = app({"knock": "2,x,9"})
     assert_page_ok(at)
     assert "not a head" in messages(at)
@@ -89,7 +90,7 @@ def test_null_key_link_gives_rows_below_one():
     expected = run(MHAConfig(null_key=True)).trace.weights.sum(axis=-1)
     np.testing.assert_allclose(sums, expected, atol=1e-6)
     assert (expected < 1 - 1e-6).any()
-    assert at.query_params["null"] == "1"
+    assert address(at)["null"] == "1"
 
 
 def test_quiz_marks_the_engine_answer_right_and_counts():

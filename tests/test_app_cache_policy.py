@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.attention import multi_head_attention
 from mha_core.config import MHAConfig, attention_scheme, run
+from tests.address_bar import address
 from tests.test_app_step_by_step import charts, z_of
 from tests.test_cache_policy import kept_by_hand, policy_mask
 
@@ -169,11 +170,11 @@ def test_the_link_follows_the_cache_widgets():
     at.selectbox(key="w_cache").set_value("sinks").run()
     at.number_input(key="w_cache_window").set_value(2).run()
     at.radio(key="w_cache_rope").set_value("cache").run()
-    got = {k: at.query_params[k] for k in ("cache", "cache_window", "sinks", "cache_rope")}
+    got = {k: address(at)[k] for k in ("cache", "cache_window", "sinks", "cache_rope")}
     assert {k: v if isinstance(v, str) else v[0] for k, v in got.items()} == \
         {"cache": "sinks", "cache_window": "2", "sinks": "1", "cache_rope": "cache"}
     at.selectbox(key="w_cache").set_value("full").run()
-    assert "cache_window" not in at.query_params and "sinks" not in at.query_params
+    assert "cache_window" not in address(at) and "sinks" not in address(at)
 
 
 @pytest.mark.parametrize(("pe", "scheme"), [("0", "none"), ("rope", "RoPE")])

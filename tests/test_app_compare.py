@@ -10,6 +10,7 @@ import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
+from tests.address_bar import address
 from tests.test_app_heads import charts, decode, messages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,12 +80,12 @@ def test_link_keeps_b_after_a_sidebar_change_and_b_controls_write_b_params():
     assert at.session_state["cmp_scale"] == "none"
     at.selectbox(key="w_mask").set_value("causal").run()
     assert_page_ok(at)
-    assert at.query_params["mask"] == "causal" and at.query_params["b_scale"] == "none"
-    assert "b_mask" not in at.query_params  # B is A plus its own changes: it follows A's new mask
+    assert address(at)["mask"] == "causal" and address(at)["b_scale"] == "none"
+    assert "b_mask" not in address(at)  # B is A plus its own changes: it follows A's new mask
     assert at.session_state["cmp_mask"] == "causal"
     at.selectbox(key="cmp_init").set_value("first").run()
     assert_page_ok(at)
-    assert at.query_params["b_init"] == "first"
+    assert address(at)["b_init"] == "first"
     expected = run(MHAConfig(mask="causal", scale_rule="none", init="first")).trace.weights[0]
     causal = np.tril(np.ones_like(expected, dtype=bool))
     np.testing.assert_allclose(panels(at, "cmp_pair")[1], np.where(causal, expected, np.nan), atol=1e-6)
@@ -152,12 +153,12 @@ def test_b_heads_offers_only_the_divisors_of_b_d_model_as_a_heads_does():
     assert [int(o) for o in a_heads.options] == divisors_up_to(16, 16)
     b_heads.set_value(3).run()
     assert_page_ok(at)
-    assert at.query_params["b_heads"] == "3" and at.query_params["b_d_model"] == "12"
+    assert address(at)["b_heads"] == "3" and address(at)["b_d_model"] == "12"
     assert len(panels(at, "cmp_delta")) == 3  # B has 3 heads: heads 0..2 of A and B compared
     at.number_input(key="cmp_d_model").set_value(10).run()  # 3 heads do not divide 10: B falls to 2
     assert_page_ok(at)
     assert [int(o) for o in at.selectbox(key="cmp_heads").options] == divisors_up_to(10, 16)
-    assert at.session_state["cmp_heads"] == 2 and at.query_params["b_d_model"] == "10"
+    assert at.session_state["cmp_heads"] == 2 and address(at)["b_d_model"] == "10"
 
 
 def test_b_cross_attention_toggle_writes_and_clears_the_second_sentence():
@@ -165,8 +166,8 @@ def test_b_cross_attention_toggle_writes_and_clears_the_second_sentence():
     assert_page_ok(at)
     at.toggle(key="cmp_cross").set_value(True).run()
     assert_page_ok(at)
-    assert at.query_params["b_kv_tokens"] == "a dog ran"  # the second sentence a switched-on toggle offers
+    assert address(at)["b_kv_tokens"] == "a dog ran"  # the second sentence a switched-on toggle offers
     assert "different tokens" in messages(at)
     at.toggle(key="cmp_cross").set_value(False).run()
     assert_page_ok(at)
-    assert "b_kv_tokens" not in at.query_params
+    assert "b_kv_tokens" not in address(at)

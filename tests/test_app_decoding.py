@@ -17,6 +17,7 @@ from mha_core.config import MHAConfig, run, scale_factor
 from mha_core.decoder import assembled_weights, decode_run, decoder_config
 from mha_core.kv_cache import decode
 from tests import shown_charts
+from tests.address_bar import address
 from tests.shown_steps import step_titles
 from tests.test_app_step_by_step import charts, z_of
 from ui.state.urlstate import config_from_params, params_from_config
@@ -302,7 +303,7 @@ def test_the_sidebar_sets_pe_rope_base_and_kv_heads_and_the_url_follows():
     at.button_group(key="w_kv_heads").set_value(2).run()
     assert not at.exception
     assert at.session_state["config"] == MHAConfig(pe="rope", rope_base=250.0, kv_heads=2)
-    assert at.query_params["pe"] in ("rope", ["rope"]) and at.query_params["kv_heads"] in ("2", ["2"])
+    assert address(at)["pe"] in ("rope", ["rope"]) and address(at)["kv_heads"] in ("2", ["2"])
     titles = step_titles(at)
     assert any("RoPE" in t for t in titles) and any("Share keys and values" in t for t in titles)
     at.selectbox(key="w_heads").set_value(1).run()  # kv_heads 2 no longer divides: the widget offers only 1

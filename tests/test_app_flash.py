@@ -17,6 +17,7 @@ from mha_core import flash
 from mha_core.config import MHAConfig, run
 from mha_core.flash import KERNEL_RULES, KernelRule, flash_of_run
 from tests import shown_charts
+from tests.address_bar import address
 from tests.test_app_step_by_step import charts, z_of
 from ui.pages.flash import reads_worked, step_sentence
 
@@ -214,7 +215,7 @@ def test_the_link_follows_the_widgets_and_restores_the_view():
     at = open_page(mask="causal")
     at.number_input(key="w_br").set_value(3).run()
     at.select_slider(key="w_tile").set_value(2).run()
-    params = {name: at.query_params[name] for name in ("br", "bc", "tile", "mask")}
+    params = {name: address(at)[name] for name in ("br", "bc", "tile", "mask")}
     assert {k: v if isinstance(v, str) else v[0] for k, v in params.items()} == \
         {"br": "3", "bc": "2", "tile": "2", "mask": "causal"}
     again = open_page(mask="causal", br=3, bc=2, tile=2)
@@ -276,7 +277,7 @@ def test_the_step_slider_counts_from_one_as_every_other_step_number_on_the_page(
     assert shown_step(at) == "5 of 9"
     assert any(title.startswith("O after step 5 ") for title in charts(at))
     at.button(key="flash_next").click().run()
-    assert shown_step(at) == "6 of 9" and at.query_params["tile"] == "5"
+    assert shown_step(at) == "6 of 9" and address(at)["tile"] == "5"
     assert any(title.startswith("O after step 6 ") for title in charts(at))
 
 

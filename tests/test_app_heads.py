@@ -16,6 +16,7 @@ import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import LIMITS, MHAConfig, run
+from tests.address_bar import address
 from ui.state.urlstate import encode_mask, params_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -256,7 +257,7 @@ def test_a_deep_link_restores_widgets_and_config():
 
 
 def _query(at: AppTest) -> dict[str, str]:
-    return {k: (v[-1] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    return {k: (v[-1] if isinstance(v, list) else v) for k, v in dict(address(at)).items()}
 
 
 def test_changing_widgets_updates_the_url():

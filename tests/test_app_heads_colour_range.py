@@ -13,6 +13,7 @@ import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
+from tests.address_bar import address
 
 ROOT = Path(__file__).resolve().parents[1]
 TITLE = re.compile(r"^head (\d+)(?: of \d+)? · max ([0-9.e-]+)$")
@@ -101,7 +102,7 @@ def test_presentation_mode_has_the_colour_range_switch_and_it_rescales_the_figur
     figure = heads_figure(at)
     assert weights.max() < 1.0
     assert figure["layout"]["coloraxis"]["cmax"] == pytest.approx(weights.max(), rel=1e-6)
-    assert at.query_params["colours"] in ("max", ["max"])  # the link follows, as on the normal page
+    assert address(at)["colours"] in ("max", ["max"])  # the link follows, as on the normal page
     presentation_colours(at).set_value("head").run()
     figure = heads_figure(at)
     assert titled_maxima(figure) == {2: pytest.approx(weights.max(), rel=SIG3)}

@@ -13,6 +13,7 @@ import pytest
 from streamlit.runtime.context import ContextProxy
 from streamlit.testing.v1 import AppTest
 
+from tests.address_bar import address
 from tests.app_opener import open_app
 from tests.shown_charts import charts, decode
 
@@ -23,7 +24,7 @@ SWITCH = "w_lang"
 
 def others(at: AppTest) -> dict:
     """The link's parameters other than the language."""
-    return {name: value for name, value in at.query_params.items() if name != "lang"}
+    return {name: value for name, value in address(at).items() if name != "lang"}
 
 
 def heatmap_values(at: AppTest) -> list[np.ndarray]:
@@ -45,7 +46,7 @@ def test_a_link_in_a_language_shows_it_and_keeps_it(lang, model_header, label, h
     assert at.selectbox(key=SWITCH).value == lang and label in at.selectbox(key=SWITCH).label
     assert model_header in headers(at) and at.sidebar.selectbox(key="w_heads").label == heads
     assert not at.warning
-    assert at.query_params["lang"] == [lang] or at.query_params["lang"] == lang
+    assert address(at)["lang"] == [lang] or address(at)["lang"] == lang
     assert {k: v if isinstance(v, str) else v[0] for k, v in others(at).items()}.items() >= LINK.items()
 
 
@@ -54,7 +55,7 @@ def test_an_unknown_language_says_so_and_shows_english_with_the_links_settings()
     assert at.selectbox(key=SWITCH).value == "en" and "Model" in headers(at)
     messages = [w.value for w in at.warning]
     assert any("`lang=xx`" in m and "zh-CN" in m and "es" in m for m in messages), messages
-    assert "lang" not in at.query_params  # English: the link carries no lang
+    assert "lang" not in address(at)  # English: the link carries no lang
     assert at.session_state.config.d_model == 8 and at.session_state.config.tokens == ("a", "b", "a", "c")
 
 
@@ -70,7 +71,7 @@ def test_switching_keeps_every_other_setting_and_every_number():
         numbers = heatmap_values(at)
         assert len(numbers) == len(before_numbers)
         assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(numbers, before_numbers, strict=True))
-        assert ("lang" in at.query_params) == (lang != "en")
+        assert ("lang" in address(at)) == (lang != "en")
 
 
 def test_the_switch_clears_the_links_complaint():
@@ -90,7 +91,7 @@ def test_the_browsers_language_is_the_default_when_the_link_has_none(monkeypatch
 
 def test_an_old_link_without_lang_opens_in_english_and_writes_no_lang():
     at = open_app(**LINK)
-    assert at.selectbox(key=SWITCH).value == "en" and "lang" not in at.query_params
+    assert at.selectbox(key=SWITCH).value == "en" and "lang" not in address(at)
 
 
 def test_a_links_bad_value_is_told_in_the_links_language():

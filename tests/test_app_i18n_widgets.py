@@ -17,6 +17,7 @@ import pytest
 from babel.messages.extract import extract_from_dir
 from streamlit.testing.v1 import AppTest
 
+from tests.address_bar import address
 from tests.shown_charts import charts, decode
 from tests.test_uploads import npy_bytes
 from ui.i18n import translations, using_language
@@ -130,7 +131,7 @@ def heatmap_values(at: AppTest) -> list[np.ndarray]:
 
 
 def others(at: AppTest) -> dict:
-    return {name: value for name, value in at.query_params.items() if name != "lang"}
+    return {name: value for name, value in address(at).items() if name != "lang"}
 
 
 def summary(at: AppTest) -> str:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.address_bar import address
 from tests.test_app_decoding import open_page
 from ui.state.settings import kv_heads_after
 
 
 def query(at, name: str):
-    value = at.query_params.get(name)
+    value = address(at).get(name)
     return value[0] if isinstance(value, list) else value
 
 

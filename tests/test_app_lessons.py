@@ -13,6 +13,7 @@ from page_links import follow
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import run
+from tests.address_bar import address
 from ui.charts.figures import MASKED_HOVER
 from ui.charts.marks import FAILS, HOLDS
 from ui.pages.lessons import LESSONS, explorer_query
@@ -50,7 +51,7 @@ def panels(figure: dict) -> list[np.ndarray]:
 
 def param(at: AppTest, name: str) -> str | None:
     """A query parameter's value as one string (AppTest may hold it as a one-element list)."""
-    value = at.query_params.get(name)
+    value = address(at).get(name)
     return value[0] if isinstance(value, list) else value
 
 
@@ -136,7 +137,7 @@ def test_unknown_lesson_warns_and_falls_back_to_the_list():
     assert not at.exception
     assert "attention-is-magic" in at.warning[0].value
     assert any(c.value.endswith("lessons?lesson=causal") for c in at.code)
-    assert "lesson" not in at.query_params
+    assert "lesson" not in address(at)
 
 
 def test_show_button_and_next_and_previous_links_move_between_lessons_and_the_url_follows():
@@ -179,7 +180,7 @@ def test_present_1_on_the_lessons_page_turns_presentation_mode_on_and_stays_in_t
     sizes = {figure["layout"]["font"]["size"] for figure in shown_charts.charts(at).values()}
     assert sizes == {18}
     at.toggle(key="w_present").set_value(False).run()
-    assert "present" not in at.query_params and any(t.key == "w_present" for t in at.sidebar.toggle)
+    assert "present" not in address(at) and any(t.key == "w_present" for t in at.sidebar.toggle)
 
 
 def test_a_lesson_added_to_the_registry_reaches_the_picker_the_overview_and_its_link(monkeypatch):

@@ -10,6 +10,7 @@ import shown_charts
 from page_links import links, menu
 from streamlit.testing.v1 import AppTest
 
+from tests.address_bar import address
 from ui.i18n import translations
 from ui.pages.lessons import LESSONS
 from ui.state import navigation
@@ -48,7 +49,7 @@ def test_the_menu_is_the_same_after_a_change_of_the_settings():
     at = start({"seed": "3"})
     before = menu(at)
     at.number_input(key="w_seed").set_value(9).run()
-    assert at.query_params["seed"] == "9" and menu(at) == before
+    assert address(at)["seed"] == "9" and menu(at) == before
     assert set(before) == {"pages", "current", "label"} and not any("?" in page["path"] for page in before["pages"])
 
 def test_the_menu_titles_are_in_the_readers_language():

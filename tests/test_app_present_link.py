@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.address_bar import address
 from ui.state.page_table import PAGES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,11 +34,11 @@ def test_every_page_warns_about_a_bad_present_and_falls_back_to_off(name):
     extra = {"lesson": "causal"} if name == "lessons" else {}
     at = open_page(name, present="7", **extra)
     assert present_warnings(at) == [BAD]
-    assert at.session_state["w_present"] is False and "present" not in at.query_params
+    assert at.session_state["w_present"] is False and "present" not in address(at)
 
 
 @pytest.mark.parametrize("name", ["lessons", "seeds"])
 def test_a_good_present_turns_presenting_on_without_a_word(name):
     at = open_page(name, present="1")
     assert present_warnings(at) == [] and at.session_state["w_present"] is True
-    assert at.query_params["present"] == "1"
+    assert address(at)["present"] == "1"

@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
 from mha_core.presets import PRESET_INITS, PRESETS
+from tests.address_bar import address
 from ui.pages.lessons import PRESET_CONFIGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,5 +137,5 @@ def test_preset_button_loads_the_preset_into_the_sidebar(init):
     assert not at.exception
     assert at.session_state["config"] == PRESET_CONFIGS[init]
     assert at.session_state["w_init"] == init
-    value = at.query_params.get("init")
+    value = address(at).get("init")
     assert (value[0] if isinstance(value, list) else value) == init

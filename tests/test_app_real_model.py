@@ -20,6 +20,7 @@ import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.pretrained import ENV_VAR, ModelUnavailableError, load_minilm
+from tests.address_bar import address
 from ui.pages.real_model import DEFAULT_SENTENCE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,7 +160,7 @@ def test_changing_the_layer_changes_the_figure(model):
     expected = model.attentions(DEFAULT_SENTENCE)
     np.testing.assert_allclose(after, expected[3], atol=ATOL, rtol=0)
     assert np.abs(after - before).max() > 0.1
-    assert at.query_params["rm_layer"] == "3"
+    assert address(at)["rm_layer"] == "3"
 
 
 def test_the_diagnostics_table_matches_a_loop_over_the_heads(default_page, model):
@@ -211,7 +212,7 @@ def test_show_opens_the_named_head(model):
     assert_ok(at)
     assert at.radio(key="w_rm_layer").value == layer
     assert at.selectbox(key="w_rm_head").value == head
-    assert (at.query_params["rm_layer"], at.query_params["rm_head"]) == (str(layer), str(head))
+    assert (address(at)["rm_layer"], address(at)["rm_head"]) == (str(layer), str(head))
 
 
 # ---- links ---------------------------------------------------------------------------------
@@ -225,13 +226,13 @@ def test_a_link_opens_the_same_view_and_the_url_follows_the_widgets(model):
     assert at.radio(key="w_rm_layer").value == 4
     assert at.selectbox(key="w_rm_head").value == 7
     np.testing.assert_allclose(grid(at), model.attentions(text)[4], atol=ATOL, rtol=0)
-    assert dict(at.query_params) == {"rm_text": text, "rm_layer": "4", "rm_head": "7"}
+    assert dict(address(at)) == {"rm_text": text, "rm_layer": "4", "rm_head": "7"}
 
     at.text_input(key="w_rm_text").input("Fish swim.").run()
     at.radio(key="w_rm_layer").set_value(1).run()
     at.selectbox(key="w_rm_head").set_value(11).run()
     assert_ok(at)
-    assert dict(at.query_params) == {"rm_text": "Fish swim.", "rm_layer": "1", "rm_head": "11"}
+    assert dict(address(at)) == {"rm_text": "Fish swim.", "rm_layer": "1", "rm_head": "11"}
     np.testing.assert_allclose(grid(at), model.attentions("Fish swim.")[1], atol=ATOL, rtol=0)
 
 
@@ -294,7 +295,7 @@ def test_too_many_word_pieces_give_a_message_not_a_figure(model):
     assert_ok(at)
     assert f"more than the limit of {model.max_tokens}" in messages(at)
     assert "rm_grid" not in charts(at)
-    assert at.query_params["rm_text"] == text  # the link still says what was asked
+    assert address(at)["rm_text"] == text  # the link still says what was asked
 
 
 def block_maxima(weights: np.ndarray, block: int) -> np.ndarray:

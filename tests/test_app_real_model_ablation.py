@@ -13,6 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core import smollm2_ablation as ab
+from tests.address_bar import address
 from tests.app_opener import open_app
 from ui.i18n import _ as translate
 from ui.i18n import using_language
@@ -54,8 +55,8 @@ def linked(smollm2) -> AppTest:
 def test_the_link_restores_heads_and_mode(linked):
     assert linked.multiselect(key="w_sm_off").value == [5 * 9 + 4, 11 * 9 + 0]
     assert linked.segmented_control(key="w_sm_off_mode").value == "mean"
-    assert linked.query_params["rm_off"] == "5.4,11.0"  # written back sorted
-    assert linked.query_params["rm_off_mode"] == "mean"
+    assert address(linked)["rm_off"] == "5.4,11.0"  # written back sorted
+    assert address(linked)["rm_off_mode"] == "mean"
 
 
 def test_shown_probabilities_are_the_ablated_runs(linked, expected):
@@ -87,14 +88,14 @@ def test_kl_and_loss_sentence(linked, expected, smollm2):
 
 def test_choosing_heads_writes_the_link_and_clearing_removes_it(smollm2):
     at = page({"model": "smollm2"})
-    assert "rm_off" not in at.query_params
+    assert "rm_off" not in address(at)
     assert any("No head is off" in i.value for i in at.info)
     at.multiselect(key="w_sm_off").set_value([3 * 9 + 2]).run()
-    assert at.query_params["rm_off"] == "3.2"
-    assert "rm_off_mode" not in at.query_params  # zero, the default, is not written
+    assert address(at)["rm_off"] == "3.2"
+    assert "rm_off_mode" not in address(at)  # zero, the default, is not written
     assert any("1 head off, replaced by zero." in m.value for m in at.markdown)
     at.multiselect(key="w_sm_off").set_value([]).run()
-    assert "rm_off" not in at.query_params
+    assert "rm_off" not in address(at)
 
 
 def test_bad_link_values_get_messages_and_a_fallback(smollm2):
@@ -136,8 +137,8 @@ def test_minilm_link_restores_heads_and_shows_the_engines_cosines(model):
 
     at = page(MINILM_LINK)
     assert at.multiselect(key="w_rm_off").value == [2 * 12 + 7, 5 * 12 + 0]
-    assert at.query_params["rm_off"] == "2.7,5.0"
-    assert "rm_off_mode" not in at.query_params  # zero is the default: the link drops it
+    assert address(at)["rm_off"] == "2.7,5.0"
+    assert "rm_off_mode" not in address(at)  # zero is the default: the link drops it
     run = model.forward(DEFAULT_SENTENCE)
     result = mab.ablate(model, run, ((2, 7), (5, 0)))
     clean = run.layers[-1].output

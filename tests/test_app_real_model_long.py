@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core import smollm2_long as lg
+from tests.address_bar import address
 from tests.app_opener import open_app
 from tests.shown_charts import chart_elements, decode, figure_of
 
@@ -43,8 +44,8 @@ def test_the_link_fills_the_widgets_and_is_written_back(linked):
     assert linked.selectbox(key="w_sm_long_method").value == "ntk"
     assert linked.select_slider(key="w_sm_long_factor").value == 1.5
     assert linked.select_slider(key="w_sm_long_tokens").value == 256
-    assert linked.query_params["rm_long"] == "1" and linked.query_params["rm_long_method"] == "ntk"
-    assert linked.query_params["rm_long_factor"] == "1.5"
+    assert address(linked)["rm_long"] == "1" and address(linked)["rm_long_method"] == "ntk"
+    assert address(linked)["rm_long_factor"] == "1.5"
 
 
 def test_shown_numbers_are_the_engines(linked, ntk_run):
@@ -76,7 +77,7 @@ def test_bad_link_values_get_a_message_and_the_default(smollm2):
                   "rm_long_text=novel"):
         assert param in warnings
     assert not at.toggle(key="w_sm_long_on").value
-    assert "rm_long" not in at.query_params
+    assert "rm_long" not in address(at)
 
 
 @pytest.mark.parametrize("lang", ["es", "zh-CN"])

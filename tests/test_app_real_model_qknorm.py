@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core import smollm2_qknorm as qn
+from tests.address_bar import address
 from tests.app_opener import open_app
 from tests.shown_charts import chart_elements, decode, figure_of
 from ui.pages.real_model.smollm2 import DEFAULT_PROMPT
@@ -49,7 +50,7 @@ def test_the_link_fills_the_widgets_and_is_written_back(linked):
     assert linked.toggle(key="w_sm_qknorm_on").value
     assert linked.multiselect(key="w_sm_qknorm_layers").value == list(LAYERS)
     assert linked.segmented_control(key="w_sm_qknorm_gain").value == "matched"
-    assert linked.query_params["rm_qknorm"] == "6,17" and linked.query_params["rm_qknorm_gain"] == "matched"
+    assert address(linked)["rm_qknorm"] == "6,17" and address(linked)["rm_qknorm_gain"] == "matched"
 
 
 def test_shown_losses_are_the_engines(linked, engine):
@@ -78,7 +79,7 @@ def test_the_plain_gain_shows_the_bound(smollm2, engine):
     data = range_chart(at)["data"]
     assert values(data[4]["y"]).tolist() == [8.0, 8.0] and values(data[5]["y"]).tolist() == [-8.0, -8.0]
     np.testing.assert_allclose(values(data[2]["y"]), engine["one"].after[:, 1], atol=1e-9)
-    assert "rm_qknorm_gain" not in at.query_params
+    assert "rm_qknorm_gain" not in address(at)
 
 
 def test_bad_link_values_get_a_message_and_the_default(smollm2):

@@ -11,6 +11,7 @@ import pytest
 
 from mha_core import attention_flow as af
 from mha_core import minilm_roles as mr
+from tests.address_bar import address
 from tests.app_opener import open_app
 from tests.shown_charts import charts, decode
 from tests.test_minilm_roles import definitions
@@ -53,7 +54,7 @@ def test_minilm_roles_link_shows_its_roles_example_head(model, probe):
     at = page(rm_roles="next", rm_text=SENTENCE)
     assert not warnings(at)
     assert at.segmented_control(key="w_rm_role_example").value == "next"
-    assert at.query_params["rm_roles"] == "next"
+    assert address(at)["rm_roles"] == "next"
     expected = definitions(probe.attentions.astype(np.float64), probe.half)
     layer, head = example(expected["next"])
     shown = charts(at)
@@ -71,7 +72,7 @@ def test_minilm_bad_role_says_so_and_shows_the_default(probe):
     at = page(rm_roles="induction", rm_text=SENTENCE)
     assert any("`rm_roles=induction`" in w for w in warnings(at))
     assert at.segmented_control(key="w_rm_role_example").value == "previous"
-    assert at.query_params["rm_roles"] == "previous"
+    assert address(at)["rm_roles"] == "previous"
     layer, head = example(definitions(probe.attentions.astype(np.float64), probe.half)["previous"])
     np.testing.assert_allclose(decode(charts(at)["rm_roles_pattern"]["data"][0]["z"]), probe.attentions[layer, head],
                                atol=1e-6)
@@ -86,7 +87,7 @@ def test_minilm_flow_link_one_tokens_column(model):
     np.testing.assert_allclose(frame["shown"].to_numpy(), flowed[:, 3], atol=1e-9)  # the column: where 3 goes
     np.testing.assert_allclose(frame["raw"].to_numpy(), attentions[2].astype(np.float64).mean(axis=0)[:, 3], atol=1e-6)
     assert not any(key.startswith("rm_flow_") for key in charts(at))  # one token: no matrices
-    assert {name: at.query_params[name] for name in ("rm_flow", "rm_flow_layer", "rm_flow_token", "rm_flow_dir")} == {
+    assert {name: address(at)[name] for name in ("rm_flow", "rm_flow_layer", "rm_flow_token", "rm_flow_dir")} == {
         "rm_flow": "flow", "rm_flow_layer": "2", "rm_flow_token": "3", "rm_flow_dir": "to"}
 
 
@@ -96,7 +97,7 @@ def test_minilm_flow_link_every_token_rollout(model):
     shown = charts(at)
     np.testing.assert_allclose(decode(shown["rm_flow_0"]["data"][0]["z"]), attentions[3].mean(axis=0), atol=1e-6)
     np.testing.assert_allclose(decode(shown["rm_flow_1"]["data"][0]["z"]), rolled_by_hand(attentions[:4]), atol=1e-6)
-    assert at.query_params["rm_flow_token"] == "all"
+    assert address(at)["rm_flow_token"] == "all"
 
 
 def test_minilm_bad_flow_values_say_so_and_fall_back(model):
@@ -104,7 +105,7 @@ def test_minilm_bad_flow_values_say_so_and_fall_back(model):
     said = " ".join(warnings(at))
     for name in ("rm_flow=max", "rm_flow_layer=9", "rm_flow_token=99", "rm_flow_dir=up"):
         assert name in said
-    assert {name: at.query_params[name] for name in ("rm_flow", "rm_flow_layer", "rm_flow_token", "rm_flow_dir")} == {
+    assert {name: address(at)[name] for name in ("rm_flow", "rm_flow_layer", "rm_flow_token", "rm_flow_dir")} == {
         "rm_flow": "rollout", "rm_flow_layer": "5", "rm_flow_token": "all", "rm_flow_dir": "from"}
     attentions = model.forward(SENTENCE).attentions
     np.testing.assert_allclose(decode(charts(at)["rm_flow_1"]["data"][0]["z"]), rolled_by_hand(attentions), atol=1e-6)
@@ -113,7 +114,7 @@ def test_minilm_bad_flow_values_say_so_and_fall_back(model):
 def test_without_the_parameters_both_sections_stay_closed(model):
     at = page(rm_text=SENTENCE)
     assert not any(key.startswith(("rm_flow_", "rm_roles_")) for key in charts(at))
-    assert "rm_flow" not in at.query_params and "rm_roles" not in at.query_params
+    assert "rm_flow" not in address(at) and "rm_roles" not in address(at)
 
 
 # ---- SmolLM2 ----
@@ -130,7 +131,7 @@ def test_smollm2_roles_link_shows_its_roles_example_head(smollm2):
     causal = np.tri(2 * half, dtype=bool)
     np.testing.assert_array_equal(np.isnan(shown), ~causal)
     np.testing.assert_allclose(shown[causal], probe.attentions[layer, head][causal], atol=1e-6)
-    assert at.query_params["rm_roles"] == "duplicate"
+    assert address(at)["rm_roles"] == "duplicate"
 
 
 def test_smollm2_flow_link_one_tokens_row(smollm2):
@@ -141,9 +142,9 @@ def test_smollm2_flow_link_one_tokens_row(smollm2):
     frame = next(d.value for d in at.dataframe if "shown" in d.value.columns)
     np.testing.assert_allclose(frame["shown"].to_numpy(), rolled_by_hand(attentions[:5])[2, :3], atol=1e-6)  # its row
     assert list(frame["other"]) == ["0:The", "1:␣E", "2:iffel"]  # the keys it can see, no masked zeros
-    assert "rm_flow_dir" not in at.query_params  # a causal model has one direction: the link is told so
+    assert "rm_flow_dir" not in address(at)  # a causal model has one direction: the link is told so
     assert any("`rm_flow_dir` is for the encoder" in w for w in warnings(at))
-    assert at.query_params["rm_flow_layer"] == "4"
+    assert address(at)["rm_flow_layer"] == "4"
 
 
 def test_smollm2_flow_is_left_out_past_its_cap(smollm2):
@@ -163,11 +164,11 @@ def test_switching_models_keeps_each_models_heads_off_to_itself(model, smollm2):
     assert not at.exception
     assert not any("does not exist" in w for w in warnings(at)), warnings(at)
     assert at.multiselect(key="w_sm_off").value == []
-    assert "rm_off" not in at.query_params
+    assert "rm_off" not in address(at)
     at.segmented_control(key="w_rm_model").set_value("minilm").run()
     assert not at.exception and not any("does not exist" in w for w in warnings(at))
     assert at.multiselect(key="w_rm_off").value == [5 * 12 + 11]
-    assert at.query_params["rm_off"] == "5.11"
+    assert address(at)["rm_off"] == "5.11"
 
 
 @pytest.mark.parametrize("link", [{"rm_off": "6.0"}, {"model": "smollm2", "rm_off": "30.0"}])

@@ -2,7 +2,8 @@
 
 AppTest always reruns the whole script, so only a server shows what the page's fragment does: a
 layer or head change reruns the part below the sentence, not the page. What is checked: that run
-sends the new layer's grid (compared with the model's own attention), moves the URL along, and
+sends the new layer's grid (compared with the model's own attention), moves the URL along (its own address
+element: app.py's is not drawn in a fragment's rerun), and
 does not send the page's title again; a new sentence still reruns the whole page.
 """
 
@@ -41,7 +42,12 @@ class RecordingClient(StreamlitClient):
         return self.elements
 
     def params(self) -> dict[str, str]:
-        return {name: values[0] for name, values in parse_qs(self.query_string).items()}
+        """The address bar after the last run: the query the address element of that run carries
+        (``ui/widgets/address.py``; a fragment's rerun draws its own)."""
+        found = [e.bidi_component for e in self.elements if e.WhichOneof("type") == "bidi_component"
+                 and e.bidi_component.component_name.endswith("mha_address")]
+        assert len(found) == 1, len(found)
+        return {name: values[0] for name, values in parse_qs(json.loads(found[0].json)["query"]).items()}
 
 
 def titles(elements) -> list[str]:

@@ -17,6 +17,7 @@ import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core import smollm2 as smol
+from tests.address_bar import address
 from ui.pages.real_model.smollm2 import DEFAULT_PROMPT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +71,7 @@ def test_minilm_stays_the_default(smollm2):
     at = page({"rm_text": "Fish swim.", "rm_layer": "2"})
     assert_ok(at)
     assert at.title[0].value == "Real model: all-MiniLM-L6-v2"
-    assert "model" not in at.query_params
+    assert "model" not in address(at)
     assert at.radio(key="w_rm_layer").value == 2
 
 
@@ -79,8 +80,8 @@ def test_the_link_opens_smollm2_with_layer_and_head(smol_page, smollm2):
     assert smol_page.title[0].value == "Real model: SmolLM2-135M-Instruct"
     assert "4-bit quantized" in messages(smol_page)
     assert (smol_page.selectbox(key="w_sm_layer").value, smol_page.selectbox(key="w_sm_head").value) == (17, 4)
-    assert smol_page.query_params["model"] == "smollm2"
-    assert smol_page.query_params["rm_text"] == DEFAULT_PROMPT
+    assert address(smol_page)["model"] == "smollm2"
+    assert address(smol_page)["rm_text"] == DEFAULT_PROMPT
 
 
 def test_the_grid_holds_layer_17_grouped_by_kv_head(smol_page, smollm2):
@@ -113,7 +114,7 @@ def test_next_token_table_is_the_softmax_at_the_temperature(smollm2):
     z = logits / 2.0
     flatter = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
     np.testing.assert_allclose(frame(at, "sm_prediction")["probability"], flatter[top], rtol=1e-9)
-    assert at.query_params["rm_temp"] == "2"
+    assert address(at)["rm_temp"] == "2"
 
 
 def test_append_the_top_token_generates_one_step(smollm2):
@@ -123,7 +124,7 @@ def test_append_the_top_token_generates_one_step(smollm2):
     assert_ok(at)
     assert at.text_input(key="w_sm_text").value == "One, two, three, four," + expected
     assert expected == " five"
-    assert at.query_params["rm_text"] == "One, two, three, four, five"
+    assert address(at)["rm_text"] == "One, two, three, four, five"
 
 
 def test_logit_lens_and_sink(smol_page, smollm2):
@@ -337,11 +338,11 @@ def test_the_switch_carries_the_prompt_and_leaves_smollm2s_settings_behind(smoll
     assert_ok(at)
     assert at.title[0].value == "Real model: all-MiniLM-L6-v2"
     assert not at.warning  # no "bad link" message for a layer nobody typed
-    assert "model" not in at.query_params and "rm_temp" not in at.query_params
+    assert "model" not in address(at) and "rm_temp" not in address(at)
     assert at.text_input(key="w_rm_text").value == "Fish swim."
     at.get("button_group")[0].set_value("smollm2").run()
     assert_ok(at)
-    assert at.selectbox(key="w_sm_layer").value == 17 and at.query_params["rm_temp"] == "0.5"
+    assert at.selectbox(key="w_sm_layer").value == 17 and address(at)["rm_temp"] == "0.5"
 
 
 def test_ranking_by_previous_token_score(smollm2):

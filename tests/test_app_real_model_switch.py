@@ -7,6 +7,7 @@ parameter a section forgets to drop fails here too."""
 
 from __future__ import annotations
 
+from tests.address_bar import address
 from tests.app_opener import open_app
 
 PAGE = "app_pages/real_model.py"
@@ -22,12 +23,12 @@ def switch(at, model: str):
     at.segmented_control(key="w_rm_model").set_value(model).run()
     assert not at.exception, [e.message for e in at.exception]
     assert not [w.value for w in at.warning], [w.value for w in at.warning]  # nobody typed a bad link
-    return dict(at.query_params)
+    return dict(address(at))
 
 
 def test_smollm2s_own_parameters_leave_with_it_and_come_back(smollm2, model):
     at = open_app(PAGE, timeout=900, **SMOLLM2_LINK)
-    before = dict(at.query_params)
+    before = dict(address(at))
     assert {name: before[name] for name in SMOLLM2_LINK} == SMOLLM2_LINK  # the link is read and written back
     on_minilm = switch(at, "minilm")
     assert set(on_minilm) <= SHARED | MINILM_OWN, set(on_minilm) - SHARED - MINILM_OWN
@@ -40,7 +41,7 @@ def test_smollm2s_own_parameters_leave_with_it_and_come_back(smollm2, model):
 def test_minilms_own_parameters_leave_with_it_and_come_back(smollm2, model):
     at = open_app(PAGE, timeout=900, rm_text="Fish swim in rivers.", rm_roles="next", rm_flow="flow",
                   rm_flow_layer="2", rm_off="1.2", rm_sq="1", rm_sk="0")
-    before = dict(at.query_params)
+    before = dict(address(at))
     assert {"rm_roles", "rm_flow", "rm_flow_layer", "rm_off", "rm_sq", "rm_sk"} <= set(before)
     on_smollm2 = switch(at, "smollm2")
     assert not set(on_smollm2) & MINILM_OWN, set(on_smollm2) & MINILM_OWN

@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from mha_core import smollm2_whatif as wi
+from tests.address_bar import address
 from tests.app_opener import open_app
 from tests.shown_charts import chart_elements, decode, figure_of
 from ui.pages.real_model.smollm2 import DEFAULT_PROMPT
@@ -46,7 +47,7 @@ def test_the_link_fills_the_widgets_and_is_written_back(linked):
     assert linked.multiselect(key="w_sm_sparse_layers").value == list(LAYERS)
     assert linked.select_slider(key="w_sm_sparse_k").value == 2
     assert (linked.selectbox(key="w_sm_sparse_layer").value, linked.selectbox(key="w_sm_sparse_head").value) == (25, 3)
-    assert linked.query_params["rm_sparse"] == "20,25" and linked.query_params["rm_sparse_at"] == "25.3"
+    assert address(linked)["rm_sparse"] == "20,25" and address(linked)["rm_sparse_at"] == "25.3"
 
 
 def test_shown_sweep_is_the_engines(linked, smollm2, run):
@@ -105,7 +106,7 @@ def test_bad_link_values_get_a_message_and_the_default(smollm2):
     assert at.multiselect(key="w_sm_sparse_layers").value == [29]
     assert at.select_slider(key="w_sm_sparse_k").value == wi.SWEEP_K[2]
     assert at.segmented_control(key="w_sm_whatif_text").value == "prompt"
-    assert at.selectbox(key="w_sm_sparse_layer").value == 29 and "rm_sparse_at" not in at.query_params  # the default
+    assert at.selectbox(key="w_sm_sparse_layer").value == 29 and "rm_sparse_at" not in address(at)  # the default
 
 
 def test_the_shown_head_is_written_only_when_it_is_not_the_default():
@@ -149,7 +150,7 @@ def test_other_languages_translate_the_words_and_keep_the_numbers(smollm2, linke
 def test_all_layers_from_the_link(smollm2, run):
     at = open_app(PAGE, timeout=600, model="smollm2", rm_sparse="all")
     assert at.multiselect(key="w_sm_sparse_layers").value == []
-    assert at.query_params["rm_sparse"] == "all"
+    assert address(at)["rm_sparse"] == "all"
     assert "sparse layers: 30;" in str(chart(at, "Loss against k")["layout"]["title"])
     shown = frame(at, "k")
     k1 = shown[shown["k"] == 1].iloc[0]["loss"]

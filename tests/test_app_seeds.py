@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import content.seeds
 from content.seeds import SEED_EXAMPLES, compare
+from tests.address_bar import address
 from ui.charts.marks import CELL_FAILS, CELL_HOLDS, FAILS, HOLDS
 from ui.charts.marks import UNSEEDED as UNSEEDED_MARK
 from ui.pages.seeds import (
@@ -147,7 +148,7 @@ def test_load_button_puts_the_seeds_settings_into_the_sidebar(key):
     config = at.session_state["config"]
     # An uploaded matrix cannot travel through the button: the page says so and offers the CSV.
     assert config == replace(wanted, embedding="random", custom_embedding=None)
-    value = at.query_params.get("d_model")
+    value = address(at).get("d_model")
     assert (value[0] if isinstance(value, list) else value) == str(wanted.d_model)
 
 

@@ -11,6 +11,7 @@ from shown_steps import FORMULA, step_anchors, step_formulas, step_texts, step_t
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
+from tests.address_bar import address
 from ui.pipeline.drill_down import NULL_KEY_LABEL, SUM_ROW
 from ui.pipeline.records import latex_number
 from ui.pipeline.steps import NULL_SHARE_COLUMN
@@ -52,7 +53,8 @@ def test_a_link_to_a_cell_that_arrives_later_in_the_session_opens_the_drill_down
     at = open_page()  # closed: no cell named
     assert "w_kj" not in [s.key for s in at.selectbox]
     at.switch_page("app_pages/heads.py").run()
-    at.query_params["qi"], at.query_params["kj"] = "2", "1"  # a lesson's link to a cell, in the same session
+    at.query_params.update(address(at))  # a lesson's link carries the settings (explorer_params) ...
+    at.query_params["qi"], at.query_params["kj"] = "2", "1"  # ... and a cell, in the same session
     at.switch_page(PAGE).run()
     assert not at.exception
     assert table_with_index(at, SUM_ROW) is not None

@@ -31,6 +31,7 @@ from mha_core.config import MHAConfig, run
 from mha_core.decoder import decode_run, decoder_config
 from mha_core.flash import flash_of_run
 from mha_core.positions import ALIBI_SLOPES_SOURCE, PositionScheme, SchemeAt, alibi_slopes
+from tests.address_bar import address
 from tests.shown_steps import open_downloads, step_formulas, step_titles
 from tests.test_app_compare import compare_page
 from tests.test_app_compare import panels as compare_panels
@@ -85,7 +86,7 @@ def test_the_sidebar_offers_it_and_the_heads_page_draws_it(plain):
     box.set_value("plain").run()
     assert not at.exception
     assert at.session_state["config"].pe == "plain"
-    assert at.query_params["pe"] in ("plain", ["plain"])
+    assert address(at)["pe"] in ("plain", ["plain"])
     summary = [c.value for c in at.caption]
     assert summary  # the page drew its captions with the new scheme in force
 
@@ -113,7 +114,7 @@ def test_decoding_compares_the_new_scheme_beside_the_others(plain):
 def test_compare_takes_the_new_scheme_as_b(plain):
     at = compare_page({"b_pe": "plain", "mask": "causal"})
     assert not at.exception
-    assert at.query_params["b_pe"] in ("plain", ["plain"])
+    assert address(at)["b_pe"] in ("plain", ["plain"])
 
 
 def test_about_lists_the_new_scheme(plain):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from mha_core.config import MHAConfig, run
+from tests.address_bar import address
 from tests.test_app_heads import app, charts, decode, grid_matrices
 from ui.charts import views
 from ui.charts.views import SEQUENTIAL, MatrixView
@@ -61,8 +62,8 @@ def test_the_heads_page_offers_draws_and_links_the_new_view(numerators):
 
 def test_choosing_the_new_view_puts_it_in_the_link(numerators):
     at = app()
-    assert "view" not in at.query_params  # the default, weights, is not written
+    assert "view" not in address(at)  # the default, weights, is not written
     at.session_state["w_view"] = "numerators"
     at.run()
-    assert not at.exception and at.query_params["view"] == "numerators"
+    assert not at.exception and address(at)["view"] == "numerators"
     np.testing.assert_allclose(grid_matrices(at)[0], np.exp(run(MHAConfig()).trace.logits[0]), rtol=1e-6)

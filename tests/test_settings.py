@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui.state.settings as table
 from mha_core.config import EMBEDDINGS, INITS, LIMITS, MASKS, SCALE_RULES, MHAConfig
+from tests.address_bar import address
 from ui.state.settings import VIEW_SETTINGS, Setting, config_of, fit_sentence, model_settings, values_of
 from ui.state.urlstate import config_from_params, params_from_config, read_settings, write_settings
 
@@ -56,7 +57,7 @@ def test_a_new_row_has_its_widget_in_the_sidebar_and_reaches_the_config(with_kno
     assert knob.label == KNOB.label and knob.value == 5 and (knob.min, knob.max) == (0, 9)
     assert at.session_state["config"].knob == 5
     knob.set_value(8).run()
-    assert at.session_state["config"].knob == 8 and at.query_params["knob"] == "8"
+    assert at.session_state["config"].knob == 8 and address(at)["knob"] == "8"
 
 
 def test_a_new_row_has_its_widget_in_compares_b_too(with_knob):
@@ -69,7 +70,7 @@ def test_a_new_row_has_its_widget_in_compares_b_too(with_knob):
     knob = at.number_input(key="cmp_knob")
     assert knob.label == f"B: {KNOB.label}" and knob.value == 4 and (knob.min, knob.max) == (0, 9)
     knob.set_value(6).run()
-    assert at.query_params["b_knob"] == "6" and "knob" not in at.query_params  # A keeps its default
+    assert address(at)["b_knob"] == "6" and "knob" not in address(at)  # A keeps its default
 
 
 def test_a_choice_can_still_read_the_values_old_links_carried():
@@ -123,7 +124,7 @@ def test_a_link_whose_window_is_wider_than_the_sentence_opens_with_the_slider_at
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert at.sidebar.slider(key="w_window").value == 5
-    assert at.session_state["config"].window == 5 and at.query_params["window"] == "5"
+    assert at.session_state["config"].window == 5 and address(at)["window"] == "5"
 
 
 def test_a_sentence_is_fitted_to_the_limits_with_the_reason():

@@ -15,6 +15,7 @@ from threadpoolctl import threadpool_limits
 
 from mha_core import smollm2_ablation as ab
 from mha_core import targeted_ablation as ta
+from tests.address_bar import address
 from tests.app_opener import open_app
 from ui.i18n import _ as translate
 from ui.i18n import using_language
@@ -95,7 +96,7 @@ def test_link_restores_the_ranking_and_the_tables_are_the_ablated_runs(smollm2, 
     top, alt = tokens
     assert at.selectbox(key="w_sm_alt").value == alt
     assert at.toggle(key="w_sm_target_rank").value is True
-    assert at.query_params["rm_alt"] == alternative and at.query_params["rm_rank"] == "1"
+    assert address(at)["rm_alt"] == alternative and address(at)["rm_rank"] == "1"
     ranked, greedy = tables(at)
     clean = float(run.next_logits[top] - run.next_logits[alt])
     for row in ranked.head(3).itertuples():  # the shown d of a head = our own ablated run of that head alone
@@ -115,7 +116,7 @@ def test_bad_alternative_gets_a_message_and_the_runner_up(smollm2, run):
     assert any("not one" in w.value for w in at.warning)
     assert at.selectbox(key="w_sm_alt").value == runner_up
     assert at.toggle(key="w_sm_target_rank").value is False
-    assert "rm_rank" not in at.query_params
+    assert "rm_rank" not in address(at)
 
 
 @pytest.mark.parametrize("lang", ["zh-CN", "es"])

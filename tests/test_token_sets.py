@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from mha_core import token_sets as ts
+from tests.address_bar import address
 from tests.app_opener import open_app
 from tests.shown_charts import charts
 from ui.i18n import _ as translate
@@ -76,7 +77,7 @@ def test_minilm_link_opens_the_sets_and_shows_the_engines_sums(model):
     assert at.multiselect(key="w_rm_set_k").value == [0]
     warnings = " ".join(w.value for w in at.warning)
     assert "'99' is not a token position" in warnings and "'x' is not a token position" in warnings
-    assert at.query_params["rm_sq"] == "3,5" and at.query_params["rm_sk"] == "0"
+    assert address(at)["rm_sq"] == "3,5" and address(at)["rm_sk"] == "0"
     check_page(at, run.attentions, [3, 5], [0])
 
 

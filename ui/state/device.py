@@ -9,6 +9,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui.charts.chart_image import svg_button_options
+from ui.state.address import address
 from ui.state.navigation import DEFAULT_PAGE, PAGE_INFO
 
 PHONE_MARKERS = ("Mobi", "Android", "iPhone")
@@ -44,6 +45,6 @@ def chart_config(view: str | None = None) -> dict:
     """plotly's settings for a chart: no mode bar on a phone (there it stays on and covers the titles); the
     camera button saves an SVG named after the page and the view (``view``, else the link's ``view=``)."""
     config = {"displayModeBar": False} if on_phone() else {"displayModeBar": "hover"}
-    view = view or st.query_params.get("view") or "chart"
+    view = view or address().get("view") or "chart"
     page = current_page(st.context.url, PAGE_INFO, DEFAULT_PAGE)
     return {**config, "toImageButtonOptions": svg_button_options(page, view)}

@@ -30,6 +30,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui.i18n import _, current_language
+from ui.state.address import address
 from ui.state.page_table import DEFAULT_PAGE, PAGE_INFO, PAGES, PAGES_DIR, PageInfo  # noqa: F401 (re-exported)
 
 
@@ -156,7 +157,7 @@ def page_links(where) -> None:
     parameters leaves the page nothing to write: one click, one entry. Drawn after the page has run (see
     app.py), so the parameters are this run's.
     """
-    params = st.query_params.to_dict()
+    params = address().to_dict()
     with where:
         for info in PAGES:
             st.page_link(page(info.name), query_params=params)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import streamlit as st
 
 from ui.i18n import _
+from ui.state.address import address
 from ui.state.settings import Setting
 from ui.state.urlstate import read_settings, write_settings
 
@@ -21,7 +22,7 @@ def capture(rows: Sequence[Setting]) -> dict[str, str] | None:
     """The link's raw values for ``rows`` on the run that first meets them (their widgets not seeded yet), else None."""
     if all(row.key in st.session_state for row in rows):
         return None
-    params = st.query_params.to_dict()
+    params = address().to_dict()
     return {row.param: params[row.param] for row in rows if row.param in params}
 
 
@@ -62,9 +63,9 @@ def clamp(row: Setting, values: Mapping[str, object]) -> int:
 def write(rows: Sequence[Setting], values: Mapping[str, object]) -> None:
     """Add the rows' parameters to the address bar (after the sidebar has written the model's)."""
     params = write_settings(rows, values)
-    current = st.query_params.to_dict()
+    current = address().to_dict()
     stale = [row.param for row in rows if row.param in current and row.param not in params]
     for name in stale:
-        del st.query_params[name]
+        del address()[name]
     if any(current.get(name) != value for name, value in params.items()):
-        st.query_params.update(params)
+        address().update(params)

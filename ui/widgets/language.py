@@ -11,6 +11,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui.i18n import LANGUAGES, _, current_language, language_for_locale, language_source, set_language
+from ui.state.address import address
 from ui.state.settings import LANGUAGE
 from ui.state.urlstate import read_settings, write_settings
 
@@ -47,7 +48,7 @@ def choose_language() -> str:
     without one keeps the session's choice, and a session's first run without one takes the browser's language.
     """
     ss = st.session_state
-    raw = st.query_params.get(LANGUAGE.param)
+    raw = address().get(LANGUAGE.param)
     if raw is not None and (LANGUAGE.key not in ss or raw != ss.get(WRITTEN)):
         ss[LANGUAGE.key] = _from_link(raw)
     elif LANGUAGE.key not in ss:
@@ -74,8 +75,8 @@ def keep_language_in_link() -> None:
     """Put the language back in the address bar when the page's own writing left it out (or it changed)."""
     params = language_params()
     st.session_state[WRITTEN] = params.get(LANGUAGE.param)
-    if st.query_params.get(LANGUAGE.param) != params.get(LANGUAGE.param):
+    if address().get(LANGUAGE.param) != params.get(LANGUAGE.param):
         if params:
-            st.query_params.update(params)
+            address().update(params)
         else:
-            del st.query_params[LANGUAGE.param]
+            del address()[LANGUAGE.param]

@@ -7,6 +7,7 @@ import streamlit as st
 from mha_core.config import MHAConfig
 from ui.charts.markdown import literal
 from ui.i18n import _, ngettext
+from ui.state.address import address
 from ui.state.settings import VIEW_SETTINGS, model_setting
 from ui.state.urlstate import read_settings
 from ui.widgets.state import KEEP
@@ -111,7 +112,7 @@ def presentation_switch() -> bool:
     ss = st.session_state
     if "w_present" not in ss:  # a bad value gets the sidebar's message and falls back to off, as on every page
         messages: list[str] = []
-        ss.w_present = read_settings(st.query_params.to_dict(), PRESENT, {}, messages)["present"]
+        ss.w_present = read_settings(address().to_dict(), PRESENT, {}, messages)["present"]
         ss[PRESENT_MESSAGES] = messages
     if presenting():
         st.html(PRESENTATION_CSS)
@@ -125,8 +126,8 @@ def presentation_switch() -> bool:
         for message in ss.get(PRESENT_MESSAGES, []):
             st.sidebar.warning(_("Link: {message}").format(message=message))
     if presenting():
-        st.query_params["present"] = "1"
-    elif "present" in st.query_params:
-        del st.query_params["present"]
+        address()["present"] = "1"
+    elif "present" in address():
+        del address()["present"]
     return presenting()
 

@@ -12,6 +12,7 @@ from mha_core.config import LIMITS, MHAConfig, valid_head_counts, valid_kv_head_
 from mha_core.inputs import tokenize
 from mha_core.presets import PRESETS
 from ui.i18n import _, ngettext, sentences
+from ui.state.address import address
 from ui.state.settings import (
     VIEW_SETTINGS,
     Setting,
@@ -234,8 +235,8 @@ def _write_url(config: MHAConfig) -> None:
     params = params_from_config(config)
     params.update(view_params({row.name: st.session_state.get(row.key, row.default) for row in VIEW_SETTINGS}))
     params.update(language_params())  # the link keeps the language (drawn by app.py on every page)
-    current = st.query_params.to_dict()
+    current = address().to_dict()
     if current != params:
-        st.query_params.from_dict(params)
+        address().from_dict(params)
     note_written(params)
 

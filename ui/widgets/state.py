@@ -17,6 +17,7 @@ from mha_core.config import MHAConfig
 from mha_core.inputs import tokenize
 from ui.i18n import _
 from ui.state import navigation
+from ui.state.address import address
 from ui.state.settings import VIEW_SETTINGS, Setting, model_settings, values_of
 from ui.state.urlstate import config_from_params, view_from_params
 
@@ -161,8 +162,8 @@ def startup() -> None:
     """First run of a session, or a link followed (a page link, Back/Forward): read the URL; otherwise the widgets
     hold the settings. Pages hand a configuration to the explorer as a link (``urlstate.explorer_params``)."""
     ss = st.session_state
-    if "config_loaded" not in ss or followed_link(st.query_params.to_dict()):
-        params = st.query_params.to_dict()
+    if "config_loaded" not in ss or followed_link(address().to_dict()):
+        params = address().to_dict()
         config, messages = config_from_params(params)
         view, view_messages = view_from_params(params, config)
         seed_widgets(config, view)

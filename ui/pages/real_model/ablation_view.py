@@ -17,6 +17,7 @@ from mha_core import smollm2_runs as runs
 from mha_core.pretrained import MiniLM, MiniLMRun
 from ui.i18n import _, sentences
 from ui.pages.real_model import ablation as abv
+from ui.state.address import address
 from ui.widgets.state import KEEP
 
 ABLATION_CACHE_ENTRIES = 8  # ~0.4 MB each (two logit vectors and the losses)
@@ -47,7 +48,7 @@ def read_link(prefix: str, n_layers: int, n_heads: int) -> None:
     ss = st.session_state
     if f"{prefix}_off_link_read" in ss:
         return
-    params, messages = st.query_params.to_dict(), []
+    params, messages = address().to_dict(), []
     heads = abv.heads_from_link(params, n_layers, n_heads, messages)
     ss[f"w_{prefix}_off"] = [abv.head_index(head, n_heads) for head in heads]
     ss[f"w_{prefix}_off_mode"] = abv.mode_from_link(params, messages)
@@ -59,11 +60,11 @@ def write_link(heads: tuple, mode: str) -> None:
     """The address bar carries the heads off and the mode (and nothing of them when no head is off)."""
     params = abv.ablation_params(heads, mode)
     for name in (abv.OFF_PARAM, abv.MODE_ROW.param):
-        if name in st.query_params and name not in params:
-            del st.query_params[name]
-    changed = {name: value for name, value in params.items() if st.query_params.get(name) != value}
+        if name in address() and name not in params:
+            del address()[name]
+    changed = {name: value for name, value in params.items() if address().get(name) != value}
     if changed:
-        st.query_params.update(changed)
+        address().update(changed)
 
 
 def head_picker(prefix: str, n_layers: int, n_heads: int, head_size: int, what: str) -> tuple[tuple, str]:

@@ -18,6 +18,7 @@ from ui.charts import describe
 from ui.i18n import N_, _
 from ui.pages.real_model import section_links as sl
 from ui.run import cached_figures
+from ui.state.address import address
 from ui.state.device import chart_config, on_phone
 from ui.widgets.live import show_chart
 from ui.widgets.phone import swipe_hint
@@ -47,7 +48,7 @@ def read_link(prefix: str, n_layers: int, n_tokens: int, causal: bool) -> None:
     if f"{prefix}_flow_link_read" in ss:
         return
     messages: list[str] = []
-    values = sl.flow_from_link(st.query_params.to_dict(), n_layers, n_tokens, causal, messages)
+    values = sl.flow_from_link(address().to_dict(), n_layers, n_tokens, causal, messages)
     ss[f"w_{prefix}_flow"] = values is not None or bool(ss.get(f"w_{prefix}_flow"))
     for name, value in {"flow_method": "rollout", "flow_token": sl.ALL_TOKENS, "flow_dir": "from"}.items():
         ss.setdefault(f"w_{prefix}_{name}", value)
@@ -58,7 +59,7 @@ def read_link(prefix: str, n_layers: int, n_tokens: int, causal: bool) -> None:
 
 
 def write_link(params: dict[str, str]) -> None:
-    sl.sync_params(st.query_params, sl.flow_param_names(), params)
+    sl.sync_params(address(), sl.flow_param_names(), params)
 
 
 def flow_section(prefix: str, text: str, attentions_of: Callable[[], np.ndarray], labels: list[str],

@@ -22,6 +22,7 @@ from mha_core import smollm2 as smol
 from mha_core import smollm2_long as lg
 from ui.charts.numbers import count
 from ui.i18n import N_, _
+from ui.state.address import address
 from ui.state.device import chart_config
 from ui.widgets.live import show_chart
 from ui.widgets.state import KEEP
@@ -183,7 +184,7 @@ def read_long_link() -> None:
     if "sm_long_link_read" in ss:
         return
     messages = []
-    link = read_link(st.query_params.to_dict(), messages)
+    link = read_link(address().to_dict(), messages)
     ss.w_sm_long_on, ss.w_sm_long_method, ss.w_sm_long_factor = link.on, link.method, link.factor
     ss.w_sm_long_fraction, ss.w_sm_long_tokens, ss.w_sm_long_text = link.fraction, link.n_tokens, link.text
     ss.sm_long_messages, ss.sm_long_link_read = messages, True
@@ -192,11 +193,11 @@ def read_long_link() -> None:
 def write_long_link(link: LongLink) -> None:
     params = link_params(link)
     for name in PARAMS:
-        if name in st.query_params and name not in params:
-            del st.query_params[name]
-    changed = {name: value for name, value in params.items() if st.query_params.get(name) != value}
+        if name in address() and name not in params:
+            del address()[name]
+    changed = {name: value for name, value in params.items() if address().get(name) != value}
     if changed:
-        st.query_params.update(changed)
+        address().update(changed)
 
 
 def long_section(model: smol.SmolLM2, whatif_text: str) -> None:

@@ -15,6 +15,7 @@ from mha_core import smollm2_qknorm as qn
 from mha_core import smollm2_runs as runs
 from ui.i18n import _
 from ui.pages.real_model import qknorm as qv
+from ui.state.address import address
 from ui.state.device import chart_config
 from ui.widgets.live import show_chart
 from ui.widgets.state import KEEP
@@ -32,7 +33,7 @@ def read_link(n_layers: int) -> None:
     if "sm_qknorm_link_read" in ss:
         return
     messages = []
-    link = qv.read_link(st.query_params.to_dict(), n_layers, messages)
+    link = qv.read_link(address().to_dict(), n_layers, messages)
     ss.w_sm_qknorm_on = link.layers is not None
     ss.w_sm_qknorm_layers = list(link.layers or ())
     ss.w_sm_qknorm_gain = link.gain

@@ -19,6 +19,7 @@ from ui.pages.real_model import roles as rb
 from ui.pages.real_model import section_links as sl
 from ui.pages.real_model import smollm2 as sb
 from ui.run import cached_figures
+from ui.state.address import address
 from ui.state.device import chart_config, on_phone
 from ui.widgets.live import show_chart
 from ui.widgets.phone import swipe_hint
@@ -40,7 +41,7 @@ def read_link(prefix: str, table: dict[str, hr.Role]) -> None:
     if f"{prefix}_roles_link_read" in ss:
         return
     messages: list[str] = []
-    role = sl.role_from_link(st.query_params.to_dict(), table, DEFAULT_ROLE[prefix], messages)
+    role = sl.role_from_link(address().to_dict(), table, DEFAULT_ROLE[prefix], messages)
     ss[f"w_{prefix}_roles"] = role is not None or bool(ss.get(f"w_{prefix}_roles"))
     ss[f"w_{prefix}_role_example"] = role or ss.get(f"w_{prefix}_role_example") or DEFAULT_ROLE[prefix]
     ss[f"{prefix}_roles_messages"] = messages
@@ -48,7 +49,7 @@ def read_link(prefix: str, table: dict[str, hr.Role]) -> None:
 
 
 def write_link(role: str | None) -> None:
-    sl.sync_params(st.query_params, (sl.ROLES_PARAM,), {} if role is None else {sl.ROLES_PARAM: role})
+    sl.sync_params(address(), (sl.ROLES_PARAM,), {} if role is None else {sl.ROLES_PARAM: role})
 
 
 def opened(prefix: str, table: dict[str, hr.Role]):

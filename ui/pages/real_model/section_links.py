@@ -99,7 +99,7 @@ def per_model_params() -> tuple[str, ...]:
 
 
 def sync_params(query_params: MutableMapping[str, str], names: Iterable[str], params: Mapping[str, str]) -> None:
-    """Make the address bar (``st.query_params``) carry ``params`` and none of the other ``names``: one update for
+    """Make the address bar (``address()``) carry ``params`` and none of the other ``names``: one update for
     everything that changed, so one history entry."""
     for name in names:
         if name in query_params and name not in params:

@@ -37,6 +37,7 @@ from ui.pages.real_model.whatif_view import whatif_section
 from ui.pipeline.drill_down import drill_down
 from ui.run import cached_figures
 from ui.run.models import cached_model
+from ui.state.address import address
 from ui.state.device import chart_config, on_phone
 from ui.widgets import step_views as views
 from ui.widgets.live import show_chart
@@ -62,7 +63,7 @@ def model_switch() -> str:
     """The real model to show: the link's ``model`` on the session's first visit, then the switch's choice."""
     ss = st.session_state
     if "rm_model_read" not in ss:
-        ss.w_rm_model, ss.rm_model_messages = sb.model_from_params(st.query_params.to_dict())
+        ss.w_rm_model, ss.rm_model_messages = sb.model_from_params(address().to_dict())
         ss.rm_model_read = True
     for message in ss.get("rm_model_messages", []):
         st.warning(_("Link: {message}").format(message=message))
@@ -70,10 +71,10 @@ def model_switch() -> str:
                                   format_func=lambda name: _(sb.REAL_MODELS[name].label), required=True,
                                   on_change=leave_the_other_models_settings)
     choice = choice if choice in sb.REAL_MODELS else sb.DEFAULT_MODEL
-    if choice == sb.DEFAULT_MODEL and "model" in st.query_params:
-        del st.query_params["model"]  # MiniLM links carry no model parameter, as before the switch
-    elif choice != sb.DEFAULT_MODEL and st.query_params.get("model") != choice:
-        st.query_params.update(sb.model_params(choice))
+    if choice == sb.DEFAULT_MODEL and "model" in address():
+        del address()["model"]  # MiniLM links carry no model parameter, as before the switch
+    elif choice != sb.DEFAULT_MODEL and address().get("model") != choice:
+        address().update(sb.model_params(choice))
     return choice
 
 
@@ -96,7 +97,7 @@ def leave_the_other_models_settings() -> None:
         names += smollm2_only_params()
         if "rm_link_read" not in st.session_state:  # else MiniLM's view writes its own layer and head
             names += ["rm_layer", "rm_head"]
-    sync_params(st.query_params, names, {})
+    sync_params(address(), names, {})
 
 
 # ---- loading and running ----
@@ -194,7 +195,7 @@ def read_link() -> None:
     ss = st.session_state
     if "sm_link_read" in ss:
         return
-    view, messages = sb.smol_view_from_params(st.query_params.to_dict())
+    view, messages = sb.smol_view_from_params(address().to_dict())
     ss.w_sm_text, ss.w_sm_layer, ss.w_sm_head = view.text, view.layer, view.head
     ss.w_sm_temp, ss.w_sm_topk = max(round(view.temperature, 2), sb.MIN_TEMPERATURE), view.top_k
     ss.sm_link_messages = messages
@@ -202,12 +203,12 @@ def read_link() -> None:
 
 
 def write_link(view: sb.SmolView) -> None:
-    changed = {name: value for name, value in sb.smol_params(view).items() if st.query_params.get(name) != value}
+    changed = {name: value for name, value in sb.smol_params(view).items() if address().get(name) != value}
     for row in sb.SMOL_ROWS:  # a setting back at its default leaves the link
-        if row.param in st.query_params and row.param not in sb.smol_params(view):
-            del st.query_params[row.param]
+        if row.param in address() and row.param not in sb.smol_params(view):
+            del address()[row.param]
     if changed:
-        st.query_params.update(changed)
+        address().update(changed)
 
 
 # ---- sections ----

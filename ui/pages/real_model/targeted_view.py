@@ -21,6 +21,7 @@ from ui.pages.real_model import targeted as tv
 from ui.pages.real_model.ablation import MODE_LABELS
 from ui.pages.real_model.ablation_view import cached_means
 from ui.pages.real_model.smollm2 import shown_token
+from ui.state.address import address
 from ui.widgets.state import KEEP
 
 RESULTS_KEPT = 4  # ~10 kB each: the ranking's numbers, never a stream
@@ -51,7 +52,7 @@ def read_link(model: smol.SmolLM2, options: list[int]) -> None:
     ss = st.session_state
     if "sm_alt_link_read" in ss:
         return
-    text, rank = tv.link_alternative(st.query_params.to_dict())
+    text, rank = tv.link_alternative(address().to_dict())
     by_text = {model.token_text(i): i for i in options}
     ss.w_sm_alt = by_text.get(text, options[0])
     ss.w_sm_alt_text = "" if text is None or text in by_text else text
@@ -61,11 +62,11 @@ def read_link(model: smol.SmolLM2, options: list[int]) -> None:
 
 def write_link(params: dict[str, str]) -> None:
     for name in (tv.ALT_PARAM, tv.RANK_PARAM):
-        if name in st.query_params and name not in params:
-            del st.query_params[name]
-    changed = {name: value for name, value in params.items() if st.query_params.get(name) != value}
+        if name in address() and name not in params:
+            del address()[name]
+    changed = {name: value for name, value in params.items() if address().get(name) != value}
     if changed:
-        st.query_params.update(changed)
+        address().update(changed)
 
 
 def targeted_section(model: smol.SmolLM2, text: str, run: runs.SmolRun) -> None:

@@ -18,6 +18,7 @@ from ui.charts import describe, figures
 from ui.charts.sent import figure
 from ui.i18n import _
 from ui.pages.real_model.section_links import sync_params
+from ui.state.address import address
 from ui.state.device import chart_config, on_phone
 from ui.widgets.live import show_chart
 from ui.widgets.phone import swipe_hint
@@ -44,7 +45,7 @@ def read_link(prefix: str, n_tokens: int) -> None:
     ss = st.session_state
     if f"{prefix}_sets_link_read" in ss:
         return
-    params, messages = st.query_params.to_dict(), []
+    params, messages = address().to_dict(), []
     for side, name in SET_PARAMS.items():
         found = positions_from_link(params, name, n_tokens, messages)
         ss[f"w_{prefix}_set_{side}"] = found if found else ([n_tokens - 1] if side == "q" else list(range(n_tokens)))
@@ -55,7 +56,7 @@ def read_link(prefix: str, n_tokens: int) -> None:
 
 def write_link(queries: list[int], keys: list[int], n_tokens: int, shown: bool) -> None:
     values = {"rm_sq": ",".join(map(str, queries)), "rm_sk": ",".join(map(str, keys))} if shown else {}
-    sync_params(st.query_params, SET_PARAMS.values(), values)
+    sync_params(address(), SET_PARAMS.values(), values)
 
 
 def token_sets_section(prefix: str, attentions_of: Callable[[], np.ndarray], labels: list[str]) -> None:

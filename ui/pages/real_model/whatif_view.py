@@ -25,6 +25,7 @@ from ui.pages.real_model.long_view import long_section
 from ui.pages.real_model.qknorm_view import qknorm_section
 from ui.pages.real_model.smollm2 import axis_labels
 from ui.run import cached_figures
+from ui.state.address import address
 from ui.state.device import chart_config
 from ui.widgets.live import show_chart
 from ui.widgets.state import KEEP
@@ -73,7 +74,7 @@ def read_link(n_layers: int, n_heads: int) -> None:
     if "sm_whatif_link_read" in ss:
         return
     messages = []
-    link = wv.read_link(st.query_params.to_dict(), n_layers, n_heads, messages)
+    link = wv.read_link(address().to_dict(), n_layers, n_heads, messages)
     ss.w_sm_sparse_on = link.layers is not None
     ss.w_sm_sparse_layers = list(link.layers or ())
     ss.w_sm_sparse_k = link.k
@@ -87,7 +88,7 @@ def read_link(n_layers: int, n_heads: int) -> None:
 
 def write_link(link: wv.WhatIfLink, qknorm: qv.QKNormLink) -> None:
     """The section's settings into the address bar: the what-ifs' and QK-norm's (defaults left out)."""
-    sl.sync_params(st.query_params, wv.PARAMS + qv.PARAMS, wv.link_params(link) | qv.link_params(qknorm))
+    sl.sync_params(address(), wv.PARAMS + qv.PARAMS, wv.link_params(link) | qv.link_params(qknorm))
 
 
 def whatif_section(model: smol.SmolLM2, text: str, run: runs.SmolRun,
