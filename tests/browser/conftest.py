@@ -112,7 +112,9 @@ DRAWN_JS = """quiet => {
 
 def wait_drawn(page, quiet: float = 300, timeout: float = 60_000) -> None:
     """Wait until the page shows all it will: the run ended, every chart drawn by plotly, every element's module
-    loaded, nothing added or removed for ``quiet`` ms (checked every 50 ms)."""
+    loaded, nothing added or removed for ``quiet`` ms counted from this call (checked every 50 ms; a call after a
+    change that left the same count would otherwise find the last call's quiet time already served)."""
+    page.evaluate("() => { delete window.__mhaDrawn; }")
     page.wait_for_function(DRAWN_JS, arg=quiet, timeout=timeout, polling=50)
 
 

@@ -6,6 +6,8 @@ charts' titles and axes), read once the page shows all it will (every chart draw
 0.3 s). Each language opens its first page in a new session; the others are opened from there as the sidebar's
 page menu opens them (a history entry and a popstate: the same session and tab, no new load of the app, which cost
 Chromium ~1.5 s of CPU per page).
+The SmolLM2 lessons' numbers (~30 s of CPU, computed once per test run and kept in ``$MHA_LESSON_CACHE``) are
+computed here in a thread from the start, while the browser reads the other pages, so the server reads them stored.
 A line of it that is exactly an English msgid whose catalog entry differs, or that matches such a msgid with its
 placeholders filled, is an untranslated string. Names and symbols the catalogs keep as they are (softmax, Q, K, V,
 "RoPE") never count: their translation equals the msgid.
@@ -13,7 +15,10 @@ placeholders filled, is an untranslated string. Names and symbols the catalogs k
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import re
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
@@ -24,17 +29,20 @@ from conftest import exceptions_on_page, open_app, open_in_app, screenshot, wait
 from mha_core.kernels import KERNELS
 from mha_core.positions import SCHEMES
 from ui.i18n.languages import LANGUAGE_ROWS
-from ui.pages.lessons import LESSONS
+from ui.pages.lessons import LESSON_MODULES, LESSONS
+from ui.pages.lessons.stored import measured_once
 from ui.state.page_table import PAGE_INFO
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCALES = ROOT / "ui" / "i18n" / "locales"
 OTHER_LANGUAGES = [row for row in LANGUAGE_ROWS if row.code != "en"]
 LINKS = [name if name != "heads" else "" for name in PAGE_INFO] + [f"lessons?lesson={name}" for name in LESSONS]
-# The page's words: formulas (KaTeX: head_i, softmax) and code (tokens, the engine's source) are symbols, not words.
+# The page's words: formulas (KaTeX: head_i, softmax), code (tokens, the engine's source) and icons (a Material
+# Symbol is its name in a ligature font: a claim's mark reads "check_circle" in front of the claim) are symbols.
 TEXT_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]').cloneNode(true);
-  app.querySelectorAll('.katex, pre, code').forEach(e => e.remove());
+  app.querySelectorAll('.katex, pre, code, [data-testid="stIconMaterial"], span[role="img"][aria-label$=" icon"]')
+    .forEach(e => e.remove());
   document.body.appendChild(app);  // innerText needs a rendered element
   const text = app.innerText;
   app.remove();
@@ -86,8 +94,34 @@ def test_the_check_finds_english_it_is_shown():
     assert english_lines("Presentation mode\nsoftmax\n", folder) == ["Presentation mode"]
 
 
+ONCE = measured_once(lambda: None).__wrapped__.__code__  # the code of every function measured_once made
+
+
+def stored_lesson_numbers() -> list:
+    """Every lesson function whose result ``$MHA_LESSON_CACHE`` keeps (those made by ``measured_once``), page order."""
+    modules = [importlib.import_module(f"ui.pages.lessons.{name}") for name in LESSON_MODULES]
+    return [value for module in modules for value in vars(module).values()
+            if getattr(getattr(value, "__wrapped__", None), "__code__", None) is ONCE]
+
+
+def compute(functions) -> None:
+    for function in functions:
+        with contextlib.suppress(RuntimeError):  # the model file is missing: the page says so, the test reads that
+            function()
+
+
+@pytest.fixture(scope="module")
+def lessons_stored():
+    """The SmolLM2 lessons' numbers computed and stored in a thread beside the test (the server, asking for one that
+    is being computed, waits for it under the lock of ``ui/pages/lessons/stored.py`` and reads it)."""
+    functions = stored_lesson_numbers()
+    assert len(functions) >= 5, functions  # induction, long context, sparse, sinks, QK-norm
+    with ThreadPoolExecutor(1) as pool:
+        yield pool.submit(compute, functions)
+
+
 @pytest.mark.parametrize("language", OTHER_LANGUAGES, ids=lambda row: row.code)
-def test_every_page_and_lesson_speaks_the_language(app_page, app_url, language):
+def test_every_page_and_lesson_speaks_the_language(lessons_stored, app_page, app_url, language):
     page = app_page
     sockets = []
     page.on("websocket", lambda socket: sockets.append(socket))
@@ -106,4 +140,5 @@ def test_every_page_and_lesson_speaks_the_language(app_page, app_url, language):
         if english := english_lines(text, language.locale):
             found[query] = english
     screenshot(page, f"languages_last_{language.code}")
+    lessons_stored.result()  # the thread's own failure, if any
     assert found == {}, f"English left on the {language.code} pages: {found}"
