@@ -3,7 +3,7 @@
 A browser talks to a Streamlit server over one websocket, ``/_stcore/stream``: it sends
 ``BackMsg`` protobufs (a ``rerun_script`` carrying a ``ClientState``: the URL's query string, the
 page, and the state of every widget it changed) and receives ``ForwardMsg`` protobufs (deltas that
-build the page, ``page_info_changed`` with the new query string, and ``script_finished`` at the
+build the page, the app's address element with the address bar's new query string, and ``script_finished`` at the
 end of a run). The protobuf classes ship with streamlit (``streamlit.proto``), so a client that
 sends the same messages costs the server exactly what a browser costs it, and costs this machine
 only a protobuf parse: hundreds of students fit in one asyncio process.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import random
 import time
 import uuid
@@ -92,6 +93,7 @@ class StreamlitClient:
         self.cookie = cookie or uuid.uuid4().hex  # one affinity cookie per session, as a browser would get
         self.websocket = None
         self.query_string = ""
+        self.address = ""  # the query the app's address element last put in the address bar
         self.page_script_hash = ""
         self.page_name = ""
         self.widget_ids: dict[str, str] = {}  # user key -> server widget id, from the deltas
@@ -185,6 +187,9 @@ class StreamlitClient:
         text = exception_text(element)
         if text:
             exceptions.append(text)
+        if element.WhichOneof("type") == "bidi_component" and element.bidi_component.component_name.endswith(
+                "mha_address"):  # the app's address bar (ui/widgets/address.py); the browser keeps sending its query
+            self.address = json.loads(element.bidi_component.json)["query"]
 
 
 def set_widget_value(widget_state, widget_id: str, value) -> None:

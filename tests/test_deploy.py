@@ -206,13 +206,13 @@ def test_one_replica_behind_the_proxy_serves_a_student(tmp_path):
             try:
                 opened = await client.open_page("seed=3")
                 changed = await client.set_widget(SEED_KEY, 41)
-                return client.query_string, opened.exceptions + changed.exceptions
+                return client.address, opened.exceptions + changed.exceptions
             finally:
                 await client.close()
 
         query, exceptions = run_coroutine(student())  # beside the browser tests' running loop too
         assert exceptions == []
-        assert "seed=41" in query.split("&")  # the server ran the page with the new seed and said so
+        assert "seed=41" in query.split("&")  # the server ran the page with the new seed and put it in the address
     finally:
         subprocess.run([*script, "stop"], env=env, timeout=60)
     assert not (tmp_path / "prefix" / "nginx.pid").exists()
