@@ -67,15 +67,16 @@ def _incoming() -> dict[str, str]:
     return st.query_params.to_dict()
 
 
-def _history_navigation() -> bool:
-    # as ui.state.navigation.history_navigation, which imports this module (page_links reads the address)
+def history_navigation() -> bool:
+    """True when the browser's Back or Forward started this run (Streamlit 1.67 says so in the run's context);
+    here rather than in ``ui.state.navigation``, which reads the address (its page links) and re-exports it."""
     return bool(getattr(get_script_run_ctx(), "is_history_navigation", False))
 
 
 def is_news(incoming: Mapping[str, str], before: Mapping[str, str] | None) -> bool:
     """True when this run's incoming query is the truth rather than a stale copy of the last navigation's:
     the session's first run (``before`` None), a query other than the previous run's, Back/Forward."""
-    return before is None or dict(incoming) != dict(before) or _history_navigation()
+    return before is None or dict(incoming) != dict(before) or history_navigation()
 
 
 def begin() -> None:
@@ -86,8 +87,8 @@ def begin() -> None:
     ss.pop(LINK, None)
     if KEPT not in ss or is_news(incoming, before):
         ss[KEPT] = dict(incoming)
-        if before is not None and not _history_navigation():
-            ss[LINK] = urlencode(incoming, doseq=True)
+        if before is not None and not history_navigation():
+            ss[LINK] = Address(dict(incoming)).query()
     ss[INCOMING] = incoming
 
 

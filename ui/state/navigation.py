@@ -30,7 +30,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui.i18n import _, current_language
-from ui.state.address import address
+from ui.state.address import address, history_navigation
 from ui.state.page_table import DEFAULT_PAGE, PAGE_INFO, PAGES, PAGES_DIR, PageInfo  # noqa: F401 (re-exported)
 
 
@@ -105,11 +105,6 @@ for (const el of [document.querySelector('[data-testid="stMain"]'), document.scr
 
 PAGE_NOW = "nav_page"  # session state: the URL path of the page the last run showed
 ARRIVED = "nav_arrived"  # session state: this run opened a page, or Back/Forward started it
-
-
-def history_navigation() -> bool:
-    """True when the browser's Back or Forward started this run (Streamlit 1.67 says so in the run's context)."""
-    return bool(getattr(get_script_run_ctx(), "is_history_navigation", False))
 
 
 def note_arrival(current: st.Page) -> bool:
