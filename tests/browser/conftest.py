@@ -68,6 +68,21 @@ def wait_idle(page, timeout: float = 30_000) -> None:
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
 
 
+CURRENT_PAGE_JS = """path => {
+  const a = document.querySelector('[data-testid="stSidebar"] [data-testid="mhaPageMenu"] a[aria-current="page"]');
+  return a !== null && new URL(a.href).pathname === path;
+}"""
+
+
+def wait_for_page_run(page, path: str, timeout: float = 30_000) -> None:
+    """After Back/Forward to ``path``: wait until that page's run has drawn its menu (so it has started), then until
+    it has ended. ``wait_idle`` alone can pass before the run starts; a second Back pressed during the run makes
+    Streamlit push the run's page back into the history (its page info arrives late), dropping the Forward entry."""
+    page.wait_for_function("p => location.pathname === p", arg=path, timeout=timeout)
+    page.wait_for_function(CURRENT_PAGE_JS, arg=path, timeout=timeout)
+    wait_idle(page, timeout)
+
+
 def open_app(page, app_url: str, query: str = "") -> None:
     """Load the app (``query`` starts with '?' or '/page?...') and wait for its first run to end."""
     page.goto(f"{app_url}/{query.lstrip('/')}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlparse
 
-from conftest import exceptions_on_page, open_app, wait_for_charts, wait_idle
+from conftest import exceptions_on_page, open_app, wait_for_charts, wait_for_page_run, wait_idle
 
 SEED_UP = '.st-key-w_seed [data-testid="stNumberInputStepUp"]'
 SEED = '.st-key-w_seed input'
@@ -52,9 +52,8 @@ def test_back_after_the_menu_comes_back_to_heads_with_its_last_settings_and_a_re
     assert query(app_page)["seed"] == "4"  # the menu's link carried the settings
     seed_up(app_page, 5)
     app_page.go_back()
-    app_page.wait_for_function("() => location.pathname === '/'")
+    wait_for_page_run(app_page, "/")
     wait_for_charts(app_page)
-    wait_idle(app_page)
     wait_for_seed(app_page, "4")
     assert query(app_page)["seed"] == "4"  # Heads as it was left
     seed_up(app_page, 5)

@@ -3,7 +3,7 @@ new-tab link opens a new tab. Only a browser keeps a history and a scroll positi
 
 from __future__ import annotations
 
-from conftest import exceptions_on_page, open_app, wait_for_charts, wait_idle
+from conftest import exceptions_on_page, open_app, wait_for_charts, wait_for_page_run, wait_idle
 
 MAIN_SCROLL = "document.querySelector('[data-testid=\"stMain\"]').scrollTop"
 
@@ -84,14 +84,12 @@ def test_one_history_entry_per_menu_click_and_back_forward_follow(app_page, app_
     assert app_page.evaluate("history.length") == start + 2  # one entry per click, none from the page's writing
     assert app_page.locator(f'{MENU} a[aria-current="page"]').inner_text().endswith("About")
     app_page.go_back()
-    app_page.wait_for_function("() => location.pathname === '/decoding'")
-    wait_idle(app_page)
+    wait_for_page_run(app_page, "/decoding")
     app_page.go_back()
-    app_page.wait_for_function("() => location.pathname === '/'")
+    wait_for_page_run(app_page, "/")
     wait_for_charts(app_page)
     app_page.go_forward()
-    app_page.wait_for_function("() => location.pathname === '/decoding'")
-    wait_idle(app_page)
+    wait_for_page_run(app_page, "/decoding")
     app_page.wait_for_function(f"() => document.querySelector('{MENU} a[aria-current=\"page\"]')?.innerText.endsWith('Decoding')")
     assert "seed=4" in app_page.url and not exceptions_on_page(app_page)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
-from conftest import open_app, wait_for_charts, wait_idle
+from conftest import open_app, wait_for_charts, wait_for_page_run, wait_idle
 
 from ui.pages.lessons import LESSONS
 
@@ -47,12 +47,13 @@ def hybrids(urls: list[str]) -> list[str]:
 
 
 def wait_for_lesson(page, key: str) -> None:
+    """Wait until the lesson's own run has drawn its heading (the run has started) and has ended."""
     page.wait_for_function("k => new URLSearchParams(location.search).get('lesson') === k", arg=key)
-    wait_idle(page)
     page.wait_for_function(
         "t => [...document.querySelectorAll('[data-testid=\"stHeading\"] h2')].some(h => h.innerText.endsWith(t))",
         arg=LESSONS[key].title,
     )
+    wait_idle(page)
 
 
 def test_back_after_next_lesson_returns_to_the_first_lesson_and_forward_comes_back(app_page, app_url):
@@ -94,8 +95,7 @@ def test_back_after_open_in_the_explorer_returns_to_the_lesson_and_the_url_is_ne
     assert app_page.url == lesson_url
     assert header(app_page).endswith(LESSONS["causal"].title)
     app_page.go_forward()
-    app_page.wait_for_function("() => location.pathname === '/'")
-    wait_idle(app_page)
+    wait_for_page_run(app_page, "/")
     assert parse_qs(urlsplit(app_page.url).query)["mask"] == ["causal"]
     urls = app_page.evaluate("window.__urls")
     assert not hybrids(urls), urls
