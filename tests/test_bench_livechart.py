@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from bench.bench_browser import Redraw
 from bench.bench_livechart import FLOOR_ONE_ELEMENT_APP, FLOOR_SIDEBAR_APP, FLOORS, PAGES, SEED_PLUS, rows_from
 from bench.one_element_controls import KEY
+from bench.st_client import Trigger, set_widget_value
 
 
 def redraws(last_ms: float, messages: int = 80) -> list[tuple[Redraw, float, float, int]]:
@@ -68,12 +69,12 @@ def one_element_change(at, name: str, value: str):
 
     AppTest (Streamlit 1.67) shows a components-v2 element as an UnknownElement with no ``set_value``, and setting
     ``at.session_state[key]`` changes nothing; the trigger goes in as the browser sends it, through AppTest's private
-    ``_run`` with the tree's widget states plus one ``json_trigger_value`` (Streamlit's private trigger id)."""
+    ``_run`` with the tree's widget states plus one ``json_trigger_value`` (Streamlit's private trigger id), encoded
+    by bench/st_client.py as ``python -m bench.messages --floor`` sends it."""
     (element,) = [node for node in at.sidebar if node.key == KEY]
     states = at._tree.get_widget_states()
-    state = states.widgets.add()
-    state.id = _make_trigger_id(element.proto.id, "events")
-    state.json_trigger_value = json.dumps([{"event": "change", "value": {"name": name, "value": value}}])
+    trigger = Trigger("change", {"name": name, "value": value})
+    set_widget_value(states.widgets.add(), _make_trigger_id(element.proto.id, "events"), trigger)  # bench's client's
     return at._run(states)
 
 
