@@ -46,7 +46,7 @@ _component = st.components.v2.component(
     js=compact((_HERE / "one_element_controls.js").read_text()), isolate_styles=False)
 
 
-def text_of(row: Setting, value) -> str:
+def text_of(value) -> str:
     """A value as a link spells it (the element's controls hold these strings)."""
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -92,7 +92,7 @@ def _control(row: Setting, values: dict) -> dict:
     """One row of the settings table as the element draws it."""
     kind = KINDS[row.widget]
     control = {"kind": kind, "name": row.param, "label": _(row.label), "help": row.help_text or "",
-               "value": text_of(row, values[row.name]), "note": _caption(row, values)}
+               "value": text_of(values[row.name]), "note": _caption(row, values)}
     if kind in ("select", "segmented"):
         control["options"] = _options(row, values)
     if kind == "number":
