@@ -7,7 +7,9 @@ section (bench/bench_browser.py): a shared link opened in a fresh Chromium to it
 screen, and Seed + to every figure of the page redrawn. Each is a median of 5; the ratio column
 divides by the floor page's median of the same measurement. Goals are issue 22's. Heads and Step by
 step are timed twice, their charts sent by st.plotly_chart and by the live charts (ui/widgets/live.py),
-and Heads once more with plotly's full bundle (copied into static/ for the run).
+and Heads once more with plotly's full bundle (copied into static/ for the run). The floor page is timed twice more
+with controls in its sidebar: the app's own (``FLOOR_SIDEBAR_APP``) and the same controls drawn as one element
+(``FLOOR_ONE_ELEMENT_APP``, issue 38's prototype in bench/one_element_controls.py).
 
     python -m bench.bench_livechart          # prints the table (about 3 minutes)
     python -m bench.bench_livechart --quick  # three pages, one sample each (CI's smoke test)
@@ -33,7 +35,6 @@ from bench.bench_browser import (
     redrawn,
     run_coroutine,
     skipped_row,
-    step_seed,
     wait_idle,
     watch,
 )
@@ -52,33 +53,42 @@ FLOOR_APP = textwrap.dedent('''
 # The floor with the app's own sidebar (language switch, every control, the address kept in step) and the same one
 # heatmap, drawn from the sidebar's seed: what a full rerun of the app's controls costs a page before any of its own
 # content (a Streamlit widget change reruns the whole page, and the page sends every control again).
-FLOOR_SIDEBAR_APP = textwrap.dedent('''
+# Both floors with controls: the same one heatmap drawn from the controls' seed, the address kept in step after it.
+_SIDEBAR_FLOOR = textwrap.dedent('''
     import numpy as np
     import plotly.graph_objects as go
     import streamlit as st
 
     from ui.state.address import begin
     from ui.widgets.address import send
-    from ui.widgets.language import choose_language, language_switch
-    from ui.widgets.sidebar import sidebar
-    from ui.widgets.state import keep_widget_state
-
-    keep_widget_state()
-    begin()
+    from ui.widgets.language import choose_language
+    {imports}
+    {first}begin()
     choose_language()
-    language_switch()
-    config = sidebar()
+    {controls}
     z = np.random.default_rng(config.seed).random((16, 16)).astype(np.float32)
     st.plotly_chart(go.Figure(go.Heatmap(z=z, zmin=0, zmax=1)), key="floor")
     send()
 ''')
-FLOORS = {"floor": FLOOR_APP, "floor+sidebar": FLOOR_SIDEBAR_APP}  # page -> its script, written for the run
+FLOOR_SIDEBAR_APP = _SIDEBAR_FLOOR.format(
+    imports="from ui.widgets.language import language_switch\nfrom ui.widgets.sidebar import sidebar\n"
+            "from ui.widgets.state import keep_widget_state\n",
+    first="keep_widget_state()\n", controls="language_switch()\nconfig = sidebar()")
+# The floor with the same controls drawn as ONE components-v2 element (bench/one_element_controls.py, issue 38's
+# prototype): what the sidebar would cost a Seed + if a run sent one element for all of them; the address kept in step
+# as the app keeps it.
+FLOOR_ONE_ELEMENT_APP = _SIDEBAR_FLOOR.format(
+    imports="from bench.one_element_controls import one_element_controls\n", first="",
+    controls="config = one_element_controls()")
+FLOORS = {"floor": FLOOR_APP, "floor+sidebar": FLOOR_SIDEBAR_APP,  # page -> its script, written for the run
+          "floor+one element": FLOOR_ONE_ELEMENT_APP}
 FULL_PLOTLY = "plotly-full-bench.min.js"  # copied into static/ for the run, removed after
 OFF = {"MHA_LIVE_CHARTS": "0"}  # ui/widgets/live.py: the pages draw with st.plotly_chart, as before issue 22
 NO_CANVAS = {"MHA_CANVAS_FIRST": "0"}  # live charts drawn by plotly alone, no canvas of the cells first (issue 38)
 PAGES = (  # (row name, page, the shared link's path and query, environment of its server)
     ("floor page", "floor", "?seed=3", {}),
     ("floor page + the app's sidebar", "floor+sidebar", "?seed=3", {}),
+    ("floor page + the controls as one element", "floor+one element", "?seed=3", {}),
     ("Heads, st.plotly_chart", "Heads", "?seed=3", OFF),
     ("Step by step, st.plotly_chart", "Step by step", "step_by_step?seed=3", OFF),
     ("Heads, live charts", "Heads", "?seed=3", {}),
@@ -126,6 +136,9 @@ window.WebSocket = class extends MhaCountingSocket {
 """
 MESSAGES_JS = "() => window.__mhaReceived.filter(time => time >= window.__mhaChangeAt).length"
 STATIC = Path(__file__).resolve().parents[1] / "static"
+# The Seed box's "+": Streamlit's number input, or the one-element controls' (bench/one_element_controls.js).
+SEED_PLUS = ('.st-key-w_seed [data-testid="stNumberInputStepUp"], '
+             '[data-testid="mhaOneControls"] [data-name="seed"] [data-testid="mhaOneStepUp"]')
 QUIET_S = 1.0
 
 
@@ -166,7 +179,7 @@ async def seed_redraws(playwright, url: str, query: str, server_pid: int, sample
         measured = []
         for _ in range(samples + warm_up):
             await page.evaluate(SCRIPT_STATE_JS)
-            redraw = await redrawn(page, lambda: step_seed(page), server_pid, quiet_s, TIMEOUT_MS)
+            redraw = await redrawn(page, lambda: page.locator(SEED_PLUS).click(), server_pid, quiet_s, TIMEOUT_MS)
             script = await page.evaluate("() => window.__mhaScript")
             measured.append((redraw, await page.evaluate(LONG_TASKS_JS), script.get("end", float("nan")),
                              await page.evaluate(MESSAGES_JS)))
@@ -271,7 +284,9 @@ def run(quick: bool) -> list[dict]:
     more with plotly's full bundle (the plotly package's plotly.min.js) instead of the cartesian one; Heads and Step
     by step once more with their live charts drawn by plotly alone (MHA_CANVAS_FIRST=0: no canvas first).
     The floor page once more with the app's own sidebar (``FLOOR_SIDEBAR_APP``): how much of a page's ratio is
-    its controls, sent again by every rerun before anything of the page's own.
+    its controls, sent again by every rerun before anything of the page's own. And with the same controls drawn as one
+    components-v2 element (``FLOOR_ONE_ELEMENT_APP``, bench/one_element_controls.py): what a rebuild of the sidebar
+    as one element would leave of that.
     A quick run (CI's smoke test) opens the floor page, Heads and Step by step with live charts, once each, and
     presses Seed + once, with nothing untimed first and a 0.5 s quiet.
     """

@@ -5,6 +5,7 @@ calls (README, Performance), so the number of elements a page sends per run is w
 
     python -m bench.messages step_by_step          # one line per message, then a count by area and kind
     python -m bench.messages heads --summary       # the counts only
+    python -m bench.messages --floor "floor+one element"   # a floor page of bench/bench_livechart.py instead of the app
 
 One server on loopback, one protocol client (``bench/st_client.py``): it opens the page from a link (``--query``),
 then presses Seed + once and records that run's ForwardMsgs.
@@ -17,8 +18,11 @@ import collections
 import tempfile
 from pathlib import Path
 
+from bench.bench_livechart import FLOORS
 from bench.st_client import SEED_KEY, StreamlitClient
 from tools.launch import app_command, free_port, run_coroutine, running_server
+
+ONE_ELEMENT = "one_controls"  # the controls drawn as one element (bench/one_element_controls.py): its seed is a trigger
 
 SIDEBAR = 1  # a delta's path starts with its root container: 0 the main area, 1 the sidebar
 
@@ -58,7 +62,10 @@ async def one_seed_run(url: str, page: str, query: str) -> list[tuple[str, str, 
         await client.open_page(query, page)
         seen.clear()
         client.websocket.recv = recorded
-        await client.set_widget(SEED_KEY, 4_321)  # a seed no link of the bench opens with
+        if SEED_KEY in client.widget_ids:
+            await client.set_widget(SEED_KEY, 4_321)  # a seed no link of the bench opens with
+        else:
+            await client.trigger(ONE_ELEMENT, "change", {"name": "seed", "value": "4321"})
     finally:
         await client.close()
     return seen
@@ -78,11 +85,16 @@ def main() -> None:
     parser.add_argument("page", nargs="?", default="", help="the page's URL path (heads, step_by_step, ...)")
     parser.add_argument("--query", default="", help="the link's query string, without '?'")
     parser.add_argument("--summary", action="store_true", help="only the counts by area and kind")
+    parser.add_argument("--floor", choices=sorted(FLOORS), help="serve this floor page of the livechart bench")
     args = parser.parse_args()
     port = free_port()
-    with tempfile.TemporaryDirectory() as directory, \
-            running_server(app_command(port), port, Path(directory) / "server.log") as (server, _):
-        seen = run_coroutine(one_seed_run(server.url, args.page, args.query))
+    with tempfile.TemporaryDirectory() as directory:
+        script = Path(directory) / "floor_app.py"
+        if args.floor:
+            script.write_text(FLOORS[args.floor])
+        command = app_command(port, script) if args.floor else app_command(port)
+        with running_server(command, port, Path(directory) / "server.log") as (server, _):
+            seen = run_coroutine(one_seed_run(server.url, args.page, args.query))
     if not args.summary:
         for index, (area, kind, length) in enumerate(seen):
             print(f"{index:4d}  {area:8s} {kind:28s} {length:7d} B")

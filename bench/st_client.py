@@ -35,6 +35,14 @@ AFFINITY_COOKIE = "mha_route"  # the cookie deploy/nginx.conf hashes on (ignored
 JITTER = 0.2  # a student's pause between changes: period * uniform(1 - JITTER, 1 + JITTER)
 
 
+@dataclass(frozen=True)
+class Trigger:
+    """A components-v2 element's trigger, as its JavaScript's ``setTriggerValue(event, value)`` sends it."""
+
+    event: str
+    value: object
+
+
 @dataclass
 class RunResult:
     """What one script run sent back."""
@@ -131,7 +139,16 @@ class StreamlitClient:
             raise KeyError(f"no widget with key {key!r} on this page; seen: {sorted(self.widget_ids)}")
         return await self.rerun({self.widget_ids[key]: value}, self.fragment_ids.get(key, ""))
 
-    async def rerun(self, widgets: dict[str, int | float | str | bool], fragment_id: str = "") -> RunResult:
+    async def trigger(self, key: str, event: str, value: object) -> RunResult:
+        """Send the components-v2 element with user key ``key`` the trigger ``event`` with ``value`` (its
+        ``setTriggerValue``; the trigger's id is Streamlit's, made from the element's) and wait for the rerun."""
+        from streamlit.components.v2.bidi_component.main import _make_trigger_id
+
+        if key not in self.widget_ids:
+            raise KeyError(f"no element with key {key!r} on this page; seen: {sorted(self.widget_ids)}")
+        return await self.rerun({_make_trigger_id(self.widget_ids[key], "events"): Trigger(event, value)})
+
+    async def rerun(self, widgets: dict[str, int | float | str | bool | Trigger], fragment_id: str = "") -> RunResult:
         """Send one rerun_script BackMsg and read ForwardMsgs up to its script_finished.
 
         ``fragment_id``: the fragment of the changed widget; the browser sends it too, and the server
@@ -195,7 +212,9 @@ class StreamlitClient:
 def set_widget_value(widget_state, widget_id: str, value) -> None:
     """Fill a WidgetState proto the way the browser does for a widget of this value's type."""
     widget_state.id = widget_id
-    if isinstance(value, bool):
+    if isinstance(value, Trigger):  # the browser sends a list of {event, value}, one per trigger fired
+        widget_state.json_trigger_value = json.dumps([{"event": value.event, "value": value.value}])
+    elif isinstance(value, bool):
         widget_state.bool_value = value
     elif isinstance(value, int):
         widget_state.int_value = value

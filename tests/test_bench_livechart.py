@@ -1,16 +1,20 @@
 """bench/bench_livechart.py's table from made-up measurements: ratios to the floor page and the goals; the floor page
-with the app's sidebar."""
+with the app's sidebar, and with the same controls as one components-v2 element (bench/one_element_controls.py)."""
 
 from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import numpy as np
+from streamlit.components.v2.bidi_component.main import _make_trigger_id
 from streamlit.testing.v1 import AppTest
 
 from bench.bench_browser import Redraw
-from bench.bench_livechart import FLOOR_SIDEBAR_APP, PAGES, rows_from
+from bench.bench_livechart import FLOOR_ONE_ELEMENT_APP, FLOOR_SIDEBAR_APP, FLOORS, PAGES, SEED_PLUS, rows_from
+from bench.one_element_controls import KEY
+from bench.st_client import Trigger, set_widget_value
 
 
 def redraws(last_ms: float, messages: int = 80) -> list[tuple[Redraw, float, float, int]]:
@@ -55,3 +59,68 @@ def test_the_floor_with_the_apps_sidebar_draws_its_heatmap_from_the_sidebars_see
         at.sidebar.number_input(key="w_seed").set_value(value).run()
         expected = np.random.default_rng(value).random((16, 16)).astype(np.float32)
         np.testing.assert_array_equal(shown_heatmap(at), expected)
+
+
+ONE_ELEMENT_ROW = "floor page + the controls as one element"
+
+
+def one_element_change(at, name: str, value: str):
+    """Run the app as the element's JavaScript does after a change: its ``change`` trigger, ``{name, value}``.
+
+    AppTest (Streamlit 1.67) shows a components-v2 element as an UnknownElement with no ``set_value``, and setting
+    ``at.session_state[key]`` changes nothing; the trigger goes in as the browser sends it, through AppTest's private
+    ``_run`` with the tree's widget states plus one ``json_trigger_value`` (Streamlit's private trigger id), encoded
+    by bench/st_client.py as ``python -m bench.messages --floor`` sends it."""
+    (element,) = [node for node in at.sidebar if node.key == KEY]
+    states = at._tree.get_widget_states()
+    trigger = Trigger("change", {"name": name, "value": value})
+    set_widget_value(states.widgets.add(), _make_trigger_id(element.proto.id, "events"), trigger)  # bench's client's
+    return at._run(states)
+
+
+def drawn_controls(at) -> dict[str, dict]:
+    """The element's controls by name, as its data carries them to the browser."""
+    (element,) = [node for node in at.sidebar if node.key == KEY]
+    return {control["name"]: control for control in json.loads(element.proto.json)["controls"]}
+
+
+def test_the_livechart_bench_times_the_floor_with_the_controls_as_one_element():
+    """The row is in the full run, served from its own floor script, and its Seed + is the element's "+"."""
+    rows = {name: page for name, page, *_ in PAGES}
+    assert FLOORS[rows[ONE_ELEMENT_ROW]] == FLOOR_ONE_ELEMENT_APP
+    script = (Path(__file__).parents[1] / "bench" / "one_element_controls.js").read_text()
+    assert "mhaOneStepUp" in SEED_PLUS and 'dataset.testid = testid' in script and '"mhaOneStepUp"' in script
+
+
+def test_the_floor_with_one_element_sends_one_element_for_every_control_and_redraws_from_its_seed():
+    """In the sidebar: the controls' one element and the address element, nothing else (no Streamlit widget, header
+    or caption); the element carries the sidebar's controls, and its seed's change redraws the heatmap from it."""
+    at = AppTest.from_string(FLOOR_ONE_ELEMENT_APP, default_timeout=60).run()
+    assert not at.exception
+    sidebar = [node for node in at.sidebar if node.type != "sidebar"]  # every element and block in it, not itself
+    assert sorted(node.key for node in sidebar) == ["address_bar", KEY]
+    controls = drawn_controls(at)
+    kinds = [control["kind"] for control in controls.values()]
+    assert (kinds.count("select"), kinds.count("checkbox"), kinds.count("number"), kinds.count("text"),
+            kinds.count("segmented"), kinds.count("heading")) == (8, 5, 3, 1, 1, 3)
+    assert {"tokens", "d_model", "heads", "seed", "kernel", "mask", "lang"} <= set(controls)
+    assert all(control["label"] for control in controls.values())
+    for seed in ("11", "12"):
+        one_element_change(at, "seed", seed)
+        assert not at.exception and drawn_controls(at)["seed"]["value"] == seed
+        expected = np.random.default_rng(int(seed)).random((16, 16)).astype(np.float32)
+        np.testing.assert_array_equal(shown_heatmap(at), expected)
+
+
+def test_the_one_element_reads_a_change_as_a_link_is_read():
+    """A value the link reading would not take is repaired, said inside the element (no st.warning), and the
+    element shows the repaired value and the choices that follow from it."""
+    at = AppTest.from_string(FLOOR_ONE_ELEMENT_APP, default_timeout=60).run()
+    one_element_change(at, "d_model", "12")
+    one_element_change(at, "heads", "8")  # 8 does not divide 12
+    (element,) = [node for node in at.sidebar if node.key == KEY]
+    data = json.loads(element.proto.json)
+    heads = drawn_controls(at)["heads"]
+    assert heads["value"] == "6" and [value for value, _label in heads["options"]] == ["1", "2", "3", "4", "6", "12"]
+    assert len(data["messages"]) == 1 and "heads=8" in data["messages"][0]
+    assert not at.warning and not at.sidebar.warning
