@@ -18,13 +18,14 @@ from mha_core.inputs import tokenize
 from ui.i18n import _
 from ui.state import navigation
 from ui.state.address import address
-from ui.state.settings import VIEW_SETTINGS, Setting, model_settings, values_of
+from ui.state.settings import LANGUAGE, VIEW_SETTINGS, Setting, model_settings, values_of
 from ui.state.urlstate import config_from_params, view_from_params
 
 KV_HEADS_OF = "kv_heads_of"  # session state: the head count the key/value heads widget's value was chosen for
 # Widgets keep their values across page switches and while hidden (Streamlit >= 1.5x); without it
 # a page that does not draw a widget drops its value. keep_widget_state is the older belt to it.
 KEEP = "session"
+STEP_BY_STEP_KEPT = frozenset({"w_sbs_table", "w_sbs_predict", "w_guess_q", "w_guess_k"})  # its own, all KEEP
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,23 @@ class Place:
 SIDEBAR = Place()
 
 
+def kept_by_streamlit() -> frozenset[str]:
+    """The keys of the widgets drawn with ``persist_state`` wherever they are drawn: the sidebar's (``SIDEBAR``, in
+    presentation mode too), the views' (Heads, Step by step), Step by step's switches and guess, the mask editor's
+    start and the language's. Streamlit keeps their values itself."""
+    sidebar = {SIDEBAR.key(row.name) for row in model_settings()} | {SIDEBAR.key("cross")}
+    return frozenset(sidebar | {row.key for row in VIEW_SETTINGS} | STEP_BY_STEP_KEPT | {"w_grid_start", LANGUAGE.key})
+
+
 def keep_widget_state() -> None:
-    """Re-assign every widget value so that Streamlit keeps it across page switches."""
+    """Re-assign every widget value that Streamlit would drop on a page that does not draw its widget.
+
+    Not those ``kept_by_streamlit``: a value assigned in a run goes back to the browser with its widget
+    (``set_value``), which then sets every control of the sidebar again on every run, a Seed + too.
+    """
+    kept = kept_by_streamlit()
     for key in list(st.session_state.keys()):
-        if isinstance(key, str) and key.startswith("w_"):
+        if isinstance(key, str) and key.startswith("w_") and key not in kept:
             st.session_state[key] = st.session_state[key]
 
 
