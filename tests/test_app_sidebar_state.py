@@ -86,3 +86,21 @@ def test_a_setting_changed_in_the_sidebar_survives_a_page_without_it(key, value,
     assert not at.exception
     assert getattr(at, kind)(key=key).value == value
     assert address(at)[param] == shown
+
+
+def test_settings_chosen_in_the_sidebar_follow_every_page_switch():
+    # a widget's id carries its page: a page switch draws new widgets, which take their values from the keys
+    at = start({})
+    at.selectbox(key="w_heads").set_value(8).run()
+    at.selectbox(key="w_mask").set_value("causal").run()
+    at.number_input(key="w_seed").increment().run()  # a rerun of the same page leaves the values to Streamlit
+    seed = at.number_input(key="w_seed").value
+    for page in ("app_pages/step_by_step.py", NO_SIDEBAR, "app_pages/heads.py", "app_pages/step_by_step.py"):
+        at.switch_page(page).run()
+        assert not at.exception, page
+        if page != NO_SIDEBAR:
+            assert (at.selectbox(key="w_heads").value, at.selectbox(key="w_mask").value) == (8, "causal"), page
+            assert at.number_input(key="w_seed").value == seed, page
+            at.number_input(key="w_seed").increment().run()
+            seed += 1
+            assert address(at)["seed"] == str(seed) and address(at)["heads"] == "8", page

@@ -22,9 +22,10 @@ from ui.state.settings import LANGUAGE, VIEW_SETTINGS, Setting, model_settings, 
 from ui.state.urlstate import config_from_params, view_from_params
 
 KV_HEADS_OF = "kv_heads_of"  # session state: the head count the key/value heads widget's value was chosen for
-# Widgets keep their values across page switches and while hidden (Streamlit >= 1.5x); without it
-# a page that does not draw a widget drops its value. keep_widget_state is the older belt to it.
+# A widget drawn with persist_state keeps its value while its page does not draw it (Streamlit >= 1.5x); its id
+# carries the page, so across a page switch keep_widget_state carries the values (by key).
 KEEP = "session"
+PAGE_DRAWN = "kept_page"  # session state: the page keep_widget_state was last called for
 STEP_BY_STEP_KEPT = frozenset({"w_sbs_table", "w_sbs_predict", "w_guess_q", "w_guess_k"})  # its own, all KEEP
 
 
@@ -64,16 +65,21 @@ def kept_by_streamlit() -> frozenset[str]:
     return frozenset(sidebar | {row.key for row in VIEW_SETTINGS} | STEP_BY_STEP_KEPT | {"w_grid_start", LANGUAGE.key})
 
 
-def keep_widget_state() -> None:
-    """Re-assign every widget value that Streamlit would drop on a page that does not draw its widget.
+def keep_widget_state(page: str = "") -> None:
+    """Re-assign the widget values that Streamlit would drop (app.py, every run, once the ``page`` drawn is known).
 
-    Not those ``kept_by_streamlit``: a value assigned in a run goes back to the browser with its widget
-    (``set_value``), which then sets every control of the sidebar again on every run, a Seed + too.
+    Streamlit's widget ids carry the page: on a run that draws another page than the last run did (a page link, a
+    session's first run) its widgets are new ones, which take their values from their keys, so every value is
+    re-assigned. On a rerun of the same page (a Seed +) those ``kept_by_streamlit`` are left to Streamlit: a value
+    assigned in a run goes back to the browser with its widget (``set_value``), and the browser sets every control
+    of the sidebar again.
     """
-    kept = kept_by_streamlit()
-    for key in list(st.session_state.keys()):
+    ss = st.session_state
+    kept = kept_by_streamlit() if ss.get(PAGE_DRAWN) == page else frozenset()
+    ss[PAGE_DRAWN] = page
+    for key in list(ss.keys()):
         if isinstance(key, str) and key.startswith("w_") and key not in kept:
-            st.session_state[key] = st.session_state[key]
+            ss[key] = ss[key]
 
 
 SECOND_SENTENCE = ("a", "dog", "ran")  # offered when cross-attention is switched on
