@@ -22,13 +22,13 @@ from ui.widgets.state import keep_widget_state
 
 st.set_page_config(page_title="MHA Explorer", page_icon=":material/search:", layout="wide")
 tune_server()
-keep_widget_state()
 focus_ring()  # a visible ring on the control the keyboard is on
 
 try:
     begin_address()  # the address this run reads and writes: the incoming query when it is news, else the session's
     choose_language()  # first: every _() of this run (page titles too) reads the language chosen
     current = st.navigation(all_pages(), position="hidden")
+    keep_widget_state(current.url_path)  # before any widget is drawn: the values Streamlit would drop
     menu = page_menu(current)  # the page links, at the top of the sidebar, above everything a page puts there
     language_switch()  # under the links, on every page
     phone_page()  # a phone: the sidebar closes after a change or a page link

@@ -14,6 +14,7 @@ from ui.i18n import LANGUAGES, _, current_language, language_for_locale, languag
 from ui.state.address import address
 from ui.state.settings import LANGUAGE
 from ui.state.urlstate import read_settings, write_settings
+from ui.widgets.state import KEEP
 
 MESSAGES = "lang_messages"  # session state: what the link's `lang` said that could not be used
 WRITTEN = "lang_written"  # session state: the `lang` the app last put in the address bar (None: none)
@@ -61,7 +62,7 @@ def language_switch() -> None:
     """The language's select box in the sidebar, and what the link's ``lang`` said that could not be used."""
     ss = st.session_state
     st.sidebar.selectbox(f":material/translate: {_(LANGUAGE.label)}", list(LANGUAGES), key=LANGUAGE.key,
-                         format_func=LANGUAGE.choices.get, on_change=_switched)
+                         format_func=LANGUAGE.choices.get, on_change=_switched, persist_state=KEEP)
     for message in ss.get(MESSAGES, []):
         st.warning(_("Link: {message}").format(message=message), icon=":material/translate:")
 

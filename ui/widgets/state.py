@@ -18,13 +18,15 @@ from mha_core.inputs import tokenize
 from ui.i18n import _
 from ui.state import navigation
 from ui.state.address import address
-from ui.state.settings import VIEW_SETTINGS, Setting, model_settings, values_of
+from ui.state.settings import LANGUAGE, VIEW_SETTINGS, Setting, model_settings, values_of
 from ui.state.urlstate import config_from_params, view_from_params
 
 KV_HEADS_OF = "kv_heads_of"  # session state: the head count the key/value heads widget's value was chosen for
-# Widgets keep their values across page switches and while hidden (Streamlit >= 1.5x); without it
-# a page that does not draw a widget drops its value. keep_widget_state is the older belt to it.
+# A widget drawn with persist_state keeps its value while its page does not draw it (Streamlit >= 1.5x); its id
+# carries the page, so across a page switch keep_widget_state carries the values (by key).
 KEEP = "session"
+PAGE_DRAWN = "kept_page"  # session state: the page keep_widget_state was last called for
+STEP_BY_STEP_KEPT = frozenset({"w_sbs_table", "w_sbs_predict", "w_guess_q", "w_guess_k"})  # its own, all KEEP
 
 
 @dataclass(frozen=True)
@@ -55,11 +57,29 @@ class Place:
 SIDEBAR = Place()
 
 
-def keep_widget_state() -> None:
-    """Re-assign every widget value so that Streamlit keeps it across page switches."""
-    for key in list(st.session_state.keys()):
-        if isinstance(key, str) and key.startswith("w_"):
-            st.session_state[key] = st.session_state[key]
+def kept_by_streamlit() -> frozenset[str]:
+    """The keys of the widgets drawn with ``persist_state`` wherever they are drawn: the sidebar's (``SIDEBAR``, in
+    presentation mode too), the views' (Heads, Step by step), Step by step's switches and guess, the mask editor's
+    start and the language's. Streamlit keeps their values itself."""
+    sidebar = {SIDEBAR.key(row.name) for row in model_settings()} | {SIDEBAR.key("cross")}
+    return frozenset(sidebar | {row.key for row in VIEW_SETTINGS} | STEP_BY_STEP_KEPT | {"w_grid_start", LANGUAGE.key})
+
+
+def keep_widget_state(page: str = "") -> None:
+    """Re-assign the widget values that Streamlit would drop (app.py, every run, once the ``page`` drawn is known).
+
+    Streamlit's widget ids carry the page: on a run that draws another page than the last run did (a page link, a
+    session's first run) its widgets are new ones, which take their values from their keys, so every value is
+    re-assigned. On a rerun of the same page (a Seed +) those ``kept_by_streamlit`` are left to Streamlit: a value
+    assigned in a run goes back to the browser with its widget (``set_value``), and the browser sets every control
+    of the sidebar again.
+    """
+    ss = st.session_state
+    kept = kept_by_streamlit() if ss.get(PAGE_DRAWN) == page else frozenset()
+    ss[PAGE_DRAWN] = page
+    for key in list(ss.keys()):
+        if isinstance(key, str) and key.startswith("w_") and key not in kept:
+            ss[key] = ss[key]
 
 
 SECOND_SENTENCE = ("a", "dog", "ran")  # offered when cross-attention is switched on
