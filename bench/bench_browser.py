@@ -181,9 +181,15 @@ async def open_heads(page, url: str, query: str, timeout_ms: float) -> float:
     return elapsed
 
 
+# The Seed box's "+": Streamlit's number input, or the one-element controls' (bench/one_element_controls.js, a floor
+# page of bench/bench_livechart.py).
+SEED_PLUS = ('.st-key-w_seed [data-testid="stNumberInputStepUp"], '
+             '[data-testid="mhaOneControls"] [data-name="seed"] [data-testid="mhaOneStepUp"]')
+
+
 async def step_seed(page) -> None:
     """Press the seed's "+" button: a new seed, so the engine runs again."""
-    await page.locator('.st-key-w_seed [data-testid="stNumberInputStepUp"]').click()
+    await page.locator(SEED_PLUS).click()
 
 
 async def choose_heads(page, heads: int) -> None:

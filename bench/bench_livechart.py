@@ -35,6 +35,7 @@ from bench.bench_browser import (
     redrawn,
     run_coroutine,
     skipped_row,
+    step_seed,
     wait_idle,
     watch,
 )
@@ -136,9 +137,6 @@ window.WebSocket = class extends MhaCountingSocket {
 """
 MESSAGES_JS = "() => window.__mhaReceived.filter(time => time >= window.__mhaChangeAt).length"
 STATIC = Path(__file__).resolve().parents[1] / "static"
-# The Seed box's "+": Streamlit's number input, or the one-element controls' (bench/one_element_controls.js).
-SEED_PLUS = ('.st-key-w_seed [data-testid="stNumberInputStepUp"], '
-             '[data-testid="mhaOneControls"] [data-name="seed"] [data-testid="mhaOneStepUp"]')
 QUIET_S = 1.0
 
 
@@ -179,7 +177,7 @@ async def seed_redraws(playwright, url: str, query: str, server_pid: int, sample
         measured = []
         for _ in range(samples + warm_up):
             await page.evaluate(SCRIPT_STATE_JS)
-            redraw = await redrawn(page, lambda: page.locator(SEED_PLUS).click(), server_pid, quiet_s, TIMEOUT_MS)
+            redraw = await redrawn(page, lambda: step_seed(page), server_pid, quiet_s, TIMEOUT_MS)
             script = await page.evaluate("() => window.__mhaScript")
             measured.append((redraw, await page.evaluate(LONG_TASKS_JS), script.get("end", float("nan")),
                              await page.evaluate(MESSAGES_JS)))

@@ -11,8 +11,8 @@ import numpy as np
 from streamlit.components.v2.bidi_component.main import _make_trigger_id
 from streamlit.testing.v1 import AppTest
 
-from bench.bench_browser import Redraw
-from bench.bench_livechart import FLOOR_ONE_ELEMENT_APP, FLOOR_SIDEBAR_APP, FLOORS, PAGES, SEED_PLUS, rows_from
+from bench.bench_browser import SEED_PLUS, Redraw
+from bench.bench_livechart import FLOOR_ONE_ELEMENT_APP, FLOOR_SIDEBAR_APP, FLOORS, PAGES, rows_from
 from bench.one_element_controls import KEY
 from bench.st_client import Trigger, set_widget_value
 
