@@ -19,10 +19,9 @@ import tempfile
 from pathlib import Path
 
 from bench.bench_livechart import FLOORS
+from bench.one_element_controls import KEY as ONE_ELEMENT  # the controls as one element: its seed is a trigger
 from bench.st_client import SEED_KEY, StreamlitClient
 from tools.launch import app_command, free_port, run_coroutine, running_server
-
-ONE_ELEMENT = "one_controls"  # the controls drawn as one element (bench/one_element_controls.py): its seed is a trigger
 
 SIDEBAR = 1  # a delta's path starts with its root container: 0 the main area, 1 the sidebar
 
