@@ -13,7 +13,12 @@ and ``run``. ``notes(at)`` are the lines shown under the controls, ``headings(at
 
 from __future__ import annotations
 
+import json
+
+from streamlit.components.v2.bidi_component.main import _make_trigger_id
 from streamlit.testing.v1 import AppTest
+
+from ui.widgets.controls import KEY
 
 WIDGET_TYPES = ("number_input", "selectbox", "toggle", "text_input", "slider", "button_group", "checkbox")
 
@@ -27,12 +32,56 @@ def _widget(at: AppTest, key: str):
     raise KeyError(f"no control with key {key!r} is drawn")
 
 
+def element(at: AppTest):
+    """The settings' one element drawn in this run (in the sidebar, or in presentation mode's popover), or None."""
+    return next((node for node in (*at.sidebar, *at.main) if type(node).__name__ == "UnknownElement"
+                 and node.key == KEY), None)
+
+
+def items(at: AppTest) -> list[dict]:
+    """What the element draws, in order: each control, heading and line as its data carries it to the browser."""
+    node = element(at)
+    return [] if node is None else json.loads(node.proto.json)["items"]
+
+
+def change(at: AppTest, key: str, value) -> AppTest:
+    """Run the app as the element's JavaScript does after a change: its ``change`` trigger, ``{key, value}``.
+
+    AppTest (Streamlit 1.67) shows a components-v2 element as an UnknownElement with no ``set_value``: the trigger
+    goes in as the browser sends it, through AppTest's private ``_run`` with the tree's widget states plus one
+    ``json_trigger_value`` under Streamlit's private trigger id (the one place the tests use that private API)."""
+    states = at._tree.get_widget_states()
+    state = states.widgets.add()
+    state.id = _make_trigger_id(element(at).proto.id, "events")
+    state.json_trigger_value = json.dumps([{"event": "change", "value": {"key": key, "value": value}}])
+    return at._run(states)
+
+
+class _Drawn:
+    """A control inside the element, with the interface of AppTest's widgets that ``Control`` uses."""
+
+    def __init__(self, at: AppTest, item: dict):
+        self.at, self.item = at, item
+        self.value = item["value"]
+        self.options = [label for _value, label in item.get("options", [])]
+        self.label, self.help, self.disabled = item["label"], item["help"], item["disabled"]
+        self.min, self.max, self.step = item.get("min"), item.get("max"), item.get("step", 1)
+
+    def set_value(self, value):
+        change(self.at, self.item["key"], value)
+
+
 class Control:
-    """One setting's control as the reader sees it: its value, its choices, its label; and a change to it."""
+    """One setting's control as the reader sees it: its value, its choices, its label; and a change to it.
+
+    A change to a control in the element runs the app at once (each change is a run in the browser too);
+    ``run()`` then runs nothing more."""
 
     def __init__(self, at: AppTest, key: str):
         self.at, self.key = at, key
-        self._node = _widget(at, key)
+        item = next((item for item in items(at) if item.get("key") == key and "value" in item), None)
+        self._node = _widget(at, key) if item is None else _Drawn(at, item)
+        self._ran = False
 
     @property
     def value(self):
@@ -64,6 +113,7 @@ class Control:
 
     def set_value(self, value) -> Control:
         self._node.set_value(value)
+        self._ran = isinstance(self._node, _Drawn)
         return self
 
     def increment(self) -> Control:
@@ -73,7 +123,7 @@ class Control:
         return self.set_value(self.value - self._node.step)
 
     def run(self) -> AppTest:
-        return self.at.run()
+        return self.at if self._ran else self.at.run()
 
 
 def control(at: AppTest, key: str) -> Control:
@@ -83,6 +133,8 @@ def control(at: AppTest, key: str) -> Control:
 
 def drawn(at: AppTest, key: str) -> bool:
     """True when the control of ``key`` is drawn in this run."""
+    if any(item.get("key") == key and "value" in item for item in items(at)):
+        return True
     try:
         _widget(at, key)
     except KeyError:
@@ -95,11 +147,24 @@ def set_control(at: AppTest, key: str, value) -> AppTest:
     return control(at, key).set_value(value).run()
 
 
+def _lines(at: AppTest, kinds: tuple[str, ...]) -> list[str]:
+    inside = [text for item in items(at) for kind, text in item.get("notes", []) if kind in kinds]
+    names = {kind.capitalize() for kind in kinds}
+    return inside + [node.value for node in at.sidebar if type(node).__name__ in names]
+
+
 def notes(at: AppTest) -> list[str]:
-    """The lines shown under the sidebar's controls (a caption or an info box each), in order."""
-    return [node.value for node in at.sidebar if type(node).__name__ in ("Caption", "Info")]
+    """The lines shown under the settings' controls (a caption or an info box each), in order; then the sidebar's
+    other captions and info boxes."""
+    return _lines(at, ("caption", "info"))
+
+
+def warnings(at: AppTest) -> list[str]:
+    """The warnings and errors shown under the settings' controls; then the sidebar's other warnings and errors."""
+    return _lines(at, ("warning", "error"))
 
 
 def headings(at: AppTest) -> list[str]:
-    """The sidebar's section headings, in order."""
-    return [node.value for node in at.sidebar.header]
+    """The settings' section headings, in order (then the sidebar's other headers)."""
+    inside = [item["label"] for item in items(at) if item["kind"] == "heading"]
+    return inside + [node.value for node in at.sidebar.header]

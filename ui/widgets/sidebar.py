@@ -6,6 +6,8 @@ in presentation mode the same widgets sit in a popover beside a summary line.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from mha_core.config import LIMITS, MHAConfig, valid_head_counts, valid_kv_head_counts
@@ -29,17 +31,18 @@ from ui.state.urlstate import params_from_config, repair, view_params
 from ui.widgets.language import language_params
 from ui.widgets.mask_editor import custom_grid
 from ui.widgets.presentation import presentation_bar, presenting, summary_line
-from ui.widgets.state import KEEP, KV_HEADS_OF, SIDEBAR, Place, clamp_choice, note_written, startup
+from ui.widgets.controls import Controls
+from ui.widgets.state import KV_HEADS_OF, SIDEBAR, Place, clamp_choice, note_written, startup
 from ui.widgets.uploads import uploaded_embedding
 
 
 def _sentence(row: Setting, place: Place) -> tuple[str, ...]:
     """A text box of words; an empty one gives the example sentence, a long one its first tokens."""
     label = place.label(row)
-    typed = tokenize(st.text_input(label, key=place.key(row.name), help=row.help_text, **place.options))
+    typed = tokenize(place.draw.text_input(label, key=place.key(row.name), help=row.help_text, **place.options))
     tokens, reason = fit_sentence(typed, MHAConfig().tokens)
     if reason:
-        (st.warning if typed else st.error)(_("{label} {reason}.").format(label=label, reason=reason))
+        (place.draw.warning if typed else place.draw.error)(_("{label} {reason}.").format(label=label, reason=reason))
     return tokens
 
 
@@ -60,16 +63,15 @@ def sidebar() -> MHAConfig:
             st.warning(_("Link: {message}").format(message=message))
     else:
         box = st.sidebar
-        box.toggle(
-            _("Presentation mode"),
-            key="w_present",
-            persist_state=KEEP,
-            help=_("For a projector: big text, one head at a time, controls folded away."),
-        )
         for message in ss.get("url_messages", []):
             box.warning(_("Link: {message}").format(message=message))
+    place = replace(SIDEBAR, ui=Controls())
+    if summary is None:
+        place.draw.toggle(_("Presentation mode"), key="w_present",
+                          help=_("For a projector: big text, one head at a time, controls folded away."))
     with box:
-        values = _draw_settings()
+        values = _draw_settings(place)
+        place.draw.draw()  # every control as one element, above the mask grid's and the upload's widgets
         embedding, table = _embedding_in_use(values)
         config = config_of({**values, "embedding": embedding}, custom_embedding=table)
         repairs: list[str] = []
@@ -84,16 +86,19 @@ def sidebar() -> MHAConfig:
     return config
 
 
-def _draw_settings() -> dict[str, object]:
-    """One widget per setting that applies, under its section's header; the values by setting name."""
+def _draw_settings(place: Place) -> dict[str, object]:
+    """One control per setting that applies, under its section's header; the values by setting name. The mask
+    grid is Streamlit's widgets: the controls before it are drawn (as one element) first."""
     values: dict[str, object] = {}
     section = None
     for row in model_settings():
         if row.section != section:
             section = row.section
-            st.header(_(section))
+            place.draw.header(_(section))
         if row.applies(values):
-            values[row.name] = WIDGETS[row.widget](row, values)
+            if row.widget == "grid":
+                place.draw.draw()
+            values[row.name] = WIDGETS[row.widget](row, values, place)
         elif row.kept_unused:
             values[row.name] = st.session_state.get(row.key, row.default_for(values))
         else:
@@ -106,7 +111,7 @@ def _sentence_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[str,
 
 
 def _second_sentence_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[str, ...] | None:
-    cross = st.toggle(place.label_prefix + _("Cross-attention (keys/values from a second sentence)"),
+    cross = place.draw.toggle(place.label_prefix + _("Cross-attention (keys/values from a second sentence)"),
                       key=place.key("cross"), **place.options)
     return _sentence(row, place) if cross else None
 
@@ -114,7 +119,7 @@ def _second_sentence_widget(row: Setting, values, place: Place = SIDEBAR) -> tup
 def _number_widget(row: Setting, values, place: Place = SIDEBAR) -> int | float:
     low, high = row.widget_bounds(values)
     step = 1 if row.kind == "int" else 0.1
-    value = st.number_input(place.label(row), min_value=low, max_value=high, step=step, key=place.key(row.name),
+    value = place.draw.number_input(place.label(row), min_value=low, max_value=high, step=step, key=place.key(row.name),
                             help=row.help_text, **place.options)
     return int(value) if row.kind == "int" else float(value)
 
@@ -126,8 +131,8 @@ def _heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     choices = valid_head_counts(d_model)
     if ss.get(key) not in choices:
         ss[key] = fitting_heads(ss.get(key) or 1, d_model)
-    heads = st.selectbox(place.label(row), choices, key=key, help=row.help_text, **place.options)
-    st.caption(_("Head size d_k = {hs}. Limits: {tokens} tokens, d_model ≤ {d_model}, {heads} heads.").format(
+    heads = place.draw.selectbox(place.label(row), choices, key=key, help=row.help_text, **place.options)
+    place.draw.caption(_("Head size d_k = {hs}. Limits: {tokens} tokens, d_model ≤ {d_model}, {heads} heads.").format(
         hs=d_model // heads, tokens=LIMITS["max_tokens"], d_model=LIMITS["max_d_model"], heads=LIMITS["max_heads"]))
     return int(heads)
 
@@ -141,13 +146,13 @@ def choice_labels(row: Setting):
 
 def _select_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     choices = row.link_choices() if place.link_only else row.choices
-    value = st.selectbox(
+    value = place.draw.selectbox(
         place.label(row), list(choices), key=place.key(row.name), help=row.help_text, format_func=choice_labels(row),
         disabled=row.disabled(values), **place.options,
     )
     note = row.note and row.note({**values, row.name: value})
     if note:
-        st.caption(note)
+        place.draw.caption(note)
     return value
 
 
@@ -160,15 +165,15 @@ def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     if before != heads and ss.get(key) is not None:
         ss[key], note = kv_heads_after(heads, before, int(ss[key]))
         if note:
-            st.info(_("Key/value heads: {note}.").format(note=note))
+            place.draw.info(_("Key/value heads: {note}.").format(note=note))
     choices = valid_kv_head_counts(heads)
     if ss.get(key) not in choices:
         ss[key] = fitting_kv_heads(ss.get(key) or heads, heads)
     ss[heads_of] = heads
-    kv = st.segmented_control(place.label(row), choices, key=key, help=row.help_text, required=True, **place.options)
+    kv = place.draw.segmented_control(place.label(row), choices, key=key, help=row.help_text, required=True, **place.options)
     group = heads // kv
     kind = _("multi-head (MHA).") if kv == heads else _("multi-query (MQA).") if kv == 1 else _("grouped-query (GQA).")
-    st.caption(ngettext("{n} query head per K/V head: {kind}", "{n} query heads per K/V head: {kind}", group).format(
+    place.draw.caption(ngettext("{n} query head per K/V head: {kind}", "{n} query heads per K/V head: {kind}", group).format(
         n=group, kind=kind))
     return int(kv)
 
@@ -176,13 +181,13 @@ def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
 def _init_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     init = _select_widget(row, values, place)
     if init in PRESETS:
-        st.caption(sentences(_(PRESETS[init].description),
+        place.draw.caption(sentences(_(PRESETS[init].description),
                              _("Inputs are hand-built too: position in dims 0-1, word in dims 2-3.")))
     return init
 
 
 def _toggle_widget(row: Setting, values, place: Place = SIDEBAR) -> bool:
-    return bool(st.toggle(place.label(row), key=place.key(row.name), help=row.help_text, disabled=row.disabled(values),
+    return bool(place.draw.toggle(place.label(row), key=place.key(row.name), help=row.help_text, disabled=row.disabled(values),
                           **place.options))
 
 
@@ -191,7 +196,7 @@ def _slider_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     ss, key = st.session_state, place.key(row.name)
     low, high = row.widget_bounds(values)
     ss[key] = min(max(int(ss.get(key, row.default_for(values))), low), high)
-    return int(st.slider(place.label(row), low, high, key=key, help=row.help_text, **place.options))
+    return int(place.draw.slider(place.label(row), low, high, key=key, help=row.help_text, **place.options))
 
 
 def _grid_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[tuple[bool, ...], ...]:

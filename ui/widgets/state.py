@@ -41,8 +41,14 @@ class Place:
     prefix: str = "w_"  # widget keys: prefix + setting name ("w_heads"), also of a widget's helpers ("w_cross")
     note_prefix: str = ""  # other session state a widget keeps (KV_HEADS_OF): note_prefix + its name
     label_prefix: str = ""
-    options: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({"persist_state": KEEP}))
+    options: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
     link_only: bool = False  # offer only the choices a link can carry (no uploaded embedding)
+    ui: object = None  # what draws the widgets: ``st`` (None), or the sidebar's one element (``widgets.controls``)
+
+    @property
+    def draw(self):
+        """``st``, or an object with the methods of ``st`` the widget table uses (``Controls``)."""
+        return st if self.ui is None else self.ui
 
     def key(self, name: str) -> str:
         return f"{self.prefix}{name}"
@@ -58,11 +64,10 @@ SIDEBAR = Place()
 
 
 def kept_by_streamlit() -> frozenset[str]:
-    """The keys of the widgets drawn with ``persist_state`` wherever they are drawn: the sidebar's (``SIDEBAR``, in
-    presentation mode too), the views' (Heads, Step by step), Step by step's switches and guess, the mask editor's
-    start and the language's. Streamlit keeps their values itself."""
-    sidebar = {SIDEBAR.key(row.name) for row in model_settings()} | {SIDEBAR.key("cross")}
-    return frozenset(sidebar | {row.key for row in VIEW_SETTINGS} | STEP_BY_STEP_KEPT | {"w_grid_start", LANGUAGE.key})
+    """The keys of the widgets drawn with ``persist_state`` wherever they are drawn: the views' (Heads, Step by step),
+    Step by step's switches and guess, the mask editor's start and the language's. Streamlit keeps their values
+    itself. (The sidebar's settings are no widgets: one element draws them, ``ui/widgets/controls.py``.)"""
+    return frozenset({row.key for row in VIEW_SETTINGS} | STEP_BY_STEP_KEPT | {"w_grid_start", LANGUAGE.key})
 
 
 def keep_widget_state(page: str = "") -> None:
