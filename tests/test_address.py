@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from shown_charts import charts, decode
+from sidebar_controls import control
 from streamlit.testing.v1 import AppTest
 
 from tests.address_bar import address
@@ -34,13 +35,18 @@ def heads_matrices(at: AppTest) -> list[np.ndarray]:
     return [decode(trace["z"]) for trace in charts(at)["heads_grid"]["data"] if "coloraxis" in trace]
 
 
-CHANGES = {  # a change a reader makes on Heads, and what the widget then says
-    "seed +": (lambda at: at.number_input(key="w_seed").increment(), ("w_seed", "number_input", 4)),
-    "heads": (lambda at: at.selectbox(key="w_heads").set_value(4), ("w_heads", "selectbox", 4)),
-    "mask": (lambda at: at.selectbox(key="w_mask").set_value("causal"), ("w_mask", "selectbox", "causal")),
+CHANGES = {  # a change a reader makes on Heads, and what the control then says (kind None: a setting's control)
+    "seed +": (lambda at: control(at, "w_seed").increment(), ("w_seed", None, 4)),
+    "heads": (lambda at: control(at, "w_heads").set_value(4), ("w_heads", None, 4)),
+    "mask": (lambda at: control(at, "w_mask").set_value("causal"), ("w_mask", None, "causal")),
     "language": (lambda at: at.selectbox(key="w_lang").set_value("es"), ("w_lang", "selectbox", "es")),
     "view": (lambda at: at.button_group(key="w_view").set_value("logits"), ("w_view", "button_group", "logits")),
 }
+
+
+def value_shown(at: AppTest, key: str, kind: str | None):
+    """The value a control shows: a setting's control through the tests' driver, a page's widget by its kind."""
+    return control(at, key).value if kind is None else getattr(at, kind)(key=key).value
 
 
 @pytest.mark.parametrize("change", list(CHANGES))
@@ -48,11 +54,11 @@ def test_after_a_change_the_address_element_carries_the_link_to_what_the_page_sh
     act, (key, kind, value) = CHANGES[change]
     at = app(LINK)
     act(at).run()
-    assert not at.exception and getattr(at, kind)(key=key).value == value
+    assert not at.exception and value_shown(at, key, kind) == value
     link = address(at)
     again = app(link)  # the address bar's link, opened in a new session
     for other_key, other_kind, _value in (spec for _act, spec in CHANGES.values()):
-        assert getattr(again, other_kind)(key=other_key).value == getattr(at, other_kind)(key=other_key).value
+        assert value_shown(again, other_key, other_kind) == value_shown(at, other_key, other_kind)
     assert again.session_state["config"] == at.session_state["config"]  # the engine's configuration
     shown, reopened = heads_matrices(at), heads_matrices(again)
     assert len(shown) == len(reopened) == at.session_state["config"].n_heads
@@ -64,7 +70,7 @@ def test_after_a_change_the_address_element_carries_the_link_to_what_the_page_sh
 def test_seed_plus_twice_leaves_the_address_at_the_seed_the_engine_ran_with():
     at = app(LINK)
     for _i in range(2):
-        at.number_input(key="w_seed").increment().run()
+        control(at, "w_seed").increment().run()
     assert at.query_params["seed"] == "3"  # what the next run is sent: the link's, stale
     assert at.session_state["config"].seed == 5 and address(at)["seed"] == "5"
 

@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 from mha_core.attention import multi_head_attention, scaled_dot_product_attention, softmax
 from mha_core.config import LIMITS, run
 from tests.address_bar import address
+from tests.sidebar_controls import control, set_control
 from tests.test_step_kinds import option_grid
 from ui.pipeline.records import step_inputs
 from ui.pipeline.step_kinds import STEP_KINDS
@@ -69,8 +70,8 @@ def test_about_links_to_every_other_page(once):
 
 def test_about_draws_the_same_sidebar_controls():
     at = open_page("app_pages/about.py")
-    assert at.number_input(key="w_d_model").value == 16
-    at.number_input(key="w_d_model").set_value(32).run()
+    assert control(at, "w_d_model").value == 16
+    set_control(at, "w_d_model", 32)
     assert not at.exception
     assert address(at)["d_model"] == "32"
 
@@ -80,11 +81,11 @@ def test_switching_pages_and_back_keeps_the_controls_and_the_view():
     # number input reports its minimum for that one run), which resets the chosen head too; in a real
     # browser heads and head survive (checked with Playwright). So only d_model and a toggle are checked.
     at = open_page("app_pages/step_by_step.py")
-    at.number_input(key="w_d_model").set_value(32).run()
+    set_control(at, "w_d_model", 32)
     at.toggle(key="w_sbs_table").set_value(True).run()
     at.switch_page("app_pages/about.py").run()
-    assert at.number_input(key="w_d_model").value == 32
+    assert control(at, "w_d_model").value == 32
     at.switch_page("app_pages/step_by_step.py").run()
     assert not at.exception
-    assert at.number_input(key="w_d_model").value == 32
+    assert control(at, "w_d_model").value == 32
     assert at.toggle(key="w_sbs_table").value

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
 from tests.address_bar import address
+from tests.sidebar_controls import control, set_control
 from tests.test_app_heads import charts, decode, messages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +79,7 @@ def test_the_charts_alt_text_states_the_engine_numbers():
 def test_link_keeps_b_after_a_sidebar_change_and_b_controls_write_b_params():
     at = compare_page({"b_scale": "none"})
     assert at.session_state["cmp_scale"] == "none"
-    at.selectbox(key="w_mask").set_value("causal").run()
+    set_control(at, "w_mask", "causal")
     assert_page_ok(at)
     assert address(at)["mask"] == "causal" and address(at)["b_scale"] == "none"
     assert "b_mask" not in address(at)  # B is A plus its own changes: it follows A's new mask
@@ -148,7 +149,7 @@ def divisors_up_to(n: int, limit: int) -> list[int]:
 def test_b_heads_offers_only_the_divisors_of_b_d_model_as_a_heads_does():
     at = compare_page({"b_d_model": "12"})
     assert_page_ok(at)
-    b_heads, a_heads = at.selectbox(key="cmp_heads"), at.selectbox(key="w_heads")
+    b_heads, a_heads = at.selectbox(key="cmp_heads"), control(at, "w_heads")
     assert [int(o) for o in b_heads.options] == divisors_up_to(12, 16) == [1, 2, 3, 4, 6, 12]
     assert [int(o) for o in a_heads.options] == divisors_up_to(16, 16)
     b_heads.set_value(3).run()

@@ -19,6 +19,7 @@ from mha_core.kv_cache import decode
 from tests import shown_charts
 from tests.address_bar import address
 from tests.shown_steps import step_titles
+from tests.sidebar_controls import set_control
 from tests.test_app_step_by_step import charts, z_of
 from ui.state.urlstate import config_from_params, params_from_config
 
@@ -298,13 +299,13 @@ def test_a_bad_combination_gets_a_message_and_a_valid_fallback(params, expected,
 
 def test_the_sidebar_sets_pe_rope_base_and_kv_heads_and_the_url_follows():
     at = open_page("app_pages/step_by_step.py")
-    at.selectbox(key="w_pe").set_value("rope").run()
-    at.number_input(key="w_rope_base").set_value(250.0).run()
-    at.button_group(key="w_kv_heads").set_value(2).run()
+    set_control(at, "w_pe", "rope")
+    set_control(at, "w_rope_base", 250.0)
+    set_control(at, "w_kv_heads", 2)
     assert not at.exception
     assert at.session_state["config"] == MHAConfig(pe="rope", rope_base=250.0, kv_heads=2)
     assert address(at)["pe"] in ("rope", ["rope"]) and address(at)["kv_heads"] in ("2", ["2"])
     titles = step_titles(at)
     assert any("RoPE" in t for t in titles) and any("Share keys and values" in t for t in titles)
-    at.selectbox(key="w_heads").set_value(1).run()  # kv_heads 2 no longer divides: the widget offers only 1
+    set_control(at, "w_heads", 1)  # kv_heads 2 no longer divides: the widget offers only 1
     assert at.session_state["config"].key_value_heads == 1 and not at.exception

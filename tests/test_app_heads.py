@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.config import LIMITS, MHAConfig, run
 from tests.address_bar import address
+from tests.sidebar_controls import control, set_control
 from ui.state.urlstate import encode_mask, params_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +117,7 @@ def test_the_heads_figure_holds_the_engines_weights(default_app):
 @pytest.mark.parametrize("heads", [1, 2, 8, 16])
 def test_changing_heads_changes_the_number_of_heatmaps(heads):
     at = app()
-    at.selectbox(key="w_heads").set_value(heads).run()
+    set_control(at, "w_heads", heads)
     assert_page_ok(at)
     assert len(charts(at)["heads_grid"]["data"]) == heads
     assert len(charts(at)["concat"]["layout"]["shapes"]) == heads - 1  # head boundaries
@@ -159,7 +160,7 @@ def test_the_after_the_heads_figure_stands_one_panel_under_the_other_on_a_phone(
 
 def test_a_causal_mask_gives_a_grey_upper_triangle_and_rows_that_sum_to_1():
     at = app()
-    at.selectbox(key="w_mask").set_value("causal").run()
+    set_control(at, "w_mask", "causal")
     assert_page_ok(at)
     panels, layers = grid_matrices(at), masked_layers(at)
     assert len(panels) == len(layers) == 4
@@ -245,12 +246,12 @@ def test_a_deep_link_restores_widgets_and_config():
     at = app(params)
     assert_page_ok(at)
     assert at.session_state["config"] == DEEP_LINK
-    assert at.text_input(key="w_tokens").value == "the dog saw the cat"
-    assert at.text_input(key="w_kv_tokens").value == "a cat ran"
-    assert at.number_input(key="w_d_model").value == 24
-    assert at.selectbox(key="w_heads").value == 3
-    assert at.selectbox(key="w_init").value == "he"
-    assert at.slider(key="w_window").value == 1
+    assert control(at, "w_tokens").value == "the dog saw the cat"
+    assert control(at, "w_kv_tokens").value == "a cat ran"
+    assert control(at, "w_d_model").value == 24
+    assert control(at, "w_heads").value == 3
+    assert control(at, "w_init").value == "he"
+    assert control(at, "w_window").value == 1
     assert at.button_group(key="w_view").value == "scores"
     assert at.toggle(key="w_avg").value is True
     assert _query(at) == params  # the app wrote back exactly what it was opened with
@@ -262,9 +263,9 @@ def _query(at: AppTest) -> dict[str, str]:
 
 def test_changing_widgets_updates_the_url():
     at = app()
-    at.text_input(key="w_tokens").set_value("a b c d").run()
-    at.selectbox(key="w_mask").set_value("padding").run()
-    at.slider(key="w_valid_len").set_value(2).run()
+    set_control(at, "w_tokens", "a b c d")
+    set_control(at, "w_mask", "padding")
+    set_control(at, "w_valid_len", 2)
     at.button_group(key="w_view").set_value("logits").run()
     query = _query(at)
     assert query["tokens"] == "a b c d" and query["mask"] == "padding" and query["valid_len"] == "2"
@@ -288,9 +289,9 @@ def test_a_custom_mask_travels_in_the_url():
 
 def test_presentation_mode_travels_in_the_url():
     at = app({"present": "1", "head": "2"})
-    assert at.toggle(key="w_present").value is True
+    assert control(at, "w_present").value is True
     assert _query(at)["present"] == "1" and _query(at)["head"] == "2"
-    at.toggle(key="w_present").set_value(False).run()
+    set_control(at, "w_present", False)
     assert "present" not in _query(at)
 
 
@@ -320,7 +321,7 @@ def test_a_bad_link_gives_a_message_and_still_a_figure(params, expected):
 
 def test_an_empty_sentence_gives_an_error_and_the_example_sentence():
     at = app()
-    at.text_input(key="w_tokens").set_value("   ").run()
+    set_control(at, "w_tokens", "   ")
     assert_page_ok(at)
     assert "empty" in " ".join(e.value for e in at.error)
     assert len(grid_matrices(at)[0]) == 6
@@ -328,7 +329,7 @@ def test_an_empty_sentence_gives_an_error_and_the_example_sentence():
 
 def test_too_many_tokens_typed_are_cut_at_the_limit():
     at = app()
-    at.text_input(key="w_tokens").set_value(" ".join(f"w{i}" for i in range(80))).run()
+    set_control(at, "w_tokens", " ".join(f"w{i}" for i in range(80)))
     assert_page_ok(at)
     assert "limit is 64" in " ".join(w.value for w in at.warning)
     assert grid_matrices(at)[0].shape == (LIMITS["max_tokens"], LIMITS["max_tokens"])
@@ -336,14 +337,14 @@ def test_too_many_tokens_typed_are_cut_at_the_limit():
 
 def test_d_model_without_the_chosen_head_count_offers_a_valid_one():
     at = app({"heads": "4"})
-    at.number_input(key="w_d_model").set_value(9).run()
+    set_control(at, "w_d_model", 9)
     assert_page_ok(at)
-    assert at.selectbox(key="w_heads").value in (1, 3, 9)
-    assert at.selectbox(key="w_heads").options == ["1", "3", "9"]
+    assert control(at, "w_heads").value in (1, 3, 9)
+    assert control(at, "w_heads").options == ["1", "3", "9"]
 
 
 def _upload(at: AppTest, name: str, data: bytes) -> AppTest:
-    at.selectbox(key="w_embedding").set_value("custom").run()
+    set_control(at, "w_embedding", "custom")
     at.get("file_uploader")[0].set_value((name, data, "application/octet-stream"))
     return at.run()
 
@@ -406,7 +407,7 @@ def test_presentation_mode_shows_one_head_and_steps_through_them():
 def test_presentation_mode_moves_the_controls_out_of_the_sidebar():
     at = app({"present": "1"})
     assert not any(w.key == "w_tokens" for w in at.sidebar.text_input)
-    assert at.text_input(key="w_tokens").value == "the cat sat on the mat"  # in the 'Show controls' popover
+    assert control(at, "w_tokens").value == "the cat sat on the mat"  # in the 'Show controls' popover
     assert "mask: none" in " ".join(m.value for m in at.markdown)
     normal = app()
     assert any(w.key == "w_tokens" for w in normal.sidebar.text_input)

@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.address_bar import address
 from tests.shown_charts import charts, decode
+from tests.sidebar_controls import control, set_control
 from tests.test_uploads import npy_bytes
 from ui.i18n import translations, using_language
 from ui.widgets.uploads import parse_matrix
@@ -173,7 +174,7 @@ def test_the_presentation_bar_in_a_language_states_the_same_numbers(once, lang, 
     texts = [line, *shown_texts(shown._tree)]
     assert all(any(word in text for text in texts) for word in words), (words, line)
     assert re.findall(r"\d+", line) == re.findall(r"\d+", summary(english))  # the same counts, in the same order
-    assert shown.toggle(key="w_present").value and shown.session_state.config == english.session_state.config
+    assert control(shown, "w_present").value and shown.session_state.config == english.session_state.config
 
 
 def test_switching_language_keeps_translated_choices(monkeypatch):
@@ -183,7 +184,7 @@ def test_switching_language_keeps_translated_choices(monkeypatch):
     for lang in ("zh-CN", "es", "en"):
         at.selectbox(key="w_lang").set_value(lang).run()
         assert not at.exception and at.session_state.config == before
-        assert at.selectbox(key="w_mask").value == "padding" and at.selectbox(key="w_init").value == "uniform"
+        assert control(at, "w_mask").value == "padding" and control(at, "w_init").value == "uniform"
 
 
 def test_the_phone_hint_is_in_the_language(monkeypatch):
@@ -217,7 +218,7 @@ def test_a_bad_link_value_is_told_in_the_language_and_falls_back(once, lang, hea
 ])
 def test_a_bad_upload_is_refused_in_the_language_and_falls_back(lang, label, refused, fallback):
     at = open_app({}, lang)
-    at.selectbox(key="w_embedding").set_value("custom").run()
+    set_control(at, "w_embedding", "custom")
     uploader = at.get("file_uploader")[0]
     assert uploader.proto.label == label
     uploader.set_value(("emb.npy", npy_bytes(np.full((6, 16), 1 + 1j)), "application/octet-stream"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.address_bar import address
+from tests.sidebar_controls import control, notes, set_control
 from tests.test_app_decoding import open_page
 from ui.state.settings import kv_heads_after
 
@@ -29,31 +30,31 @@ def query(at, name: str):
 ])
 def test_changing_the_head_count_keeps_what_the_heads_meant(link, new_heads, kv_after):
     at = open_page("app_pages/heads.py", **link)
-    at.selectbox(key="w_heads").set_value(new_heads).run()
+    set_control(at, "w_heads", new_heads)
     assert not at.exception
     config = at.session_state["config"]
     assert (config.n_heads, config.key_value_heads) == (new_heads, kv_after)
     assert query(at, "heads") == str(new_heads)
     assert query(at, "kv_heads") == (None if kv_after == new_heads else str(kv_after))
-    assert at.button_group(key="w_kv_heads").value == kv_after
+    assert control(at, "w_kv_heads").value == kv_after
 
 
 def test_a_grouping_that_cannot_be_kept_says_so():
     at = open_page("app_pages/heads.py", d_model="24", heads="8", kv_heads="2")  # groups of 4
-    at.selectbox(key="w_heads").set_value(6).run()  # 6 heads: groups of 4 impossible; nearest: groups of 3 (kv 2)
+    set_control(at, "w_heads", 6)  # 6 heads: groups of 4 impossible; nearest: groups of 3 (kv 2)
     assert not at.exception
     assert at.session_state["config"].key_value_heads == 2
-    notes = [info.value for info in at.info]
-    assert any("cannot keep groups of 4 query heads per K/V head with 6 heads" in note for note in notes), notes
+    shown = notes(at)
+    assert any("cannot keep groups of 4 query heads per K/V head with 6 heads" in note for note in shown), shown
 
 
 def test_a_second_change_starts_from_the_first():
     at = open_page("app_pages/heads.py", heads="4", kv_heads="2")
-    at.selectbox(key="w_heads").set_value(8).run()
-    at.selectbox(key="w_heads").set_value(16).run()
+    set_control(at, "w_heads", 8)
+    set_control(at, "w_heads", 16)
     assert at.session_state["config"].key_value_heads == 8  # groups of 2 all along
-    at.button_group(key="w_kv_heads").set_value(16).run()  # back to MHA by hand
-    at.selectbox(key="w_heads").set_value(2).run()
+    set_control(at, "w_kv_heads", 16)  # back to MHA by hand
+    set_control(at, "w_heads", 2)
     assert at.session_state["config"].key_value_heads == 2
 
 

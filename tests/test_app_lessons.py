@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import shown_charts
 from page_links import follow
+from sidebar_controls import control, set_control
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import run
@@ -174,12 +175,12 @@ def test_present_1_on_the_lessons_page_turns_presentation_mode_on_and_stays_in_t
     at.query_params["lesson"] = "wo"
     at.run()
     assert not at.exception
-    assert at.toggle(key="w_present").value is True
+    assert control(at, "w_present").value is True
     assert not any(t.key == "w_present" for t in at.sidebar.toggle)  # the toggle sits on the page: no sidebar
     assert any("stSidebar" in h.proto.body for h in at.get("html"))  # the CSS that hides the sidebar
     sizes = {figure["layout"]["font"]["size"] for figure in shown_charts.charts(at).values()}
     assert sizes == {18}
-    at.toggle(key="w_present").set_value(False).run()
+    set_control(at, "w_present", False)
     assert "present" not in address(at) and any(t.key == "w_present" for t in at.sidebar.toggle)
 
 

@@ -8,6 +8,7 @@ from urllib.parse import parse_qsl
 import pytest
 import shown_charts
 from page_links import links, menu
+from sidebar_controls import set_control
 from streamlit.testing.v1 import AppTest
 
 from tests.address_bar import address
@@ -48,7 +49,7 @@ def test_the_menu_is_the_same_after_a_change_of_the_settings():
     # a Seed + sends it unchanged, where nine st.page_links each changed with the address
     at = start({"seed": "3"})
     before = menu(at)
-    at.number_input(key="w_seed").set_value(9).run()
+    set_control(at, "w_seed", 9)
     assert address(at)["seed"] == "9" and menu(at) == before
     assert set(before) == {"pages", "current", "label"} and not any("?" in page["path"] for page in before["pages"])
 

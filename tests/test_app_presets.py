@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import shown_charts
 from page_links import follow, links
+from sidebar_controls import control, notes
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
@@ -122,10 +123,10 @@ def test_lessons_page_preset_grid_shows_each_presets_pattern():
 def test_the_weights_menu_offers_every_preset_by_its_label_and_the_sidebar_describes_it():
     at = heads_page({"init": "previous"})
     assert not at.exception
-    options = at.selectbox(key="w_init").options
+    options = control(at, "w_init").options
     assert "hand-built: previous-token head" in options and "hand-built: uniform head" in options
     assert [o for o in options if o.startswith("hand-built")] == [p.label for p in PRESETS.values()]
-    assert any(PRESETS["previous"].description in c.value for c in at.caption)
+    assert any(PRESETS["previous"].description in note for note in notes(at))
 
 
 @pytest.mark.parametrize("init", PRESET_INITS)

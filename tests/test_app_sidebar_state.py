@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.address_bar import address
+from tests.sidebar_controls import control, drawn, set_control
 from ui.widgets.state import kept_by_streamlit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +40,7 @@ def test_a_seed_plus_sends_no_value_back(page):
     at = start({"seed": "3"})
     at.switch_page(page).run()
     for seed in ("4", "5"):
-        at.number_input(key="w_seed").increment().run()
+        control(at, "w_seed").increment().run()
         assert address(at)["seed"] == seed and not at.exception
         keys, widgets = sent_back(at)
         assert keys == [] and widgets >= 20
@@ -76,31 +77,29 @@ def test_a_setting_changed_in_the_sidebar_survives_a_page_without_it(key, value,
     # a link without settings: AppTest sends the link's query again on every page switch, where a browser sends the
     # address bar's, and a link's settings are news on an arrival (``startup``)
     at = start({})
-    kind = {"w_heads": "selectbox", "w_mask": "selectbox", "w_tokens": "text_input", "w_bias": "toggle"}[key]
-    widget = getattr(at, kind)(key=key)
-    widget.set_value(value).run()
+    set_control(at, key, value)
     assert address(at)[param] == shown
     at.switch_page(NO_SIDEBAR).run()
-    assert not at.exception and key not in [getattr(el, "key", None) for el in at.sidebar]
+    assert not at.exception and not drawn(at, key)
     at.switch_page("app_pages/heads.py").run()
     assert not at.exception
-    assert getattr(at, kind)(key=key).value == value
+    assert control(at, key).value == value
     assert address(at)[param] == shown
 
 
 def test_settings_chosen_in_the_sidebar_follow_every_page_switch():
     # a widget's id carries its page: a page switch draws new widgets, which take their values from the keys
     at = start({})
-    at.selectbox(key="w_heads").set_value(8).run()
-    at.selectbox(key="w_mask").set_value("causal").run()
-    at.number_input(key="w_seed").increment().run()  # a rerun of the same page leaves the values to Streamlit
-    seed = at.number_input(key="w_seed").value
+    set_control(at, "w_heads", 8)
+    set_control(at, "w_mask", "causal")
+    control(at, "w_seed").increment().run()  # a rerun of the same page leaves the values to Streamlit
+    seed = control(at, "w_seed").value
     for page in ("app_pages/step_by_step.py", NO_SIDEBAR, "app_pages/heads.py", "app_pages/step_by_step.py"):
         at.switch_page(page).run()
         assert not at.exception, page
         if page != NO_SIDEBAR:
-            assert (at.selectbox(key="w_heads").value, at.selectbox(key="w_mask").value) == (8, "causal"), page
-            assert at.number_input(key="w_seed").value == seed, page
-            at.number_input(key="w_seed").increment().run()
+            assert (control(at, "w_heads").value, control(at, "w_mask").value) == (8, "causal"), page
+            assert control(at, "w_seed").value == seed, page
+            control(at, "w_seed").increment().run()
             seed += 1
             assert address(at)["seed"] == str(seed) and address(at)["heads"] == "8", page

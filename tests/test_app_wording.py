@@ -15,6 +15,7 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, build_mask
+from tests.sidebar_controls import notes
 from tests.test_app_compare import compare_page
 from tests.test_app_heads import app, charts, decode, messages, open_take_apart
 from ui.pages.lessons import LESSONS
@@ -51,10 +52,11 @@ def test_readme_lessons_row_names_every_lesson_without_a_number_to_forget():
 
 
 def test_kv_heads_caption_counts_query_heads_in_words():
-    one = page_text(app({"heads": "4"}))
-    assert "1 query head per K/V head" in one and "head(s)" not in one
-    two = page_text(app({"heads": "4", "kv_heads": "2"}))
-    assert "2 query heads per K/V head" in two and "head(s)" not in two
+    for link, said in (({"heads": "4"}, "1 query head per K/V head"),
+                       ({"heads": "4", "kv_heads": "2"}, "2 query heads per K/V head")):
+        at = app(link)
+        shown = "\n".join(notes(at))
+        assert said in shown and "head(s)" not in shown and "head(s)" not in page_text(at)
 
 
 def test_norm_weighted_colour_bar_names_what_it_shows():
@@ -104,7 +106,7 @@ def cross_config(queries: str, keys: str) -> MHAConfig:
 def test_causal_mask_in_cross_attention_says_what_it_means():
     queries, keys = "the cat sat", "a dog ran far away"
     at = app({"tokens": queries, "kv_tokens": keys, "mask": "causal"})
-    note = next((c.value for c in at.sidebar.caption if "Cross-attention with a causal mask" in c.value), None)
+    note = next((line for line in notes(at) if "Cross-attention with a causal mask" in line), None)
     assert note is not None, "no word on what causal means in cross-attention"
     mask = build_mask(cross_config(queries, keys))  # what the engine applies
     for i in range(mask.shape[0]):  # the note's rule, query i sees keys 0..i, against the engine's mask
@@ -116,12 +118,12 @@ def test_causal_mask_in_cross_attention_says_what_it_means():
 
 def test_causal_mask_note_counts_the_queries_that_see_every_key():
     queries, keys = "the cat sat on", "a dog"
-    note = next(c.value for c in app({"tokens": queries, "kv_tokens": keys, "mask": "causal"}).sidebar.caption
-                if "Cross-attention" in c.value)
+    note = next(line for line in notes(app({"tokens": queries, "kv_tokens": keys, "mask": "causal"}))
+                if "Cross-attention" in line)
     mask = build_mask(cross_config(queries, keys))
     assert [i for i in range(4) if mask[i].all()] == [1, 2, 3] and "Queries 1..3 see all 2 keys" in note
 
 
 def test_self_attention_causal_mask_has_no_cross_attention_note():
     at = app({"mask": "causal"})
-    assert not any("Cross-attention with a causal mask" in c.value for c in at.sidebar.caption)
+    assert not any("Cross-attention with a causal mask" in line for line in notes(at))

@@ -15,6 +15,7 @@ from bench.bench_browser import SEED_PLUS, Redraw
 from bench.bench_livechart import FLOOR_ONE_ELEMENT_APP, FLOOR_SIDEBAR_APP, FLOORS, PAGES, rows_from
 from bench.one_element_controls import KEY
 from bench.st_client import Trigger, set_widget_value
+from tests.sidebar_controls import control, drawn, set_control
 
 
 def redraws(last_ms: float, messages: int = 80) -> list[tuple[Redraw, float, float, int]]:
@@ -53,10 +54,10 @@ def test_the_floor_with_the_apps_sidebar_draws_its_heatmap_from_the_sidebars_see
     of the sidebar is there, and Seed + changes the heatmap to that seed's."""
     at = AppTest.from_string(FLOOR_SIDEBAR_APP, default_timeout=60).run()
     assert not at.exception
-    assert {"w_seed", "w_heads", "w_tokens", "w_kernel", "w_mask"} <= {w.key for w in at.sidebar if w.key}
-    seed = at.sidebar.number_input(key="w_seed")
+    assert all(drawn(at, key) for key in ("w_seed", "w_heads", "w_tokens", "w_kernel", "w_mask"))
+    seed = control(at, "w_seed")
     for value in (seed.value, seed.value + 1):
-        at.sidebar.number_input(key="w_seed").set_value(value).run()
+        set_control(at, "w_seed", value)
         expected = np.random.default_rng(value).random((16, 16)).astype(np.float32)
         np.testing.assert_array_equal(shown_heatmap(at), expected)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import shown_charts
+from sidebar_controls import set_control
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
@@ -38,13 +39,13 @@ def heads_panels(spec: str) -> list[np.ndarray]:
 def test_heads_follow_the_seed_and_come_back_byte_identical():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     first = specs(at)
-    at.number_input(key="w_seed").set_value(7).run()
+    set_control(at, "w_seed", 7)
     assert not at.exception
     changed = specs(at)
     for shown, expected in zip(heads_panels(changed["heads_grid"]), run(MHAConfig(seed=7)).trace.weights, strict=True):
         np.testing.assert_allclose(shown, expected, atol=1e-6)  # float32 on the wire
     assert changed["heads_grid"] != first["heads_grid"]
-    at.number_input(key="w_seed").set_value(MHAConfig().seed).run()
+    set_control(at, "w_seed", MHAConfig().seed)
     assert specs(at) == first  # every figure, byte for byte
 
 

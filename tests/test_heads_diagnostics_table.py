@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 from mha_core.config import MHAConfig, run
 from mha_core.diagnostics import head_similarity, head_summary
 from mha_core.kernels import KERNELS
+from tests.sidebar_controls import set_control
 from ui.charts import tables
 from ui.i18n import _, using_language
 from ui.pages.heads.diagnostics import build_diagnostics
@@ -100,7 +101,7 @@ def test_the_kept_table_follows_the_seed_and_the_language():
     assert header != "mean row max" and header in chinese.columns and list(chinese.index) == rows
     np.testing.assert_array_equal(chinese[header].to_numpy(float), english["mean row max"].to_numpy(float))
     for seed in (4, 3):
-        at.number_input(key="w_seed").set_value(seed).run()
+        set_control(at, "w_seed", seed)
         maxima = head_summary(*(lambda t: (t.weights, t.fully_masked, np.isfinite(t.logits)))(
             run(MHAConfig(seed=seed)).trace))["max_weight"]
         np.testing.assert_array_equal(shown_table(at)[header].to_numpy(float), maxima)

@@ -22,6 +22,7 @@ from mha_core.marks import Message
 from mha_core.positions import SCHEMES, SchemeAt, position_scheme, scheme_problem
 from mha_core.presets import PRESETS
 from tests.app_opener import open_app
+from tests.sidebar_controls import control
 from ui.i18n import LANGUAGES, _, catalog_path, using_language
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,14 +210,14 @@ def test_a_refused_link_is_refused_in_spanish_with_the_fallback_applied():
     warnings = [w.value for w in at.sidebar.warning]
     assert any(reason in w and "se vuelve a pe=none" in w for w in warnings), warnings
     assert not any("has no reference with a bias" in w for w in warnings)  # no English left
-    assert at.selectbox(key="w_pe").value == "none" and at.selectbox(key="w_kernel").value == "linear"
+    assert control(at, "w_pe").value == "none" and control(at, "w_kernel").value == "linear"
 
 
 def test_a_refusal_with_values_is_translated_on_the_page():
     at = open_app(pe="rope", d_model="12", heads="4", lang="zh-CN")
     warnings = [w.value for w in at.sidebar.warning]
     assert any("RoPE 按对旋转头的特征，所以头维度必须是偶数；现在是 3" in w and "pe=none" in w for w in warnings), warnings
-    assert at.selectbox(key="w_pe").value == "none"
+    assert control(at, "w_pe").value == "none"
 
 
 @pytest.mark.parametrize("code", TRANSLATED)
@@ -224,12 +225,12 @@ def test_the_sidebars_engine_choices_are_translated(code):
     at = open_app(lang=code)
     with using_language(code):
         for key, table, field in (("w_kernel", KERNELS, "label"), ("w_pe", SCHEMES, "label")):
-            box = at.selectbox(key=key)
+            box = control(at, key)
             assert box.options == [_(getattr(table[name], field)) for name in table], key
         hand_built = [_(preset.label) for preset in PRESETS.values()]
-    assert set(hand_built) <= set(at.selectbox(key="w_init").options)
-    assert "线性（φ = elu + 1）" in at.selectbox(key="w_kernel").options or code != "zh-CN"
-    assert position_scheme("rope").label not in at.selectbox(key="w_pe").options
+    assert set(hand_built) <= set(control(at, "w_init").options)
+    assert "线性（φ = elu + 1）" in control(at, "w_kernel").options or code != "zh-CN"
+    assert position_scheme("rope").label not in control(at, "w_pe").options
 
 
 def test_a_model_loaders_message_is_translated_with_its_commands_kept(tmp_path):

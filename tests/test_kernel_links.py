@@ -13,6 +13,7 @@ import pytest
 from mha_core.config import MHAConfig, run
 from mha_core.kernels import KERNELS
 from tests.address_bar import address
+from tests.sidebar_controls import control
 from tests.test_app_decoding import open_page
 from tests.test_app_heads import app, charts, grid_matrices
 from tests.test_app_step_by_step import charts as step_charts
@@ -93,7 +94,7 @@ def test_heads_keeps_the_fixed_scale_for_linear_and_says_rows_sum_to_1():
 
 def test_the_sidebar_offers_every_kernel_and_writes_the_link():
     at = app()
-    box = at.selectbox(key="w_kernel")
+    box = control(at, "w_kernel")
     assert len(box.options) == len(KERNELS)  # one option per row of the table
     box.set_value("linear").run()
     assert not at.exception
@@ -195,4 +196,4 @@ def test_a_fourth_kernel_is_one_row_of_the_table(monkeypatch):
     assert params_from_config(config)["kernel"] == "softmax_copy"
     np.testing.assert_array_equal(run(config).trace.weights, run(MHAConfig(mask="causal")).trace.weights)
     at = app({"kernel": "softmax_copy"})
-    assert not at.exception and "softmax, a test's copy" in at.selectbox(key="w_kernel").options
+    assert not at.exception and "softmax, a test's copy" in control(at, "w_kernel").options

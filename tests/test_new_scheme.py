@@ -33,6 +33,7 @@ from mha_core.flash import flash_of_run
 from mha_core.positions import ALIBI_SLOPES_SOURCE, PositionScheme, SchemeAt, alibi_slopes
 from tests.address_bar import address
 from tests.shown_steps import open_downloads, step_formulas, step_titles
+from tests.sidebar_controls import control
 from tests.test_app_compare import compare_page
 from tests.test_app_compare import panels as compare_panels
 from tests.test_app_decoding import open_page
@@ -81,7 +82,7 @@ def test_an_unknown_scheme_names_the_new_one_among_the_choices(plain):
 
 def test_the_sidebar_offers_it_and_the_heads_page_draws_it(plain):
     at = open_page("app_pages/heads.py")
-    box = at.selectbox(key="w_pe")
+    box = control(at, "w_pe")
     assert PLAIN.label in box.options
     box.set_value("plain").run()
     assert not at.exception

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 import ui.state.settings as table
 from mha_core.config import EMBEDDINGS, INITS, LIMITS, MASKS, SCALE_RULES, MHAConfig
 from tests.address_bar import address
+from tests.sidebar_controls import control
 from ui.state.settings import VIEW_SETTINGS, Setting, config_of, fit_sentence, model_settings, values_of
 from ui.state.urlstate import config_from_params, params_from_config, read_settings, write_settings
 
@@ -53,7 +54,7 @@ def test_a_new_row_has_its_widget_in_the_sidebar_and_reaches_the_config(with_kno
     at.query_params["knob"] = "5"
     at.run()
     assert not at.exception, [e.message for e in at.exception]
-    knob = at.sidebar.number_input(key="w_knob")
+    knob = control(at, "w_knob")
     assert knob.label == KNOB.label and knob.value == 5 and (knob.min, knob.max) == (0, 9)
     assert at.session_state["config"].knob == 5
     knob.set_value(8).run()
@@ -123,7 +124,7 @@ def test_a_link_whose_window_is_wider_than_the_sentence_opens_with_the_slider_at
     at.query_params.update(mask="window", window="10")  # 6 tokens: the slider ends at 5 (it used to raise)
     at.run()
     assert not at.exception, [e.message for e in at.exception]
-    assert at.sidebar.slider(key="w_window").value == 5
+    assert control(at, "w_window").value == 5
     assert at.session_state["config"].window == 5 and address(at)["window"] == "5"
 
 

@@ -10,6 +10,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from tests.address_bar import address
+from tests.sidebar_controls import control
 from ui.state.navigation import PAGES, unknown_page, unknown_page_message
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +48,7 @@ def test_an_unknown_page_is_reported_on_heads_with_the_links_settings(asked_for)
     warnings = [w.value for w in at.warning if "/nonexistent_page" in w.value]
     assert warnings == [unknown_page_message("nonexistent_page")]
     assert at.title[0].value == "Heads"
-    assert address(at)["seed"] == "3" and at.number_input(key="w_seed").value == 3
+    assert address(at)["seed"] == "3" and control(at, "w_seed").value == 3
 
 
 def test_a_page_that_exists_says_nothing_of_the_kind(asked_for):

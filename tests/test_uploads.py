@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.sidebar_controls import set_control
 from ui.widgets.uploads import parse_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +68,7 @@ def test_a_truncated_npy_of_real_numbers_is_refused_as_invalid():
 def test_the_app_refuses_a_complex_upload_with_a_message_and_uses_random_embeddings():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
-    at.selectbox(key="w_embedding").set_value("custom").run()
+    set_control(at, "w_embedding", "custom")
     complex_table = np.full((6, 16), 1 + 1j)  # the default sentence has 6 tokens, d_model 16
     at.get("file_uploader")[0].set_value(("emb.npy", npy_bytes(complex_table), "application/octet-stream"))
     at.run()
