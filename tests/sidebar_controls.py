@@ -57,6 +57,13 @@ def change(at: AppTest, key: str, value) -> AppTest:
     return at._run(states)
 
 
+def item_texts(item: dict) -> list[str]:
+    """Every text one of the element's items shows: its label, its help, its options' labels, its lines."""
+    texts = [item.get("label", ""), item.get("help", "")]
+    texts += [label for _value, label in item.get("options", [])] + [text for _kind, text in item.get("notes", [])]
+    return [text for text in texts if text]
+
+
 class _Drawn:
     """A control inside the element, with the interface of AppTest's widgets that ``Control`` uses."""
 

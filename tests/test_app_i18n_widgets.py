@@ -8,6 +8,7 @@ Strings of the engine's records (kernel, scheme and preset labels) are marked an
 
 from __future__ import annotations
 
+import json
 import re
 import string
 from pathlib import Path
@@ -19,9 +20,10 @@ from streamlit.testing.v1 import AppTest
 
 from tests.address_bar import address
 from tests.shown_charts import charts, decode
-from tests.sidebar_controls import control, set_control
+from tests.sidebar_controls import control, item_texts, set_control
 from tests.test_uploads import npy_bytes
 from ui.i18n import translations, using_language
+from ui.widgets.controls import KEY as CONTROLS
 from ui.widgets.uploads import parse_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,6 +98,8 @@ def shown_texts(node) -> list[str]:
         for block in ("popover", "expandable"):  # a block's own label (the presentation bar's popover)
             if block in proto.DESCRIPTOR.fields_by_name and proto.HasField(block):
                 texts.append(getattr(proto, block).label)
+        if getattr(node, "key", None) == CONTROLS:  # the settings' one element: its controls' texts are its data
+            texts += [text for item in json.loads(proto.json)["items"] for text in item_texts(item)]
     for child in getattr(node, "children", {}).values():
         texts += shown_texts(child)
     return texts
