@@ -249,6 +249,8 @@ def timed_rerun(at, case: Case, i: int) -> tuple[float, float, list[int]]:
     rerun()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     check_page(at, case)
+    if case.control.kind == SETTINGS and at.session_state[case.control.key] != case.control.value(i):
+        raise RuntimeError(f"the settings element did not take {case.control.key}={case.control.value(i)!r}")
     return wall, cpu, figure_sizes(at)
 
 
