@@ -5,7 +5,8 @@ process as a server would, minus the websocket and the post-run garbage collecti
 as ``gc_ms``): switch to the page, set a control to a value never computed before, time ``run()``.
 The columns are explained in ``run``'s docstring, which ``python -m bench`` prints under the table.
 
-Controls: the seed (sidebar) on Heads, Step by step and About; the lesson picker on Lessons (the
+Controls: the seed (a control of the sidebar's one settings element, changed by the element's trigger) on
+Heads, Step by step and About; the lesson picker on Lessons (the
 page has no cache, every visit computes); a plain rerun on Seed notebooks (it has no control
 that changes what it computes: any click reruns it as it is); the sentence on Real model (one
 word moved, so the forward pass runs again). "caps" is 64 tokens, d_model 512, 16 heads, causal
@@ -23,6 +24,7 @@ from __future__ import annotations
 import functools
 import gc
 import itertools
+import json
 import pickle
 import statistics
 import time
@@ -61,19 +63,69 @@ REAL_MODEL_LAZY_SECTIONS = ("w_rm_overview", "w_rm_sink")  # its expanders that 
 _fresh_starts = itertools.count(1_000_000, 1000)
 
 
+SETTINGS = "settings"  # Control.kind of a setting's control: a control inside the settings' one element
+
+
+def settings_element(at):
+    """The settings' one components-v2 element this run drew (ui/widgets/controls.py; AppTest shows it as an
+    UnknownElement), or None."""
+    from ui.widgets.controls import KEY
+
+    return next((node for node in (*at.sidebar, *at.main) if type(node).__name__ == "UnknownElement"
+                 and node.key == KEY), None)
+
+
+def settings_keys(at) -> set[str]:
+    """The keys of the controls inside the settings' element (not its headings and lines)."""
+    element = settings_element(at)
+    return set() if element is None else {item["key"] for item in json.loads(element.proto.json)["items"]
+                                          if "value" in item}
+
+
+def settings_change(at, key: str, value) -> Callable[[], object]:
+    """The run the element's JavaScript asks for after a change of control ``key``: its ``change`` trigger,
+    ``{key, value}``, in the tree's widget states under Streamlit's trigger id (what the browser sends;
+    bench/st_client.py encodes it). AppTest (Streamlit 1.67) has no ``set_value`` for a components-v2 element, so
+    the run goes through its private ``_run``, as tests/sidebar_controls.py ``change`` does."""
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id
+
+    from bench.st_client import Trigger, set_widget_value
+
+    states = at._tree.get_widget_states()
+    trigger = Trigger("change", {"key": key, "value": value})
+    set_widget_value(states.widgets.add(), _make_trigger_id(settings_element(at).proto.id, "events"), trigger)
+    return lambda: at._run(states)
+
+
 @dataclass(frozen=True)
 class Control:
-    """The widget whose change triggers the timed rerun, and the i-th value it is set to."""
+    """The control whose change triggers the timed rerun, and the i-th value it is set to."""
 
     name: str  # shown in the table
-    kind: str  # an AppTest accessor: "number_input", "pills", "text_input"; "" = a plain rerun
+    kind: str  # an AppTest accessor ("pills", "text_input" ...), SETTINGS (the settings' element), "" (a plain rerun)
     key: str
     value: Callable[[int], object] = field(default=lambda i: i)
 
-    def apply(self, at, i: int) -> None:
-        """Set the control to its i-th value (or nothing, for a plain rerun); the caller runs."""
+    def change(self, at, i: int) -> Callable[[], object]:
+        """Set the control to its i-th value (or nothing, for a plain rerun); the run to time, which the caller
+        makes. A setting's change is the element's trigger, sent with that run."""
+        if self.kind == SETTINGS:
+            return settings_change(at, self.key, self.value(i))
         if self.kind:
             getattr(at, self.kind)(key=self.key).set_value(self.value(i))
+        return at.run
+
+    def drawn(self, at) -> bool:
+        """Whether this run drew the control (a plain rerun needs none)."""
+        if self.kind == SETTINGS:
+            return self.key in settings_keys(at)
+        if not self.kind:
+            return True
+        try:
+            at.get_by_key(self.key)
+        except KeyError:
+            return False
+        return True
 
 
 @dataclass(frozen=True)
@@ -115,7 +167,7 @@ def lesson_keys() -> list[str]:
     return [*LESSONS, "overview"]
 
 
-SEED = Control("seed", "number_input", "w_seed")
+SEED = Control("seed", SETTINGS, "w_seed")
 PLAIN = Control("none (plain rerun)", "", "")
 # Controls that change what is shown but not what is computed: the figures that stay the same come
 # from the figure cache (ui/run/cached_figures.py). Their values cycle, so after one round every rerun
@@ -192,11 +244,13 @@ def open_session(case: Case):
 
 def timed_rerun(at, case: Case, i: int) -> tuple[float, float, list[int]]:
     """Set the control to its i-th value and rerun: (wall seconds, CPU seconds, figure sizes)."""
-    case.control.apply(at, i)
+    rerun = case.control.change(at, i)
     wall, cpu = time.perf_counter(), time.process_time()
-    at.run()
+    rerun()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     check_page(at, case)
+    if case.control.kind == SETTINGS and at.session_state[case.control.key] != case.control.value(i):
+        raise RuntimeError(f"the settings element did not take {case.control.key}={case.control.value(i)!r}")
     return wall, cpu, figure_sizes(at)
 
 
@@ -264,13 +318,9 @@ def goal_met(case: Case, miss_ms: float, figure_bytes: int) -> bool:
 
 def skip_reason(case: Case, at) -> str | None:
     """Why the row cannot be measured here (the real model's files are missing), or None."""
-    if not case.control.kind:
+    if case.control.drawn(at):
         return None
-    try:
-        at.get_by_key(case.control.key)
-    except KeyError:
-        return f"skipped: the page has no widget {case.control.key} (the model files are missing?)"
-    return None
+    return f"skipped: the page has no widget {case.control.key} (the model files are missing?)"
 
 
 def measure(case: Case, repetitions: tuple[int, int]) -> dict:

@@ -44,18 +44,19 @@ HEATMAP_SELECTOR = ".js-plotly-plot .hm image"  # plotly draws a heatmap's cells
 # data-mha-shown holds the figure's digest once either has drawn it, data-mha-plotly once plotly has.
 SHOWN_SELECTOR = "[data-mha-shown]"
 
-# Installed in every page before the app loads: when the user last pressed a pointer or a key,
-# and a fingerprint of a live figure's z data (plotly 7 sends numpy arrays as base64 "bdata"); y for bars.
+# Installed in every page before the app loads: when the user last pressed a pointer or a key, or picked an option
+# of a native <select> (its "input" event: the option list is the browser's own, no pointer event of the pick reaches
+# the page), and a fingerprint of a live figure's z data (plotly 7 sends numpy arrays as base64 "bdata"); y for bars.
 PAGE_SCRIPT = """
 window.__mhaChangeAt = null;
 window.__mhaChanged = new Set();
-for (const type of ["pointerdown", "keydown"]) {
-  window.addEventListener(type, () => {
-    window.__mhaChangeAt = performance.now();
-    window.__mhaFirstRedraw = window.__mhaLastRedraw = window.__mhaLastPlotly = null;
-    window.__mhaChanged = new Set();
-  }, true);
-}
+const mhaInput = () => {
+  window.__mhaChangeAt = performance.now();
+  window.__mhaFirstRedraw = window.__mhaLastRedraw = window.__mhaLastPlotly = null;
+  window.__mhaChanged = new Set();
+};
+for (const type of ["pointerdown", "keydown"]) window.addEventListener(type, mhaInput, true);
+window.addEventListener("input", event => { if (event.target instanceof HTMLSelectElement) mhaInput(); }, true);
 window.__mhaFingerprint = key => {
   const box = document.querySelector(`.st-key-${key} [data-testid="stPlotlyChart"][data-mha-shown]`);
   if (box) return `shown:${box.dataset.mhaShown}`;
@@ -181,21 +182,27 @@ async def open_heads(page, url: str, query: str, timeout_ms: float) -> float:
     return elapsed
 
 
-# The Seed box's "+": Streamlit's number input, or the one-element controls' (bench/one_element_controls.js, a floor
-# page of bench/bench_livechart.py).
-SEED_PLUS = ('.st-key-w_seed [data-testid="stNumberInputStepUp"], '
+# The Seed box's "+": the app's settings element's (ui/widgets/controls.js), a floor page's Streamlit number input, or
+# the prototype's one-element controls' (bench/one_element_controls.js; floor pages of bench/bench_livechart.py).
+SEED_PLUS = ('.st-key-controls [data-key="w_seed"] [data-testid="mhaStepUp"], '
+             '.st-key-w_seed [data-testid="stNumberInputStepUp"], '
              '[data-testid="mhaOneControls"] [data-name="seed"] [data-testid="mhaOneStepUp"]')
+HEADS_SELECT = '.st-key-controls [data-key="w_heads"] select'  # the settings element's native <select> of heads
 
 
 async def step_seed(page) -> None:
-    """Press the seed's "+" button: a new seed, so the engine runs again."""
+    """Press the seed's "+" button: a new seed, so the engine runs again (its pointerdown starts the clock)."""
     await page.locator(SEED_PLUS).click()
 
 
 async def choose_heads(page, heads: int) -> None:
-    """Open the heads selectbox and pick ``heads`` (the pick's pointerdown starts the clock)."""
-    await page.locator(".st-key-w_heads input[role='combobox']").click()
-    await page.get_by_role("option", name=str(heads), exact=True).click()
+    """Pick ``heads`` in the heads' native <select>, by its label (an option's value is its index).
+
+    The clock starts at the select's "input" event, the moment the option is picked (PAGE_SCRIPT): the browser
+    draws a native select's list itself, and Playwright's ``select_option`` sends no pointer or key event. Before,
+    Streamlit's selectbox was opened by a click and the clock started at the pointerdown on the option; both are the
+    pick, before anything is sent to the server."""
+    await page.locator(HEADS_SELECT).select_option(label=str(heads))
 
 
 def next_heads(current: int, turn: int) -> int:
@@ -510,7 +517,7 @@ def run(quick: bool) -> list[dict]:
     one sample each and says so in its notes. ``goal``/``met``/``note``: issue 11's goals and by how
     much the median misses them.
     Control changes (default settings, a fresh server, the tab of the last warm opening below): from
-    the browser's own pointerdown on the seed's "+" button (or an option of the heads selectbox) to
+    the browser's own pointerdown on the seed's "+" button (or the "input" event of the heads' <select>) to
     the last animation frame in which any figure of the page showed new data (a live chart's
     data-mha-shown digest, set when its canvas or plotly drew it; for st.plotly_chart plotly's z, or y
     for bars; every figure watched each frame, timed inside the page with performance.now(); the run

@@ -8,8 +8,9 @@ screen, and Seed + to every figure of the page redrawn. Each is a median of 5; t
 divides by the floor page's median of the same measurement. Goals are issue 22's. Heads and Step by
 step are timed twice, their charts sent by st.plotly_chart and by the live charts (ui/widgets/live.py),
 and Heads once more with plotly's full bundle (copied into static/ for the run). The floor page is timed twice more
-with controls in its sidebar: the app's own (``FLOOR_SIDEBAR_APP``) and the same controls drawn as one element
-(``FLOOR_ONE_ELEMENT_APP``, issue 38's prototype in bench/one_element_controls.py).
+with controls in its sidebar: the app's own (``FLOOR_SIDEBAR_APP``: the language's selectbox and the settings' controls
+as ONE components-v2 element, ui/widgets/controls.py) and issue 38's prototype of the controls as one element
+(``FLOOR_ONE_ELEMENT_APP``, bench/one_element_controls.py; the measurement that led to the app's element).
 
     python -m bench.bench_livechart          # prints the table (about 3 minutes)
     python -m bench.bench_livechart --quick  # three pages, one sample each (CI's smoke test)
@@ -51,9 +52,10 @@ FLOOR_APP = textwrap.dedent('''
     z = np.random.default_rng(int(seed)).random((16, 16)).astype(np.float32)
     st.plotly_chart(go.Figure(go.Heatmap(z=z, zmin=0, zmax=1)), key="floor")
 ''')
-# The floor with the app's own sidebar (language switch, every control, the address kept in step) and the same one
-# heatmap, drawn from the sidebar's seed: what a full rerun of the app's controls costs a page before any of its own
-# content (a Streamlit widget change reruns the whole page, and the page sends every control again).
+# The floor with the app's own sidebar (the language's selectbox, the settings' controls as one element drawn by
+# sidebar(), the address kept in step) and the same one heatmap, drawn from the sidebar's seed: what a rerun of the
+# app's controls costs a page before any of its own content (a change reruns the whole page, and the page sends its
+# controls again: the language's Streamlit selectbox and the settings' one element).
 # Both floors with controls: the same one heatmap drawn from the controls' seed, the address kept in step after it.
 _SIDEBAR_FLOOR = textwrap.dedent('''
     import numpy as np
@@ -75,9 +77,9 @@ FLOOR_SIDEBAR_APP = _SIDEBAR_FLOOR.format(
     imports="from ui.widgets.language import language_switch\nfrom ui.widgets.sidebar import sidebar\n"
             "from ui.widgets.state import keep_widget_state\n",
     first="keep_widget_state()\n", controls="language_switch()\nconfig = sidebar()")
-# The floor with the same controls drawn as ONE components-v2 element (bench/one_element_controls.py, issue 38's
-# prototype): what the sidebar would cost a Seed + if a run sent one element for all of them; the address kept in step
-# as the app keeps it.
+# The floor with the same controls drawn as ONE components-v2 element by issue 38's prototype
+# (bench/one_element_controls.py, the language's choice inside it too): the measurement that led to the app's element;
+# the address kept in step as the app keeps it.
 FLOOR_ONE_ELEMENT_APP = _SIDEBAR_FLOOR.format(
     imports="from bench.one_element_controls import one_element_controls\n", first="",
     controls="config = one_element_controls()")
@@ -281,10 +283,11 @@ def run(quick: bool) -> list[dict]:
     (MHA_LIVE_CHARTS=0, as before issue 22) and by the live charts (ui/widgets/live.py), and Heads once
     more with plotly's full bundle (the plotly package's plotly.min.js) instead of the cartesian one; Heads and Step
     by step once more with their live charts drawn by plotly alone (MHA_CANVAS_FIRST=0: no canvas first).
-    The floor page once more with the app's own sidebar (``FLOOR_SIDEBAR_APP``): how much of a page's ratio is
-    its controls, sent again by every rerun before anything of the page's own. And with the same controls drawn as one
-    components-v2 element (``FLOOR_ONE_ELEMENT_APP``, bench/one_element_controls.py): what a rebuild of the sidebar
-    as one element would leave of that.
+    The floor page once more with the app's own sidebar (``FLOOR_SIDEBAR_APP``: the language's selectbox and the
+    settings' controls as one components-v2 element, ui/widgets/controls.py): how much of a page's ratio is its
+    controls, sent again by every rerun before anything of the page's own. And with issue 38's prototype of the
+    controls as one element (``FLOOR_ONE_ELEMENT_APP``, bench/one_element_controls.py): the measurement that led to
+    the app's element, kept beside it.
     A quick run (CI's smoke test) opens the floor page, Heads and Step by step with live charts, once each, and
     presses Seed + once, with nothing untimed first and a 0.5 s quiet.
     """

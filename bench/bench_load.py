@@ -4,7 +4,7 @@ One server of our own per N (so each N starts cold, as a class at nine o'clock d
 Chromium with N separate contexts (separate cookies and websockets: N Streamlit sessions),
 driven by Playwright's async API from one event loop. Two phases, as in a lesson: every session
 opens the Heads page at the same moment with a seed of its own ("open the link"); when all have
-it, all make their changes at once: the seed's "+" button and a pick in the heads selectbox in
+it, all make their changes at once: the seed's "+" button and a pick in the heads' select in
 turn, with a short random pause before each (a student reading the figure), so no two sessions
 ask for the same configuration and the cache cannot answer. Latency is timed inside each page as
 in the "browser" section. A thread reads the server's resident memory (/proc/<pid>/status VmRSS)

@@ -37,7 +37,11 @@ WARM_CHANGES = 2  # untimed changes first: the page's imports and first figures
 
 @dataclass(frozen=True)
 class Row:
-    """A page, the link's settings and the control changed (its widget key and its i-th value)."""
+    """A page, the link's settings and the control changed (its key and its i-th value).
+
+    The key is a page widget's (``w_rm_text``) or a setting's (``w_seed``: a control of the settings' one element,
+    changed by its trigger; a plain ``st.number_input`` on the floor page): ``StreamlitClient.set_widget`` sends
+    either, by what the page drew."""
 
     page: str
     settings: str

@@ -61,9 +61,9 @@ async def one_seed_run(url: str, page: str, query: str) -> list[tuple[str, str, 
         await client.open_page(query, page)
         seen.clear()
         client.websocket.recv = recorded
-        if SEED_KEY in client.widget_ids:
+        if client.has_control(SEED_KEY):  # the app's settings element, or a floor page's st.number_input
             await client.set_widget(SEED_KEY, 4_321)  # a seed no link of the bench opens with
-        else:
+        else:  # the prototype's element: a link parameter and its value as a link spells it
             await client.trigger(ONE_ELEMENT, "change", {"name": "seed", "value": "4321"})
     finally:
         await client.close()

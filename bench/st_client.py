@@ -10,7 +10,11 @@ only a protobuf parse: hundreds of students fit in one asyncio process.
 
 A widget's id is chosen by the server (``$$ID-<hash>-<key>``); the client reads it from the
 element that carries it in the first run's deltas, finding it by the widget's key (every control
-of this app has an explicit ``w_`` key).
+of this app has an explicit ``w_`` key). The settings' controls (the seed among them) are not widgets but ONE
+components-v2 element (key ``controls``, ui/widgets/controls.py): the client reads the keys of the controls it
+draws from its data, and changes one as the element's JavaScript does, with the element's ``change`` trigger
+``{key, value}``. ``set_widget`` does either, by what the page drew (a floor page of the bench draws a plain
+``st.number_input(key="w_seed")``).
 
     python -m bench.st_client --url http://127.0.0.1:8501 --students 20 --period 5 --duration 30
 """
@@ -28,6 +32,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import numpy as np
+
+from ui.widgets.controls import KEY as CONTROLS  # the settings' one element (its controls: ``{key, value}`` changes)
 
 RUN_TIMEOUT_S = 30.0  # a run that takes longer is an error (a timeout)
 SEED_KEY = "w_seed"  # the control every simulated student changes
@@ -106,6 +112,7 @@ class StreamlitClient:
         self.page_name = ""
         self.widget_ids: dict[str, str] = {}  # user key -> server widget id, from the deltas
         self.fragment_ids: dict[str, str] = {}  # user key -> the st.fragment a widget is drawn in, if any
+        self.controls: dict[str, object] = {}  # the settings element's controls: key -> value, as it last drew them
 
     async def connect(self) -> None:
         """Open the websocket (subprotocol "streamlit", as the browser asks for)."""
@@ -133,11 +140,23 @@ class StreamlitClient:
         self.page_script_hash = ""  # the server finds the page by name, then tells its hash
         return await self.rerun({})
 
+    def has_control(self, key: str) -> bool:
+        """True when the page drew a control of key ``key``: a Streamlit widget, or a control of the settings' element."""
+        return key in self.widget_ids or key in self.controls
+
     async def set_widget(self, key: str, value: int | float | str | bool) -> RunResult:
-        """Change the widget with user key ``key`` to ``value`` and wait for the rerun to finish."""
-        if key not in self.widget_ids:
-            raise KeyError(f"no widget with key {key!r} on this page; seen: {sorted(self.widget_ids)}")
-        return await self.rerun({self.widget_ids[key]: value}, self.fragment_ids.get(key, ""))
+        """Change the control with user key ``key`` to ``value`` and wait for the rerun to finish: a Streamlit widget
+        by its id, or a control of the settings' element by the element's ``change`` trigger (as its JavaScript)."""
+        if key in self.widget_ids:
+            return await self.rerun({self.widget_ids[key]: value}, self.fragment_ids.get(key, ""))
+        if key in self.controls:
+            run = await self.trigger(CONTROLS, "change", {"key": key, "value": value})
+            if not run.exceptions and self.controls.get(key) != value:  # a change the server ignored: not a change
+                raise RuntimeError(f"the settings element did not take {key}={value!r}: it shows "
+                                   f"{self.controls.get(key)!r}")
+            return run
+        raise KeyError(f"no widget or control with key {key!r} on this page; seen: "
+                       f"{sorted(self.widget_ids)}, in {CONTROLS!r}: {sorted(self.controls)}")
 
     async def trigger(self, key: str, event: str, value: object) -> RunResult:
         """Send the components-v2 element with user key ``key`` the trigger ``event`` with ``value`` (its
@@ -195,12 +214,16 @@ class StreamlitClient:
                     return RunResult((time.perf_counter() - start) * 1e3, exceptions, status, received, messages)
 
     def note_element(self, element, exceptions: list[str], fragment_id: str = "") -> None:
-        """Record a widget's id (and its fragment) under its user key, or an exception's text."""
+        """Record a widget's id (and its fragment) under its user key, or an exception's text; and the keys of the
+        controls the settings' element draws."""
         widget_id = element_widget_id(element)
         if widget_id and widget_id.startswith("$$ID-") and widget_id.count("-") >= 2:
             key = widget_id.split("-", 2)[2]  # "$$ID-<hash>-<key>"
             self.widget_ids[key] = widget_id
             self.fragment_ids[key] = fragment_id
+            if key == CONTROLS and element.WhichOneof("type") == "bidi_component":
+                items = json.loads(element.bidi_component.json or "{}").get("items", [])
+                self.controls = {item["key"]: item["value"] for item in items if "value" in item}  # no heading
         text = exception_text(element)
         if text:
             exceptions.append(text)

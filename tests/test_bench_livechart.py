@@ -8,14 +8,15 @@ import json
 from pathlib import Path
 
 import numpy as np
+from sidebar_controls import control, drawn, set_control
 from streamlit.components.v2.bidi_component.main import _make_trigger_id
 from streamlit.testing.v1 import AppTest
 
-from bench.bench_browser import SEED_PLUS, Redraw
+from bench.bench_browser import HEADS_SELECT, SEED_PLUS, Redraw
 from bench.bench_livechart import FLOOR_ONE_ELEMENT_APP, FLOOR_SIDEBAR_APP, FLOORS, PAGES, rows_from
 from bench.one_element_controls import KEY
 from bench.st_client import Trigger, set_widget_value
-from tests.sidebar_controls import control, drawn, set_control
+from ui.widgets.controls import KEY as CONTROLS
 
 
 def redraws(last_ms: float, messages: int = 80) -> list[tuple[Redraw, float, float, int]]:
@@ -51,13 +52,17 @@ def shown_heatmap(at) -> np.ndarray:
 
 def test_the_floor_with_the_apps_sidebar_draws_its_heatmap_from_the_sidebars_seed():
     """The bench's "floor page + the app's sidebar" is the app's own controls and the floor's heatmap: every control
-    of the sidebar is there, and Seed + changes the heatmap to that seed's."""
+    of the sidebar is there (the settings' one element, the language's selectbox), and Seed + changes the heatmap to
+    that seed's."""
     at = AppTest.from_string(FLOOR_SIDEBAR_APP, default_timeout=60).run()
     assert not at.exception
-    assert all(drawn(at, key) for key in ("w_seed", "w_heads", "w_tokens", "w_kernel", "w_mask"))
-    seed = control(at, "w_seed")
-    for value in (seed.value, seed.value + 1):
+    assert all(drawn(at, key) for key in ("w_seed", "w_heads", "w_tokens", "w_kernel", "w_mask", "w_present"))
+    sidebar = [node for node in at.sidebar if node.type != "sidebar"]
+    assert sorted(node.key for node in sidebar) == ["address_bar", CONTROLS, "w_lang"]
+    seed = control(at, "w_seed").value
+    for value in (seed, seed + 1):
         set_control(at, "w_seed", value)
+        assert control(at, "w_seed").value == value
         expected = np.random.default_rng(value).random((16, 16)).astype(np.float32)
         np.testing.assert_array_equal(shown_heatmap(at), expected)
 
@@ -91,6 +96,18 @@ def test_the_livechart_bench_times_the_floor_with_the_controls_as_one_element():
     assert FLOORS[rows[ONE_ELEMENT_ROW]] == FLOOR_ONE_ELEMENT_APP
     script = (Path(__file__).parents[1] / "bench" / "one_element_controls.js").read_text()
     assert "mhaOneStepUp" in SEED_PLUS and 'dataset.testid = testid' in script and '"mhaOneStepUp"' in script
+
+
+def test_the_browser_benches_press_the_apps_settings_element_and_the_floors_number_input():
+    """Seed + is the "+" of the seed in the app's settings element (ui/widgets/controls.js marks each control with
+    its key and its step buttons with a test id), or of the floor page's st.number_input; a heads pick is made in
+    the element's <select>."""
+    script = (Path(__file__).parents[1] / "ui" / "widgets" / "controls.js").read_text()
+    assert "node.dataset.key = item.key" in script and '"mhaStepUp"' in script and 'el("select"' in script
+    seed_plus = [selector.strip() for selector in SEED_PLUS.split(",")]
+    assert f'.st-key-{CONTROLS} [data-key="w_seed"] [data-testid="mhaStepUp"]' in seed_plus
+    assert '.st-key-w_seed [data-testid="stNumberInputStepUp"]' in seed_plus  # bench_livechart.FLOOR_APP's
+    assert f'.st-key-{CONTROLS} [data-key="w_heads"] select' == HEADS_SELECT
 
 
 def test_the_floor_with_one_element_sends_one_element_for_every_control_and_redraws_from_its_seed():
