@@ -13,6 +13,11 @@ from tests.app_opener import open_app
 from tests.shown_charts import chart_elements, decode, figure_of
 from ui.pages.real_model.smollm2 import DEFAULT_PROMPT
 
+# The default text's losses are read from the sweep shipped with the app (mha_core/data/smollm2_whatif_sweep.json),
+# made by this engine on another CPU: a float32 forward through 30 layers rounds differently with another BLAS kernel
+# (5e-7 relative measured between two CPUs of this machine kind). A wrong variant, layer or k moves a loss by > 1e-3.
+ACROSS_CPUS = 1e-5
+
 PAGE = "app_pages/real_model.py"
 LAYERS = (20, 25)
 LINK = {"model": "smollm2", "rm_sparse": "25,20", "rm_sparse_k": "2", "rm_sparse_at": "25.3", "rm_sinks": "1"}
@@ -89,7 +94,7 @@ def test_shown_sink_losses_are_the_engines(linked, smollm2, run):
     sinks = wi.fit_sinks(smollm2, run)
     for variant in ("without", "fitted"):
         row = shown[shown["variant"] == variant].iloc[0]
-        assert row["loss"] == pytest.approx(wi.sink_loss(smollm2, run, variant, sinks), abs=1e-9)
+        assert row["loss"] == pytest.approx(wi.sink_loss(smollm2, run, variant, sinks), rel=ACROSS_CPUS, abs=1e-9)
     needy = frame(linked, "mass")
     mass = wi.first_token_mass(run)
     assert len(needy) == int((mass >= 0.3).sum())
@@ -154,7 +159,7 @@ def test_all_layers_from_the_link(smollm2, run):
     assert "sparse layers: 30;" in str(chart(at, "Loss against k")["layout"]["title"])
     shown = frame(at, "k")
     k1 = shown[shown["k"] == 1].iloc[0]["loss"]
-    assert k1 == pytest.approx(float(wi.sparse_losses(smollm2, run, range(30), 1).mean()), abs=1e-9)
+    assert k1 == pytest.approx(float(wi.sparse_losses(smollm2, run, range(30), 1).mean()), rel=ACROSS_CPUS, abs=1e-9)
 
 
 def test_a_shown_head_outside_the_sparse_layers_is_reported():

@@ -27,7 +27,10 @@ pytest.importorskip("gguf", reason="transformers reads GGUF files with the gguf 
 pytest.importorskip("accelerate", reason="transformers loads GGUF files only with accelerate installed")
 
 ATOL_LOGITS = 2e-4  # the plain forward of TEXT (64 tokens, no scaling) already differs from theirs by 1.2e-4 at
-# position 0 (float32 on both sides, measured); 1e-4, the issue's figure, holds there for ~90% of the positions
+# position 0 (float32 on both sides, measured); 1e-4, the issue's figure, holds there for ~90% of the positions.
+# Plus 2e-5 of a logit's size: on another CPU of this machine kind (OpenBLAS's Haswell kernels on an AVX-512 EPYC) 2 of
+# 3.1 million logits of ~20 differed by 2.2e-4 under linear scaling past the trained length (1.6e-5 relative).
+RTOL_LOGITS = 2e-5
 ATOL_LOSS = 1e-4
 TEXT = "A small red boat drifts past the old stone bridge."  # not the page's text
 N_TOKENS = 64
@@ -113,7 +116,7 @@ def test_scaled_rope_logits_equal_transformers(smollm2, llama, tokens, method, m
         assert run.positions.max() == 2 * 8192 - 1  # past the trained length: what the test is about
     theirs = their_logits(llama, tokens[0], run.positions, THEIR_ROPE[method])  # (T, V)
     mine = smollm2.unembed(run.final)  # (T, V)
-    np.testing.assert_allclose(mine, theirs, atol=ATOL_LOGITS, rtol=0)
+    np.testing.assert_allclose(mine, theirs, atol=ATOL_LOGITS, rtol=RTOL_LOGITS)
 
 
 def test_loss_per_position_equals_transformers_log_softmax(smollm2, llama, tokens, monkeypatch):

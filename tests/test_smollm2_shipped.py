@@ -31,17 +31,23 @@ def test_the_file_is_small_and_holds_every_shipped_text(smollm2, records):
         assert record is not None and stale == []
 
 
+# The record was made by this engine on another CPU: a float32 forward through 30 layers rounds differently with
+# another BLAS kernel (3.9e-7 relative measured between two CPUs of this machine kind). A wrong variant, layer, k or
+# block moves a mean loss by > 1e-3.
+ACROSS_CPUS = 1e-5
+
+
 def test_shipped_points_are_the_engines(smollm2, records):
     record, _stale = shipped.shipped_record(records, smollm2, DEFAULT_PROMPT)
     run = smollm2.forward(DEFAULT_PROMPT)
     layers = range(30)
     assert record.topk[0] == pytest.approx(float(wi.sparse_losses(smollm2, run, layers, wi.SWEEP_K[0]).mean()),
-                                           abs=1e-6)
+                                           rel=ACROSS_CPUS)
     assert record.moba[0] == pytest.approx(float(wi.moba_losses(smollm2, run, layers, wi.SWEEP_BLOCKS[0]).mean()),
-                                           abs=1e-6)
-    assert record.dense == pytest.approx(float(smollm2.prompt_losses(run).mean()), abs=1e-6)
-    assert record.sinks["without"] == pytest.approx(wi.sink_loss(smollm2, run, "without"), abs=1e-6)
-    assert record.topk[-1] == pytest.approx(record.dense, abs=1e-6)  # k = 64 > 12 tokens: the dense model
+                                           rel=ACROSS_CPUS)
+    assert record.dense == pytest.approx(float(smollm2.prompt_losses(run).mean()), rel=ACROSS_CPUS)
+    assert record.sinks["without"] == pytest.approx(wi.sink_loss(smollm2, run, "without"), rel=ACROSS_CPUS)
+    assert record.topk[-1] == pytest.approx(record.dense, rel=ACROSS_CPUS)  # k = 64 > 12 tokens: the dense model
 
 
 def test_a_stale_or_garbled_record_is_refused(smollm2, records):
