@@ -51,7 +51,9 @@ def _calls_with_a_kept_key(path: Path):
     """(line, key, whether it passes persist_state) of every call in ``path`` with a literal key kept by Streamlit."""
     kept = kept_by_streamlit()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Call):
+        drawer = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "draw"
+        if isinstance(node, ast.Call) and not drawer:  # place.draw.toggle(...): the settings' element, no widget
             words = {word.arg: word.value for word in node.keywords}
             key = words.get("key")
             if isinstance(key, ast.Constant) and key.value in kept:

@@ -8,11 +8,11 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st_
-from sidebar_controls import change, control, element, headings, items, notes, set_control
 
-from app_opener import open_app
 from mha_core.config import valid_head_counts
 from tests.address_bar import address
+from tests.app_opener import open_app
+from tests.sidebar_controls import change, control, element, headings, items, notes, set_control
 from ui.i18n import _, using_language
 from ui.state.settings import model_settings, values_of
 from ui.widgets.controls import accepted

@@ -28,10 +28,10 @@ from ui.state.settings import (
     values_of,
 )
 from ui.state.urlstate import params_from_config, repair, view_params
+from ui.widgets.controls import Controls
 from ui.widgets.language import language_params
 from ui.widgets.mask_editor import custom_grid
 from ui.widgets.presentation import presentation_bar, presenting, summary_line
-from ui.widgets.controls import Controls
 from ui.widgets.state import KV_HEADS_OF, SIDEBAR, Place, clamp_choice, note_written, startup
 from ui.widgets.uploads import uploaded_embedding
 
