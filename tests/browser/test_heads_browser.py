@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from conftest import (
     chart_trace_count,
+    choose_setting,
     exceptions_on_page,
     open_app,
     screenshot,
+    setting,
     wait_for_charts,
     wait_idle,
 )
@@ -54,25 +56,16 @@ def wait_for_first_title(page, text: str, key: str = "heads_grid") -> None:
     )
 
 
-def choose(page, widget_key: str, option: str) -> None:
-    """Pick ``option`` in the selectbox with widget key ``widget_key``."""
-    box = page.locator(f".st-key-{widget_key} input[role='combobox']")
-    box.scroll_into_view_if_needed()  # a click that first scrolls the sidebar can close the list it opens
-    page.wait_for_timeout(300)
-    box.click()
-    page.get_by_role("option", name=option, exact=True).click()
-
-
 def test_the_heads_figure_follows_the_head_count(app_page, app_url):
     open_app(app_page, app_url)
     wait_for_traces(app_page, 4)
     assert chart_trace_count(app_page) == 4
     screenshot(app_page, "heads_default")
-    choose(app_page, "w_heads", "2")
+    choose_setting(app_page, "w_heads", "2")
     wait_for_traces(app_page, 2)
     assert panel_titles(app_page) == ["head 0", "head 1"]
     assert "heads=2" in app_page.url  # the link follows
-    choose(app_page, "w_heads", "8")
+    choose_setting(app_page, "w_heads", "8")
     wait_for_traces(app_page, 8)
     assert not exceptions_on_page(app_page)
 
@@ -103,8 +96,8 @@ def test_a_deep_link_restores_the_view(app_page, app_url):
     assert "logits" in selected.first.inner_text()
     # a text box may read empty for a moment after a fresh load while its widget state arrives (seen once in a
     # full run, with the chart already drawn from "a b a c"): wait for the value, fail if it never comes
-    expect(app_page.locator(".st-key-w_tokens input")).to_have_value("a b a c", timeout=10_000)
-    expect(app_page.locator(".st-key-w_seed input")).to_have_value("7", timeout=10_000)
+    expect(setting(app_page, "w_tokens", "text")).to_have_value("a b a c", timeout=10_000)
+    expect(setting(app_page, "w_seed", "number")).to_have_value("7", timeout=10_000)
 
 
 def _presentation(app_page, app_url, theme: str) -> None:
