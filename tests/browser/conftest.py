@@ -236,3 +236,9 @@ def setting_value(page, key: str) -> str:
     return page.evaluate("""sel => { const e = document.querySelector(sel);
         return !e ? null : e.tagName === 'SELECT' ? e.selectedOptions[0]?.text ?? '' : e.value; }""",
                          control_selector(key, "value"))
+
+
+# JavaScript: the key (``w_seed``) of the settings control an element belongs to, or null (for reading the focus).
+CONTROL_KEY_OF_JS = "e => e.closest('[data-testid=\"mhaControls\"] .mha-ctl-item')?.dataset.key ?? null"
+# JavaScript: each settings control's box inside a container (the sidebar, the popover), in page order.
+CONTROL_ITEMS_JS = "root => [...root.querySelectorAll('[data-testid=\"mhaControls\"] .mha-ctl-item')]"
