@@ -3,18 +3,22 @@ and presentation mode fits a 1280x720 projector in light and dark themes. Screen
 
 from __future__ import annotations
 
+import numpy as np
 from conftest import (
     chart_trace_count,
     choose_setting,
     exceptions_on_page,
     open_app,
+    press_seed_plus,
     screenshot,
     setting,
     wait_for_charts,
     wait_idle,
 )
 from playwright.sync_api import expect
+from shown_charts import decode
 
+from mha_core.config import MHAConfig, run
 from tools.launch import VIEWPORT
 
 PAGES = ["Step by step", "Lessons", "Seed notebooks", "Real model", "About", "Heads"]
@@ -136,3 +140,34 @@ def test_presentation_mode_fits_a_projector_in_the_light_theme(app_page, app_url
 
 def test_presentation_mode_fits_a_projector_in_the_dark_theme(app_page, app_url):
     _presentation(app_page, app_url, "dark")
+
+
+FIRST_PANEL_Z_JS = """() => { const el = document.querySelector('.st-key-heads_grid .js-plotly-plot');
+    const panel = el && el.data ? el.data.find(t => t.coloraxis) : null; return panel ? panel.z : null; }"""
+
+
+def test_presentation_modes_show_controls_seed_plus_redraws_with_the_new_seed(app_page, app_url):
+    """Presentation mode: the settings element sits in the "Show controls" popover (no sidebar); its Seed "+" sends
+    one change, the address follows and the heatmap shows the engine's head 0 at the new seed."""
+    open_app(app_page, app_url, "?present=1&mask=causal")
+    wait_for_traces(app_page, 1)
+    shown = decode(app_page.wait_for_function(FIRST_PANEL_Z_JS).json_value())  # a masked cell is drawn blank (NaN)
+    np.testing.assert_allclose(np.nan_to_num(shown, nan=0.0), run(MHAConfig(mask="causal")).trace.weights[0], atol=1e-6)
+    assert setting(app_page, "w_seed", "up").count() == 0 or not setting(app_page, "w_seed", "up").is_visible()
+    app_page.get_by_role("button", name="Show controls").click()
+    expect(setting(app_page, "w_seed", "up")).to_be_visible()
+    assert app_page.locator('[data-testid="stPopoverBody"]').locator(setting(app_page, "w_seed", "up")).count() == 1
+    press_seed_plus(app_page)
+    app_page.wait_for_function("() => new URLSearchParams(location.search).get('seed') === '1'", timeout=30_000)
+    wait_idle(app_page)
+    expected = run(MHAConfig(mask="causal", seed=1)).trace.weights[0]
+    assert not np.allclose(expected, run(MHAConfig(mask="causal")).trace.weights[0], atol=1e-3)
+    for _ in range(100):  # the run's figure may come a moment after the address
+        shown = decode(app_page.evaluate(FIRST_PANEL_Z_JS))
+        if shown.shape == expected.shape and np.allclose(np.nan_to_num(shown, nan=0.0), expected, atol=1e-6):
+            break
+        app_page.wait_for_timeout(200)
+    np.testing.assert_allclose(np.nan_to_num(shown, nan=0.0), expected, atol=1e-6)
+    expect(setting(app_page, "w_seed", "number")).to_have_value("1")
+    screenshot(app_page, "present_show_controls_seed_plus")
+    assert not exceptions_on_page(app_page)
