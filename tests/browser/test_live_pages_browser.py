@@ -49,7 +49,8 @@ def test_the_causal_lesson_chart_survives_presentation_mode_and_still_draws_the_
     assert before["font"] == 15
     tag(page, key, "before")
 
-    page.get_by_text("Presentation mode").click()  # the sidebar's toggle: larger text for a projector
+    # the sidebar's toggle: larger text for a projector (on Lessons a Streamlit toggle: no settings element there)
+    page.get_by_text("Presentation mode").click()
     page.wait_for_function("key => document.querySelector(`.st-key-${key} .js-plotly-plot`)?.layout?.font?.size === 18",
                            arg=key)
     wait_idle(page)
