@@ -187,3 +187,58 @@ def screenshot(page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path))
     return path
+
+
+# The settings' controls are ONE element (ui/widgets/controls.py, key "controls"; its root mhaControls): each
+# control a ``.mha-ctl-item[data-key="w_…"]`` holding real HTML controls (controls.js). Every browser test reaches
+# them through ``control_selector`` / ``setting`` below, so a change of that DOM is made here alone. (Page widgets,
+# the language select box and the mask grid are Streamlit widgets, reached by their ``.st-key-<key>`` as before.)
+CONTROLS = '.st-key-controls [data-testid="mhaControls"]'
+CONTROL_PARTS = {
+    "item": "",  # the control's whole box: label, control(s), the lines under it
+    "label": " .mha-ctl-label",  # its label row (the label, and the "?" of its help)
+    "number": " input[type=number]",
+    "up": ' [data-testid="mhaStepUp"]',  # a number's "+"
+    "down": ' [data-testid="mhaStepDown"]',  # a number's "−"
+    "select": " select",
+    "text": " input[type=text]",
+    "switch": " input[type=checkbox][role=switch]",
+    "slider": " input[type=range]",
+    "radio": " input[type=radio]",  # a segmented control's choices (each inside a label.mha-ctl-segment)
+    "segment": " label.mha-ctl-segment",
+    "notes": " .mha-ctl-notes p",  # the lines under the control (caption, info, warning, error)
+    "value": " :is(input[type=number], input[type=text], select)",  # what a box shows as its value
+}
+
+
+def control_selector(key: str, part: str = "item") -> str:
+    """CSS selector of a settings control (``key``: its session-state key, ``w_seed``) or one ``part`` of it."""
+    return f'{CONTROLS} .mha-ctl-item[data-key="{key}"]{CONTROL_PARTS[part]}'
+
+
+def setting(page, key: str, part: str = "item"):
+    """Playwright locator of a settings control or one ``part`` of it (see ``CONTROL_PARTS``)."""
+    return page.locator(control_selector(key, part))
+
+
+def press_seed_plus(page) -> None:
+    """Click the Seed's "+" in the controls element (one change: seed + 1)."""
+    setting(page, "w_seed", "up").click()
+
+
+def choose_setting(page, key: str, option: str) -> None:
+    """Pick the option shown as ``option`` in a settings select box (a native <select>: one change)."""
+    setting(page, key, "select").select_option(label=option)
+
+
+def setting_value(page, key: str) -> str:
+    """What a settings box shows: a number's or text's value, a select box's chosen option's text."""
+    return page.evaluate("""sel => { const e = document.querySelector(sel);
+        return !e ? null : e.tagName === 'SELECT' ? e.selectedOptions[0]?.text ?? '' : e.value; }""",
+                         control_selector(key, "value"))
+
+
+# JavaScript: the key (``w_seed``) of the settings control an element belongs to, or null (for reading the focus).
+CONTROL_KEY_OF_JS = "e => e.closest('[data-testid=\"mhaControls\"] .mha-ctl-item')?.dataset.key ?? null"
+# JavaScript: each settings control's box inside a container (the sidebar, the popover), in page order.
+CONTROL_ITEMS_JS = "root => [...root.querySelectorAll('[data-testid=\"mhaControls\"] .mha-ctl-item')]"

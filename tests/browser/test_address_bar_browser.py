@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlparse
 
-from conftest import exceptions_on_page, open_app, wait_for_charts, wait_for_page_run, wait_idle
+from conftest import control_selector, exceptions_on_page, open_app, wait_for_charts, wait_for_page_run, wait_idle
 
-SEED_UP = '.st-key-w_seed [data-testid="stNumberInputStepUp"]'
-SEED = '.st-key-w_seed input'
+SEED_UP = control_selector("w_seed", "up")
+SEED = control_selector("w_seed", "number")
 MENU = '[data-testid="mhaPageMenu"]'
 
 
@@ -19,7 +19,7 @@ def query(page) -> dict[str, str]:
 
 def wait_for_seed(page, expected: str) -> None:
     """Wait until the Seed box shows ``expected`` (a reload draws the page before its first run's values)."""
-    page.wait_for_function("s => document.querySelector('.st-key-w_seed input')?.value === s", arg=expected)
+    page.wait_for_function("([sel, s]) => document.querySelector(sel)?.value === s", arg=[SEED, expected])
 
 
 def seed_up(page, expected: int) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import exceptions_on_page, open_app, screenshot, wait_for_charts, wait_idle
+from conftest import exceptions_on_page, open_app, screenshot, setting, wait_for_charts, wait_idle
 
 B_SCALE = "() => new URLSearchParams(location.search).get('b_scale') === 'none'"
 
@@ -15,7 +15,7 @@ def test_a_compare_link_round_trips(app_page, app_url):
     assert "B differs from A in: Scale sqrt_dk → none" in main.inner_text()
     app_page.wait_for_function(B_SCALE)
     # A change in the sidebar (A's seed): the address still carries B's change, and B follows A's seed
-    seed = app_page.locator(".st-key-w_seed input")
+    seed = setting(app_page, "w_seed", "number")
     seed.fill("7")
     seed.press("Enter")
     app_page.wait_for_function("() => new URLSearchParams(location.search).get('seed') === '7'")

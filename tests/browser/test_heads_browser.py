@@ -3,16 +3,22 @@ and presentation mode fits a 1280x720 projector in light and dark themes. Screen
 
 from __future__ import annotations
 
+import numpy as np
 from conftest import (
     chart_trace_count,
+    choose_setting,
     exceptions_on_page,
     open_app,
+    press_seed_plus,
     screenshot,
+    setting,
     wait_for_charts,
     wait_idle,
 )
 from playwright.sync_api import expect
+from shown_charts import decode
 
+from mha_core.config import MHAConfig, run
 from tools.launch import VIEWPORT
 
 PAGES = ["Step by step", "Lessons", "Seed notebooks", "Real model", "About", "Heads"]
@@ -54,25 +60,16 @@ def wait_for_first_title(page, text: str, key: str = "heads_grid") -> None:
     )
 
 
-def choose(page, widget_key: str, option: str) -> None:
-    """Pick ``option`` in the selectbox with widget key ``widget_key``."""
-    box = page.locator(f".st-key-{widget_key} input[role='combobox']")
-    box.scroll_into_view_if_needed()  # a click that first scrolls the sidebar can close the list it opens
-    page.wait_for_timeout(300)
-    box.click()
-    page.get_by_role("option", name=option, exact=True).click()
-
-
 def test_the_heads_figure_follows_the_head_count(app_page, app_url):
     open_app(app_page, app_url)
     wait_for_traces(app_page, 4)
     assert chart_trace_count(app_page) == 4
     screenshot(app_page, "heads_default")
-    choose(app_page, "w_heads", "2")
+    choose_setting(app_page, "w_heads", "2")
     wait_for_traces(app_page, 2)
     assert panel_titles(app_page) == ["head 0", "head 1"]
     assert "heads=2" in app_page.url  # the link follows
-    choose(app_page, "w_heads", "8")
+    choose_setting(app_page, "w_heads", "8")
     wait_for_traces(app_page, 8)
     assert not exceptions_on_page(app_page)
 
@@ -103,8 +100,8 @@ def test_a_deep_link_restores_the_view(app_page, app_url):
     assert "logits" in selected.first.inner_text()
     # a text box may read empty for a moment after a fresh load while its widget state arrives (seen once in a
     # full run, with the chart already drawn from "a b a c"): wait for the value, fail if it never comes
-    expect(app_page.locator(".st-key-w_tokens input")).to_have_value("a b a c", timeout=10_000)
-    expect(app_page.locator(".st-key-w_seed input")).to_have_value("7", timeout=10_000)
+    expect(setting(app_page, "w_tokens", "text")).to_have_value("a b a c", timeout=10_000)
+    expect(setting(app_page, "w_seed", "number")).to_have_value("7", timeout=10_000)
 
 
 def _presentation(app_page, app_url, theme: str) -> None:
@@ -143,3 +140,34 @@ def test_presentation_mode_fits_a_projector_in_the_light_theme(app_page, app_url
 
 def test_presentation_mode_fits_a_projector_in_the_dark_theme(app_page, app_url):
     _presentation(app_page, app_url, "dark")
+
+
+FIRST_PANEL_Z_JS = """() => { const el = document.querySelector('.st-key-heads_grid .js-plotly-plot');
+    const panel = el && el.data ? el.data.find(t => t.coloraxis) : null; return panel ? panel.z : null; }"""
+
+
+def test_presentation_modes_show_controls_seed_plus_redraws_with_the_new_seed(app_page, app_url):
+    """Presentation mode: the settings element sits in the "Show controls" popover (no sidebar); its Seed "+" sends
+    one change, the address follows and the heatmap shows the engine's head 0 at the new seed."""
+    open_app(app_page, app_url, "?present=1&mask=causal")
+    wait_for_traces(app_page, 1)
+    shown = decode(app_page.wait_for_function(FIRST_PANEL_Z_JS).json_value())  # a masked cell is drawn blank (NaN)
+    np.testing.assert_allclose(np.nan_to_num(shown, nan=0.0), run(MHAConfig(mask="causal")).trace.weights[0], atol=1e-6)
+    assert setting(app_page, "w_seed", "up").count() == 0 or not setting(app_page, "w_seed", "up").is_visible()
+    app_page.get_by_role("button", name="Show controls").click()
+    expect(setting(app_page, "w_seed", "up")).to_be_visible()
+    assert app_page.locator('[data-testid="stPopoverBody"]').locator(setting(app_page, "w_seed", "up")).count() == 1
+    press_seed_plus(app_page)
+    app_page.wait_for_function("() => new URLSearchParams(location.search).get('seed') === '1'", timeout=30_000)
+    wait_idle(app_page)
+    expected = run(MHAConfig(mask="causal", seed=1)).trace.weights[0]
+    assert not np.allclose(expected, run(MHAConfig(mask="causal")).trace.weights[0], atol=1e-3)
+    for _ in range(100):  # the run's figure may come a moment after the address
+        shown = decode(app_page.evaluate(FIRST_PANEL_Z_JS))
+        if shown.shape == expected.shape and np.allclose(np.nan_to_num(shown, nan=0.0), expected, atol=1e-6):
+            break
+        app_page.wait_for_timeout(200)
+    np.testing.assert_allclose(np.nan_to_num(shown, nan=0.0), expected, atol=1e-6)
+    expect(setting(app_page, "w_seed", "number")).to_have_value("1")
+    screenshot(app_page, "present_show_controls_seed_plus")
+    assert not exceptions_on_page(app_page)

@@ -14,7 +14,15 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from conftest import exceptions_on_page, open_app, screenshot, wait_drawn, wait_idle
+from conftest import (
+    CONTROL_ITEMS_JS,
+    CONTROL_KEY_OF_JS,
+    exceptions_on_page,
+    open_app,
+    screenshot,
+    wait_drawn,
+    wait_idle,
+)
 from shown_charts import decode
 
 from mha_core.config import MHAConfig, run
@@ -32,17 +40,21 @@ KEY_DONE_JS = """async () => {
   await Promise.all(ring.map(a => a.finished.catch(() => null)));
 }"""
 
-# What has the focus: its tag, role, accessible name, text, the widget key of the Streamlit element around it
-# (its ``st-key-<key>`` class), whether it is in the sidebar, and the mark ``data-kb`` a test may have put on it.
-ACTIVE_JS = """() => {
+# What has the focus: its tag, role, type, data-testid, accessible name, text, its key: the setting's key when it is
+# a control of the settings element (conftest's CONTROL_KEY_OF_JS), else the widget key of the Streamlit element
+# around it (its ``st-key-<key>`` class); whether it is in the sidebar, and the mark ``data-kb`` a test may have put
+# on it; a checkbox's or radio's state (aria-checked, or its ``checked``).
+ACTIVE_JS = f"""() => {{
   const e = document.activeElement;
-  if (!e || e === document.body) return {tag: 'BODY'};
+  if (!e || e === document.body) return {{tag: 'BODY'}};
   const keyed = e.closest('[class*="st-key-"]');
-  return {tag: e.tagName, role: e.getAttribute('role'), label: e.getAttribute('aria-label') || '',
-          text: (e.innerText || '').trim().slice(0, 80), key: keyed ? [...keyed.classList].find(
-            c => c.startsWith('st-key-')).slice(7) : null, sidebar: !!e.closest('[data-testid="stSidebar"]'),
-          kb: e.closest('[data-kb]')?.dataset.kb ?? null, checked: e.getAttribute('aria-checked')};
-}"""
+  return {{tag: e.tagName, role: e.getAttribute('role'), type: e.type ?? null, testid: e.dataset.testid ?? null,
+          label: e.getAttribute('aria-label') || '', text: (e.innerText || '').trim().slice(0, 80),
+          key: ({CONTROL_KEY_OF_JS})(e) ?? (keyed ? [...keyed.classList].find(c => c.startsWith('st-key-')).slice(7) : null),
+          sidebar: !!e.closest('[data-testid="stSidebar"]'), kb: e.closest('[data-kb]')?.dataset.kb ?? null,
+          checked: e.getAttribute('aria-checked') ?? (e.type === 'checkbox' || e.type === 'radio' ? String(e.checked) : null),
+          value: e.tagName === 'SELECT' ? e.selectedOptions[0]?.text ?? '' : e.value ?? null}};
+}}"""
 
 # The focus ring of an element: the first of it and its four nearest ancestors that draws an outline or a
 # box-shadow, and is large enough to be seen (at least 8x8 px, and not inside a box smaller than 4x4 px: the
@@ -61,21 +73,24 @@ RING_JS = """e => {
   return '';
 }"""
 
-# Every control of the sidebar, counted by Streamlit element (a switch, a field, a select box, a button group, ...)
-# and each link of the page menu (one element of nine links): each innermost element container that holds something
-# a mouse can use, and each menu link, is marked data-kb = 0, 1, ... in page order, whatever its tabindex says (a
-# control made mouse-only still counts).
-MARK_SIDEBAR_JS = """() => {
+# Every control of the sidebar, counted by Streamlit element (a switch, a field, a select box, a button group, ...),
+# each link of the page menu (one element of nine links) and each control of the settings element (one element of
+# ~17 controls: a number's box and its -/+ count as one control, as Streamlit's number input did): each innermost
+# element container that holds something a mouse can use, each menu link and each settings control that does, is
+# marked data-kb = 0, 1, ... in page order, whatever its tabindex says (a control made mouse-only still counts).
+MARK_SIDEBAR_JS = f"""() => {{
   const bar = document.querySelector('[data-testid="stSidebar"]');
   const usable = 'a[href], button, input, select, textarea, summary, [role="slider"], [role="radio"]';
+  const live = c => c.getClientRects().length > 0 &&
+    [...c.querySelectorAll(usable)].some(e => !e.disabled && getComputedStyle(e).visibility !== 'hidden');
   const boxes = [...bar.querySelectorAll('[data-testid="stElementContainer"]')].filter(c =>
-    !c.querySelector('[data-testid="stElementContainer"]') && c.getClientRects().length > 0 &&
-    [...c.querySelectorAll(usable)].some(e => !e.disabled && getComputedStyle(e).visibility !== 'hidden'))
-    .flatMap(c => c.querySelector('[data-testid="mhaPageMenu"]') ? [...c.querySelectorAll('a')] : [c]);
-  boxes.forEach((c, i) => { c.dataset.kb = String(i); });
-  return boxes.map(c => { const k = [...c.classList].find(n => n.startsWith('st-key-'));
-    return k ? k.slice(7) : (c.innerText || '').trim().slice(0, 40); });
-}"""
+    !c.querySelector('[data-testid="stElementContainer"]') && live(c))
+    .flatMap(c => c.querySelector('[data-testid="mhaPageMenu"]') ? [...c.querySelectorAll('a')]
+                : c.querySelector('[data-testid="mhaControls"]') ? ({CONTROL_ITEMS_JS})(c).filter(live) : [c]);
+  boxes.forEach((c, i) => {{ c.dataset.kb = String(i); }});
+  return boxes.map(c => {{ const k = [...c.classList].find(n => n.startsWith('st-key-'));
+    return c.dataset.key || (k ? k.slice(7) : (c.innerText || '').trim().slice(0, 40)); }});
+}}"""
 
 OPTIONS_JS = """() => [...document.querySelectorAll('[role="option"]')].map(
   o => ({text: (o.innerText || '').trim(), focused: o.hasAttribute('data-focused')}))"""
@@ -117,7 +132,29 @@ def tab_to(page, wanted: Callable[[dict], bool], what: str, limit: int = 250, ke
 
 
 def on_widget(key: str) -> Callable[[dict], bool]:
-    return lambda now: now.get("key") == key and now.get("tag") in ("INPUT", "BUTTON", "CANVAS")
+    return lambda now: now.get("key") == key and now.get("tag") in ("INPUT", "BUTTON", "CANVAS", "SELECT")
+
+
+def on_control(key: str, tag: str, **expected) -> Callable[[dict], bool]:
+    """The focus is on a settings control's ``tag`` element, with ``expected`` fields (type, testid, role...)."""
+    return lambda now: (now.get("key") == key and now.get("tag") == tag
+                        and all(now.get(name) == value for name, value in expected.items()))
+
+
+def choose_in_select(page, text: str, limit: int = 30) -> None:
+    """In a focused native <select> (a settings control): ArrowDown or ArrowUp until it shows ``text``. Each arrow
+    is one change and one run (Chromium on Linux changes a closed select's choice with the arrows, as Windows does);
+    each run is waited for, so the next arrow starts from the value the run drew."""
+    for _ in range(limit):
+        now = active(page)
+        assert now.get("tag") == "SELECT", f"the focus left the select box: {now}"
+        if now.get("value") == text:
+            return
+        texts = page.evaluate("() => [...document.activeElement.options].map(o => o.text)")
+        assert text in texts, f"{text!r} is not among the options {texts}"
+        press(page, "ArrowDown" if texts.index(text) > texts.index(now.get("value")) else "ArrowUp")
+        wait_drawn(page)
+    raise AssertionError(f"the arrows never reached {text!r}")
 
 
 def choose_option(page, text: str) -> None:
@@ -230,7 +267,7 @@ def test_heads_seed_and_mask_change_from_the_keyboard(page, app_url):
     wait_for_panels(page, run(MHAConfig()).trace.weights)
 
     tab_to(page, on_widget("w_heads"), "the Heads select box")
-    choose_option(page, "2")
+    choose_in_select(page, "2")
     wait_for_link(page, "heads=2")
     assert_focus_stays(page, "w_heads")
     wait_for_panels(page, run(MHAConfig(n_heads=2)).trace.weights)
@@ -243,13 +280,73 @@ def test_heads_seed_and_mask_change_from_the_keyboard(page, app_url):
     wait_for_panels(page, run(MHAConfig(n_heads=2, seed=2)).trace.weights)
 
     tab_to(page, on_widget("w_mask"), "the Mask select box")
-    choose_option(page, "causal (no peeking ahead)")
+    choose_in_select(page, "causal (no peeking ahead)")
     wait_for_link(page, "heads=2", "seed=2", "mask=causal")
     assert_focus_stays(page, "w_mask")
     expected = run(MHAConfig(n_heads=2, seed=2, mask="causal")).trace.weights
     wait_for_panels(page, expected)
     assert np.all(np.triu(expected[0], k=1) == 0)  # the causal figure really differs: nothing above the diagonal
     screenshot(page, "keyboard_heads_seed_mask")
+    assert not exceptions_on_page(page)
+
+
+# (f) Inside the settings element (ONE components-v2 element of real HTML controls, ui/widgets/controls.js): Tab from
+# the language select box reaches the Sentence box, the heads <select>, the Seed's box and its "+", a switch and the
+# key/value-heads radio group; each used by its keys changes the link and the figure to the engine's numbers, and the
+# focus stays on the control through the run (the element keeps its nodes across runs).
+def test_the_settings_elements_controls_by_keyboard(page, app_url):
+    open_app(page, app_url)
+    wait_for_panels(page, run(MHAConfig()).trace.weights)
+    tab_to(page, on_widget("w_lang"), "the language select box")
+
+    tab_to(page, on_control("w_tokens", "INPUT", type="text"), "the Sentence box", limit=5)
+    press(page, "Control+A")
+    page.keyboard.type("a b a c")  # typed, as a reader types (no fill)
+    press(page, "Enter")  # sent on Enter, as Streamlit's text input
+    wait_for_link(page, "tokens=a+b+a+c")
+    config = MHAConfig(tokens=("a", "b", "a", "c"))
+    wait_for_panels(page, run(config).trace.weights)
+
+    tab_to(page, on_control("w_heads", "SELECT"), "the Heads select box", limit=10)
+    press(page, "ArrowDown")  # 4 -> 8 heads (d_model 16: 1, 2, 4, 8, 16)
+    wait_for_link(page, "heads=8")
+    assert_focus_stays(page, "w_heads")
+    assert active(page)["tag"] == "SELECT" and active(page)["value"] == "8"
+    config = MHAConfig(tokens=config.tokens, n_heads=8)
+    wait_for_panels(page, run(config).trace.weights)
+
+    tab_to(page, on_control("w_seed", "INPUT", type="number"), "the Seed's number box", limit=5)
+    plus = tab_to(page, on_control("w_seed", "BUTTON", testid="mhaStepUp"), "the Seed's +", limit=3)
+    assert plus["label"].startswith("+")  # named for a screen reader: "+ Seed"
+    for seed, key in ((1, "Enter"), (2, "Space")):
+        before = live_panels(page)
+        press(page, key)
+        wait_for_link(page, f"seed={seed}", "heads=8")
+        now = active(page)
+        assert now.get("testid") == "mhaStepUp" and now.get("key") == "w_seed", f"the focus left Seed's +: {now}"
+        config = MHAConfig(tokens=config.tokens, n_heads=8, seed=seed)
+        shown = wait_for_panels(page, run(config).trace.weights)
+        assert not np.allclose(np.stack(before), shown), f"seed {seed}: the panels kept their numbers"
+    assert_focus_stays(page, "w_seed")
+    assert active(page)["testid"] == "mhaStepUp"
+
+    switch = tab_to(page, on_control("w_bias", "INPUT", role="switch"), "the Biases switch", limit=10)
+    assert switch["checked"] == "false"
+    press(page, "Space")
+    wait_for_link(page, "bias=1", "seed=2")
+    assert_focus_stays(page, "w_bias")
+    assert active(page)["checked"] == "true"
+    config = MHAConfig(tokens=config.tokens, n_heads=8, seed=2, bias=True)
+    wait_for_panels(page, run(config).trace.weights)
+
+    radio = tab_to(page, on_control("w_kv_heads", "INPUT", type="radio"), "the key/value-heads radio group", limit=5)
+    assert radio["checked"] == "true" and radio["value"] == "3"  # the group's one stop: the chosen 8 (of 1, 2, 4, 8)
+    press(page, "ArrowLeft")  # 4 key/value heads: grouped-query attention
+    wait_for_link(page, "kv_heads=4", "bias=1")
+    assert_focus_stays(page, "w_kv_heads")
+    assert active(page)["checked"] == "true" and active(page)["value"] == "2"
+    wait_for_panels(page, run(MHAConfig(tokens=config.tokens, n_heads=8, seed=2, bias=True, kv_heads=4)).trace.weights)
+    screenshot(page, "keyboard_settings_element")
     assert not exceptions_on_page(page)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.colors
-from conftest import exceptions_on_page, open_app, screenshot, wait_idle
+from conftest import exceptions_on_page, open_app, press_seed_plus, screenshot, wait_idle
 
 from mha_core.config import MHAConfig, run
 from ui.charts.figures import MASKED_COLOUR, MASKED_SOLID, SIGNED_SCALE, WEIGHT_SCALE, signed_range
@@ -210,7 +210,7 @@ def test_seed_plus_draws_the_new_weights_over_plotlys_plot_areas_before_plotly_r
         return Object.fromEntries(['', '2', '3', '4'].map(n => [`x${n}y${n}`,
           {x: f['xaxis' + n]._offset, y: f['yaxis' + n]._offset, w: f['xaxis' + n]._length, h: f['yaxis' + n]._length}])); }""")
     page.evaluate(HOLD_REACT_JS)
-    page.locator('.st-key-w_seed [data-testid="stNumberInputStepUp"]').click()
+    press_seed_plus(page)
     page.wait_for_function(CANVAS_UP_JS, arg=before)
     wait_idle(page)
     state = read_canvas(page, "heads_grid")

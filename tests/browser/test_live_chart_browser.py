@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import exceptions_on_page, open_app, screenshot, wait_idle
+from conftest import exceptions_on_page, open_app, press_seed_plus, screenshot, wait_idle
 from shown_charts import decode
 
 from mha_core.config import MHAConfig, run
@@ -31,7 +31,7 @@ def test_seed_plus_redraws_the_heads_chart_in_place_with_the_engines_weights(app
     page.evaluate("() => { document.querySelector('.st-key-heads_grid .js-plotly-plot').__mhaTag = 'before'; }")
     before = page.evaluate("() => document.querySelector('.st-key-heads_grid .js-plotly-plot').data[0].z.bdata")
 
-    page.locator('.st-key-w_seed [data-testid="stNumberInputStepUp"]').click()
+    press_seed_plus(page)
     page.wait_for_function(
         """before => { const el = document.querySelector('.st-key-heads_grid .js-plotly-plot');
                       return !!el && !!el.data && el.data[0].z.bdata !== before; }""",
@@ -65,7 +65,7 @@ def test_every_step_by_step_chart_survives_seed_plus(app_page, app_url):
                                      els.forEach((el, i) => { el.__mhaTag = i; }); return els.length; }""")
     assert count > 5  # one chart per row of panels, a dozen at the defaults
     before = page.evaluate("() => document.querySelector('.js-plotly-plot').data[0].z.bdata")
-    page.locator('.st-key-w_seed [data-testid="stNumberInputStepUp"]').click()
+    press_seed_plus(page)
     page.wait_for_function("before => document.querySelector('.js-plotly-plot').data[0].z.bdata !== before", arg=before)
     wait_idle(page)
     tags = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map(el => el.__mhaTag ?? null)")

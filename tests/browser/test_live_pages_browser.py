@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import exceptions_on_page, open_app, screenshot, wait_idle
+from conftest import exceptions_on_page, open_app, press_seed_plus, screenshot, wait_idle
 from shown_charts import decode
 
 from mha_core.config import MHAConfig, run
@@ -49,7 +49,8 @@ def test_the_causal_lesson_chart_survives_presentation_mode_and_still_draws_the_
     assert before["font"] == 15
     tag(page, key, "before")
 
-    page.get_by_text("Presentation mode").click()  # the sidebar's toggle: larger text for a projector
+    # the sidebar's toggle: larger text for a projector (on Lessons a Streamlit toggle: no settings element there)
+    page.get_by_text("Presentation mode").click()
     page.wait_for_function("key => document.querySelector(`.st-key-${key} .js-plotly-plot`)?.layout?.font?.size === 18",
                            arg=key)
     wait_idle(page)
@@ -69,7 +70,7 @@ def test_a_seed_change_redraws_both_compare_charts_in_place_with_the_engines_num
         tag(page, key, "before")
     before = page.evaluate("() => document.querySelector('.st-key-cmp_pair .js-plotly-plot').data[0].z.bdata")
 
-    page.locator('.st-key-w_seed [data-testid="stNumberInputStepUp"]').click()
+    press_seed_plus(page)
     page.wait_for_function(
         """before => { const el = document.querySelector('.st-key-cmp_pair .js-plotly-plot');
                       return !!el && !!el.data && el.data[0].z.bdata !== before; }""",

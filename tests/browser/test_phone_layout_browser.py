@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from conftest import exceptions_on_page, open_app, screenshot, wait_for_charts, wait_idle
+from conftest import exceptions_on_page, open_app, screenshot, setting, wait_for_charts, wait_idle
 
 # Playwright 1.65's "iPhone 13" device, at the 390x844 of its screen (the issue's size; the profile's
 # viewport, 390x664, is the screen less Safari's bars).
@@ -71,10 +71,11 @@ def open_sidebar(page) -> None:
 
 
 def change_and_follow(page, phone: bool) -> list[bool]:
-    """Change a control in the sidebar (Biases on), then follow its Step-by-step link; whether the sidebar is
-    open after each (waiting up to 3 s for it to close: it slides). Clicks: a persistent context cannot tap."""
+    """Change a control in the sidebar (Biases on: the switch in the controls element), then follow its Step-by-step
+    link; whether the sidebar is open after each (waiting up to 3 s for it to close: it slides). Clicks: a persistent
+    context cannot tap."""
     seen = []
-    page.locator(".st-key-w_bias label").click()
+    setting(page, "w_bias", "switch").click()
     page.wait_for_url("**bias=1*")
     wait_idle(page)
     for step in ("change", "link"):

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import exceptions_on_page, open_app, wait_for_charts, wait_idle
+from conftest import choose_setting, exceptions_on_page, open_app, press_seed_plus, wait_for_charts, wait_idle
 
 from mha_core import run
 from tools.launch import free_port
@@ -88,15 +88,11 @@ def test_controls_upload_and_download_of_one_session_reach_one_replica(app_page,
     wait_for_charts(page)
 
     before = figure_z(page)  # a control change: the seed's "+" button
-    page.locator('.st-key-w_seed [data-testid="stNumberInputStepUp"]').click()
+    press_seed_plus(page)
     wait_for_new_figure(page, before)
 
     before = figure_z(page)  # an upload: a 6 x 16 matrix as CSV
-    box = page.locator(".st-key-w_embedding input[role='combobox']")
-    box.scroll_into_view_if_needed()  # a click that first scrolls the sidebar can close the list it opens
-    page.wait_for_timeout(300)
-    box.click()
-    page.get_by_role("option", name="uploaded matrix", exact=True).click()
+    choose_setting(page, "w_embedding", "uploaded matrix")
     wait_idle(page)
     table = np.random.default_rng(11).standard_normal((6, 16)).round(4)  # (T, C)
     csv = "\n".join(",".join(f"{v:.4f}" for v in row) for row in table).encode()

@@ -184,8 +184,16 @@ function show(node, item) {
   }
 }
 
+// Light text is the dark theme's: then the browser's own parts of the controls (a select's open list, its arrow,
+// the caret) are drawn dark too (color-scheme), where a page without it gets them light on the dark sidebar.
+function followTheme(root) {
+  const [r, g, b] = (getComputedStyle(root).color.match(/[\d.]+/g) || [0, 0, 0]).map(Number);
+  root.style.colorScheme = 0.2126 * r + 0.7152 * g + 0.0722 * b > 128 ? "dark" : "light";
+}
+
 export default function ({data, parentElement, setTriggerValue}) {
   const root = parentElement.querySelector(".mha-ctl");
+  followTheme(root);
   root.mhaSend = (key, value) => setTriggerValue("change", {key, value});  // this render's function
   const send = (key, value) => root.mhaSend(key, value);
   const kept = new Map([...root.children].map(node => [node.dataset.key, node]));
