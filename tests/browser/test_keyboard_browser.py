@@ -306,6 +306,7 @@ def test_the_settings_elements_controls_by_keyboard(page, app_url):
     wait_for_link(page, "tokens=a+b+a+c")
     config = MHAConfig(tokens=("a", "b", "a", "c"))
     wait_for_panels(page, run(config).trace.weights)
+    assert_focus_stays(page, "w_tokens")  # Enter sends the sentence and leaves the caret in its box
 
     tab_to(page, on_control("w_heads", "SELECT"), "the Heads select box", limit=10)
     press(page, "ArrowDown")  # 4 -> 8 heads (d_model 16: 1, 2, 4, 8, 16)

@@ -101,7 +101,6 @@ function textBox(item, send, id, tipId) {
   input.autocomplete = "off";
   input.spellcheck = false;
   input.addEventListener("change", () => send(item.key, input.value));
-  input.addEventListener("keydown", event => { if (event.key === "Enter") input.blur(); });  // as Streamlit's
   describe(input, item, tipId);
   const box = el("div", "mha-ctl-box");
   box.append(input);

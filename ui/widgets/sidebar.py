@@ -1,7 +1,9 @@
-"""The sidebar shared by every toy-model page: widgets <-> MHAConfig <-> URL.
+"""The sidebar shared by every toy-model page: controls <-> MHAConfig <-> URL.
 
-One widget per row of the settings table (``ui/state/settings.py``), drawn by ``WIDGETS[row.widget]``;
-in presentation mode the same widgets sit in a popover beside a summary line.
+One control per row of the settings table (``ui/state/settings.py``), drawn by ``WIDGETS[row.widget]`` at a
+``Place``: in the sidebar they draw into ``Controls`` and reach the browser as ONE element (``controls.py``; the
+mask grid and the upload stay Streamlit widgets, under it); Compare's configuration B draws the same table with
+Streamlit's widgets. In presentation mode the element sits in a popover beside a summary line.
 """
 
 from __future__ import annotations
