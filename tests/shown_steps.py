@@ -1,5 +1,6 @@
 """Step by step's steps as an AppTest run shows them: each step's heading, words and formula are ONE markdown element
-(``ui.widgets.step_views.step_markdown``): an h3 with the step's anchor, then its paragraphs and its ``$$`` formula.
+(``ui.widgets.step_views.step_markdown``): an h3 with the step's anchor, then its paragraphs and its ``$$`` formula;
+the steps of a run whose panels share one chart are one element.
 Its downloads are drawn only while their expander is open (``open_downloads``)."""
 
 from __future__ import annotations
@@ -8,13 +9,15 @@ import html
 import re
 
 HEADING = re.compile(r'^<h3 data-anchor="([\w-]+)">(.*?)</h3>', re.DOTALL)
+STEP_START = re.compile(r"\n\n(?=<h3 data-anchor=)")
 FORMULA = re.compile(r"\$\$\n(.*?)\n\$\$", re.DOTALL)
 DOWNLOADS = "sbs_downloads"  # the downloads expander's key
 
 
 def step_texts(at) -> list[str]:
-    """The markdown of every step, in page order."""
-    return [m.value for m in at.main.markdown if HEADING.match(m.value)]
+    """The markdown of every step, in page order: the steps of a run (``ui.pipeline.panel_rows.step_runs``) share one
+    element, each from its heading to the next."""
+    return [text for m in at.main.markdown if HEADING.match(m.value) for text in STEP_START.split(m.value)]
 
 
 def step_anchors(at) -> list[str]:

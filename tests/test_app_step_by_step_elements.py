@@ -27,7 +27,7 @@ def download_keys(at) -> list[str]:
     return [b.proto.id.rsplit("-", 1)[-1] for b in at.main.get("download_button")]
 
 
-def test_each_step_is_one_element_under_its_anchor_and_the_jump_links_find_it():
+def test_each_steps_words_are_under_its_anchor_in_its_runs_element_and_the_jump_links_find_it():
     at = open_page(mask="causal", seed=3)
     steps = build_steps(step_inputs(run(MHAConfig(mask="causal", seed=3))), 0, (0, 0))
     assert step_anchors(at) == [step.slug for step in steps]

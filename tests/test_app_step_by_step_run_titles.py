@@ -5,13 +5,14 @@ says which steps the chart below holds. A step drawn alone keeps its own titles 
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
 import pytest
 import shown_charts
 from app_opener import open_app
-from shown_steps import step_titles
+from shown_steps import step_titles, step_words
 
 from mha_core.config import MHAConfig, run
 from ui.pipeline.panels import panel_parts
@@ -37,7 +38,7 @@ def test_each_panel_of_a_run_names_its_step(link):
     headings = step_titles(at)
     by_number = {number: step for number, step in enumerate(steps, start=1)}
     assert [f"{n}. " for n in by_number] == [h[: len(f"{n}. ")] for n, h in zip(by_number, headings, strict=False)]
-    captions = " ".join(c.value for c in at.caption)
+    captions = html.unescape(step_words(at))  # the run's line under its steps' words, in their element
     runs = 0
     for key, figure in shown_charts.charts(at).items():
         notes = [a["text"] for a in figure["layout"].get("annotations", [])]

@@ -173,6 +173,9 @@ def panel_rows(run: list[tuple[int, Step]]) -> tuple[tuple[Panel, ...], ...]:
     return tuple(row for _number, step in run for row in rows_of(step.panels))
 
 
+CAPTION_LINE = '<p style="font-size: 0.875rem; opacity: 0.75">{}</p>'  # a caption's small grey line in a markdown
+
+
 def show_step_run(run: list[tuple[int, Step]], key_prefix: str, *, as_table: bool = False,
                   font_size: int = FONT_SIZE, numbers: bool = True) -> None:
     """Steps whose charts follow one another (``ui.pipeline.panel_rows.step_runs``): each step's heading and words,
@@ -183,12 +186,13 @@ def show_step_run(run: list[tuple[int, Step]], key_prefix: str, *, as_table: boo
         for number, step in run:
             show_step(number, step, key_prefix, as_table=as_table, font_size=font_size, numbers=numbers)
         return
-    for number, step in run:
-        show_step(number, step, key_prefix, panels=False, font_size=font_size)
+    texts = [step_markdown(number, step) for number, step in run]  # every step's words: ONE element (issue 38)
     drawn = drawn_steps(run)
     if len(drawn) > 1:  # the chart stands under every heading of the run: say how a panel finds its step
-        st.caption(_("The chart below holds steps {first} to {last}: each panel's title starts with its step's "
-                     "number.").format(first=drawn[0], last=drawn[-1]))
+        texts.append(CAPTION_LINE.format(html.escape(_(
+            "The chart below holds steps {first} to {last}: each panel's title starts with its step's number.").format(
+            first=drawn[0], last=drawn[-1]), quote=False)))
+    st.markdown("\n\n".join(texts), unsafe_allow_html=True)
     figure = cached_figures.panel_rows_figure(rows, font_size=font_size, width_px=MAIN_COLUMN_PX, numbers=numbers)
     slugs = "_".join(step.slug for _number, step in run)
     show_chart(figure, key=f"{key_prefix}_{slugs}_rows", config=chart_config(),
