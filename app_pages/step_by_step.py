@@ -22,6 +22,7 @@ from ui.state import navigation
 from ui.state.device import on_phone
 from ui.state.settings import NUMBERS_MAX_TOKENS, numbers_shown, view_setting
 from ui.widgets import step_views as views
+from ui.widgets.controls import STEP_KEY, Controls
 from ui.widgets.notebook_button import notebook_button
 from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import figure_font_size
@@ -90,21 +91,23 @@ def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int,
 
 def step_controls(config) -> tuple[int, bool, bool, bool]:
     """The head to follow, the numbers in the cells (``nums``), numbers instead of heatmaps, predict-then-reveal."""
-    # One row that wraps (each control as wide as it needs): four columns cut "Numbers instead of heatmaps" short
-    top = st.container(horizontal=True, vertical_alignment="bottom", gap="small")
+    # One row that wraps (each control as wide as it needs), drawn as ONE element (``Controls``: four widgets and
+    # their row were five messages of every Seed +)
+    top = Controls(STEP_KEY, row=True)
     head = top.selectbox(_("Head to follow"), range(config.n_heads), key="w_head", persist_state=KEEP,
-                         format_func=lambda h: _("head {h}").format(h=h), width=150)
+                         format_func=lambda h: _("head {h}").format(h=h))
     row = view_setting("nums")
     choice = top.selectbox(row.short_name, tuple(row.choices), key=row.key, persist_state=KEEP,
-                           format_func=row.choice_label, width=210,
+                           format_func=row.choice_label,
                            help=_("Each cell's value printed in it. Auto: for sentences of up to {n} tokens, not "
                                   "on a phone.").format(n=NUMBERS_MAX_TOKENS))
     tokens = max(len(config.tokens), len(config.key_tokens))
     numbers = numbers_shown(choice, tokens, on_phone())
-    as_table = top.toggle(_("Numbers instead of heatmaps"), key="w_sbs_table", persist_state=KEEP, width="content")
-    predict = top.toggle(_("Predict, then reveal"), key="w_sbs_predict", persist_state=KEEP, width="content",
+    as_table = top.toggle(_("Numbers instead of heatmaps"), key="w_sbs_table", persist_state=KEEP)
+    predict = top.toggle(_("Predict, then reveal"), key="w_sbs_predict", persist_state=KEEP,
                          help=_("Hide the attention weights and let the class guess the largest cell of a row."))
-    return head, numbers, as_table, predict
+    top.draw()
+    return int(head), numbers, as_table, predict
 
 
 def chosen_cell() -> tuple[int, int]:

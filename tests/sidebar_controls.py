@@ -18,7 +18,7 @@ import json
 from streamlit.components.v2.bidi_component.main import _make_trigger_id
 from streamlit.testing.v1 import AppTest
 
-from ui.widgets.controls import KEY
+from ui.widgets.controls import KEY, KEYS
 
 WIDGET_TYPES = ("number_input", "selectbox", "toggle", "text_input", "slider", "button_group", "checkbox")
 
@@ -32,16 +32,34 @@ def _widget(at: AppTest, key: str):
     raise KeyError(f"no control with key {key!r} is drawn")
 
 
-def element(at: AppTest):
-    """The settings' one element drawn in this run (in the sidebar, or in presentation mode's popover), or None."""
-    return next((node for node in (*at.sidebar, *at.main) if type(node).__name__ == "UnknownElement"
-                 and node.key == KEY), None)
+def elements(at: AppTest) -> list:
+    """Every element of controls drawn in this run (the settings', in the sidebar or in presentation mode's popover;
+    a page's own, such as Step by step's row)."""
+    return [node for node in (*at.sidebar, *at.main) if type(node).__name__ == "UnknownElement" and node.key in KEYS]
 
 
-def items(at: AppTest) -> list[dict]:
-    """What the element draws, in order: each control, heading and line as its data carries it to the browser."""
-    node = element(at)
-    return [] if node is None else json.loads(node.proto.json)["items"]
+def element(at: AppTest, key: str = KEY):
+    """The element of controls ``key`` (the settings' by default) drawn in this run, or None."""
+    return next((node for node in elements(at) if node.key == key), None)
+
+
+def _items_of(node) -> list[dict]:
+    return json.loads(node.proto.json)["items"]
+
+
+def items(at: AppTest, key: str = KEY) -> list[dict]:
+    """What the element ``key`` draws, in order: each control, heading and line as its data carries it."""
+    node = element(at, key)
+    return [] if node is None else _items_of(node)
+
+
+def _owner(at: AppTest, key: str):
+    """The element of controls holding the control ``key``, and its item (None, None: no element holds it)."""
+    for node in elements(at):
+        for item in _items_of(node):
+            if item.get("key") == key and "value" in item:
+                return node, item
+    return None, None
 
 
 def change(at: AppTest, key: str, value) -> AppTest:
@@ -52,7 +70,8 @@ def change(at: AppTest, key: str, value) -> AppTest:
     ``json_trigger_value`` under Streamlit's private trigger id (the one place the tests use that private API)."""
     states = at._tree.get_widget_states()
     state = states.widgets.add()
-    state.id = _make_trigger_id(element(at).proto.id, "events")
+    node, _item = _owner(at, key)
+    state.id = _make_trigger_id((node or element(at)).proto.id, "events")  # an unknown key: to the settings
     state.json_trigger_value = json.dumps([{"event": "change", "value": {"key": key, "value": value}}])
     return at._run(states)
 
@@ -86,7 +105,7 @@ class Control:
 
     def __init__(self, at: AppTest, key: str):
         self.at, self.key = at, key
-        item = next((item for item in items(at) if item.get("key") == key and "value" in item), None)
+        _node, item = _owner(at, key)
         self._node = _widget(at, key) if item is None else _Drawn(at, item)
         self._ran = False
 
@@ -140,7 +159,7 @@ def control(at: AppTest, key: str) -> Control:
 
 def drawn(at: AppTest, key: str) -> bool:
     """True when the control of ``key`` is drawn in this run."""
-    if any(item.get("key") == key and "value" in item for item in items(at)):
+    if _owner(at, key)[1] is not None:
         return True
     try:
         _widget(at, key)

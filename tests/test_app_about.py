@@ -82,10 +82,10 @@ def test_switching_pages_and_back_keeps_the_controls_and_the_view():
     # browser heads and head survive (checked with Playwright). So only d_model and a toggle are checked.
     at = open_page("app_pages/step_by_step.py")
     set_control(at, "w_d_model", 32)
-    at.toggle(key="w_sbs_table").set_value(True).run()
+    control(at, "w_sbs_table").set_value(True).run()
     at.switch_page("app_pages/about.py").run()
     assert control(at, "w_d_model").value == 32
     at.switch_page("app_pages/step_by_step.py").run()
     assert not at.exception
     assert control(at, "w_d_model").value == 32
-    assert at.toggle(key="w_sbs_table").value
+    assert control(at, "w_sbs_table").value

@@ -1,3 +1,4 @@
+
 """AppTest: in cross-attention the Step-by-step drill-down offers every key and shows the engine's number.
 
 With more keys than queries (and with fewer), a key or query index bounded by the other sentence's
@@ -11,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
 from mha_core.inputs import token_labels, tokenize
+from tests.sidebar_controls import control
 from ui.pipeline.drill_down import SUM_ROW
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +37,7 @@ def test_the_drill_down_follows_any_chosen_query_and_key(tokens, kv_tokens):
     assert at.selectbox(key="w_kj").options == token_labels(config.key_tokens)
     assert at.selectbox(key="w_qi").options == token_labels(config.tokens)
     head = 1
-    at.selectbox(key="w_head").select(head).run()
+    control(at, "w_head").set_value(head).run()
     for i, j in [(tq - 1, tk - 1), (0, tk - 1), (tq - 1, 0)]:
         at.selectbox(key="w_qi").select(i).run()
         at.selectbox(key="w_kj").select(j).run()

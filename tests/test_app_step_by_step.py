@@ -1,3 +1,4 @@
+
 """AppTest of the Step-by-step page: it renders, follows the settings, and its numbers are the engine's."""
 
 import base64
@@ -12,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
 from tests.address_bar import address
+from tests.sidebar_controls import control
 from ui.pipeline.drill_down import NULL_KEY_LABEL, SUM_ROW
 from ui.pipeline.records import latex_number
 from ui.pipeline.steps import NULL_SHARE_COLUMN
@@ -125,7 +127,7 @@ def test_default_settings_render_every_step_with_its_formula_shapes_and_matrix()
 
 def test_the_weights_heatmap_is_the_engines_for_the_chosen_head():
     at = open_page()
-    at.selectbox(key="w_head").select(2).run()
+    control(at, "w_head").set_value(2).run()
     figures = charts(at)
     weights = z_of(figures["A_2 = softmax(L_2) (attention weights)"])
     np.testing.assert_allclose(weights, run(MHAConfig()).trace.weights[2], atol=1e-6)  # sent as float32
@@ -167,7 +169,7 @@ def test_without_w_o_the_output_step_says_so_and_draws_no_w_o():
 @pytest.mark.parametrize("head,i,j", [(2, 4, 1), (3, 0, 5)])
 def test_drill_down_sum_equals_the_engines_score(head, i, j):
     at = open_drill_down(open_page(seed=3))
-    at.selectbox(key="w_head").select(head).run()
+    control(at, "w_head").set_value(head).run()
     at.selectbox(key="w_qi").select(i).run()
     at.selectbox(key="w_kj").select(j).run()
     shown = table_with_index(at, SUM_ROW).loc[SUM_ROW, "value"]
@@ -178,7 +180,7 @@ def test_drill_down_sum_equals_the_engines_score(head, i, j):
 
 def test_numbers_instead_of_heatmaps_shows_tables_with_the_engines_values():
     at = open_page()
-    at.toggle(key="w_sbs_table").set_value(True).run()
+    control(at, "w_sbs_table").set_value(True).run()
     assert not at.exception
     assert len(shown_charts.chart_elements(at)) == 0
     scores = run(MHAConfig()).trace.scores[0]
@@ -190,7 +192,7 @@ def test_predict_then_reveal_hides_the_weights_until_revealed_and_judges_the_gue
     at = open_page(mask="causal")
     weights = run(MHAConfig(mask="causal")).trace.weights[0]
     title = "A_0 = softmax(L_0) (attention weights)"
-    at.toggle(key="w_sbs_predict").set_value(True).run()
+    control(at, "w_sbs_predict").set_value(True).run()
     assert title not in charts(at)
     assert any("are hidden until you press" in i.value for i in at.info)
 

@@ -16,6 +16,7 @@ from test_stated_numbers_downloads import blocks, csv, offered, opened, same  # 
 
 from mha_core.attention import merge_heads
 from mha_core.config import MHAConfig, run
+from tests.sidebar_controls import control
 from ui.pipeline.records import step_inputs
 from ui.pipeline.steps import FULLY_MASKED_POLICY, build_steps
 from ui.widgets.step_views import without_html
@@ -84,7 +85,7 @@ def test_a_prediction_still_open_keeps_the_weights_out_of_the_downloads(offered)
     """Predict, then reveal: until the reveal, the softmax step's CSV and the .npz (both hold the weights) are not
     offered, and a line says why; revealed, they are back, and the CSV holds the followed head's weights."""
     at = open_page(mask="causal", seed=3, head=1)
-    at.toggle(key="w_sbs_predict").set_value(True).run()
+    control(at, "w_sbs_predict").set_value(True).run()
     at = open_downloads(at)
     keys = download_keys(at)
     assert "sbs_dl_softmax" not in keys and "sbs_dl_npz" not in keys

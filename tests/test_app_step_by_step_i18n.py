@@ -29,6 +29,7 @@ from mha_core.kernels import KERNELS
 from mha_core.positions import SCHEMES, SchemeAt
 from tests.shown_charts import charts, decode
 from tests.shown_steps import open_downloads, step_anchors, step_formulas, step_titles
+from tests.sidebar_controls import control
 from ui.i18n import using_language
 from ui.pipeline.step_export import run_step_frame
 
@@ -105,7 +106,7 @@ def open_page(lang: str, params: dict) -> AppTest:
         open_downloads(at)
     if params is VARIANTS[PREDICT]:
         with using_language(lang):
-            at.toggle(key="w_sbs_predict").set_value(True).run()
+            control(at, "w_sbs_predict").set_value(True).run()
             at.button(key="sbs_reveal").click().run()
     assert not at.exception, [e.message for e in at.exception]
     return at
@@ -162,7 +163,7 @@ def pages() -> dict[tuple[str, str], AppTest]:
 def test_the_prediction_is_revealed_in_each_language(pages):
     for lang in ("en", *LANGS):
         at = pages[PREDICT, lang]
-        assert at.toggle(key="w_sbs_predict").value and (at.success or at.warning)
+        assert control(at, "w_sbs_predict").value and (at.success or at.warning)
     assert pages[PREDICT, "es"].main.selectbox(key="w_guess_k").label == "Su apuesta (clave)"
 
 

@@ -12,6 +12,7 @@ from test_app_step_by_step import panel_views
 
 from mha_core.attention import merge_heads
 from mha_core.config import MHAConfig, run
+from tests.sidebar_controls import control
 from ui.state.settings import NUMBERS_LABELS, NUMBERS_MAX_TOKENS, numbers_shown
 
 PAGE = "app_pages/step_by_step.py"
@@ -63,7 +64,7 @@ def test_every_panel_of_every_combined_chart_is_the_engines_array(params, head):
     link = {k: v for k, v in params.items() if k != "w_head"}
     at = open_app(PAGE, **link, seed=3)
     if head:
-        at.selectbox(key="w_head").select(head).run()
+        control(at, "w_head").set_value(head).run()
     config = MHAConfig(seed=3, mask=link.get("mask", "none"))
     expected = engine_arrays(config, head)
     figures = combined(at)
@@ -145,7 +146,7 @@ def test_cell_numbers_are_the_engines_when_on_and_absent_when_off(tokens, nums, 
 def test_a_bad_nums_value_says_so_and_falls_back_to_auto():
     at = open_app(PAGE, nums="7", seed=3)
     assert any("`nums=7`" in w.value for w in at.warning), [w.value for w in at.warning]
-    assert at.selectbox(key="w_nums").value == "auto"
+    assert control(at, "w_nums").value == "auto"
 
 
 def test_auto_means_up_to_six_tokens_and_never_on_a_phone():

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_opener import ROOT, open_app
+from tests.sidebar_controls import control
 from tests.test_app_real_model_tables import unreadable
 from ui.charts.numbers import EMPTY_CELL
 from ui.i18n import translations
@@ -26,7 +27,7 @@ def step_tables(lang: str = "en"):
     at.switch_page("app_pages/step_by_step.py")
     at.run()
     assert not at.exception, [e.message for e in at.exception]
-    assert at.toggle(key="w_sbs_table").value
+    assert control(at, "w_sbs_table").value
     return at
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import shown_charts
-from sidebar_controls import set_control
+from sidebar_controls import control, set_control
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
@@ -54,7 +54,7 @@ def test_step_panels_follow_the_head_after_a_round_trip():
     at.switch_page("app_pages/step_by_step.py").run()
     weights = run(MHAConfig()).trace.weights
     for head in (1, 0, 1):  # the second visit of head 1 is answered by the cache
-        at.selectbox(key="w_head").select(head).run()
+        control(at, "w_head").set_value(head).run()
         assert not at.exception
         shown = json.loads(specs(at)["sbs_softmax_0"])
         np.testing.assert_allclose(decode(shown["data"][0]["z"]), weights[head], atol=1e-6)

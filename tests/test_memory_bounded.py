@@ -23,6 +23,7 @@ from streamlit.testing.v1 import AppTest
 
 from bench.bench_memory import caps_query
 from mha_core.config import run
+from tests.sidebar_controls import control
 from ui.run import cached_figures
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +128,7 @@ def test_the_figures_kept_stop_growing_once_the_caches_are_full(made):
     assert counts["_attention_grid"] == kept  # one grid per configuration: the oldest two are gone
     # The first configuration, evicted, is built again from the engine, not shown from a stale entry.
     at = open_at_caps(1)
-    config, head = at.session_state["config"], at.selectbox(key="w_head").value
+    config, head = at.session_state["config"], control(at, "w_head").value
     assert (config.seed, len(config.tokens), config.d_model, config.n_heads) == (1, 64, 512, 16)
     shown = shown_charts.decode(shown_charts.charts(at)["sbs_softmax_0"]["data"][0]["z"])
     np.testing.assert_allclose(shown, run(config).trace.weights[head], atol=1e-6)  # float32 on the wire

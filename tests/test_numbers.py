@@ -19,6 +19,7 @@ import shown_charts
 from streamlit.testing.v1 import AppTest
 
 from mha_core.config import MHAConfig, run
+from tests.sidebar_controls import control
 from ui.charts import numbers
 from ui.charts.figures import MASKED_SOLID
 from ui.pipeline import panels, records, steps
@@ -102,7 +103,7 @@ def test_step_by_step_tables_print_fixed_decimals_and_no_negative_zero():
     at.query_params["embedding"] = "onehot"
     at.query_params["qi"] = "1"
     at.switch_page("app_pages/step_by_step.py").run()
-    at.toggle(key="w_sbs_table").set_value(True).run()
+    control(at, "w_sbs_table").set_value(True).run()
     assert not at.exception
     assert check_tables(at) > 500
 

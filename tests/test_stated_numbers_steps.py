@@ -22,6 +22,7 @@ from test_stated_numbers_downloads import open_page
 
 from mha_core.config import run
 from mha_core.decoder import decoder_config
+from tests.sidebar_controls import control
 from ui.state.urlstate import config_from_params
 
 CHART_TOL = 1e-5  # charts carry float32
@@ -311,7 +312,7 @@ def test_flash_numbers_at_every_tile(extra):
     tiles = tile_order(tq, tk, br, bc)
     skipped = [np.isneginf(logits[r0:r1, c0:c1]).all() for r0, r1, c0, c1 in tiles]
     at = open_page("flash", params)
-    at.selectbox("w_head").set_value(head).run()
+    control(at, "w_head").set_value(head).run()
     for index, (r0, r1, c0, c1) in enumerate(tiles):
         if len(tiles) > 1:
             at.select_slider("w_tile").set_value(index).run()

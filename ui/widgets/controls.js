@@ -192,6 +192,7 @@ function followTheme(root) {
 
 export default function ({data, parentElement, setTriggerValue}) {
   const root = parentElement.querySelector(".mha-ctl");
+  root.classList.toggle("mha-ctl-row", Boolean(data.row));  // a page's controls side by side, wrapping
   followTheme(root);
   root.mhaSend = (key, value) => setTriggerValue("change", {key, value});  // this render's function
   const send = (key, value) => root.mhaSend(key, value);

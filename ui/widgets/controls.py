@@ -18,14 +18,16 @@ widgets (``Place.ui`` is ``st`` there).
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 
 import streamlit as st
 
 from ui.widgets.page_menu import compact
 
-KEY = "controls"  # the element's key (its container: .st-key-controls)
-DRAWN = "controls_drawn"  # session state: what the last run drew, by key (what a change is checked against)
+KEY = "controls"  # the settings' element's key (its container: .st-key-controls)
+STEP_KEY = "sbs_controls"  # Step by step's own controls (the head, the numbers, tables, predict), in a row
+KEYS = (KEY, STEP_KEY)  # every element of controls a page may draw
 TEXT_LIMIT = 2000  # characters a text box takes (the sentence is cut to 64 tokens anyway)
 _HERE = Path(__file__).parent
 _component = st.components.v2.component(
@@ -46,7 +48,8 @@ def _plain(value):
 class Controls:
     """Collects the controls a run draws (the methods of ``st`` the widget table uses) and draws them as one."""
 
-    def __init__(self):
+    def __init__(self, key: str = KEY, row: bool = False):
+        self.key, self.row = key, row  # the element's key; its controls side by side (wrapping), not one per line
         self.items: list[dict] = []
         self.kept: dict[str, dict] = {}  # by key: what a change to the control is checked against
         self.done = False
@@ -130,8 +133,9 @@ class Controls:
         if self.done:
             return
         self.done = True
-        st.session_state[DRAWN] = self.kept
-        _component(key=KEY, data={"items": self.items}, on_change_change=_changed)
+        st.session_state[drawn_key(self.key)] = self.kept
+        _component(key=self.key, data={"items": self.items, "row": self.row},
+                   on_change_change=partial(_changed, self.key))
 
 
 def accepted(item: dict, value):
@@ -157,13 +161,18 @@ def accepted(item: dict, value):
     return int(round(value)) if item["integer"] else float(value)
 
 
-def _changed() -> None:
+def drawn_key(element: str) -> str:
+    """Session state: what the element's last run drew, by control key (what a change is checked against)."""
+    return f"{element}_drawn"
+
+
+def _changed(element: str) -> None:
     """The element's change, ``{key, value}``, into session state (before the run), when the control takes it."""
     ss = st.session_state
-    change = (ss.get(KEY) or {}).get("change")
+    change = (ss.get(element) or {}).get("change")
     if not isinstance(change, dict) or not isinstance(change.get("key"), str):
         return
-    item = ss.get(DRAWN, {}).get(change["key"])
+    item = ss.get(drawn_key(element), {}).get(change["key"])
     if item is None:
         return
     value = accepted(item, change.get("value"))
