@@ -3,8 +3,8 @@
 In presentation mode (toggle ``w_present``) the page shows one head large at a time, with
 previous / next buttons, for a projector.
 
-At the end, three sections are drawn only while open: Take it apart, the quick check and every download (each
-element is a message every Seed + sends again; issue 38).
+Four sections are drawn only while open: what each head does (the per-head table and the head similarity), and at the
+end Take it apart, the quick check and every download (each element is a message every Seed + sends again; issue 38).
 """
 
 import numpy as np
@@ -186,14 +186,27 @@ def heads_section(result, view: str, average: bool, colours: str = "fixed", pict
             matrices, result.query_labels, result.key_labels, markdown=True, **words)))
 
 
+DIAGNOSTICS_TITLE = N_("What each head does")
+DIAGNOSTICS_TAIL = N_(": entropy, focus and which heads look alike")
+
+
 def diagnostics_section(result) -> None:
-    """Per-head numbers (entropy, max weight, diagonal / previous / first mass) and head similarity, under one
-    heading that says what both are (one element, not a heading and two captions; their CSVs are in the
-    downloads section)."""
+    """Per-head numbers (entropy, max weight, diagonal / previous / first mass) and head similarity, drawn only
+    while their section is open: its words, the table and the chart are four elements every Seed + sent again
+    (issue 38). Its label says what is inside; their CSVs are in the downloads section, built on click."""
+    section = st.expander(f"**{_(DIAGNOSTICS_TITLE)}**{_(DIAGNOSTICS_TAIL)}", key="diagnostics_open",
+                          on_change="rerun")
+    if section.open:
+        with section:
+            diagnostics(result)
+
+
+def diagnostics(result) -> None:
+    """What the numbers are (one element, not a paragraph and two captions), then the table beside the chart."""
     trace = result.trace
-    heading, words = _("What each head does"), tables.diagnostics_caption(trace)
+    words = tables.diagnostics_caption(trace)
     cosine = _("Cosine similarity of two heads' weight matrices: 1 = the same pattern.")
-    st.markdown(f"### {heading}\n\n" + sentences(words, cosine))
+    st.markdown(sentences(words, cosine))
     left, right = st.columns([3, 2])
     shown = head_diagnostics(result)  # made once per configuration and language
     with left:

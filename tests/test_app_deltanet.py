@@ -55,8 +55,11 @@ def test_heads_shows_the_implied_matrix_m_as_each_heads_weights():
         drawn = np.isfinite(z)
         np.testing.assert_allclose(z[drawn], want[drawn], rtol=0, atol=FIGURE)
     assert (trace.weights < 0).any()  # signed, on a diverging scale
-    text = " ".join(c.value for c in at.caption)
-    assert "implied matrix M" in text or any("implied matrix M" in m.value for m in at.markdown)
+    switch = at.button_group(key="w_view")  # the view shown is named on the first screen: the weights are M
+    assert switch.value == "weights" and "implied matrix M" in switch.options[switch.indices[0]]
+    at.session_state["diagnostics_open"] = True  # and What each head does, once opened, averages the signed M
+    at.run()
+    assert any("of the signed implied matrix M" in m.value for m in at.markdown)
 
 
 def test_step_by_step_shows_the_engines_q_hat_gates_m_state_and_the_three_forms_gaps():

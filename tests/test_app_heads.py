@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TWO_MB = 2 * 1024 * 1024
 APART_CHARTS = {"apart_contribution", "apart_change", "apart_carried"}  # Take it apart
 DOWNLOADS, QUIZ = "heads_downloads", "quiz_open"  # the sections drawn only while open (their expanders' keys)
+DIAGNOSTICS = "diagnostics_open"  # What each head does: the per-head table and the head similarity
 
 
 def app(params: dict[str, str] | None = None, opened: tuple[str, ...] = ()) -> AppTest:
@@ -90,18 +91,19 @@ def default_app() -> AppTest:
 
 def test_the_default_page_renders_every_section(default_app):
     assert_page_ok(default_app)
-    assert set(charts(default_app)) == {"heads_grid", "similarity", "concat"}  # concat: and the output
+    assert set(charts(default_app)) == {"heads_grid", "concat"}  # concat: and the output
     assert default_app.title[0].value == "Heads"
-    assert len(default_app.dataframe) == 1  # the head diagnostics
     assert [e.label for e in default_app.expander] == ["Describe this chart",
+                                                      "**What each head does**: entropy, focus and which heads look alike",
                                                       "**Take it apart: each head's contribution, and knocking heads out**",
                                                       "**Quick check**", "**Download everything**"]
-    assert not default_app.get("download_button") and not default_app.radio  # closed sections draw nothing
-    opened = open_take_apart(app())
+    assert not default_app.dataframe  # closed sections draw nothing: no head diagnostics,
+    assert not default_app.get("download_button") and not default_app.radio  # no downloads, no quick check
+    opened = open_take_apart(app(opened=(DIAGNOSTICS,)))
     assert_page_ok(opened)
     assert set(charts(opened)) == {"heads_grid", "similarity", "concat"} | APART_CHARTS
-    assert len(opened.dataframe) == 2  # and the knock-out change per token
-    table = default_app.dataframe[0].value
+    assert len(opened.dataframe) == 2  # the head diagnostics and the knock-out change per token
+    table = opened.dataframe[0].value
     assert list(table.index) == ["head 0", "head 1", "head 2", "head 3"]
     assert "entropy" in table.columns
 
@@ -472,7 +474,7 @@ def test_a_custom_mask_is_edited_in_the_main_area_not_the_sidebar():
     at = app({"tokens": "x y z", "mask": "custom", "cmask": "100.110.111"})
     assert_page_ok(at)
     assert not at.sidebar.dataframe  # the sidebar keeps only where the grid starts from
-    editor = at.main.dataframe[0]  # above the heads, before the diagnostics table
+    editor = at.main.dataframe[0]  # above the heads (the diagnostics table is drawn only while open)
     assert list(editor.value.columns) == ["0:x", "1:y", "2:z"] and list(editor.value.index) == ["0:x", "1:y", "2:z"]
     np.testing.assert_array_equal(editor.value.to_numpy(), run(at.session_state["config"]).mask)
 
@@ -489,7 +491,7 @@ def test_the_mask_editor_applies_its_edits_to_the_grid_it_started_from():
 
 
 def test_cross_attention_diagnostics_leave_out_self_and_previous():
-    at = app({"kv_tokens": "a dog ran"})
+    at = app({"kv_tokens": "a dog ran"}, opened=(DIAGNOSTICS,))
     assert_page_ok(at)
     table = next(d for d in at.main.dataframe if "entropy" in d.value.columns)
     assert "on itself" not in table.value.columns and "on previous" not in table.value.columns

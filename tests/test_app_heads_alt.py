@@ -29,6 +29,7 @@ def alts() -> dict[str, str]:
     at.query_params["seed"], at.query_params["mask"] = "3", "causal"
     at.run()
     at.session_state["apart_open"] = True  # the take-apart section, drawn only while open
+    at.session_state["diagnostics_open"] = True  # and What each head does (the similarity map)
     at.run()
     assert not at.exception
     return {shown_charts.key_of(e): shown_charts.settings_of(e)["alt"] for e in shown_charts.chart_elements(at)}

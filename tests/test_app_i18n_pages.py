@@ -98,7 +98,7 @@ def english_left(lang: str) -> tuple[set[str], set[str]]:
     return whole, phrases
 
 
-LAZY = {"heads": ("heads_downloads", "quiz_open")}  # sections drawn only while open: opened, as a click leaves them
+LAZY = {"heads": ("heads_downloads", "quiz_open", "diagnostics_open")}  # sections drawn only while open: opened, as a click leaves them
 
 
 def open_page(page: str, lang: str | None) -> AppTest:

@@ -119,12 +119,17 @@ def untranslated(texts: list[str], lang: str, msgids: set[str] = MSGIDS) -> list
     return found
 
 
-def open_app(params: dict, lang: str | None = None, phone: bool | None = None, monkeypatch=None) -> AppTest:
+def open_app(params: dict, lang: str | None = None, phone: bool | None = None, monkeypatch=None,
+             opened: tuple[str, ...] = ()) -> AppTest:
+    """The app opened from a link with ``params`` (and ``lang``), its sections ``opened`` (their expanders' keys)
+    open as a click leaves them."""
     if phone is not None:
         monkeypatch.setattr("ui.state.device.on_phone", lambda: phone)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     for name, value in {**params, **({"lang": lang} if lang else {})}.items():
         at.query_params[name] = value
+    for key in opened:
+        at.session_state[key] = True
     at.run()
     assert not at.exception
     return at
@@ -192,10 +197,11 @@ def test_switching_language_keeps_translated_choices(monkeypatch):
 
 
 def test_the_phone_hint_is_in_the_language(monkeypatch):
-    at = open_app({}, "zh-CN", phone=True, monkeypatch=monkeypatch)
+    diagnostics = ("diagnostics_open",)  # the table's section, drawn only while open
+    at = open_app({}, "zh-CN", phone=True, monkeypatch=monkeypatch, opened=diagnostics)
     hints = [c.value for c in at.caption if c.value.startswith("↔")]
     assert len(hints) == 1 and hints[0].startswith("↔ 左右滑动表格查看全部") and "Swipe" not in hints[0]
-    english = open_app({}, phone=True, monkeypatch=monkeypatch)
+    english = open_app({}, phone=True, monkeypatch=monkeypatch, opened=diagnostics)
     count = re.search(r"\d+", [c.value for c in english.caption if c.value.startswith("↔")][0]).group()
     assert f"全部 {count} 列" in hints[0]
 

@@ -91,6 +91,7 @@ def test_the_kept_table_follows_the_seed_and_the_language():
     seed 3's numbers for seed 4; a key without the language kept the English headers)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["seed"] = "3"
+    at.session_state["diagnostics_open"] = True  # What each head does, drawn only while open: as a click leaves it
     at.run()
     english = shown_table(at)
     assert "mean row max" in english.columns

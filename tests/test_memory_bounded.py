@@ -103,10 +103,12 @@ FILLS_LATER = frozenset({"_panel_figure"})
 
 
 def open_at_caps(seed: int, page: str = "app_pages/step_by_step.py") -> AppTest:
-    """A fresh session: the shared link at the caps opens Heads, then the session switches to ``page``."""
+    """A fresh session: the shared link at the caps opens Heads, What each head does open (its similarity map is a
+    cached figure too), then the session switches to ``page``."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     for name, value in urllib.parse.parse_qsl(caps_query(seed)[1:]):
         at.query_params[name] = value
+    at.session_state["diagnostics_open"] = True  # as a click on its header leaves it
     at.run()
     at.switch_page(page).run()
     assert not at.exception, [e.message for e in at.exception]

@@ -145,9 +145,11 @@ def test_take_apart_table_prints_fixed_decimals():
     # its change table had no format: Streamlit dropped trailing zeros (0.748 above 0.7002)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["knock"] = "0"
+    at.session_state["diagnostics_open"] = True  # and the head diagnostics' table, drawn only while open
     at.run()
     assert not at.exception
     assert any("‖change‖" in t.value.columns for t in at.dataframe)
+    assert any("mean row max" in t.value.columns for t in at.dataframe)
     assert check_tables(at) > 0
 
 

@@ -21,7 +21,9 @@ def test_the_hint_names_every_column():
 def heads_page(monkeypatch, phone: bool) -> AppTest:
     # the page's own `from ui.state.device import on_phone` runs on every run, so it reads the patched function
     monkeypatch.setattr("ui.state.device.on_phone", lambda: phone)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.session_state["diagnostics_open"] = True  # the table's section, drawn only while open (as a click leaves it)
+    at.run()
     assert not at.exception
     return at
 
@@ -36,4 +38,5 @@ def test_on_a_phone_the_head_table_says_it_scrolls(monkeypatch):
 
 def test_on_a_desktop_it_does_not(monkeypatch):
     at = heads_page(monkeypatch, phone=False)
+    assert any("entropy" in d.value.columns for d in at.dataframe)  # the table is there, its hint is not
     assert not [c for c in at.caption if c.value.startswith("↔ Swipe")]

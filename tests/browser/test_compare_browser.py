@@ -44,10 +44,10 @@ def test_heads_take_it_apart_screens(app_page, app_url):
 
 def test_the_take_it_apart_section_is_drawn_only_once_opened(app_page, app_url):
     open_app(app_page, app_url, "")
-    wait_for_charts(app_page, count=3)  # the heads, the similarity, the concatenation with the output
+    wait_for_charts(app_page, count=2)  # the heads, the concatenation with the output (What each head does: closed)
     main = app_page.locator('[data-testid="stMain"]')
     assert main.locator(".st-key-apart_head").count() == 0  # closed: its widgets and figures were never sent
     app_page.get_by_text("Take it apart", exact=False).first.click()
     app_page.locator(".st-key-apart_head").wait_for()
-    wait_for_charts(app_page, count=6)
+    wait_for_charts(app_page, count=5)
     assert not exceptions_on_page(app_page)

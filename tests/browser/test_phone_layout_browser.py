@@ -163,6 +163,8 @@ def test_on_a_phone_a_tables_toolbar_covers_none_of_the_words_above_it(app_page,
     as_iphone_13(app_page)
     open_app(app_page, app_url, "?heads=4")
     wait_for_charts(app_page)
+    app_page.locator(".st-key-diagnostics_open summary").click()  # What each head does, drawn only while open
+    wait_for_charts(app_page, count=3)  # and its similarity map beside the table
     app_page.locator('[data-testid="stMain"] .stDataFrame').first.scroll_into_view_if_needed()
     toolbars = app_page.evaluate(TOOLBAR_OVERLAPS)
     assert toolbars and all(t["shown"] == "1" for t in toolbars)  # "What each head does": on a phone, always shown

@@ -38,6 +38,7 @@ def test_on_a_phone_heads_stack_in_one_column_with_no_mode_bar_and_every_control
     domains = {tuple(layout[f"xaxis{s}"]["domain"]) for s in ("", "2", "3", "4")}
     assert len(domains) == 1  # every head in the same column, one under another
     assert app_page.locator(".st-key-heads_grid .modebar-btn").count() == 0  # no mode bar over the titles
+    app_page.locator(".st-key-diagnostics_open summary").click()  # What each head does: its similarity map
     wait_for_charts(app_page, count=3)  # ... on any chart of the page
     assert app_page.locator('[data-testid="stPlotlyChart"] .modebar-btn').count() == 0
     for selector in (".st-key-w_view", ".st-key-w_avg"):
