@@ -63,37 +63,40 @@ REAL_MODEL_LAZY_SECTIONS = ("w_rm_overview", "w_rm_sink")  # its expanders that 
 _fresh_starts = itertools.count(1_000_000, 1000)
 
 
-SETTINGS = "settings"  # Control.kind of a setting's control: a control inside the settings' one element
+SETTINGS = "settings"  # Control.kind of a control inside an element of controls (the settings', a page's row)
 
 
-def settings_element(at):
-    """The settings' one components-v2 element this run drew (ui/widgets/controls.py; AppTest shows it as an
-    UnknownElement), or None."""
-    from ui.widgets.controls import KEY
+def settings_elements(at) -> list:
+    """The components-v2 elements of controls this run drew (ui/widgets/controls.py: the settings', a page's own row;
+    AppTest shows each as an UnknownElement)."""
+    from ui.widgets.controls import KEYS
 
-    return next((node for node in (*at.sidebar, *at.main) if type(node).__name__ == "UnknownElement"
-                 and node.key == KEY), None)
+    return [node for node in (*at.sidebar, *at.main) if type(node).__name__ == "UnknownElement" and node.key in KEYS]
+
+
+def _controls_of(element) -> set[str]:
+    return {item["key"] for item in json.loads(element.proto.json)["items"] if "value" in item}
 
 
 def settings_keys(at) -> set[str]:
-    """The keys of the controls inside the settings' element (not its headings and lines)."""
-    element = settings_element(at)
-    return set() if element is None else {item["key"] for item in json.loads(element.proto.json)["items"]
-                                          if "value" in item}
+    """The keys of the controls inside those elements (not their headings and lines)."""
+    return {key for element in settings_elements(at) for key in _controls_of(element)}
 
 
 def settings_change(at, key: str, value) -> Callable[[], object]:
     """The run the element's JavaScript asks for after a change of control ``key``: its ``change`` trigger,
-    ``{key, value}``, in the tree's widget states under Streamlit's trigger id (what the browser sends;
-    bench/st_client.py encodes it). AppTest (Streamlit 1.67) has no ``set_value`` for a components-v2 element, so
-    the run goes through its private ``_run``, as tests/sidebar_controls.py ``change`` does."""
+    ``{key, value}``, in the tree's widget states under Streamlit's trigger id for the element holding ``key`` (what
+    the browser sends; bench/st_client.py encodes it). AppTest (Streamlit 1.67) has no ``set_value`` for a
+    components-v2 element, so the run goes through its private ``_run``, as tests/sidebar_controls.py ``change``
+    does."""
     from streamlit.components.v2.bidi_component.main import _make_trigger_id
 
     from bench.st_client import Trigger, set_widget_value
 
+    element = next(element for element in settings_elements(at) if key in _controls_of(element))
     states = at._tree.get_widget_states()
     trigger = Trigger("change", {"key": key, "value": value})
-    set_widget_value(states.widgets.add(), _make_trigger_id(settings_element(at).proto.id, "events"), trigger)
+    set_widget_value(states.widgets.add(), _make_trigger_id(element.proto.id, "events"), trigger)
     return lambda: at._run(states)
 
 
@@ -174,7 +177,7 @@ PLAIN = Control("none (plain rerun)", "", "")
 # shows figures built before.
 VIEW = Control("view (weights/logits/scores)", "segmented_control", "w_view",
                lambda i: ("weights", "logits", "scores")[i % 3])
-HEAD = Control("head to follow (0-3)", "selectbox", "w_head", lambda i: i % 4)
+HEAD = Control("head to follow (0-3)", SETTINGS, "w_head", lambda i: i % 4)  # Step by step's row
 
 
 def cases() -> list[Case]:

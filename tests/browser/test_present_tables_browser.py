@@ -18,6 +18,10 @@ LINKS = ["?present=1", "step_by_step?present=1", "lessons?lesson=causal&present=
 def tables_drawn(page, link: str) -> list[dict]:
     open_app(page, page.app_url, link)
     wait_idle(page, timeout=90_000)
+    section = page.locator(".st-key-diagnostics_open summary")  # Heads' table: drawn once its section is opened
+    if section.count():
+        section.click()
+        wait_idle(page, timeout=90_000)
     page.wait_for_selector('[data-testid="stMain"] [data-testid="stDataFrame"] canvas', timeout=30_000)
     page.wait_for_timeout(500)  # the other tables of the page
     assert not exceptions_on_page(page)
@@ -36,10 +40,11 @@ def test_presented_tables_fill_a_phones_width(tab, link):
     tables = tables_drawn(tab, link)
     screenshot(tab, f"present_tables_iphone_{link.split('?')[0] or 'heads'}")
     assert tables, "no table drawn"
-    assert all(t["zoom"] == "1.35" for t in tables)  # zoomed: the large font of presentation mode
+    assert all(t["zoom"] == "1.35" for t in tables), tables  # zoomed: the large font of presentation mode
     assert [t for t in tables if t["table"] < 0.98 * t["column"]] == []
     assert [t for t in tables if t["grid"] < 0.95 * t["column"]] == []  # the cells' canvas too, not only its box
-    assert all(t["column"] > 0.8 * 390 for t in tables)  # a column is the phone's width less the page's margins
+    # a column is the phone's width less the page's margins (and a section's, 292 of 390 px for Heads' table)
+    assert all(t["column"] > 0.7 * 390 for t in tables), tables
 
 
 def test_a_presented_table_fills_its_column_on_a_projector(tab):
