@@ -83,15 +83,20 @@ function sliderBox(item, send, id, tipId) {
   return [row, input];
 }
 
+// A field in Streamlit's box, under its label.
+function boxed(field, item, id, tipId) {
+  describe(field, item, tipId);
+  const box = el("div", "mha-ctl-box");
+  box.append(field);
+  return [labelRow(item, id, tipId), box];
+}
+
 function selectBox(item, send, id, tipId) {
   const select = el("select", "mha-ctl-input");
   select.id = id;
   item.options.forEach(([, text], i) => select.append(new Option(text, String(i))));
   select.addEventListener("change", () => send(item.key, item.options[Number(select.value)][0]));
-  describe(select, item, tipId);
-  const box = el("div", "mha-ctl-box");
-  box.append(select);
-  return [labelRow(item, id, tipId), box];
+  return boxed(select, item, id, tipId);
 }
 
 function textBox(item, send, id, tipId) {
@@ -101,10 +106,7 @@ function textBox(item, send, id, tipId) {
   input.autocomplete = "off";
   input.spellcheck = false;
   input.addEventListener("change", () => send(item.key, input.value));
-  describe(input, item, tipId);
-  const box = el("div", "mha-ctl-box");
-  box.append(input);
-  return [labelRow(item, id, tipId), box];
+  return boxed(input, item, id, tipId);
 }
 
 function toggleBox(item, send, id, tipId) {
