@@ -38,10 +38,6 @@ _component = st.components.v2.component(
 
 def _plain(value):
     """A value as JSON carries it (numpy's integers and floats as Python's)."""
-    if isinstance(value, bool | str) or value is None:
-        return value
-    if isinstance(value, int | float):
-        return value
     return value.item() if hasattr(value, "item") else value
 
 

@@ -108,25 +108,25 @@ def _draw_settings(place: Place) -> dict[str, object]:
     return values
 
 
-def _sentence_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[str, ...]:
+def _sentence_widget(row: Setting, values, place: Place) -> tuple[str, ...]:
     return _sentence(row, place)
 
 
-def _second_sentence_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[str, ...] | None:
+def _second_sentence_widget(row: Setting, values, place: Place) -> tuple[str, ...] | None:
     cross = place.draw.toggle(place.label_prefix + _("Cross-attention (keys/values from a second sentence)"),
-                      key=place.key("cross"), **place.options)
+                              key=place.key("cross"), **place.options)
     return _sentence(row, place) if cross else None
 
 
-def _number_widget(row: Setting, values, place: Place = SIDEBAR) -> int | float:
+def _number_widget(row: Setting, values, place: Place) -> int | float:
     low, high = row.widget_bounds(values)
     step = 1 if row.kind == "int" else 0.1
-    value = place.draw.number_input(place.label(row), min_value=low, max_value=high, step=step, key=place.key(row.name),
-                            help=row.help_text, **place.options)
+    value = place.draw.number_input(place.label(row), min_value=low, max_value=high, step=step,
+                                    key=place.key(row.name), help=row.help_text, **place.options)
     return int(value) if row.kind == "int" else float(value)
 
 
-def _heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
+def _heads_widget(row: Setting, values, place: Place) -> int:
     """Only the head counts that divide d_model; a count that no longer fits becomes the nearest below."""
     ss, key = st.session_state, place.key(row.name)
     d_model = values["d_model"]
@@ -146,7 +146,7 @@ def choice_labels(row: Setting):
     return lambda value: labels.get(value, str(value))
 
 
-def _select_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
+def _select_widget(row: Setting, values, place: Place) -> str:
     choices = row.link_choices() if place.link_only else row.choices
     value = place.draw.selectbox(
         place.label(row), list(choices), key=place.key(row.name), help=row.help_text, format_func=choice_labels(row),
@@ -158,7 +158,7 @@ def _select_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
     return value
 
 
-def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
+def _kv_heads_widget(row: Setting, values, place: Place) -> int:
     """Only the key/value head counts that divide the heads. When the head count changes, multi-head stays
     multi-head and a grouping keeps its group size where it can (``kv_heads_after``), saying so when not."""
     ss, key, heads_of = st.session_state, place.key(row.name), place.note(KV_HEADS_OF)
@@ -180,20 +180,20 @@ def _kv_heads_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     return int(kv)
 
 
-def _init_widget(row: Setting, values, place: Place = SIDEBAR) -> str:
+def _init_widget(row: Setting, values, place: Place) -> str:
     init = _select_widget(row, values, place)
     if init in PRESETS:
         place.draw.caption(sentences(_(PRESETS[init].description),
-                             _("Inputs are hand-built too: position in dims 0-1, word in dims 2-3.")))
+                                     _("Inputs are hand-built too: position in dims 0-1, word in dims 2-3.")))
     return init
 
 
-def _toggle_widget(row: Setting, values, place: Place = SIDEBAR) -> bool:
-    return bool(place.draw.toggle(place.label(row), key=place.key(row.name), help=row.help_text, disabled=row.disabled(values),
-                          **place.options))
+def _toggle_widget(row: Setting, values, place: Place) -> bool:
+    return bool(place.draw.toggle(place.label(row), key=place.key(row.name), help=row.help_text,
+                                  disabled=row.disabled(values), **place.options))
 
 
-def _slider_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
+def _slider_widget(row: Setting, values, place: Place) -> int:
     """A slider whose range follows the sentence; a stored value outside it is moved to the nearest end."""
     ss, key = st.session_state, place.key(row.name)
     low, high = row.widget_bounds(values)
@@ -201,7 +201,7 @@ def _slider_widget(row: Setting, values, place: Place = SIDEBAR) -> int:
     return int(place.draw.slider(place.label(row), low, high, key=key, help=row.help_text, **place.options))
 
 
-def _grid_widget(row: Setting, values, place: Place = SIDEBAR) -> tuple[tuple[bool, ...], ...]:
+def _grid_widget(row: Setting, values, place: Place) -> tuple[tuple[bool, ...], ...]:
     return custom_grid(values["tokens"], key_tokens(values), config_of({**values, row.name: None}))
 
 

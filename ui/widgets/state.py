@@ -76,8 +76,8 @@ def keep_widget_state(page: str = "") -> None:
     Streamlit's widget ids carry the page: on a run that draws another page than the last run did (a page link, a
     session's first run) its widgets are new ones, which take their values from their keys, so every value is
     re-assigned. On a rerun of the same page (a Seed +) those ``kept_by_streamlit`` are left to Streamlit: a value
-    assigned in a run goes back to the browser with its widget (``set_value``), and the browser sets every control
-    of the sidebar again.
+    assigned in a run goes back to the browser with its widget (``set_value``), and the browser sets that control
+    again. (The settings are no widgets: ``ui/widgets/controls.py`` draws them, and nothing drops their keys.)
     """
     ss = st.session_state
     kept = kept_by_streamlit() if ss.get(PAGE_DRAWN) == page else frozenset()
