@@ -126,3 +126,48 @@ def test_every_collection_also_trims_malloc(monkeypatch):
     assert not server.collect_garbage(now=start + server.GC_INTERVAL_S / 2)  # no collection, no trim
     assert server.collect_garbage(now=start + server.GC_INTERVAL_S)
     assert len(trims) == 2
+
+
+def test_each_tcp_socket_of_the_process_sends_without_delay_and_a_new_connection_inherits_it():
+    import socket
+
+    from ui.run.server import send_without_delay
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # protocol 0, as Streamlit makes its own
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    early = socket.create_connection(listener.getsockname())
+    accepted_early, _ = listener.accept()
+    other, unix = socket.socketpair()  # not TCP: left alone
+    try:
+        assert listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0  # what asyncio leaves it at
+        assert send_without_delay() >= 3  # the listener and both ends of the early connection
+        for sock in (listener, early, accepted_early):
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        later = socket.create_connection(listener.getsockname())
+        accepted_later, _ = listener.accept()  # made after the call: the listener passes the setting on
+        assert accepted_later.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        for sock in (later, accepted_later):
+            sock.close()
+        assert other.fileno() >= 0 and unix.fileno() >= 0  # the duplicates were closed, the sockets are not
+        other.sendall(b"x")
+        assert unix.recv(1) == b"x"
+    finally:
+        for sock in (listener, early, accepted_early, other, unix):
+            sock.close()
+
+
+def test_tune_server_reports_the_sockets_it_set():
+    import socket
+
+    from ui.run.server import tune_server
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    try:
+        tune_server.clear()
+        assert tune_server()["no_delay_sockets"] >= 1
+        assert listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        listener.close()

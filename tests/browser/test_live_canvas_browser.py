@@ -1,6 +1,7 @@
 """Canvas first, plotly after (ui/widgets/live_canvas.js) in Debian's chromium: before plotly draws, each heatmap's
 cells are on a canvas in the colour the engine's value takes on the figure's colour scale, in the panel and the row
-the figure puts them; a masked (NaN) cell shows the plot's background; once plotly has drawn, no canvas is left.
+the figure puts them; a masked (NaN) cell shows the plot's background; once plotly has drawn, no canvas is shown
+(each chart keeps its canvas, hidden, for its next figure).
 
 plotly.js is held back by a route that answers only when the test says (a shared link's first paint), or
 Plotly.react is held (a redraw, plotly already on the page)."""
@@ -22,13 +23,13 @@ WHITE = (255, 255, 255)  # the light theme's background, under the plot's transl
 CANVAS_JS = """([key, points]) => {
   const root = document.querySelector(`.st-key-${key} .mha-live`);
   const canvas = root && root.__mhaCanvas;
-  if (!canvas || !canvas.isConnected || !root.__mhaCanvasAreas) return null;
+  if (!canvas || !canvas.isConnected || canvas.hidden || !root.__mhaCanvasAreas) return null;
   const scale = canvas.width / parseFloat(canvas.style.width), ctx = canvas.getContext("2d");
   return {mode: root.__mhaCanvasAreas.mode, boxes: root.__mhaCanvasAreas.boxes, hidden: canvas.getAttribute("aria-hidden"),
           shown: root.dataset.mhaShown || null,
           pixels: points.map(([x, y]) => [...ctx.getImageData(Math.floor(x * scale), Math.floor(y * scale), 1, 1).data])};
 }"""
-NO_CANVAS_JS = """() => document.querySelectorAll('.mha-live canvas').length === 0
+NO_CANVAS_JS = """() => document.querySelectorAll('.mha-live canvas:not([hidden])').length === 0
   && document.querySelectorAll('.mha-live').length > 0
   && [...document.querySelectorAll('.mha-live')].every(r => r.dataset.mhaPlotly && r.dataset.mhaPlotly === r.dataset.mhaShown)"""
 
@@ -173,7 +174,7 @@ HOLD_REACT_JS = """() => { const real = window.__mhaRealReact = window.Plotly.re
     window.Plotly.react = (...args) => new Promise(done => window.__mhaRelease.push(() => done(real(...args)))); }"""
 RELEASE_REACT_JS = "() => { window.Plotly.react = window.__mhaRealReact; window.__mhaRelease.forEach(f => f()); }"
 CANVAS_UP_JS = """before => { const r = document.querySelector('.st-key-heads_grid .mha-live');
-                                  return r.dataset.mhaShown !== before && !!r.__mhaCanvas; }"""
+                                  return r.dataset.mhaShown !== before && !!r.__mhaCanvas && !r.__mhaCanvas.hidden; }"""
 
 
 def open_plotted(page, app_url: str, query: str) -> str:

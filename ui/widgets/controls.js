@@ -161,27 +161,37 @@ function build(item, send) {
   return node;
 }
 
+// Write a property only when it changes: a run sends every control again, and each write makes the browser restyle
+// the sidebar (and rebuilt lines with role "alert" are read out again).
+function put(target, name, value) {
+  if (target[name] !== value) target[name] = value;
+}
+
 // This run's value and lines into a kept control (never into a text box the reader is typing in).
 function show(node, item) {
   if (item.kind === "heading") return;
   const notes = node.querySelector(":scope > .mha-ctl-notes");
-  notes.replaceChildren(...item.notes.map(([kind, text]) => {
-    const line = el("p", `mha-ctl-note mha-ctl-note-${kind}`, text);
-    if (kind === "warning" || kind === "error") line.setAttribute("role", "alert");
-    return line;
-  }));
+  const lines = JSON.stringify(item.notes);
+  if (notes.dataset.lines !== lines) {
+    notes.dataset.lines = lines;
+    notes.replaceChildren(...item.notes.map(([kind, text]) => {
+      const line = el("p", `mha-ctl-note mha-ctl-note-${kind}`, text);
+      if (kind === "warning" || kind === "error") line.setAttribute("role", "alert");
+      return line;
+    }));
+  }
   const typing = node.contains(document.activeElement) && item.kind === "text";
   if (!BUILDERS[item.kind] || typing) return;
   if (item.kind === "toggle") {
-    node.querySelector("input").checked = item.value;
+    put(node.querySelector("input"), "checked", item.value);
   } else if (item.kind === "segmented") {
-    node.querySelectorAll("input").forEach((radio, i) => { radio.checked = item.options[i][0] === item.value; });
+    node.querySelectorAll("input").forEach((radio, i) => put(radio, "checked", item.options[i][0] === item.value));
   } else if (item.kind === "select") {
-    node.querySelector("select").value = String(item.options.findIndex(([value]) => value === item.value));
+    put(node.querySelector("select"), "value", String(item.options.findIndex(([value]) => value === item.value)));
   } else {
-    node.querySelector("input").value = String(item.value);
+    put(node.querySelector("input"), "value", String(item.value));
     const shown = node.querySelector("output");
-    if (shown) shown.textContent = String(item.value);
+    if (shown) put(shown, "textContent", String(item.value));
   }
 }
 

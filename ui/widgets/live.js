@@ -22,8 +22,17 @@ function plotlyReady(file) {
   return window.__mhaPlotly;
 }
 
-// Streamlit's theme, read from the CSS custom properties it puts around the component.
+// Streamlit's theme, read from the CSS custom properties it puts around the component; read once a frame for every
+// chart drawn in it (reading computed styles makes the browser bring every style of the page up to date).
+// (The sidebar has a theme of its own: one reading for it, one for the main area.)
 function themeOf(element) {
+  const area = element.closest('[data-testid="stSidebar"]') ? "sidebar" : "main";
+  const kept = window.__mhaThemes ??= new Map();
+  if (!kept.size) requestAnimationFrame(() => kept.clear());
+  if (!kept.has(area)) kept.set(area, readTheme(element));
+  return kept.get(area);
+}
+function readTheme(element) {
   const style = getComputedStyle(element);
   const read = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
   const list = name => read(name, "").split(",").map(c => c.trim()).filter(Boolean);
@@ -67,14 +76,27 @@ function themed(layout, theme, width, room) {
   return out;
 }
 
+// A chart off screen costs the browser nothing while it is off screen (content-visibility: auto): a Seed + on a long
+// page (Step by step: seven charts, two on screen) redraws the page many times while Streamlit adds its elements, and
+// each of those frames laid out and painted every chart's plotly graph, a few thousand SVG nodes (issue 38). Its
+// size while skipped is the figure's height, the height plotly draws it at, so the page's length does not change.
+function skipWhileOffScreen(root, layout) {
+  root.style.contentVisibility = "auto";
+  root.style.containIntrinsicSize = `auto ${Number(layout.height) || PLOTLY_HEIGHT}px`;
+}
+const PLOTLY_HEIGHT = 450;  // plotly's height for a figure that sets none
+
 // The width a chart may take: its column's or row's (a "content" chart's own box is as wide as what it drew).
 function roomOf(root) {
   const block = root.closest('[data-testid="stVerticalBlock"], [data-testid="stHorizontalBlock"]');
   return (block || root).clientWidth;
 }
 
-// Plotly's redraws of canvas-drawn charts wait until the page is idle: the app's script has finished its run (every
-// chart of the run has its canvas on screen), then one frame, then one chart at a time; a new run pauses them.
+// Plotly's redraws of canvas-drawn charts wait until the page is idle: the app's script has finished its run, every
+// element of the run is drawn (a chart's canvas with it), a frame has gone and the browser has an idle moment; then
+// one chart at a time, each in an idle moment; a new run pauses them. (Started at the frame after the script's end,
+// plotly's first redraw, up to 40 ms, held up the last canvases of a Step by step Seed +: React draws a run's last
+// elements after the page shows the run as finished.)
 const RUN_LIMIT_MS = 3000;  // a run longer than this (a slow page) does not keep plotly waiting
 function scriptRunning() {
   const app = document.querySelector('[data-testid="stApp"]');
@@ -90,20 +112,35 @@ function scriptFinished() {
     const timer = setTimeout(done, RUN_LIMIT_MS);
   });
 }
-const afterPaint = () => new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
+const IDLE_LIMIT_MS = 1000;  // a redraw waits for an idle moment at most this long
+const idle = () => new Promise(resolve => (window.requestIdleCallback
+  ? requestIdleCallback(() => resolve(), {timeout: IDLE_LIMIT_MS}) : setTimeout(resolve, 0)));
+// Streamlit marks each element of the last run stale until this run's copy is drawn: the run's elements are all on
+// the page once none is (checked once a frame, for at most RUN_LIMIT_MS).
+function elementsCurrent() {
+  const until = performance.now() + RUN_LIMIT_MS;
+  return new Promise(resolve => {
+    const check = () => {
+      if (!document.querySelector('[data-testid="stElementContainer"][data-stale="true"]') || performance.now() > until) resolve();
+      else requestAnimationFrame(check);
+    };
+    check();
+  });
+}
+const afterPaint = () => new Promise(resolve => requestAnimationFrame(() => resolve())).then(idle);
 function whenPageIdle(root, job) {
   const jobs = window.__mhaIdleJobs ??= new Map();
   jobs.delete(root);
   jobs.set(root, job);  // the newest figure of a chart, in the order the canvases were drawn
   if (window.__mhaIdleWait) return;
-  window.__mhaIdleWait = scriptFinished().then(afterPaint).then(async () => {
+  window.__mhaIdleWait = scriptFinished().then(elementsCurrent).then(afterPaint).then(async () => {
     window.__mhaIdleWait = null;
     while (jobs.size) {
       if (scriptRunning()) { whenPageIdle(...jobs.entries().next().value); return; }
       const [element, next] = jobs.entries().next().value;
       jobs.delete(element);
       await next();
-      await new Promise(resolve => setTimeout(resolve, 0));  // input and Streamlit's messages between charts
+      await idle();  // input and Streamlit's messages between charts
     }
   });
 }
@@ -131,12 +168,17 @@ export default function ({data, parentElement}) {
   const config = {displaylogo: false, responsive: head.width !== "content",
                   toImageButtonOptions: {format: "svg", filename: "mha-explorer-chart"}, ...head.config};
   const ready = plotlyReady(head.plotly);  // plotly.js starts loading before anything is drawn
-  const room = roomOf(root);
-  const layout = themed(figure.layout || {}, theme, head.width, room);
-  const width = head.width === "content" ? Math.min(Number(layout.width) || room, room) : plot.clientWidth || room;
+  // The chart's width, read only when the canvas lays the figure out itself (a first drawing, or other subplots):
+  // a redraw over plotly's own plot areas forces no layout of the page while Streamlit is still adding elements.
+  const widthOf = () => {
+    const room = roomOf(root);
+    return head.width === "content" ? Math.min(Number((figure.layout || {}).width) || room, room) : plot.clientWidth || room;
+  };
+  skipWhileOffScreen(root, figure.layout || {});
   let canvas = false;
   try {
-    canvas = !!head.canvas && drawHeatmaps(root, plot, figure, layout, theme, width);
+    const layout = themed(figure.layout || {}, theme, head.width, 0);  // the room matters only to plotly (below)
+    canvas = !!head.canvas && drawHeatmaps(root, plot, figure, layout, theme, widthOf);
   } catch (error) {
     canvas = false;  // the canvas is a head start only: whatever it cannot read, plotly draws
   }

@@ -62,6 +62,7 @@ _HTML = '<div class="mha-live" data-testid="stPlotlyChart"><p class="mha-live-al
 _CSS = """
 .mha-live { width: 100%; position: relative; }
 .mha-live-canvas { position: absolute; left: 0; pointer-events: none; }
+.mha-live-canvas[hidden] { display: none; }
 .mha-live-alt { position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden;
                 clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
 """

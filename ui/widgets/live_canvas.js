@@ -218,14 +218,15 @@ function sameSubplots(full, pairs, axes, layout) {
 }
 
 // Each subplot's plot area in CSS pixels from the graph's top left, and the graph's size.
-function plotAreas(plot, pairs, axes, layout, width, colourbars, family, ctx) {
+function plotAreas(plot, pairs, axes, layout, widthOf, colourbars, family, ctx) {
   const full = plot._fullLayout;
   if (sameSubplots(full, pairs, axes, layout)) {
     const boxes = pairs.map(([x, y]) => ({x: full[x]._offset, y: full[y]._offset, w: full[x]._length,
                                            h: full[y]._length}));
     return {mode: "exact", width: full.width, height: full.height, boxes};
   }
-  const height = Number(layout.height) || 450;
+  const height = Number(layout.height) || 450, width = widthOf();
+  if (!(width > 0)) return null;
   const m = estimatedMargins(layout, axes, colourbars, family, ctx);
   const right = m.bar ? Math.max(m.r, (COLOURBAR_GAP * (width - m.l) + m.bar) / (1 + COLOURBAR_GAP)) : m.r;
   const W = width - m.l - right, H = height - m.t - m.b;
@@ -276,38 +277,89 @@ function paintTrace(ctx, scale, box, xAxis, yAxis, trace, matrix, colour, texts,
   ctx.beginPath();
   ctx.rect(box.x * scale, box.y * scale, box.w * scale, box.h * scale);
   ctx.clip();
-  const size = fontSize(trace.textfont, layout) * scale;
-  ctx.font = `${size}px ${family}`;
-  ctx.textAlign = "center";
+  if (!(evenlySpaced(xe) && evenlySpaced(ye) && paintImage(ctx, matrix, colour, px, py, xe, ye))) {
+    paintCells(ctx, matrix, colour, px, py, xe, ye);
+  }
+  if (texts) paintTexts(ctx, scale, trace, matrix, colour, texts, px, py, xe, ye, layout, family);
+  ctx.restore();
+}
+
+// Whether a trace's cells are all as wide (the pages' heatmaps: one cell per category).
+function evenlySpaced(edges) {
+  const step = edges[1] - edges[0];
+  return edges.every((edge, k) => k === 0 || Math.abs(edge - edges[k - 1] - step) <= 1e-9 * Math.abs(step));
+}
+
+// The cells as one image, one pixel a cell, drawn over the cells' span without smoothing: one drawImage for the
+// panel instead of a fillRect (and a colour parsed from text) per cell, ~2,000 cells on a Step by step Seed +
+// (issue 38). A cell's edge may fall one device pixel off the fillRect one. False when the span is empty.
+function paintImage(ctx, matrix, colour, px, py, xe, ye) {
+  const left = px(xe[0]), right = px(xe[matrix.cols]), top = py(ye[0]), bottom = py(ye[matrix.rows]);
+  if (left === right || top === bottom) return false;
+  const image = new ImageData(matrix.cols, matrix.rows);  // row 0 at the top, column 0 at the left, as on screen
+  const flipRows = top > bottom, flipCols = left > right;
+  for (let i = 0; i < matrix.rows; i++) {
+    const r = flipRows ? matrix.rows - 1 - i : i;
+    for (let j = 0; j < matrix.cols; j++) {
+      const v = matrix.at(i, j);
+      if (!Number.isFinite(v)) continue;  // transparent: the plot's background shows
+      const rgba = colour(v), at = 4 * (r * matrix.cols + (flipCols ? matrix.cols - 1 - j : j));
+      image.data[at] = rgba[0];
+      image.data[at + 1] = rgba[1];
+      image.data[at + 2] = rgba[2];
+      image.data[at + 3] = rgba[3] * 255;
+    }
+  }
+  const cells = window.__mhaCellCanvas ??= document.createElement("canvas");
+  cells.width = matrix.cols;
+  cells.height = matrix.rows;
+  cells.getContext("2d").putImageData(image, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(cells, Math.min(left, right), Math.min(top, bottom), Math.abs(right - left), Math.abs(bottom - top));
+  return true;
+}
+
+// The cells one rectangle each (cells of different widths).
+function paintCells(ctx, matrix, colour, px, py, xe, ye) {
   for (let i = 0; i < matrix.rows; i++) {
     const top = Math.min(py(ye[i]), py(ye[i + 1])), bottom = Math.max(py(ye[i]), py(ye[i + 1]));
     for (let j = 0; j < matrix.cols; j++) {
       const v = matrix.at(i, j);
       if (!Number.isFinite(v)) continue;
       const left = Math.min(px(xe[j]), px(xe[j + 1])), right = Math.max(px(xe[j]), px(xe[j + 1]));
-      const rgba = colour(v);
-      ctx.fillStyle = rgbaText(rgba);
+      ctx.fillStyle = rgbaText(colour(v));
       ctx.fillRect(left, top, right - left, bottom - top);
-      const text = texts && texts[i] ? texts[i][j] : "";
-      if (text === "" || text === null || text === undefined) continue;
-      ctx.fillStyle = (trace.textfont && trace.textfont.color) || textColour(rgba);
-      const lines = String(text).split(/<br\s*\/?>/i).map(line => line.replace(/<[^>]*>/g, ""));
-      lines.forEach((line, n) => ctx.fillText(line, (left + right) / 2,
-                                              (top + bottom) / 2 + size * (0.35 + 1.3 * (n - (lines.length - 1) / 2))));
     }
   }
-  ctx.restore();
+}
+
+// The text a page prints in the cells (its numbers, a masked cell's ×), centred, in plotly's contrasting colour.
+function paintTexts(ctx, scale, trace, matrix, colour, texts, px, py, xe, ye, layout, family) {
+  const size = fontSize(trace.textfont, layout) * scale;
+  ctx.font = `${size}px ${family}`;
+  ctx.textAlign = "center";
+  for (let i = 0; i < matrix.rows; i++) {
+    const middle = (py(ye[i]) + py(ye[i + 1])) / 2;
+    for (let j = 0; j < matrix.cols; j++) {
+      const v = matrix.at(i, j), text = texts[i] ? texts[i][j] : "";
+      if (!Number.isFinite(v) || text === "" || text === null || text === undefined) continue;
+      ctx.fillStyle = (trace.textfont && trace.textfont.color) || textColour(colour(v));
+      const lines = String(text).split(/<br\s*\/?>/i).map(line => line.replace(/<[^>]*>/g, ""));
+      lines.forEach((line, n) => ctx.fillText(line, (px(xe[j]) + px(xe[j + 1])) / 2,
+                                              middle + size * (0.35 + 1.3 * (n - (lines.length - 1) / 2))));
+    }
+  }
 }
 
 // The figure's heatmaps drawn on the chart's canvas (made when needed, laid over the plot div): true when drawn;
 // false (and no canvas) when the figure holds another trace type or something the canvas cannot read.
-function drawHeatmaps(root, plot, figure, layout, theme, width) {
+function drawHeatmaps(root, plot, figure, layout, theme, widthOf) {
   const traces = (figure.data || []).filter(trace => trace.visible !== false);
   if (!traces.length || traces.some(t => t.type !== "heatmap" || (t.zsmooth && t.zsmooth !== false))) return false;
   const matrices = traces.map(trace => matrixOf(trace.z));
   const texts = traces.map(cellTexts);
   const axes = figureAxes(traces, layout);
-  if (matrices.some(m => !m) || texts.includes(undefined) || !axes || !(width > 0)) return false;
+  if (matrices.some(m => !m) || texts.includes(undefined) || !axes) return false;
   const canvas = root.__mhaCanvas || document.createElement("canvas");
   const ctx = canvas.getContext("2d");
   const colours = colourFunctions(traces, matrices, layout, ctx);
@@ -320,25 +372,21 @@ function drawHeatmaps(root, plot, figure, layout, theme, width) {
     }
   });
   const family = theme.font, bars = colours.filter(c => c.bar).map(c => ({spec: c.bar, low: c.low, high: c.high}));
-  const areas = plotAreas(plot, pairs, axes, layout, width, bars, family, ctx);
+  const areas = plotAreas(plot, pairs, axes, layout, widthOf, bars, family, ctx);
   if (!areas) return false;
   const scale = window.devicePixelRatio || 1;
   canvas.className = "mha-live-canvas";
   canvas.setAttribute("aria-hidden", "true");  // the chart's alt text names what it shows
-  canvas.width = Math.round(areas.width * scale);
-  canvas.height = Math.round(areas.height * scale);
-  Object.assign(canvas.style, {width: `${areas.width}px`, height: `${areas.height}px`, top: `${plot.offsetTop}px`});
+  sized(canvas, Math.round(areas.width * scale), Math.round(areas.height * scale));
+  Object.assign(canvas.style, {width: `${areas.width}px`, height: `${areas.height}px`, top: `${root.__mhaPlotTop ??= plot.offsetTop}px`});
+  canvas.hidden = false;
   const background = layout.plot_bgcolor || ((layout.template || {}).layout || {}).plot_bgcolor || theme.background;
   if (areas.mode === "estimated" && plot._fullLayout) {  // plotly's graph of another layout: hidden under the canvas
     ctx.fillStyle = theme.background;
     ctx.fillRect(0, 0, canvas.width, canvas.height);
   }
-  for (const box of areas.boxes) {  // the page's background, then the plot's: what a NaN cell shows
-    for (const fill of [theme.background, background]) {
-      ctx.fillStyle = fill;
-      ctx.fillRect(box.x * scale, box.y * scale, box.w * scale, box.h * scale);
-    }
-  }
+  ctx.fillStyle = over(background, theme.background, ctx);  // the plot's background on the page's: a NaN cell's
+  for (const box of areas.boxes) ctx.fillRect(box.x * scale, box.y * scale, box.w * scale, box.h * scale);
   traces.forEach((trace, k) => paintTrace(ctx, scale, areas.boxes[k], axes[pairs[k][0]], axes[pairs[k][1]], trace,
                                           matrices[k], colours[k].colour, texts[k], layout, family));
   if (areas.mode === "estimated") drawLabels(ctx, scale, layout, areas, pairs, axes, theme);
@@ -402,15 +450,33 @@ function drawLabels(ctx, scale, layout, areas, pairs, axes, theme) {
   ctx.restore();
 }
 
-// The canvas taken away once plotly has drawn the figure (its heatmap images decoded, so no frame goes blank).
+// The canvas hidden once plotly has drawn the figure (its heatmap images decoded, so no frame goes blank); kept for
+// the next figure, whose drawing then needs no new canvas, nor a new pixel buffer when its size is the same (a new
+// buffer for every chart made most of the canvas' time on a Step by step Seed +, issue 38).
 function removeCanvas(root, plot) {
   const canvas = root.__mhaCanvas, draws = root.__mhaCanvasDraws;
   if (!canvas) return Promise.resolve();
   const images = [...plot.querySelectorAll(".hm image")].map(image => (image.decode ? image.decode().catch(() => null) : null));
   return Promise.all(images).then(() => {
     if (root.__mhaCanvasDraws !== draws) return;  // a newer figure is on the canvas, its plotly draw still to come
-    canvas.remove();
-    root.__mhaCanvas = null;
+    canvas.hidden = true;
     plot.style.minHeight = "";
   });
+}
+
+// The canvas at this size in device pixels, cleared: its buffer made again only when the size changes.
+function sized(canvas, width, height) {
+  if (canvas.width !== width || canvas.height !== height) {
+    canvas.width = width;  // (setting either clears the canvas too)
+    canvas.height = height;
+  } else {
+    canvas.getContext("2d").clearRect(0, 0, width, height);
+  }
+}
+
+// A translucent colour over an opaque one, as the browser would paint it: one fill instead of two.
+function over(top, under, ctx) {
+  const a = rgbaOf(top, ctx), b = rgbaOf(under, ctx);
+  if (!a || !b) return top;
+  return rgbaText([0, 1, 2].map(n => a[n] * a[3] + b[n] * (1 - a[3])).concat(1));
 }

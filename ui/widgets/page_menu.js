@@ -28,11 +28,18 @@ function link(page, current) {
 
 export default function ({data, parentElement}) {
   const nav = parentElement.querySelector(".mha-pages");
-  nav.setAttribute("aria-label", data.label);
-  nav.replaceChildren(...data.pages.map(page => link(page, data.current)));
+  const drawn = JSON.stringify(data);
+  if (nav.dataset.drawn !== drawn) {  // every run sends the menu again, nearly always the same: redrawn when not
+    nav.dataset.drawn = drawn;
+    nav.setAttribute("aria-label", data.label);
+    nav.replaceChildren(...data.pages.map(page => link(page, data.current)));
+  }
   const base = appBase();
   const refresh = () => {
-    for (const a of nav.querySelectorAll("a")) a.href = base + a.dataset.path + window.location.search;
+    for (const a of nav.querySelectorAll("a")) {
+      const href = base + a.dataset.path + window.location.search;
+      if (a.getAttribute("href") !== href) a.setAttribute("href", href);
+    }
   };
   refresh();
   if (nav.dataset.ready) return;  // the listeners once per element; the links above are redrawn with new data
