@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from ui.charts.markdown import markdown_table
 from ui.i18n import _
 from ui.pipeline.drill_down import drill_down
 from ui.pipeline.panel_rows import step_runs
@@ -12,7 +13,6 @@ from ui.pipeline.predict import check_prediction, prediction_message
 from ui.pipeline.records import Step, StepInputs, step_inputs
 from ui.pipeline.steps import (
     FULLY_MASKED_POLICY,
-    NULL_SHARE_COLUMN,
     build_steps,
     row_sums_heading,
     row_sums_table,
@@ -24,12 +24,12 @@ from ui.state.settings import NUMBERS_MAX_TOKENS, numbers_shown, view_setting
 from ui.widgets import step_views as views
 from ui.widgets.controls import STEP_KEY, Controls
 from ui.widgets.notebook_button import notebook_button
-from ui.widgets.number_columns import number_columns
 from ui.widgets.presentation import figure_font_size
 from ui.widgets.sidebar import sidebar
 from ui.widgets.state import KEEP, clamp_choice
 
 KEY_PREFIX = "sbs"
+ROW_SUM_FORMAT = "%.6f"  # a row's sum beside the weights: 1.000000, or what the null key leaves
 
 
 def reveal(question: tuple) -> None:
@@ -75,11 +75,10 @@ def show_softmax(number: int, step: Step, result, inputs: StepInputs, head: int,
         views.show_panel(shown, f"{KEY_PREFIX}_softmax_0", as_table=as_table, width_px=views.plot_px(3 / 4),
                          font_size=font_size, numbers=numbers)
     with right:
-        st.markdown(row_sums_heading(inputs.trace))
-        sums = row_sums_table(inputs, head)
-        st.dataframe(sums, column_config=number_columns(
-            [c for c in (_("sum"), _(NULL_SHARE_COLUMN)) if c in sums.columns], "%.6f"),
-                     key=f"{KEY_PREFIX}_row_sums")
+        # the heading and the table as ONE markdown: a table the browser draws at once, and that presentation mode
+        # enlarges (a dataframe is a canvas grid in a fixed font; issue 38)
+        table = markdown_table(row_sums_table(inputs, head), ROW_SUM_FORMAT, yes=_("yes"), no=_("no"))
+        st.markdown(f"{row_sums_heading(inputs.trace)}\n\n{table}")
     if inputs.trace.fully_masked[head].any():
         st.warning(_(FULLY_MASKED_POLICY))
     else:  # drawn only while open: a paragraph every run would send for the few who ask

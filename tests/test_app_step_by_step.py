@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import shown_charts
 from shown_steps import FORMULA, step_anchors, step_formulas, step_texts, step_titles
@@ -106,6 +107,20 @@ def table_with_index(at: AppTest, label: str, column: str | None = None):
         if label in frame.value.index and (column is None or column in frame.value.columns):
             return frame.value
     raise AssertionError(f"no table with a row {label!r} and a column {column!r}")
+
+
+def row_sums_shown(at: AppTest) -> pd.DataFrame:
+    """The row sums beside the weights as the page writes them (one markdown: its heading, then a table): the query
+    labels as the index, each number as printed, "yes" / "no" as booleans."""
+    text = next(m.value for m in at.markdown if m.value.startswith("**Row sums**"))
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    cells = [[cell.strip().strip("`") for cell in line.strip("|").split(" | ")] for line in lines]
+    header, rows = cells[0], cells[2:]
+    assert set(lines[1].strip("|").split("|")) == {"---"}, lines[1]  # a table's rule: the rows below it are cells
+    frame = pd.DataFrame([row[1:] for row in rows], index=pd.Index([row[0] for row in rows], name=header[0]),
+                         columns=header[1:])
+    return frame.apply(lambda column: column.map({"yes": True, "no": False}) if column.isin(["yes", "no"]).all()
+                       else column.astype(float))
 
 
 def markdown_text(at: AppTest) -> str:
@@ -216,7 +231,8 @@ def test_predict_then_reveal_hides_the_weights_until_revealed_and_judges_the_gue
 def test_a_fully_masked_row_is_flagged_with_the_policy():
     at = open_page(mask="padding", valid_len=0)
     assert any("all masked" in w.value or "every key masked" in w.value for w in at.warning)
-    sums = table_with_index(at, "0:the", "all masked")
+    sums = row_sums_shown(at)
+    assert list(sums.index) == [f"{i}:{t}" for i, t in enumerate(MHAConfig().tokens)]
     assert sums["all masked"].all() and (sums["sum"] == 0).all()
 
 
@@ -256,9 +272,10 @@ def test_the_null_key_link_shows_the_engines_weights_and_the_null_keys_share_in_
     assert r"e^{0 - m_{2}} + \sum_k" in cell
     assert any(f"= {latex_number(null_share)}," in f for f in formulas if r"A_{2,\varnothing}" in f)
     assert f"1 − Σ = {null_share:.4f}" in markdown_text(at)
-    sums = table_with_index(at, "2:sat", NULL_SHARE_COLUMN)
-    np.testing.assert_allclose(sums[NULL_SHARE_COLUMN], 1 - weights[0].sum(axis=-1), atol=EXACT)
-    np.testing.assert_allclose(sums["sum"], weights[0].sum(axis=-1), atol=EXACT)
+    sums = row_sums_shown(at)  # printed with six decimals: the engine's sums, rounded
+    assert not sums["all masked"].any() and "2:sat" in sums.index
+    np.testing.assert_allclose(sums[NULL_SHARE_COLUMN], 1 - weights[0].sum(axis=-1), atol=5e-7)
+    np.testing.assert_allclose(sums["sum"], weights[0].sum(axis=-1), atol=5e-7)
 
 
 def softmax_step_text(at: AppTest) -> tuple[str, str]:

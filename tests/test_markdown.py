@@ -37,3 +37,17 @@ def test_literals_join_the_spans():
     assert literals(["0:the", "3:on"]) == "`0:the`, `3:on`"
     assert literals(["un ##bel", "snow ##board"], "; ") == "`un ##bel`; `snow ##board`"
     assert literals([]) == ""
+
+
+def test_a_table_prints_its_numbers_and_flags_and_keeps_a_label_with_a_pipe_in_its_cell():
+    import pandas as pd
+
+    from ui.charts.markdown import markdown_table
+
+    frame = pd.DataFrame({"sum": [1.0, 0.25], "all masked": [False, True]},
+                         index=pd.Index(["0:a|b", "1:$x$"], name="query"))
+    lines = markdown_table(frame, "%.6f", yes="yes", no="no").splitlines()
+    assert lines[0] == "| query | sum | all masked |" and lines[1] == "|---|---|---|"
+    assert lines[2] == r"| `0:a\|b` | 1.000000 | no |"  # the pipe escaped: one cell, not two
+    assert lines[3] == "| `1:$x$` | 0.250000 | yes |"  # a code span: no formula, no emphasis
+    assert all(line.count(" | ") == 2 for line in lines[2:])

@@ -227,3 +227,37 @@ def test_seed_plus_draws_the_new_weights_over_plotlys_plot_areas_before_plotly_r
     page.evaluate(RELEASE_REACT_JS)
     page.wait_for_function(NO_CANVAS_JS, timeout=60_000)
     assert not exceptions_on_page(page)
+
+
+# Whether a chart's canvas has words in a cell: the pixels across the middle of cell (0, 0) of its first panel, all
+# of that cell's colour without words. The panel's size from plotly's graph of the same figure shape.
+WORDS_JS = """key => { const root = document.querySelector(`.st-key-${key} .mha-live`), canvas = root.__mhaCanvas;
+  if (!canvas || canvas.hidden) return null;
+  const box = root.__mhaCanvasAreas.boxes.xy, z = root.querySelector('.js-plotly-plot').data[0].z;
+  const scale = canvas.width / parseFloat(canvas.style.width), ctx = canvas.getContext('2d');
+  const [rows, cols] = z.shape ? String(z.shape).split(',').map(Number) : [z.length, z[0].length];
+  const w = box.w / cols, h = box.h / rows, y = Math.floor((box.y + h / 2) * scale);
+  const line = [...Array(20).keys()].map(k => [...ctx.getImageData(Math.floor((box.x + w * (0.2 + 0.03 * k)) * scale), y, 1, 1).data]);
+  return Math.max(...[0, 1, 2].map(c => Math.max(...line.map(p => p[c])) - Math.min(...line.map(p => p[c])))); }"""
+
+
+def test_the_numbers_of_a_chart_far_off_screen_are_written_when_it_comes_near(app_page, app_url):
+    page = app_page
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{app_url}/step_by_step?seed=3&nums=1")
+    page.wait_for_function(NO_CANVAS_JS, timeout=60_000)  # plotly has drawn every chart
+    # (the charts with numbers in their cells, nums=1: the heads' split, the scores, the softmax, A·V)
+    near, far = "sbs_split_rows", "sbs_softmax_0"  # on the screen; two screens below it
+    page.locator(f".st-key-{near}").scroll_into_view_if_needed()
+    page.evaluate(HOLD_REACT_JS)
+    before = page.evaluate(f"() => document.querySelector('.st-key-{far} .mha-live').dataset.mhaShown")
+    press_seed_plus(page)
+    page.wait_for_function(f"b => document.querySelector('.st-key-{far} .mha-live').dataset.mhaShown !== b", arg=before)
+    wait_idle(page)
+    assert page.evaluate(WORDS_JS, near) > 60  # near: its numbers with its cells
+    assert page.evaluate(WORDS_JS, far) <= TOLERANCE  # far: its cells only, one colour across the cell
+    page.locator(f".st-key-{far}").scroll_into_view_if_needed()
+    page.wait_for_function(f"k => ({WORDS_JS})(k) > 60", arg=far)  # near now: the numbers written
+    page.evaluate(RELEASE_REACT_JS)
+    page.wait_for_function(NO_CANVAS_JS, timeout=60_000)
+    assert not exceptions_on_page(page)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 
 def literal(text: str) -> str:
     """``text`` as a Markdown code span: '3:on' -> '`3:on`'.
@@ -27,3 +29,27 @@ def literal(text: str) -> str:
 def literals(texts, separator: str = ", ") -> str:
     """Several texts as code spans joined by ``separator``: ['0:the', '3:on'] -> '`0:the`, `3:on`'."""
     return separator.join(literal(t) for t in texts)
+
+
+def table_cell(text: str) -> str:
+    """A label as a Markdown table's cell: a code span (``literal``), its pipes escaped, which a table would split."""
+    return literal(str(text)).replace("|", "\\|")
+
+
+def markdown_table(frame, number_format: str, yes: str, no: str) -> str:
+    """A DataFrame as a Markdown table: a header of the index's name and the columns (the app's words, as they are),
+    then one line per row: its label as a ``table_cell`` (a token, typed by the reader), floats with ``number_format``
+    ("%.6f"), booleans as ``yes`` / ``no``."""
+    def cell(value) -> str:
+        if isinstance(value, bool | np.bool_):
+            return yes if value else no
+        if isinstance(value, float | np.floating):
+            return number_format % value
+        return table_cell(value)
+
+    names = [frame.index.name or "", *frame.columns]  # the app's own words: plain text
+    lines = ["| " + " | ".join(str(name).replace("|", "\\|") or " " for name in names) + " |",
+             "|" + "---|" * len(names)]
+    lines += ["| " + " | ".join(cell(v) for v in (label, *row)) + " |"
+              for label, row in zip(frame.index, frame.itertuples(index=False, name=None), strict=True)]
+    return "\n".join(lines)

@@ -205,7 +205,7 @@ function followTheme(root) {
 export default function ({data, parentElement, setTriggerValue}) {
   const root = parentElement.querySelector(".mha-ctl");
   root.classList.toggle("mha-ctl-row", Boolean(data.row));  // a page's controls side by side, wrapping
-  followTheme(root);
+  requestAnimationFrame(() => followTheme(root));  // at the frame: read mid-run, the page's styles are brought up to date
   root.mhaSend = (key, value) => setTriggerValue("change", {key, value});  // this render's function
   const send = (key, value) => root.mhaSend(key, value);
   const kept = new Map([...root.children].map(node => [node.dataset.key, node]));

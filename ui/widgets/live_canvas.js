@@ -268,7 +268,7 @@ function rgbaText(rgba) {
 }
 
 // One trace's cells (and their text) into its plot area; NaN cells left as they are (the plot background).
-function paintTrace(ctx, scale, box, xAxis, yAxis, trace, matrix, colour, texts, layout, family) {
+function paintTrace(ctx, scale, box, xAxis, yAxis, trace, matrix, colour, texts, layout, family, cells = true) {
   const xe = cellEdges(trace, "x", matrix.cols, xAxis.categories), ye = cellEdges(trace, "y", matrix.rows, yAxis.categories);
   const [x0, x1] = xAxis.range, [y0, y1] = yAxis.range;
   const px = v => Math.round((box.x + box.w * (v - x0) / (x1 - x0)) * scale);
@@ -277,7 +277,7 @@ function paintTrace(ctx, scale, box, xAxis, yAxis, trace, matrix, colour, texts,
   ctx.beginPath();
   ctx.rect(box.x * scale, box.y * scale, box.w * scale, box.h * scale);
   ctx.clip();
-  if (!(evenlySpaced(xe) && evenlySpaced(ye) && paintImage(ctx, matrix, colour, px, py, xe, ye))) {
+  if (cells && !(evenlySpaced(xe) && evenlySpaced(ye) && paintImage(ctx, matrix, colour, px, py, xe, ye))) {
     paintCells(ctx, matrix, colour, px, py, xe, ye);
   }
   if (texts) paintTexts(ctx, scale, trace, matrix, colour, texts, px, py, xe, ye, layout, family);
@@ -387,15 +387,39 @@ function drawHeatmaps(root, plot, figure, layout, theme, widthOf) {
   }
   ctx.fillStyle = over(background, theme.background, ctx);  // the plot's background on the page's: a NaN cell's
   for (const box of areas.boxes) ctx.fillRect(box.x * scale, box.y * scale, box.w * scale, box.h * scale);
-  traces.forEach((trace, k) => paintTrace(ctx, scale, areas.boxes[k], axes[pairs[k][0]], axes[pairs[k][1]], trace,
-                                          matrices[k], colours[k].colour, texts[k], layout, family));
+  const paint = (cells, words) => traces.forEach((trace, k) => paintTrace(
+    ctx, scale, areas.boxes[k], axes[pairs[k][0]], axes[pairs[k][1]], trace, matrices[k], colours[k].colour,
+    words ? texts[k] : null, layout, family, cells));
+  const wordsLater = root.__mhaNear === false && texts.some(Boolean);
+  paint(true, !wordsLater);
   if (areas.mode === "estimated") drawLabels(ctx, scale, layout, areas, pairs, axes, theme);
   if (!canvas.isConnected) root.appendChild(canvas);
   root.__mhaCanvas = canvas;
-  root.__mhaCanvasDraws = (root.__mhaCanvasDraws || 0) + 1;
+  const draws = root.__mhaCanvasDraws = (root.__mhaCanvasDraws || 0) + 1;
+  root.__mhaWordsLater = wordsLater ? () => { if (root.__mhaCanvasDraws === draws && !canvas.hidden) paint(false, true); } : null;
+  watchNearness(root);
   root.__mhaCanvasAreas = {mode: areas.mode, boxes: Object.fromEntries(pairs.map((p, k) => [p.join("").replace(/axis/g, ""), areas.boxes[k]]))};
   if (areas.mode === "estimated") plot.style.minHeight = `${areas.height}px`;  // the room plotly will take
   return true;
+}
+
+// The numbers in the cells of a chart far from the screen are written when it comes near (half a screen away): a
+// chart's words cost more than its cells (a fillText each, ~1,500 on a Step by step Seed +, issue 38), and a chart
+// off screen is not seen until then. A chart is near until the observer has said otherwise.
+function watchNearness(root) {
+  const observer = window.__mhaNearness ??= new IntersectionObserver(entries => {
+    for (const {target, isIntersecting} of entries) {
+      target.__mhaNear = isIntersecting;
+      const later = target.__mhaWordsLater;
+      if (!isIntersecting || !later) continue;
+      target.__mhaWordsLater = null;
+      later();
+    }
+  }, {rootMargin: "50% 0px"});
+  if (!root.__mhaWatched) {
+    root.__mhaWatched = true;
+    observer.observe(root);
+  }
 }
 
 // Before plotly.js has run: the tick labels beside the panels that show them, the paper annotations (panel titles)
