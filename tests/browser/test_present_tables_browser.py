@@ -13,6 +13,7 @@ TABLE_WIDTHS = """() => [...document.querySelectorAll('[data-testid="stMain"] [d
     table: t.getBoundingClientRect().width, column: t.closest('[data-testid="stElementContainer"]').clientWidth,
     zoom: getComputedStyle(t).zoom, grid: t.querySelector('canvas')?.getBoundingClientRect().width || 0}))"""
 LINKS = ["?present=1", "step_by_step?present=1", "lessons?lesson=causal&present=1"]
+STEP_ROW = ".st-key-sbs_controls"  # Step by step's own row of controls (ui/widgets/controls.py STEP_KEY)
 
 
 def tables_drawn(page, link: str) -> list[dict]:
@@ -21,6 +22,10 @@ def tables_drawn(page, link: str) -> list[dict]:
     section = page.locator(".st-key-diagnostics_open summary")  # Heads' table: drawn once its section is opened
     if section.count():
         section.click()
+        wait_idle(page, timeout=90_000)
+    numbers = page.locator(f'{STEP_ROW} [data-key="w_sbs_table"] input[role=switch]')  # Step by step: its matrices as
+    if numbers.count():  # tables (its row sums are a markdown table, which presentation mode enlarges as text)
+        numbers.click()
         wait_idle(page, timeout=90_000)
     page.wait_for_selector('[data-testid="stMain"] [data-testid="stDataFrame"] canvas', timeout=30_000)
     page.wait_for_timeout(500)  # the other tables of the page
@@ -49,5 +54,5 @@ def test_presented_tables_fill_a_phones_width(tab, link):
 
 def test_a_presented_table_fills_its_column_on_a_projector(tab):
     tab.set_viewport_size({"width": 1280, "height": 720})
-    tables = tables_drawn(tab, "step_by_step?present=1")  # the row sums, in a quarter column beside the weights
+    tables = tables_drawn(tab, "step_by_step?present=1")  # the matrices as tables, some in columns side by side
     assert tables and [t for t in tables if t["table"] < 0.98 * t["column"]] == []
