@@ -84,7 +84,6 @@ function skipWhileOffScreen(root, layout) {
   root.style.contentVisibility = "auto";
   root.style.containIntrinsicSize = `auto ${Number(layout.height) || PLOTLY_HEIGHT}px`;
 }
-const PLOTLY_HEIGHT = 450;  // plotly's height for a figure that sets none
 
 // The width a chart may take: its column's or row's (a "content" chart's own box is as wide as what it drew).
 function roomOf(root) {
@@ -190,7 +189,7 @@ export default function ({data, parentElement}) {
         if (root.__mhaWanted !== wanted) return null;
         mark(root, "shown", head.sig);
         mark(root, "plotly", head.sig);
-        return removeCanvas(root, plot);
+        return hideCanvas(root, plot);
       });
   }).catch(error => { alt.textContent = `Chart not drawn: ${error.message}`; });
   if (canvas) whenPageIdle(root, draw); else draw();

@@ -19,8 +19,8 @@ whose digest (and theme) it has already drawn. AppTest sees a ``bidi_component``
 
 A figure whose traces are all heatmaps is on screen before plotly has drawn it (issue 38): the component draws
 its cells on a canvas first (``live_canvas.js``: before plotly.js has loaded, laid out from the figure's layout;
-on a redraw, over plotly's own plot areas, plotly redrawing once the run is over), and the canvas goes when
-plotly has drawn. ``MHA_CANVAS_FIRST=0`` leaves every chart to plotly alone.
+on a redraw, over plotly's own plot areas, plotly redrawing once the run is over), and the canvas is hidden when
+plotly has drawn (kept for the chart's next figure). ``MHA_CANVAS_FIRST=0`` leaves every chart to plotly alone.
 
 plotly.js is plotly's cartesian bundle (heatmaps, bars, scatter, subplots; 1.5 MB, 0.5 MB gzipped,
 MIT licence beside it), served by Streamlit's static file serving from ``static/`` and loaded once

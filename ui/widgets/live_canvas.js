@@ -1,7 +1,7 @@
 // Canvas first, plotly after (issue 38): a figure whose traces are all heatmaps is drawn at once on a <canvas>,
 // cell by cell, from the figure's own JSON (its typed arrays, colour scales, ranges and axis domains), while
 // plotly.js is still loading (a shared link) or before Plotly.react redraws it (a control change). plotly then
-// draws as always and the canvas goes (live.js). Figures with any other trace go straight to plotly.
+// draws as always and the canvas is hidden, kept for the chart's next figure (live.js). Figures with any other trace go straight to plotly.
 //
 // Two layouts:
 // - "exact": plotly has drawn this graph already: each subplot's cells go where plotly's own axes put its plot
@@ -16,6 +16,7 @@
 const TYPED_ARRAYS = {f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
                       u2: Uint16Array, i4: Int32Array, u4: Uint32Array};
 const PLOTLY_MARGIN = {l: 80, r: 80, t: 100, b: 80};  // plotly's defaults when the figure sets none
+const PLOTLY_HEIGHT = 450;  // plotly's height for a figure that sets none (and live.js' room for a chart off screen)
 const COLOURBAR_GAP = 0.02;  // a vertical colour bar's default x: 1.02 of the plot area, left-anchored
 
 // A heatmap's z as {rows, cols, at(i, j)}: plotly's typed-array spec {dtype, bdata, shape} or nested lists;
@@ -225,7 +226,7 @@ function plotAreas(plot, pairs, axes, layout, widthOf, colourbars, family, ctx) 
                                            h: full[y]._length}));
     return {mode: "exact", width: full.width, height: full.height, boxes};
   }
-  const height = Number(layout.height) || 450, width = widthOf();
+  const height = Number(layout.height) || PLOTLY_HEIGHT, width = widthOf();
   if (!(width > 0)) return null;
   const m = estimatedMargins(layout, axes, colourbars, family, ctx);
   const right = m.bar ? Math.max(m.r, (COLOURBAR_GAP * (width - m.l) + m.bar) / (1 + COLOURBAR_GAP)) : m.r;
@@ -377,7 +378,7 @@ function drawHeatmaps(root, plot, figure, layout, theme, widthOf) {
   const scale = window.devicePixelRatio || 1;
   canvas.className = "mha-live-canvas";
   canvas.setAttribute("aria-hidden", "true");  // the chart's alt text names what it shows
-  sized(canvas, Math.round(areas.width * scale), Math.round(areas.height * scale));
+  sized(canvas, ctx, Math.round(areas.width * scale), Math.round(areas.height * scale));
   Object.assign(canvas.style, {width: `${areas.width}px`, height: `${areas.height}px`, top: `${root.__mhaPlotTop ??= plot.offsetTop}px`});
   canvas.hidden = false;
   const background = layout.plot_bgcolor || ((layout.template || {}).layout || {}).plot_bgcolor || theme.background;
@@ -477,7 +478,7 @@ function drawLabels(ctx, scale, layout, areas, pairs, axes, theme) {
 // The canvas hidden once plotly has drawn the figure (its heatmap images decoded, so no frame goes blank); kept for
 // the next figure, whose drawing then needs no new canvas, nor a new pixel buffer when its size is the same (a new
 // buffer for every chart made most of the canvas' time on a Step by step Seed +, issue 38).
-function removeCanvas(root, plot) {
+function hideCanvas(root, plot) {
   const canvas = root.__mhaCanvas, draws = root.__mhaCanvasDraws;
   if (!canvas) return Promise.resolve();
   const images = [...plot.querySelectorAll(".hm image")].map(image => (image.decode ? image.decode().catch(() => null) : null));
@@ -489,12 +490,12 @@ function removeCanvas(root, plot) {
 }
 
 // The canvas at this size in device pixels, cleared: its buffer made again only when the size changes.
-function sized(canvas, width, height) {
+function sized(canvas, ctx, width, height) {
   if (canvas.width !== width || canvas.height !== height) {
     canvas.width = width;  // (setting either clears the canvas too)
     canvas.height = height;
   } else {
-    canvas.getContext("2d").clearRect(0, 0, width, height);
+    ctx.clearRect(0, 0, width, height);
   }
 }
 
