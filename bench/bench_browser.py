@@ -40,7 +40,7 @@ QUIET_S = 1.0  # no figure changed for this long after the script's run: the pag
 QUICK_QUIET_S = 0.5
 LINK_QUERY = "?seed=3"  # the shared link: the Heads page with a setting in its URL
 HEATMAP_SELECTOR = ".js-plotly-plot .hm image"  # plotly draws a heatmap's cells as one <image>
-# A live chart (ui/widgets/live.js) says which figure is on screen, drawn on its canvas first or by plotly:
+# A live chart (static/mha/live.js) says which figure is on screen, drawn on its canvas first or by plotly:
 # data-mha-shown holds the figure's digest once either has drawn it, data-mha-plotly once plotly has.
 SHOWN_SELECTOR = "[data-mha-shown]"
 
@@ -182,7 +182,7 @@ async def open_heads(page, url: str, query: str, timeout_ms: float) -> float:
     return elapsed
 
 
-# The Seed box's "+": the app's settings element's (ui/widgets/controls.js), a floor page's Streamlit number input, or
+# The Seed box's "+": the app's settings element's (static/mha/controls.js), a floor page's Streamlit number input, or
 # the prototype's one-element controls' (bench/one_element_controls.js; floor pages of bench/bench_livechart.py).
 SEED_PLUS = ('.st-key-controls [data-key="w_seed"] [data-testid="mhaStepUp"], '
              '.st-key-w_seed [data-testid="stNumberInputStepUp"], '

@@ -277,7 +277,7 @@ def run(quick: bool) -> list[dict]:
     ``messages``: websocket messages the page received after the input (one per element or layout block the run
     sent, plus its start and end: what the browser takes in, ~1 ms each).
     ``plotly_ms``: to plotly's heatmap on screen (a link) or to plotly's last figure drawn (Seed +); the median
-    is earlier when a live chart's canvas showed the cells first (ui/widgets/live_canvas.js).
+    is earlier when a live chart's canvas showed the cells first (static/mha/live_canvas.js).
     ``ratio``: median / the floor page's median. Goals (issue 22): Heads' link <= 1.0x, Seed + on Heads
     <= 1.2x, on Step by step <= 1.8x. Each page is timed with its charts sent by st.plotly_chart
     (MHA_LIVE_CHARTS=0, as before issue 22) and by the live charts (ui/widgets/live.py), and Heads once

@@ -45,7 +45,7 @@ def test_every_page_file_is_routed():
 
 
 def test_the_menu_is_the_same_after_a_change_of_the_settings():
-    # the links read the address bar in the browser (ui/widgets/page_menu.js): the element carries no parameter, so
+    # the links read the address bar in the browser (static/mha/page_menu.js): the element carries no parameter, so
     # a Seed + sends it unchanged, where nine st.page_links each changed with the address
     at = start({"seed": "3"})
     before = menu(at)

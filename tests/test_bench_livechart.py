@@ -99,10 +99,10 @@ def test_the_livechart_bench_times_the_floor_with_the_controls_as_one_element():
 
 
 def test_the_browser_benches_press_the_apps_settings_element_and_the_floors_number_input():
-    """Seed + is the "+" of the seed in the app's settings element (ui/widgets/controls.js marks each control with
+    """Seed + is the "+" of the seed in the app's settings element (static/mha/controls.js marks each control with
     its key and its step buttons with a test id), or of the floor page's st.number_input; a heads pick is made in
     the element's <select>."""
-    script = (Path(__file__).parents[1] / "ui" / "widgets" / "controls.js").read_text()
+    script = (Path(__file__).parents[1] / "static" / "mha" / "controls.js").read_text()
     assert "node.dataset.key = item.key" in script and '"mhaStepUp"' in script and 'el("select"' in script
     seed_plus = [selector.strip() for selector in SEED_PLUS.split(",")]
     assert f'.st-key-{CONTROLS} [data-key="w_seed"] [data-testid="mhaStepUp"]' in seed_plus

@@ -25,7 +25,7 @@ def test_the_sidebar_links_and_the_tab_show_material_icons():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.run()
     assert not at.exception
-    links = menu(at)["pages"]  # the menu draws each as a Material Symbol by name (ui/widgets/page_menu.js)
+    links = menu(at)["pages"]  # the menu draws each as a Material Symbol by name (static/mha/page_menu.js)
     assert [link["title"] for link in links] == [info.title for info in PAGES]
     assert [f":material/{link['icon']}:" for link in links] == [info.icon for info in PAGES]
     assert MATERIAL.match(re.search(r'page_icon="([^"]+)"', (ROOT / "app.py").read_text()).group(1))

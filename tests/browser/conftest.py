@@ -133,7 +133,7 @@ def wait_drawn(page, quiet: float = 300, timeout: float = 60_000) -> None:
     page.wait_for_function(DRAWN_JS, arg=quiet, timeout=timeout, polling=50)
 
 
-# The page menu's way to another page (ui/widgets/page_menu.js): a new history entry and a popstate, on which
+# The page menu's way to another page (static/mha/page_menu.js): a new history entry and a popstate, on which
 # Streamlit runs the page the address names with the address's parameters, in the same session and tab.
 NAVIGATE_JS = """url => { window.history.pushState({}, '', url); window.dispatchEvent(new PopStateEvent('popstate', {state: {}})); }"""
 

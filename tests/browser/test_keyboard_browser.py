@@ -290,7 +290,7 @@ def test_heads_seed_and_mask_change_from_the_keyboard(page, app_url):
     assert not exceptions_on_page(page)
 
 
-# (f) Inside the settings element (ONE components-v2 element of real HTML controls, ui/widgets/controls.js): Tab from
+# (f) Inside the settings element (ONE components-v2 element of real HTML controls, static/mha/controls.js): Tab from
 # the language select box reaches the Sentence box, the heads <select>, the Seed's box and its "+", a switch and the
 # key/value-heads radio group; each used by its keys changes the link and the figure to the engine's numbers, and the
 # focus stays on the control through the run (the element keeps its nodes across runs).

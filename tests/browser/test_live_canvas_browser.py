@@ -1,4 +1,4 @@
-"""Canvas first, plotly after (ui/widgets/live_canvas.js) in Debian's chromium: before plotly draws, each heatmap's
+"""Canvas first, plotly after (static/mha/live_canvas.js) in Debian's chromium: before plotly draws, each heatmap's
 cells are on a canvas in the colour the engine's value takes on the figure's colour scale, in the panel and the row
 the figure puts them; a masked (NaN) cell shows the plot's background; once plotly has drawn, no canvas is shown
 (each chart keeps its canvas, hidden, for its next figure).

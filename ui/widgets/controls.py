@@ -6,7 +6,7 @@ their captions were ~25 messages of every Seed +, and the browser set every cont
 (``ui/widgets/sidebar.py`` WIDGETS) draw into a ``Controls`` collector instead of ``st``: the collector has the
 same methods (``number_input``, ``selectbox``, ``caption`` …), returns each control's value from session state
 (the ``w_`` keys stay the app's record of the settings) and describes the control. At the end of the sidebar
-``draw`` sends every description to one components-v2 element (``controls.js``: real HTML controls, labelled,
+``draw`` sends every description to one components-v2 element (``static/mha/controls.js``: real HTML controls, labelled,
 with their help and the lines under them; the keyboard reaches each of them), so a run sends one element.
 
 A change in the browser is one trigger, ``{key, value}``; ``_changed`` (the element's callback, before the run)
@@ -24,6 +24,7 @@ from pathlib import Path
 import streamlit as st
 
 from ui.widgets.page_menu import compact
+from ui.widgets.served import loader
 
 KEY = "controls"  # the settings' element's key (its container: .st-key-controls)
 STEP_KEY = "sbs_controls"  # Step by step's own controls (the head, the numbers, tables, predict), in a row
@@ -32,7 +33,7 @@ TEXT_LIMIT = 2000  # characters a text box takes (the sentence is cut to 64 toke
 _HERE = Path(__file__).parent
 _component = st.components.v2.component(
     "mha_controls", html='<div class="mha-ctl" data-testid="mhaControls"></div>',
-    css=compact((_HERE / "controls.css").read_text()), js=compact((_HERE / "controls.js").read_text()),
+    css=compact((_HERE / "controls.css").read_text()), js=loader("controls.js"),
     isolate_styles=False)
 
 

@@ -18,7 +18,7 @@ whose digest (and theme) it has already drawn. AppTest sees a ``bidi_component``
 ``proto.bytes`` is that payload; ``figure_from_payload`` reads the figure back.
 
 A figure whose traces are all heatmaps is on screen before plotly has drawn it (issue 38): the component draws
-its cells on a canvas first (``live_canvas.js``: before plotly.js has loaded, laid out from the figure's layout;
+its cells on a canvas first (``static/mha/live_canvas.js``: before plotly.js has loaded, laid out from the figure's layout;
 on a redraw, over plotly's own plot areas, plotly redrawing once the run is over), and the canvas is hidden when
 plotly has drawn (kept for the chart's next figure). ``MHA_CANVAS_FIRST=0`` leaves every chart to plotly alone.
 
@@ -45,6 +45,7 @@ from streamlit.runtime.state.session_state_proxy import get_session_state
 
 from ui.charts.chart_image import chart_settings
 from ui.charts.sent import SentFigure, template
+from ui.widgets.served import loader
 
 # plotly.js in static/, served at <base>/app/static/<file>; MHA_PLOTLY_FILE names another file there
 # (bench/bench_livechart.py times plotly's full bundle with it).
@@ -66,8 +67,9 @@ _CSS = """
 .mha-live-alt { position: absolute; width: 1px; height: 1px; margin: -1px; padding: 0; overflow: hidden;
                 clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
 """
-# The canvas' functions (live_canvas.js) come first in the component's module, its entry point (live.js) after.
-_JS = Path(__file__).with_name("live_canvas.js").read_text() + "\n" + Path(__file__).with_name("live.js").read_text()
+# The module (static/mha/live.js, which imports the canvas' functions from live_canvas.js beside it) is served once
+# per page; each element carries only the loader's few lines (ui/widgets/served.py).
+_JS = loader("live.js", "live_canvas.js")
 
 _component = st.components.v2.component(COMPONENT_NAME, html=_HTML, css=_CSS, js=_JS, isolate_styles=False)
 

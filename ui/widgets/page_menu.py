@@ -2,7 +2,7 @@
 
 Nine ``st.page_link`` elements made nine messages per run, and each carried the address bar's parameters, so all
 nine changed with every run. One small component (components v2: its JavaScript runs in the page, no iframe) draws
-the nine links instead, from data that changes only with the page and the language (``page_menu.js``):
+the nine links instead, from data that changes only with the page and the language (``static/mha/page_menu.js``):
 
 - each link is a real ``<a href>``: its address is the page's path plus the address bar's parameters, read at the
   moment it is pointed at, focused or clicked, so a new tab (Ctrl or middle click) gets the settings too;
@@ -20,7 +20,6 @@ the nine links instead, from data that changes only with the page and the langua
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import streamlit as st
 
@@ -28,6 +27,7 @@ from ui.i18n import _
 from ui.state.navigation import all_pages
 from ui.state.page_table import PAGES
 from ui.widgets.live import drop_state_presenter
+from ui.widgets.served import loader
 
 COMPONENT = os.environ.get("MHA_PAGE_MENU", "1") != "0"
 
@@ -45,18 +45,17 @@ _CSS = """
 .mha-pages-icon { font-family: "Material Symbols Rounded"; font-size: 1rem; line-height: 1; width: 1rem; font-weight: 400;
                   font-feature-settings: "liga"; -webkit-font-smoothing: antialiased; user-select: none; flex: none; }
 """
-_JS = Path(__file__).with_name("page_menu.js").read_text()
 
 
 def compact(text: str) -> str:
-    """Code without its whole-line comments, indentation and blank lines: the module travels with every run's
-    message (Streamlit sends a component's code with its element), ~40% of it comments and spaces."""
+    """Code without its whole-line comments, indentation and blank lines: a stylesheet travels with every run's
+    message (Streamlit sends a component's styles with its element; its code is served, ui/widgets/served.py)."""
     lines = (line.strip() for line in text.splitlines())
     return "\n".join(line for line in lines if line and not line.startswith("//"))
 
 
 
-_component = st.components.v2.component("mha_page_menu", html=_HTML, css=compact(_CSS), js=compact(_JS),
+_component = st.components.v2.component("mha_page_menu", html=_HTML, css=compact(_CSS), js=loader("page_menu.js"),
                                         isolate_styles=False)
 
 

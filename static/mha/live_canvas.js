@@ -1,4 +1,4 @@
-// Canvas first, plotly after (issue 38): a figure whose traces are all heatmaps is drawn at once on a <canvas>,
+// Canvas first, plotly after (issue 38; imported by live.js, served from static/ as ui/widgets/live.py says): a figure whose traces are all heatmaps is drawn at once on a <canvas>,
 // cell by cell, from the figure's own JSON (its typed arrays, colour scales, ranges and axis domains), while
 // plotly.js is still loading (a shared link) or before Plotly.react redraws it (a control change). plotly then
 // draws as always and the canvas is hidden, kept for the chart's next figure (live.js). Figures with any other trace go straight to plotly.
@@ -16,7 +16,7 @@
 const TYPED_ARRAYS = {f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
                       u2: Uint16Array, i4: Int32Array, u4: Uint32Array};
 const PLOTLY_MARGIN = {l: 80, r: 80, t: 100, b: 80};  // plotly's defaults when the figure sets none
-const PLOTLY_HEIGHT = 450;  // plotly's height for a figure that sets none (and live.js' room for a chart off screen)
+export const PLOTLY_HEIGHT = 450;  // plotly's height for a figure that sets none (and live.js' room for a chart off screen)
 const COLOURBAR_GAP = 0.02;  // a vertical colour bar's default x: 1.02 of the plot area, left-anchored
 
 // A heatmap's z as {rows, cols, at(i, j)}: plotly's typed-array spec {dtype, bdata, shape} or nested lists;
@@ -354,7 +354,7 @@ function paintTexts(ctx, scale, trace, matrix, colour, texts, px, py, xe, ye, la
 
 // The figure's heatmaps drawn on the chart's canvas (made when needed, laid over the plot div): true when drawn;
 // false (and no canvas) when the figure holds another trace type or something the canvas cannot read.
-function drawHeatmaps(root, plot, figure, layout, theme, widthOf) {
+export function drawHeatmaps(root, plot, figure, layout, theme, widthOf) {
   const traces = (figure.data || []).filter(trace => trace.visible !== false);
   if (!traces.length || traces.some(t => t.type !== "heatmap" || (t.zsmooth && t.zsmooth !== false))) return false;
   const matrices = traces.map(trace => matrixOf(trace.z));
@@ -478,7 +478,7 @@ function drawLabels(ctx, scale, layout, areas, pairs, axes, theme) {
 // The canvas hidden once plotly has drawn the figure (its heatmap images decoded, so no frame goes blank); kept for
 // the next figure, whose drawing then needs no new canvas, nor a new pixel buffer when its size is the same (a new
 // buffer for every chart made most of the canvas' time on a Step by step Seed +, issue 38).
-function hideCanvas(root, plot) {
+export function hideCanvas(root, plot) {
   const canvas = root.__mhaCanvas, draws = root.__mhaCanvasDraws;
   if (!canvas) return Promise.resolve();
   const images = [...plot.querySelectorAll(".hm image")].map(image => (image.decode ? image.decode().catch(() => null) : null));

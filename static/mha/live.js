@@ -2,14 +2,18 @@
 // Plotly.react, so a rerun with new data updates the chart in place instead of mounting a new one.
 // Streamlit calls this function on mount and again with the same parentElement whenever the data or
 // the theme changes. `data` is the payload bytes: a JSON line of settings, "\n", the figure's JSON.
+//
+// This module is served from the app's static files (<base>/app/static/mha/live.js?v=<digest>) and imported once per
+// page by the element's few lines of loader (ui/widgets/served.py): its code is not in every element a run sends.
+// The canvas' half comes from beside it, under the same digest, so a new version never meets an old one.
+const VERSION = new URL(import.meta.url).search;
+const {PLOTLY_HEIGHT, drawHeatmaps, hideCanvas} = await import(`./live_canvas.js${VERSION}`);
 
-// plotly.js, loaded once per page from the app's static files (<base>/app/static/), found next to
-// Streamlit's own bundle (<base>/static/js/index.*.js) so that a proxy's path prefix is kept.
+// plotly.js, loaded once per page from the app's static files (<base>/app/static/), next to this module.
 function plotlyReady(file) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   if (!window.__mhaPlotly) {
-    const bundle = [...document.querySelectorAll("script[src]")].find(s => /\/static\/js\/index[^/]*\.js/.test(s.src));
-    const src = new URL(`../../app/static/${file}`, bundle ? bundle.src : document.baseURI).href;
+    const src = new URL(`../${file}`, import.meta.url).href;
     window.__mhaPlotly = new Promise((resolve, reject) => {
       const script = document.createElement("script");
       script.src = src;
