@@ -24,6 +24,7 @@ import streamlit
 
 from bench.st_client import SEED_KEY, StreamlitClient
 from tools.launch import free_port, run_coroutine, running_server
+from ui.widgets import served
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -131,6 +132,15 @@ def test_container_entry_point_serves_from_the_copied_files_and_passes_its_healt
         # The same probe against a port where nothing listens must fail (the check can fail).
         dead = [sys.executable, *(part.replace("8501", str(free_port())) for part in healthcheck[1:])]
         assert subprocess.run(dead, timeout=30, capture_output=True).returncode != 0
+        # The components' modules, served from the copied static/mha/ as the elements' loaders ask for them
+        # (ui/widgets/served.py): the same bytes, as JavaScript (a browser runs a module of no other type).
+        served_files = sorted((app_dir / "static" / "mha").iterdir())
+        assert {path.name for path in served_files} >= {"live.js", "live_canvas.js", "controls.js", "page_menu.js"}
+        for path in served_files:
+            url = f"http://127.0.0.1:{port}/{served.URL_PATH}/{served.module_url(path.name)}"
+            with urllib.request.urlopen(url, timeout=30) as response:
+                assert response.read() == (ROOT / "static" / "mha" / path.name).read_bytes(), path.name
+                assert "javascript" in response.headers["Content-Type"], path.name
 
 
 # --- nginx and replicas ----------------------------------------------------------------------

@@ -83,10 +83,18 @@ def wait_for_page_run(page, path: str, timeout: float = 30_000) -> None:
     wait_idle(page, timeout)
 
 
+# The app's own elements have drawn: their code is fetched once per page (static/mha/, ui/widgets/served.py), so on a
+# first load an element's controls or links appear a moment after the run that sent it.
+ELEMENTS_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid="mhaControls"], [data-testid="mhaPageMenu"]')]
+  .every(element => element.childElementCount > 0)"""
+
+
 def open_app(page, app_url: str, query: str = "") -> None:
-    """Load the app (``query`` starts with '?' or '/page?...') and wait for its first run to end."""
+    """Load the app (``query`` starts with '?' or '/page?...') and wait for its first run to end and its elements to
+    be drawn."""
     page.goto(f"{app_url}/{query.lstrip('/')}")
     wait_idle(page)
+    page.wait_for_function(ELEMENTS_DRAWN_JS, timeout=30_000)
 
 
 # True once the run is over, the main area shows something and nothing has changed for ``quiet`` ms: the script's
