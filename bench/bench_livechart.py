@@ -189,6 +189,16 @@ async def seed_redraws(playwright, url: str, query: str, server_pid: int, sample
         await context.close()
 
 
+def write_floors(directory: Path) -> dict[str, Path]:
+    """Each floor page's script written to ``directory``, with the app's served modules beside them: the floors with
+    the app's controls load the elements' code from <the script's folder>/static/mha/ (ui/widgets/served.py)."""
+    scripts = {page: directory / f"floor{index}_app.py" for index, page in enumerate(FLOORS)}
+    for page, script in scripts.items():
+        script.write_text(FLOORS[page])
+    shutil.copytree(STATIC / "mha", directory / "static" / "mha")
+    return scripts
+
+
 async def measure(quick: bool, directory: Path) -> dict[str, dict]:
     """Every page's openings (after one untimed opening that warms the server) and Seed + redraws; a quick run:
     ``QUICK_PAGES`` only, one opening and one press each, nothing untimed first."""
@@ -196,9 +206,7 @@ async def measure(quick: bool, directory: Path) -> dict[str, dict]:
 
     samples = QUICK_SAMPLES if quick else FULL_SAMPLES
     pages = [row for row in PAGES if row[0] in QUICK_PAGES] if quick else PAGES
-    scripts = {page: directory / f"floor{index}_app.py" for index, page in enumerate(FLOORS)}
-    for page, script in scripts.items():
-        script.write_text(FLOORS[page])
+    scripts = write_floors(directory)
     measured = {}
     async with async_playwright() as playwright:
         for index, (name, page, query, settings) in enumerate(pages):

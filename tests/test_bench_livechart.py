@@ -13,9 +13,10 @@ from streamlit.components.v2.bidi_component.main import _make_trigger_id
 from streamlit.testing.v1 import AppTest
 
 from bench.bench_browser import HEADS_SELECT, SEED_PLUS, Redraw
-from bench.bench_livechart import FLOOR_ONE_ELEMENT_APP, FLOOR_SIDEBAR_APP, FLOORS, PAGES, rows_from
+from bench.bench_livechart import FLOOR_ONE_ELEMENT_APP, FLOOR_SIDEBAR_APP, FLOORS, PAGES, rows_from, write_floors
 from bench.one_element_controls import KEY
 from bench.st_client import Trigger, set_widget_value
+from ui.widgets import served
 from ui.widgets.controls import KEY as CONTROLS
 
 
@@ -65,6 +66,16 @@ def test_the_floor_with_the_apps_sidebar_draws_its_heatmap_from_the_sidebars_see
         assert control(at, "w_seed").value == value
         expected = np.random.default_rng(value).random((16, 16)).astype(np.float32)
         np.testing.assert_array_equal(shown_heatmap(at), expected)
+
+
+def test_the_floors_are_written_with_the_apps_served_modules_beside_them(tmp_path):
+    """A floor with the app's controls fetches their code from <its folder>/static/mha/ (Streamlit serves the script's
+    static/): without it the controls are never drawn and the bench waits for a Seed + that is not there."""
+    scripts = write_floors(tmp_path)
+    assert sorted(scripts) == sorted(FLOORS) and all(script.parent == tmp_path for script in scripts.values())
+    assert [script.read_text() for script in scripts.values()] == list(FLOORS.values())
+    for path in served.SERVED_DIR.iterdir():
+        assert (tmp_path / "static" / "mha" / path.name).read_bytes() == path.read_bytes()
 
 
 ONE_ELEMENT_ROW = "floor page + the controls as one element"
