@@ -90,14 +90,15 @@ def wait_healthy(server: Server, process: subprocess.Popen, timeout: float) -> N
 
 @contextlib.contextmanager
 def running_server(command: list[str], port: int, log: Path, start_s: float = SERVER_START_S, cwd: Path = ROOT,
-                   **popen) -> Iterator[tuple[Server, subprocess.Popen]]:
+                   base_path: str = "", **popen) -> Iterator[tuple[Server, subprocess.Popen]]:
     """Start ``command`` (a server on ``port``) in ``cwd``, its output in ``log``; wait until healthy; always stopped.
 
-    ``popen``: more ``subprocess.Popen`` arguments (``env``, ``preexec_fn``).
+    ``base_path``: the server's ``--server.baseUrlPath`` ("/course/mha"), part of its URL. ``popen``: more
+    ``subprocess.Popen`` arguments (``env``, ``preexec_fn``).
     """
     with open(log, "w") as out:
         process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, **popen)
-    server = Server(f"http://127.0.0.1:{port}", process.pid, log)
+    server = Server(f"http://127.0.0.1:{port}{base_path}", process.pid, log)
     try:
         wait_healthy(server, process, start_s)
         yield server, process
