@@ -195,7 +195,7 @@ export default function ({data, parentElement}) {
         mark(root, "plotly", head.sig);
         return hideCanvas(root, plot);
       });
-  }).catch(error => { alt.textContent = `Chart not drawn: ${error.message}`; });
+  }).catch(error => { alt.textContent = head.failed.replace("{reason}", error.message); });
   if (canvas) whenPageIdle(root, draw); else draw();
   // Called when Streamlit unmounts the element (or at once when a newer call overtook this one, the graph
   // still on the page): free plotly's listeners only once the graph has left the page.

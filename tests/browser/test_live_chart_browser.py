@@ -10,6 +10,7 @@ from shown_charts import decode
 from mha_core.config import MHAConfig, run
 from mha_core.inputs import token_labels
 from ui.charts import describe
+from ui.i18n import _, using_language
 
 # The live figure of a key: its panels' z as plotly's typed-array spec (the masked cells' grey layers, which
 # have no colour axis, left out), or null while a rerun has not drawn it yet.
@@ -71,3 +72,20 @@ def test_every_step_by_step_chart_survives_seed_plus(app_page, app_url):
     tags = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map(el => el.__mhaTag ?? null)")
     assert tags == list(range(count))
     assert not exceptions_on_page(page)
+
+
+# The words in a live chart's place when plotly.js cannot draw it (a screen reader reads them; ui/widgets/live.py's
+# "failed", in the reader's language), or null while they are not there.
+FAILED_JS = """prefix => { const alt = document.querySelector('.st-key-heads_grid .mha-live-alt');
+  return alt && alt.textContent.startsWith(prefix) ? alt.textContent : null; }"""
+
+
+def test_a_chart_plotly_cannot_draw_says_so_in_the_readers_language(app_page, app_url):
+    app_page.route("**/app/static/plotly-*.js", lambda route: route.abort())  # plotly.js never arrives
+    open_app(app_page, app_url, "?lang=es")
+    with using_language("es"):
+        words = _("Chart not drawn: {reason}")
+    assert not words.startswith("Chart")  # the catalog translates it
+    prefix = words.split("{reason}")[0]
+    shown = app_page.wait_for_function(FAILED_JS, arg=prefix).json_value()
+    assert shown.startswith(f"{prefix}could not load ") and "/app/static/plotly-" in shown

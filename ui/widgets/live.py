@@ -45,6 +45,7 @@ from streamlit.runtime.state.session_state_proxy import get_session_state
 
 from ui.charts.chart_image import chart_settings
 from ui.charts.sent import SentFigure, template
+from ui.i18n import _
 from ui.widgets.served import loader
 
 # plotly.js in static/, served at <base>/app/static/<file>; MHA_PLOTLY_FILE names another file there
@@ -133,7 +134,7 @@ def payload(fig: go.Figure | dict, *, config: dict | None = None, width: Width =
     """What the component receives: a JSON line of settings, a newline, the figure's JSON."""
     text, digest = figure_json(fig)
     head = {"sig": digest, "config": chart_settings(config), "alt": alt or "", "width": width, "plotly": PLOTLY_FILE,
-            "canvas": CANVAS_FIRST}
+            "canvas": CANVAS_FIRST, "failed": _("Chart not drawn: {reason}")}  # in the chart's place if plotly fails
     return json.dumps(head, separators=(",", ":")).encode() + b"\n" + text
 
 
