@@ -4,8 +4,9 @@ The floor page is the simplest Streamlit page with a heatmap: one ``st.plotly_ch
 heatmap and a Seed box (``FLOOR_APP``, written to a temporary file and served by a server of its own).
 Every page is timed in the same run, on the same machine, by the same page scripts as the "browser"
 section (bench/bench_browser.py): a shared link opened in a fresh Chromium to its first heatmap on
-screen, and Seed + to every figure of the page redrawn. Each is a median of 5; the ratio column
-divides by the floor page's median of the same measurement. Goals are issue 22's. Heads and Step by
+screen, and Seed + to every figure of the page redrawn. Every page's server is up at once and the pages are
+timed in turns, round by round, so the machine's drift falls on all of them alike. A link is a median of 5, a
+Seed + of 10 (5 rounds of 2); the ratio column divides by the floor page's median of the same measurement. Goals are issue 22's. Heads and Step by
 step are timed twice, their charts sent by st.plotly_chart and by the live charts (ui/widgets/live.py),
 and Heads once more with plotly's full bundle (copied into static/ for the run). The floor page is timed twice more
 with controls in its sidebar: the app's own (``FLOOR_SIDEBAR_APP``: the language's selectbox and the settings' controls
@@ -19,6 +20,7 @@ as ONE components-v2 element, ui/widgets/controls.py) and issue 38's prototype o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import statistics
@@ -140,6 +142,7 @@ window.WebSocket = class extends MhaCountingSocket {
 MESSAGES_JS = "() => window.__mhaReceived.filter(time => time >= window.__mhaChangeAt).length"
 STATIC = Path(__file__).resolve().parents[1] / "static"
 QUIET_S = 1.0
+PRESSES_PER_ROUND = 2  # a full run's timed Seed + per page and round: FULL_SAMPLES rounds, 10 presses a page
 
 
 def full_plotly() -> bool:
@@ -199,37 +202,53 @@ def write_floors(directory: Path) -> dict[str, Path]:
     return scripts
 
 
+def page_servers(stack: contextlib.ExitStack, pages, scripts: dict[str, Path], directory: Path) -> dict:
+    """Every page's server, all up at once (each page's own environment; a floor's its own script): row name ->
+    (server, query). A page needing plotly's full bundle is left out when the app has no static plotly.js."""
+    if any(FULL_PLOTLY in settings.values() for *_, settings in pages) and full_plotly():
+        stack.callback((STATIC / FULL_PLOTLY).unlink, missing_ok=True)
+    servers = {}
+    for index, (name, page, query, settings) in enumerate(pages):
+        if FULL_PLOTLY in settings.values() and not (STATIC / FULL_PLOTLY).exists():
+            continue
+        port = free_port()
+        command = app_command(port, scripts[page]) if page in scripts else app_command(port)
+        here = directory / f"page{index}"
+        here.mkdir()
+        server, _ = stack.enter_context(running_server(command, port, here / "server.log", env={**os.environ, **settings}))
+        servers[name] = (server, query, here)
+    return servers
+
+
 async def measure(quick: bool, directory: Path) -> dict[str, dict]:
-    """Every page's openings (after one untimed opening that warms the server) and Seed + redraws; a quick run:
-    ``QUICK_PAGES`` only, one opening and one press each, nothing untimed first."""
+    """Every page's openings and Seed + redraws, the pages in turns (round by round: each round opens, then presses
+    on, every page once), so that a drift of the machine's speed during the run falls on every page alike and the
+    ratios to the floor page stay side by side. A full run: one untimed opening per page first (the servers warm),
+    ``FULL_SAMPLES`` openings, and ``FULL_SAMPLES`` rounds of ``PRESSES_PER_ROUND`` timed presses (each round's tab
+    with one untimed press first). A quick run: ``QUICK_PAGES`` only, one opening and one press each."""
     from playwright.async_api import async_playwright
 
     samples = QUICK_SAMPLES if quick else FULL_SAMPLES
+    presses = QUICK_SAMPLES if quick else PRESSES_PER_ROUND
     pages = [row for row in PAGES if row[0] in QUICK_PAGES] if quick else PAGES
     scripts = write_floors(directory)
-    measured = {}
-    async with async_playwright() as playwright:
-        for index, (name, page, query, settings) in enumerate(pages):
-            port = free_port()
-            command = app_command(port, scripts[page]) if page in scripts else app_command(port)
-            here = directory / f"page{index}"
-            here.mkdir()
-            if FULL_PLOTLY in settings.values() and not full_plotly():
-                continue
-            env = {**os.environ, **settings}
-            try:
-                with running_server(command, port, here / "server.log", env=env) as (server, _):
-                    if not quick:
-                        await first_heatmap(playwright, server.url, query, here / "warm-up")
-                    links = [await first_heatmap(playwright, server.url, query, here / f"open{i}")
-                             for i in range(samples)]
-                    plotted = [plotly for _shown, plotly in links]
-                    links = [shown for shown, _plotly in links]
-                    redraws = await seed_redraws(playwright, server.url, query, server.pid, samples, here / "seed",
-                                                 warm_up=not quick, quiet_s=QUICK_QUIET_S if quick else QUIET_S)
-            finally:
-                (STATIC / FULL_PLOTLY).unlink(missing_ok=True)
-            measured[name] = {"link": links, "seed": redraws, "link_plotly": plotted}
+    with contextlib.ExitStack() as stack:
+        servers = page_servers(stack, pages, scripts, directory)
+        measured = {name: {"link": [], "seed": [], "link_plotly": []} for name in servers}
+        async with async_playwright() as playwright:
+            if not quick:
+                for server, query, here in servers.values():
+                    await first_heatmap(playwright, server.url, query, here / "warm-up")
+            for turn in range(samples):
+                for name, (server, query, here) in servers.items():
+                    shown, plotly = await first_heatmap(playwright, server.url, query, here / f"open{turn}")
+                    measured[name]["link"].append(shown)
+                    measured[name]["link_plotly"].append(plotly)
+            for turn in range(samples):
+                for name, (server, query, here) in servers.items():
+                    measured[name]["seed"] += await seed_redraws(
+                        playwright, server.url, query, server.pid, presses, here / f"seed{turn}",
+                        warm_up=not quick, quiet_s=QUICK_QUIET_S if quick else QUIET_S)
     return measured
 
 
@@ -275,11 +294,11 @@ def rows_from(measured: dict[str, dict], quick: bool) -> list[dict]:
 def run(quick: bool) -> list[dict]:
     """Floor page, Heads, Step by step: shared link to the first heatmap and Seed + to every heatmap redrawn.
 
-    Each page on a server of its own (one untimed opening first, so the server is warm); openings in
-    a fresh Chromium each (new profile), from the navigation's start to the frame after the first
-    heatmap's image appeared (bench_browser.OPENING_SCRIPT); Seed + in one tab, from the browser's
-    pointerdown to the last frame in which any figure showed new data, after 1 s with no change
-    (bench_browser.redrawn), one untimed press first. ``charts``: figures redrawn / on the page;
+    Each page on a server of its own, every server up at once, the pages timed in turns (``measure``; one untimed
+    opening of each first, so the servers are warm); openings in a fresh Chromium each (new profile), from the
+    navigation's start to the frame after the first heatmap's image appeared (bench_browser.OPENING_SCRIPT); Seed +
+    in a tab per round, from the browser's pointerdown to the last frame in which any figure showed new data, after
+    1 s with no change (bench_browser.redrawn), one untimed press first in each round. ``charts``: figures redrawn / on the page;
     ``first_ms``: to the first figure redrawn; ``long_tasks_ms``: the page's long tasks (> 50 ms) in between;
     ``script_end_ms``: to the page showing the script's run as finished (every element it sent has arrived);
     ``messages``: websocket messages the page received after the input (one per element or layout block the run
