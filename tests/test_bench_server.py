@@ -22,3 +22,8 @@ def test_every_change_is_to_a_value_not_used_before():
 def test_the_section_is_registered_after_the_app_section():
     names = [section.name for section in select(None)]
     assert names.index("server") == names.index("app") + 1
+
+
+def test_a_missed_goal_says_by_how_many_milliseconds():
+    assert bench_server.missed_note(102.4, 100.0) == "missed by 2 ms (1.02x the goal)"
+    assert bench_server.missed_note(99.0, 100.0) == bench_server.missed_note(120.0, None) == ""

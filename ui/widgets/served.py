@@ -3,7 +3,7 @@
 A components-v2 element carries its module's whole text in each message a run sends: the live chart's 39 KB went
 seven times into a Step by step Seed +, making messages of 45–58 KB. The page's websocket listener saw each of those
 ~15–20 ms after the one before, and the run's last message 90–120 ms after the press; with the loader below in each
-element, the run's messages arrived together and the last one 55–75 ms after the press. Side by side in one run
+element, the run's messages arrived together and the last one 55–80 ms after the press. Side by side in one run
 (the servers of both versions up at once, Seed + in turns, medians of 15): 132 → 101 ms to every heatmap redrawn,
 against the floor page's 69 ms.
 
