@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import exceptions_on_page, open_app, press_seed_plus, screenshot, wait_idle
+from conftest import exceptions_on_page, open_app, press_seed_plus, screenshot, wait_drawn, wait_idle
 from shown_charts import decode
 
 from mha_core.config import MHAConfig, run
@@ -77,6 +77,7 @@ def test_a_seed_change_redraws_both_compare_charts_in_place_with_the_engines_num
         arg=before,
     )
     wait_idle(page)
+    wait_drawn(page)  # plotly redraws one chart per idle moment after the run: the delta's may come after the pair's
 
     pair, delta = live_figure(page, "cmp_pair"), live_figure(page, "cmp_delta")
     assert (pair["tag"], delta["tag"]) == ("before", "before"), "a chart element was replaced, not updated in place"
