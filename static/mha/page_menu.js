@@ -4,10 +4,10 @@
 // page inside the app as Streamlit's own Back/Forward does (one history entry, then a `popstate`); a click with a
 // modifier key or the middle button is left to the browser (a new tab or window, with the parameters).
 
-// The app's base path (a proxy's prefix kept), from Streamlit's own bundle: <base>/static/js/index.*.js.
+// The app's base path (a proxy's prefix kept), from this module's own address: <base>/app/static/mha/page_menu.js
+// (the element's loader found the base from Streamlit's bundle; ui/widgets/served.py).
 function appBase() {
-  const bundle = [...document.querySelectorAll("script[src]")].find(s => /\/static\/js\/index[^/]*\.js/.test(s.src));
-  return new URL("../../", bundle ? bundle.src : document.baseURI).pathname;
+  return new URL("../../../", import.meta.url).pathname;
 }
 
 function link(page, current) {

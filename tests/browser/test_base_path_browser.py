@@ -47,6 +47,11 @@ def test_under_a_path_prefix_the_served_modules_load_and_seed_plus_redraws(app_p
     assert any(name.startswith("plotly-") for name in names), names
     shown = decode(app_page.wait_for_function(FIRST_PANEL_Z_JS).json_value())
     np.testing.assert_allclose(shown, run(MHAConfig(seed=3)).trace.weights[0], atol=1e-6)
+    app_page.hover('[data-testid="mhaPageMenu"] a[data-path="step_by_step"]')  # a link takes the address on hover
+    hrefs = app_page.evaluate("() => [...document.querySelectorAll('[data-testid=\"mhaPageMenu\"] a')].map(a => a.href)")
+    step = [href for href in hrefs if href.startswith(f"{prefixed_url}/step_by_step?")]  # the menu keeps the prefix
+    assert len(step) == 1 and "seed=3" in step[0].split("?")[1].split("&"), hrefs
+    assert all(href.startswith(f"{prefixed_url}/") for href in hrefs), hrefs
     press_seed_plus(app_page)
     app_page.wait_for_function("() => new URLSearchParams(location.search).get('seed') === '4'", timeout=30_000)
     wait_idle(app_page)

@@ -48,8 +48,9 @@ _CSS = """
 
 
 def compact(text: str) -> str:
-    """Code without its whole-line comments, indentation and blank lines: a stylesheet travels with every run's
-    message (Streamlit sends a component's styles with its element; its code is served, ui/widgets/served.py)."""
+    """Code without its whole-line comments, indentation and blank lines: what an element carries inline travels
+    with every run's message (a stylesheet, the address element's few lines; the larger modules are served instead,
+    ui/widgets/served.py)."""
     lines = (line.strip() for line in text.splitlines())
     return "\n".join(line for line in lines if line and not line.startswith("//"))
 
